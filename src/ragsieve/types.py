@@ -1,0 +1,125 @@
+"""Data types shared by every stage: chunks, search hits and request traces."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable unit of text with the metadata every stage relies on.
+
+    ``source`` is the data source the importance stage weighs (a file, or a site for
+    web data); ``domain`` is the partition the router picks (by default the first
+    folder level under the ingested path).
+    """
+
+    id: str
+    text: str
+    doc_id: str
+    source: str
+    domain: str = "default"
+    title: str = ""
+    position: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Chunk:
+        return cls(**data)
+
+
+class SearchHit(NamedTuple):
+    """One ranked result. ``scores`` holds each retriever's raw score (e.g. ``dense``,
+    ``sparse``) and the fused score under ``fused``; absent retrievers are missing."""
+
+    chunk: Chunk
+    score: float
+    rank: int
+    scores: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.chunk.id,
+            "rank": self.rank,
+            "score": self.score,
+            "scores": dict(self.scores),
+            "source": self.chunk.source,
+            "domain": self.chunk.domain,
+            "title": self.chunk.title,
+            "text": self.chunk.text,
+        }
+
+
+@dataclass
+class Trace:
+    """What happened while answering one request, stage by stage.
+
+    Stages append JSON-serialisable records with :meth:`record`; timings come from
+    :meth:`timed`. The trace is what ``--json`` prints and what users read to see which
+    evidence was kept or dropped and why.
+    """
+
+    query: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def record(self, stage: str, **data: Any) -> None:
+        self.events.append({"stage": stage, **data})
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed = (time.perf_counter() - start) * 1000.0
+            self.timings_ms[stage] = self.timings_ms.get(stage, 0.0) + elapsed
+
+    def count_llm(self, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+        self.llm_calls += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+
+    def stage(self, name: str) -> list[dict[str, Any]]:
+        """All records of one stage, in order."""
+        return [e for e in self.events if e["stage"] == name]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "events": self.events,
+            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+            "llm_calls": self.llm_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
+
+@dataclass
+class Answer:
+    """The result of :meth:`ragsieve.pipeline.Pipeline.ask`."""
+
+    question: str
+    text: str
+    evidence: list[SearchHit]
+    cited_ids: list[str]
+    trace: Trace
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.text,
+            "cited_ids": self.cited_ids,
+            "evidence": [h.to_dict() for h in self.evidence],
+            "trace": self.trace.to_dict(),
+        }
