@@ -1,1 +1,46 @@
-"""embed stage."""
+"""Embedders: the bundled local MiniLM and OpenAI-compatible endpoints."""
+
+from __future__ import annotations
+
+from ragsieve.config import EmbedderConfig
+from ragsieve.embed.base import Embedder, EmbeddingCache, content_key, l2_normalize
+from ragsieve.embed.local import BUNDLED_MODEL_NAME, SentenceTransformerEmbedder, bundled_model_dir
+from ragsieve.embed.openai_http import OpenAIEmbedder
+from ragsieve.errors import ConfigError
+
+
+def load_embedder(config: EmbedderConfig | None = None) -> Embedder:
+    """Build (not warm up) the embedder a config describes."""
+    config = config or EmbedderConfig()
+    if config.backend == "openai":
+        if not config.model or not config.base_url:
+            raise ConfigError("the openai embedding backend needs embedder.model and embedder.base_url")
+        return OpenAIEmbedder(
+            model=config.model,
+            base_url=config.base_url,
+            api_key_env=config.api_key_env,
+            batch_size=config.batch_size,
+            timeout_s=config.timeout_s,
+            normalize=config.normalize,
+            cache_dir=config.cache_dir,
+        )
+    return SentenceTransformerEmbedder(
+        model=config.model,
+        batch_size=config.batch_size,
+        device=config.device,
+        normalize=config.normalize,
+        cache_dir=config.cache_dir,
+    )
+
+
+__all__ = [
+    "BUNDLED_MODEL_NAME",
+    "Embedder",
+    "EmbeddingCache",
+    "OpenAIEmbedder",
+    "SentenceTransformerEmbedder",
+    "bundled_model_dir",
+    "content_key",
+    "l2_normalize",
+    "load_embedder",
+]

@@ -1,0 +1,115 @@
+"""Embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragsieve.embed.base import EmbeddingCache, embed_with_cache, l2_normalize
+from ragsieve.errors import ConfigError, ModelError
+
+logger = logging.getLogger(__name__)
+
+
+class OpenAIEmbedder:
+    """Embeddings from any OpenAI-compatible server (vLLM, llama.cpp server, Ollama).
+
+    Example:
+        >>> emb = OpenAIEmbedder(model="nomic-embed-text", base_url="http://127.0.0.1:11434/v1")
+        >>> emb.embed(["hello"])  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key_env: str = "OPENAI_API_KEY",
+        batch_size: int = 64,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        normalize: bool = True,
+        cache_dir: str | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.batch_size = batch_size
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.normalize = normalize
+        self.cache_dir = cache_dir
+        self._dim: int | None = None
+        self._client: Any = None
+        self._cache = EmbeddingCache(Path(cache_dir) / "embeddings.sqlite") if cache_dir else None
+
+    @property
+    def model_name(self) -> str:
+        return self.model
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self._request(["dimension probe"]).shape[1])
+        return self._dim
+
+    def warm_up(self) -> None:
+        if self._client is None:
+            import httpx
+
+            key = os.environ.get(self.api_key_env, "")
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            self._client = httpx.Client(base_url=self.base_url.rstrip("/"), headers=headers, timeout=self.timeout_s)
+
+    def _request(self, texts: list[str]) -> np.ndarray:
+        import httpx
+
+        self.warm_up()
+        delay = 0.5
+        for attempt in range(self.max_retries + 1):
+            try:
+                resp = self._client.post("/embeddings", json={"model": self.model, "input": texts})
+                if resp.status_code in (429, 500, 502, 503, 504) and attempt < self.max_retries:
+                    raise httpx.TransportError(f"HTTP {resp.status_code}")
+                if resp.status_code >= 400:
+                    raise ModelError(f"embedding server at {self.base_url} answered {resp.status_code}: {resp.text[:300]}")
+                data = sorted(resp.json()["data"], key=lambda d: d["index"])
+                vectors = np.asarray([d["embedding"] for d in data], dtype=np.float32)
+                return l2_normalize(vectors) if self.normalize else vectors
+            except httpx.TransportError as exc:
+                if attempt == self.max_retries:
+                    raise ModelError(
+                        f"could not reach the embedding server at {self.base_url} ({exc}); "
+                        "start it or fix embedder.base_url"
+                    ) from exc
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        parts = [self._request(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return np.concatenate(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not self.base_url:
+            raise ConfigError("embedder.base_url is required for the openai embedding backend")
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return embed_with_cache(texts, self.model_name, self._encode, self._cache, self.dim)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": "openai",
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env,
+            "batch_size": self.batch_size,
+            "timeout_s": self.timeout_s,
+            "normalize": self.normalize,
+            "cache_dir": self.cache_dir,
+        }
