@@ -66,7 +66,8 @@ class SentenceTransformerEmbedder:
     @property
     def dim(self) -> int:
         self.warm_up()
-        return int(self._st.get_sentence_embedding_dimension())
+        getter = getattr(self._st, "get_embedding_dimension", None) or self._st.get_sentence_embedding_dimension
+        return int(getter())
 
     def warm_up(self) -> None:
         if self._st is not None:

@@ -1,0 +1,59 @@
+"""Metadata filters: ``where={"domain": "physics", "entities.person": ["Curie", "Bohr"]}``.
+
+A key is a chunk attribute (``domain``, ``source``, ``title``, ``doc_id``) or a dotted path
+into ``chunk.metadata``; a list value matches any of its items; a value matches a list
+attribute when it is one of its elements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ragsieve.errors import InputError
+from ragsieve.types import Chunk
+
+_ATTRIBUTES = {"domain", "source", "title", "doc_id", "id"}
+
+
+def parse_where(expressions: Sequence[str]) -> dict[str, Any]:
+    """Parse CLI ``key=value`` expressions; ``key=a,b`` means any of a or b."""
+    where: dict[str, Any] = {}
+    for expr in expressions:
+        if "=" not in expr:
+            raise InputError(f"filter {expr!r} is not of the form key=value, e.g. domain=physics")
+        key, value = expr.split("=", 1)
+        key, value = key.strip(), value.strip()
+        if not key or not value:
+            raise InputError(f"filter {expr!r} needs both a key and a value, e.g. domain=physics")
+        values = [v.strip() for v in value.split(",") if v.strip()]
+        where[key] = values if len(values) > 1 else values[0]
+    return where
+
+
+def _lookup(chunk: Chunk, key: str) -> Any:
+    if key in _ATTRIBUTES:
+        return getattr(chunk, key)
+    node: Any = chunk.metadata
+    for part in key.removeprefix("metadata.").split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _matches(actual: Any, wanted: Any) -> bool:
+    wanted_set = {str(w) for w in (wanted if isinstance(wanted, list | tuple | set) else [wanted])}
+    if isinstance(actual, list | tuple | set):
+        return any(str(a) in wanted_set for a in actual)
+    return actual is not None and str(actual) in wanted_set
+
+
+def where_mask(chunks: Sequence[Chunk], where: dict[str, Any]) -> np.ndarray:
+    """Boolean mask over ``chunks`` of those matching every condition."""
+    mask = np.ones(len(chunks), dtype=bool)
+    for key, wanted in where.items():
+        mask &= np.fromiter((_matches(_lookup(c, key), wanted) for c in chunks), dtype=bool, count=len(chunks))
+    return mask
