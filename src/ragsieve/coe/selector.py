@@ -1,0 +1,116 @@
+"""ScopeCoE: keep the smallest set of retrieved snippets that covers the question's chain
+of evidence (intent, keywords, relations) instead of a fixed top-k.
+
+Example:
+    >>> from ragsieve.coe import ScopeCoESelector
+    >>> sel = ScopeCoESelector({"keyword_judge": "lexical", "cover": "exact"})
+    >>> # sel.warm_up(); sel.select("Who founded Queen?", hits, trace)  -> covering hits
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ragsieve.coe.config import CoEConfig, load_coe_config
+from ragsieve.coe.cover import CoverResult, cover
+from ragsieve.coe.features import EvidenceFeatures, FeatureExtractor
+from ragsieve.coe.judges import CoEDiscriminator, Judgements, TextEmbedder
+from ragsieve.llm.base import LLM
+from ragsieve.types import SearchHit, Trace
+
+__all__ = ["ScopeCoESelector"]
+
+logger = logging.getLogger(__name__)
+
+
+class ScopeCoESelector:
+    """The ``scope-coe`` selector of the pipeline (``--select scope-coe``).
+
+    Light constructor; :meth:`warm_up` loads the bundled LLM and embedder when none were
+    given. The trace gets one ``select`` record with the extracted features, the judgement
+    of every candidate and the covering set.
+    """
+
+    def __init__(
+        self,
+        config: CoEConfig | dict[str, Any] | None = None,
+        llm: LLM | None = None,
+        embedder: TextEmbedder | None = None,
+    ) -> None:
+        self.config = load_coe_config(config)
+        self.llm = llm
+        self.embedder = embedder
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "scope-coe", **self.config.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ScopeCoESelector:
+        data = {k: v for k, v in data.items() if k != "type"}
+        return cls(data)
+
+    def warm_up(self) -> None:
+        if self.llm is None:
+            from ragsieve.config import LLMConfig
+            from ragsieve.llm import load_llm
+
+            self.llm = load_llm(LLMConfig.model_validate({"n_threads": 1}))
+        self.llm.warm_up()
+        if self.embedder is None:
+            from ragsieve.config import EmbedderConfig
+            from ragsieve.embed import load_embedder
+
+            self.embedder = load_embedder(EmbedderConfig.model_validate({}))
+        warm = getattr(self.embedder, "warm_up", None)
+        if callable(warm):
+            warm()
+
+    def _ready(self) -> LLM:
+        if self.llm is None or self.embedder is None:
+            self.warm_up()
+        assert self.llm is not None  # noqa: S101 - narrowed by warm_up
+        return self.llm
+
+    def extract(self, query: str) -> EvidenceFeatures:
+        c = self.config
+        return FeatureExtractor(c.cache_dir, c.extraction_retries).extract(query, self._ready())
+
+    def judge(self, features: EvidenceFeatures, snippets: list[str]) -> Judgements:
+        self._ready()
+        return CoEDiscriminator(self.config, self.llm, self.embedder).judge(features, snippets)
+
+    def choose(self, judgements: Judgements) -> CoverResult:
+        return cover(judgements.covered, judgements.kinds, self.config.cover, self.config.max_exact)
+
+    def select(self, query: str, hits: list[SearchHit], trace: Trace) -> list[SearchHit]:
+        cands = hits[: self.config.candidates]
+        with trace.timed("select"):
+            features = self.extract(query)
+            judgements = self.judge(features, [h.chunk.text for h in cands])
+            result = self.choose(judgements)
+        kept = [cands[i] for i in result.selected]
+        fallback = False
+        if not kept and cands and self.config.fallback_k:
+            kept = cands[: self.config.fallback_k]
+            fallback = True
+        names = features.feature_names()
+        trace.record(
+            "select",
+            method="scope-coe",
+            cover=result.method,
+            features=features.to_dict(),
+            judgements=judgements.to_records([h.chunk.id for h in cands]),
+            kept=[h.chunk.id for h in kept],
+            full_chain=result.full,
+            uncovered=[names[j] for j in range(len(names)) if j not in result.covered_features],
+            fallback_top_k=fallback,
+            dropped=[
+                {"id": h.chunk.id, "reason": "not needed to cover the chain of evidence"}
+                for h in cands
+                if h not in kept
+            ]
+            + [{"id": h.chunk.id, "reason": f"rank {h.rank} beyond {self.config.candidates} candidates"}
+               for h in hits[self.config.candidates:]],
+        )
+        return kept
