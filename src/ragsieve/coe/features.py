@@ -40,7 +40,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-PROMPT_VERSION = "coe-v1"
+PROMPT_VERSION = "coe-v2"
 
 
 class Relation(NamedTuple):
@@ -219,8 +219,14 @@ def _clean(text: Any) -> str:
     return " ".join(str(text).split()).strip(" .,;:\"'") if isinstance(text, str) else ""
 
 
-def parse_intent_keywords(obj: Any, max_keywords: int = 6) -> tuple[str, list[str]]:
-    """Validate the first prompt's output; raise :class:`LLMOutputError` when unusable."""
+def parse_intent_keywords(
+    obj: Any, max_keywords: int = 6, question: str | None = None
+) -> tuple[str, list[str]]:
+    """Validate the first prompt's output; raise :class:`LLMOutputError` when unusable.
+
+    With ``question``, keywords must be grounded in it (at least half of their content
+    words occur in the question; small models invent keywords), and the question's quoted
+    and capitalised spans that no kept keyword overlaps are added."""
     if not isinstance(obj, dict):
         raise LLMOutputError(f"intent/keywords output is a {type(obj).__name__}, expected an object")
     intent = _clean(obj.get("intent"))
@@ -234,11 +240,22 @@ def parse_intent_keywords(obj: Any, max_keywords: int = 6) -> tuple[str, list[st
         c = _clean(k)
         if c and c.lower() not in {x.lower() for x in keywords}:
             keywords.append(c)
+    if question is not None:
+        q_toks = set(_tokens(question))
+        keywords = [k for k in keywords if _grounded(k, q_toks)]
+        for span in fallback_keywords(question, max_keywords, content_words=False):
+            if not any(set(_tokens(span)) & set(_tokens(k)) for k in keywords):
+                keywords.append(span)
     if not intent:
         raise LLMOutputError("intent/keywords output has an empty 'intent'")
     if not keywords:
         raise LLMOutputError("intent/keywords output has no non-empty keyword")
     return intent, keywords[:max_keywords]
+
+
+def _grounded(keyword: str, question_tokens: set[str]) -> bool:
+    toks = _tokens(keyword)
+    return bool(toks) and sum(t in question_tokens for t in toks) * 2 >= len(toks)
 
 
 def parse_relations(obj: Any, keywords: list[str], max_relations: int = 6) -> list[Relation]:
@@ -284,7 +301,7 @@ def _tokens(text: str) -> list[str]:
     return [t for t in re.findall(r"[a-z0-9]+", text.lower()) if t not in _STOP]
 
 
-def fallback_keywords(question: str, max_keywords: int = 6) -> list[str]:
+def fallback_keywords(question: str, max_keywords: int = 6, content_words: bool = True) -> list[str]:
     """Quoted spans, then capitalised spans (not sentence-initial question words), then
     numbers; content words when nothing else is found."""
     found: list[str] = []
@@ -306,7 +323,7 @@ def fallback_keywords(question: str, max_keywords: int = 6) -> list[str]:
             words = words[1:]
         if words and not (len(words) == 1 and words[0].lower() in _STOP):
             add(" ".join(words))
-    if not found:
+    if not found and content_words:
         for tok in sorted(set(_tokens(question)), key=lambda t: (-len(t), t))[:3]:
             add(tok)
     return found[:max_keywords]
@@ -368,7 +385,7 @@ class FeatureExtractor:
         try:
             intent, keywords = self._parse_retry(
                 llm, intent_keywords_prompt(question), INTENT_KEYWORDS_SCHEMA, "intent/keywords",
-                parse_intent_keywords,
+                lambda obj: parse_intent_keywords(obj, question=question),
             )
         except LLMOutputError as exc:
             logger.warning("feature extraction fell back to rules for %r: %s", question, exc)
