@@ -58,16 +58,21 @@ class Pipeline:
 
         return cls(validate_config(data))
 
-    def warm_up(self, need_index: bool = True) -> None:
-        """Open the index and load the models (idempotent)."""
-        if self.index is None and need_index:
+    def warm_up_index(self) -> Index:
+        """Open the index and its embedder (idempotent); enough for search."""
+        if self.index is None:
             if not self.config.index_dir:
                 raise ConfigError("no index configured; pass --index DIR or set index_dir in the config")
             from ragsieve.embed import load_embedder
 
             self.index = Index.open(self.config.index_dir, embedder=load_embedder(self.config.embedder))
-        if self.index is not None:
             self.index.warm_up()
+        return self.index
+
+    def warm_up(self, need_index: bool = True) -> None:
+        """Open the index and load the models (idempotent)."""
+        if need_index or self.index is not None:
+            self.warm_up_index()
         if self.llm is None:
             from ragsieve.llm import load_llm
 

@@ -80,7 +80,11 @@ class SentenceTransformerEmbedder:
                 f"embedding model folder {path} does not exist; ragsieve never downloads models, "
                 "so pass a local sentence-transformers folder"
             )
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
         try:
             self._st = SentenceTransformer(str(path), device=self.device, local_files_only=True)

@@ -86,14 +86,29 @@ class DenseBackend:
         return ids[0][keep].astype(np.int64), scores[0][keep]
 
 
+_STEMMER: object | None = None
+
+
+def _stemmer() -> object:
+    global _STEMMER
+    if _STEMMER is None:
+        import Stemmer
+
+        _STEMMER = Stemmer.Stemmer("english")
+    return _STEMMER
+
+
 def bm25_tokenize(texts: list[str]) -> list[list[str]]:
+    """English word tokens, stopwords removed, Snowball-stemmed (as at index time)."""
     import bm25s
 
-    return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)  # type: ignore[no-any-return]
+    return bm25s.tokenize(  # type: ignore[no-any-return]
+        texts, stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False
+    )
 
 
 class SparseBackend:
-    """BM25 (Okapi, bm25s defaults k1=1.5, b=0.75) over English-stopworded word tokens."""
+    """BM25 (Okapi, bm25s defaults k1=1.5, b=0.75) over stemmed, English-stopworded word tokens."""
 
     FOLDER = "bm25"
 
@@ -107,7 +122,8 @@ class SparseBackend:
 
         retriever = bm25s.BM25()
         if texts:
-            retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+            tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
+            retriever.index(tokens, show_progress=False)
         return cls(retriever, len(texts))
 
     def save(self, folder: Path) -> None:

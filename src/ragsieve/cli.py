@@ -1,0 +1,381 @@
+"""The ``ragsieve`` command line: a thin layer over the Python API.
+
+Each stage mounts its own sub-command group (``router``, ``filters``, ``tasks``, ``coe``,
+``importance``) from ``ragsieve.<stage>.cli``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from ragsieve.config import PipelineConfig, apply_overrides, load_config
+from ragsieve.errors import RagsieveError
+
+app = typer.Typer(
+    name="ragsieve",
+    help="Retrieval-augmented generation that checks the knowledge it retrieves.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+# Stage sub-command groups: (module, attribute, command name).
+SUBAPPS = [
+    ("ragsieve.route.cli", "app", "router"),
+    ("ragsieve.filtering.cli", "app", "filters"),
+    ("ragsieve.tasks.cli", "app", "tasks"),
+    ("ragsieve.coe.cli", "app", "coe"),
+    ("ragsieve.importance.cli", "app", "importance"),
+]
+
+
+def _mount_subapps() -> None:
+    for module_name, attr, name in SUBAPPS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # that stage has no CLI in this build
+            raise
+        app.add_typer(getattr(module, attr), name=name)
+
+
+def _setup_logging(verbose: bool) -> None:
+    level = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
+    for noisy in ("faiss", "bm25s", "sentence_transformers", "httpx", "urllib3", "transformers", "filelock"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _config(config_path: Path | None, overrides: dict[str, Any]) -> PipelineConfig:
+    base = load_config(config_path) if config_path else PipelineConfig()
+    return apply_overrides(base, overrides)
+
+
+class _ProgressReporter:
+    """Adapts the index builder's ``(stage, done, total)`` callback to rich progress bars."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.tasks: dict[str, Any] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        labels = {"load": "loading files", "embed": "embedding chunks", "index": "building indexes"}
+        if stage not in self.tasks:
+            self.tasks[stage] = self.progress.add_task(labels.get(stage, stage), total=total)
+        self.progress.update(self.tasks[stage], completed=done, total=total)
+
+
+class _RateColumn(ProgressColumn):
+    """Items per second (chunks, files) of a task."""
+
+    def render(self, task: Any) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.0f}/s" if speed else "", style="progress.data.speed")
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _RateColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=False,
+    )
+
+
+# ---------------------------------------------------------------------- commands
+@app.callback()
+def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log what each stage does.")) -> None:
+    _setup_logging(verbose)
+
+
+@app.command()
+def ingest(
+    path: Path = typer.Argument(..., help="Folder (or file) to ingest."),
+    index: Path = typer.Option(..., "--index", help="Index directory to create or update."),
+    config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
+    partition_by: str | None = typer.Option(None, "--partition-by", help="'folder' or a metadata field."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Chunk size in tokens."),
+    overlap: int | None = typer.Option(None, "--overlap", help="Overlap between chunks in tokens."),
+    unit: str | None = typer.Option(None, "--unit", help="'window' (default) or 'sentence'."),
+    text_field: str | None = typer.Option(None, "--text-field", help="JSON/CSV field holding the text."),
+    id_field: str | None = typer.Option(None, "--id-field", help="JSON/CSV field holding the record id."),
+    dense_kind: str | None = typer.Option(None, "--dense", help="faiss index: flat (exact), ivf or hnsw."),
+    as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
+) -> None:
+    """Load, chunk, embed and index a folder; re-running updates only what changed."""
+    from ragsieve.index import BuildReport, Index
+
+    cfg = _config(
+        config,
+        {
+            "ingest.partition_by": partition_by,
+            "ingest.chunking.max_tokens": max_tokens,
+            "ingest.chunking.overlap_tokens": overlap,
+            "ingest.chunking.unit": unit,
+            "ingest.text_field": text_field,
+            "ingest.id_field": id_field,
+            "dense_index.kind": dense_kind,
+        },
+    )
+    report = BuildReport()
+    with _progress() as progress:
+        built = Index.build(path, index, config=cfg, progress=_ProgressReporter(progress), report=report)
+    if as_json:
+        console.print_json(json.dumps({**report.to_dict(), "index": built.stats()}))
+        return
+    rate = report.chunks_embedded / report.seconds if report.seconds else 0.0
+    console.print(
+        f"[green]indexed[/] {report.chunks} chunks from {report.files_seen - len(report.skipped)} files into {index} "
+        f"({report.files_added} added, {report.files_updated} updated, {report.files_unchanged} unchanged, "
+        f"{report.files_removed} removed; {report.chunks_embedded} embedded at {rate:.0f} chunks/s, "
+        f"{report.seconds:.1f}s)"
+    )
+    console.print(f"domains: {', '.join(built.domains)}")
+    if report.skipped:
+        err_console.print(f"[yellow]skipped {len(report.skipped)} file(s):[/]")
+        for p, reason in report.skipped:
+            err_console.print(f"  {p}: {reason}")
+
+
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="Search text."),
+    index: Path = typer.Option(..., "--index", help="Index directory."),
+    mode: str = typer.Option("hybrid", "--mode", help="dense, sparse or hybrid."),
+    k: int = typer.Option(10, "-k", help="Number of results."),
+    where: list[str] = typer.Option([], "--where", help="Metadata filter key=value (repeatable)."),
+    route: str = typer.Option("all", "--route", help="all, auto (router) or a domain name."),
+    fusion: str | None = typer.Option(None, "--fusion", help="rrf or weighted."),
+    config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
+    as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
+) -> None:
+    """Rank chunks for a query and show each retriever's score."""
+    from ragsieve.index import parse_where
+    from ragsieve.pipeline import Pipeline
+    from ragsieve.types import Trace
+
+    cfg = _config(config, {"index_dir": str(index), "retrieval.mode": mode, "retrieval.fusion": fusion, "route": route})
+    pipe = Pipeline.from_config(cfg)
+    trace = Trace(query=query)
+    pipe.warm_up_index()
+    domains = pipe.resolve_domains(query, trace)
+    start = time.perf_counter()
+    hits = pipe.retrieve(query, trace, k=k, domains=domains, where=parse_where(where) or None)[:k]
+    elapsed = (time.perf_counter() - start) * 1000
+    if as_json:
+        console.print_json(json.dumps({"query": query, "hits": [h.to_dict() for h in hits], "trace": trace.to_dict()}))
+        return
+    table = Table(title=f"{len(hits)} results for {query!r} ({mode}, {elapsed:.1f} ms)")
+    for col in ("#", "id", "domain", "fused", "dense", "sparse", "text"):
+        table.add_column(col, overflow="fold")
+    for h in hits:
+        table.add_row(
+            str(h.rank),
+            h.chunk.id,
+            h.chunk.domain,
+            f"{h.scores.get('fused', h.score):.4f}",
+            f"{h.scores['dense']:.3f}" if "dense" in h.scores else "-",
+            f"{h.scores['sparse']:.3f}" if "sparse" in h.scores else "-",
+            h.chunk.text[:160],
+        )
+    console.print(table)
+
+
+def _print_answer(answer: Any) -> None:
+    console.print(f"\n[bold]Q:[/] {answer.question}")
+    console.print(f"[bold green]A:[/] {answer.text}\n")
+    if answer.evidence:
+        table = Table(title="evidence used")
+        for col in ("#", "id", "source", "score", "cited", "text"):
+            table.add_column(col, overflow="fold")
+        for i, h in enumerate(answer.evidence, 1):
+            table.add_row(
+                str(i), h.chunk.id, h.chunk.source, f"{h.score:.4f}", "yes" if h.chunk.id in answer.cited_ids else "",
+                h.chunk.text[:140],
+            )
+        console.print(table)
+    t = answer.trace
+    timings = ", ".join(f"{k} {v:.0f} ms" for k, v in t.timings_ms.items())
+    console.print(f"timings: {timings}; LLM calls: {t.llm_calls}; prompt tokens: {t.prompt_tokens}")
+
+
+@app.command()
+def ask(
+    question: str = typer.Argument(..., help="The question."),
+    index: Path | None = typer.Option(None, "--index", help="Index directory."),
+    no_retrieval: bool = typer.Option(False, "--no-retrieval", help="Answer from the model alone."),
+    k: int | None = typer.Option(None, "-k", help="Evidence pieces to use."),
+    mode: str | None = typer.Option(None, "--mode", help="dense, sparse or hybrid retrieval."),
+    route: str | None = typer.Option(None, "--route", help="all, auto (router) or a domain name."),
+    pipeline: str | None = typer.Option(None, "--pipeline", help="direct or task-adaptive."),
+    select: str | None = typer.Option(None, "--select", help="top-k or scope-coe."),
+    model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),
+    llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible server base URL."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
+    config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the answer and full trace as JSON."),
+) -> None:
+    """Answer a question from the index's evidence with the local (or a remote) LLM."""
+    from ragsieve.pipeline import build_pipeline
+
+    overrides: dict[str, Any] = {
+        "index_dir": str(index) if index else None,
+        "retrieval.k": k,
+        "retrieval.mode": mode,
+        "route": route,
+        "pipeline": pipeline,
+        "select": select,
+        "llm.model": model,
+        "llm.n_threads": threads,
+    }
+    if llm_url:
+        overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
+    cfg = _config(config, overrides)
+    if not no_retrieval and not cfg.index_dir:
+        raise RagsieveError("no index given; pass --index DIR (build one with `ragsieve ingest`) or --no-retrieval")
+    pipe = build_pipeline(cfg)
+    answer = pipe.ask(question, no_retrieval=no_retrieval)
+    if as_json:
+        console.print_json(json.dumps(answer.to_dict(), default=str))
+    else:
+        _print_answer(answer)
+
+
+@app.command()
+def classify(
+    text: str = typer.Argument(..., help="Text to classify."),
+    labels: str = typer.Option(..., "--labels", help="Comma-separated labels, e.g. positive,negative."),
+    knowledge: list[str] = typer.Option([], "--knowledge", help="Knowledge sentence to condition on (repeatable)."),
+    template: str | None = typer.Option(None, "--template", help="Prompt preset: sentiment, question, grammar, generic."),
+    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Contextual calibration."),
+    model: str | None = typer.Option(None, "--model", help="GGUF path."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
+    config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the distribution as JSON."),
+) -> None:
+    """A probability distribution over labels from next-token log-probabilities."""
+    from ragsieve.errors import InputError
+    from ragsieve.generate.classify import LabelClassifier
+    from ragsieve.llm import load_llm
+
+    label_list = [x.strip() for x in labels.split(",") if x.strip()]
+    if len(label_list) < 2 or len(set(label_list)) != len(label_list):
+        raise InputError("--labels needs at least two distinct comma-separated labels, e.g. positive,negative")
+    if not text.strip():
+        raise InputError("the text to classify is empty")
+    cfg = _config(config, {"llm.model": model, "llm.n_threads": threads})
+    llm = load_llm(cfg.llm)
+    llm.warm_up()
+    kwargs: dict[str, Any] = {"calibrate": calibrate}
+    if template:
+        kwargs["template"] = template
+    clf = LabelClassifier(label_list, **kwargs)
+    if calibrate:
+        clf.fit_calibration(llm)
+    start = time.perf_counter()
+    dist = clf.predict_proba(llm, text, knowledge=knowledge or None)
+    ms = (time.perf_counter() - start) * 1000
+    if as_json:
+        console.print_json(json.dumps({"text": text, "labels": dist, "calibrated": calibrate, "ms": round(ms, 2)}))
+        return
+    best = max(dist, key=lambda lab: dist[lab])
+    for label, p in sorted(dist.items(), key=lambda kv: -kv[1]):
+        console.print(f"{label:>20} {p:6.3f} {'█' * int(p * 40)}")
+    console.print(f"prediction: [bold]{best}[/] ({ms:.0f} ms)")
+
+
+@app.command()
+def info(index: Path = typer.Option(..., "--index", help="Index directory.")) -> None:
+    """Show what an index holds."""
+    from ragsieve.index import Index
+
+    console.print_json(json.dumps(Index.open(index).stats()))
+
+
+def default_demo_index() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "ragsieve" / "demo-index"
+
+
+@app.command()
+def demo(
+    question: str = typer.Option(
+        "What is graphene made of?", "--question", "-q", help="Question to ask the demo corpus."
+    ),
+    index: Path | None = typer.Option(None, "--index", help="Where to build the demo index."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
+) -> None:
+    """Build an index of the bundled demo corpus and answer a question with the bundled models."""
+    from ragsieve.demo import demo_corpus_dir
+    from ragsieve.index import BuildReport, Index
+    from ragsieve.pipeline import Pipeline
+
+    index_dir = index or default_demo_index()
+    cfg = PipelineConfig(index_dir=str(index_dir))
+    cfg = apply_overrides(cfg, {"llm.n_threads": threads})
+    report = BuildReport()
+    with _progress() as progress:
+        built = Index.build(demo_corpus_dir(), index_dir, config=cfg, progress=_ProgressReporter(progress), report=report)
+    console.print(
+        f"demo index: {report.chunks} chunks in {len(built.domains)} domains at {index_dir} "
+        f"({report.chunks_embedded} embedded, {report.seconds:.1f}s)"
+    )
+    pipe = Pipeline(cfg, index=built)
+    _print_answer(pipe.ask(question))
+
+
+def main() -> None:
+    """Console entry point: clear one-line errors instead of tracebacks."""
+    _mount_subapps()
+    try:
+        app(standalone_mode=False)
+    except RagsieveError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        raise SystemExit(2) from None
+    except (typer.Abort, KeyboardInterrupt):
+        err_console.print("aborted")
+        raise SystemExit(130) from None
+    except SystemExit:
+        raise
+    except Exception as exc:  # click usage errors surface here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            raise SystemExit(exc.exit_code) from None
+        raise
+
+
+if __name__ == "__main__":
+    main()
