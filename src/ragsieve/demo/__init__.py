@@ -1,0 +1,79 @@
+"""The bundled demo data: a small three-domain corpus, questions with reference answers, and
+long-form writing requests, all written for this project.
+
+The corpus lives in ``corpus/<domain>/`` (``physics``, ``chemistry``, ``nanoscience``) as
+Markdown, plain text, HTML and one JSONL glossary per domain. Files are located with
+:mod:`importlib.resources`, so they resolve from an installed package as well as a checkout.
+
+Example:
+    >>> from ragsieve.demo import demo_corpus_dir, demo_questions, demo_writing_requests
+    >>> sorted(p.name for p in demo_corpus_dir().iterdir() if p.is_dir())
+    ['chemistry', 'nanoscience', 'physics']
+    >>> q = demo_questions()[0]
+    >>> sorted(q)
+    ['answer', 'answer_aliases', 'doc_ids', 'domain', 'id', 'question']
+    >>> len(demo_writing_requests())
+    20
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ragsieve.errors import ConfigError
+
+__all__ = ["DEMO_DOMAINS", "demo_corpus_dir", "demo_questions", "demo_writing_requests"]
+
+DEMO_DOMAINS: tuple[str, ...] = ("physics", "chemistry", "nanoscience")
+
+
+def _resource_path(name: str) -> Path:
+    """Return a real filesystem path to a file or folder shipped in this package."""
+    ref = resources.files(__name__).joinpath(name)
+    path = Path(str(ref))
+    if not path.exists():
+        raise ConfigError(
+            f"bundled demo data {name!r} not found at {path}: the ragsieve installation is incomplete "
+            "or was installed from a zip; reinstall with `pip install -e .` (or a regular wheel install)"
+        )
+    return path
+
+
+def demo_corpus_dir() -> Path:
+    """Folder of the bundled demo corpus; its first-level subfolders are the domains."""
+    return _resource_path("corpus")
+
+
+def _read_jsonl(name: str) -> list[dict[str, Any]]:
+    path = _resource_path(name)
+    records: list[dict[str, Any]] = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{lineno}: malformed JSON ({exc}); reinstall ragsieve") from exc
+        if not isinstance(record, dict):
+            raise ConfigError(f"{path}:{lineno}: expected a JSON object; reinstall ragsieve")
+        records.append(record)
+    return records
+
+
+def demo_questions() -> list[dict[str, Any]]:
+    """The 40 demo questions.
+
+    Each record has ``id``, ``question``, ``domain`` (one domain, or two joined by ``+`` for
+    questions that span domains), ``answer`` (a short reference answer), ``answer_aliases``
+    (strings a correct answer contains) and ``doc_ids`` (supporting files, relative to
+    :func:`demo_corpus_dir`, e.g. ``"physics/029-superconductivity.md"``).
+    """
+    return _read_jsonl("questions.jsonl")
+
+
+def demo_writing_requests() -> list[dict[str, Any]]:
+    """The 20 long-form writing requests over the demo corpus (``id``, ``request``, ``domain``)."""
+    return _read_jsonl("writing_requests.jsonl")
