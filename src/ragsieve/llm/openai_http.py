@@ -1,0 +1,458 @@
+"""Any OpenAI-compatible HTTP server (vLLM, llama.cpp ``llama-server``, Ollama, OpenAI).
+
+What each call needs from the server, and which servers provide it:
+
+- ``generate``: ``/v1/chat/completions`` (all servers).
+- ``generate_json``: chat with ``response_format={"type": "json_schema", ...}`` (vLLM,
+  llama-server, OpenAI); on a 4xx, ``{"type": "json_object"}`` with the schema in a system
+  message (Ollama, older servers).
+- ``continuation_logprobs`` and ``perplexity``: ``/v1/completions`` with ``echo=true`` and
+  ``logprobs`` on the rendered prompt + continuation (vLLM, OpenAI legacy completion
+  models; llama-server and Ollama do not echo prompt log-probs).
+- ``next_token_logprobs``: as above, exact, one request per candidate (vLLM); otherwise
+  chat ``logprobs=true, top_logprobs=20`` (llama-server, Ollama >= 0.12, OpenAI chat models).
+
+Scoring with ``/v1/completions`` needs the prompt rendered with the model's chat template:
+pass ``chat_template`` (the Jinja template of the served model) or use a server with
+``/apply-template`` (llama-server). A server that returns no log-probabilities raises a
+:class:`ModelError` naming what is missing.
+
+With the chat ``top_logprobs`` fallback, a candidate whose first token is not among the top
+20 gets the 20th log-probability (an upper bound); a warning is logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ragsieve.errors import InputError, LLMOutputError, ModelError
+from ragsieve.llm.base import ChatMessage, ContinuationScore, Generation, Prompt, as_messages
+
+logger = logging.getLogger(__name__)
+
+_TOP_LOGPROBS = 20
+
+
+class _HTTPStatusError(Exception):
+    """A 4xx answer the caller may handle (e.g. an unsupported parameter)."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}: {body[:300]}")
+        self.status = status
+        self.body = body
+
+
+class OpenAICompatibleLLM:
+    """An :class:`ragsieve.llm.base.LLM` that talks to an OpenAI-compatible server.
+
+    Args:
+        model: the served model name.
+        base_url: server root, with or without the trailing ``/v1``.
+        api_key_env: environment variable holding the API key (unset: no auth header).
+        timeout_s: per-request timeout.
+        max_retries: retries on connection errors, timeouts, 429 and 5xx, with exponential
+            backoff (``backoff_s * 2**attempt``, or the server's ``Retry-After``).
+        seed: default sampling seed sent with every generation.
+        chat_template: Jinja chat template of the served model, for log-prob scoring
+            through ``/v1/completions``; ``None`` asks the server's ``/apply-template``.
+
+    Example:
+        >>> llm = OpenAICompatibleLLM("Qwen2.5-0.5B-Instruct", "http://127.0.0.1:8000")  # doctest: +SKIP
+        >>> llm.generate("Say hi.", max_tokens=8).text  # doctest: +SKIP
+        'Hi there!'
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        seed: int = 0,
+        backoff_s: float = 0.5,
+        chat_template: str | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.seed = seed
+        self.backoff_s = backoff_s
+        self.chat_template = chat_template
+        self._client: Any = None
+        self._json_schema_supported: bool | None = None
+        self._echo_supported: bool | None = None
+
+    @property
+    def model_name(self) -> str:
+        return self.model
+
+    @property
+    def root_url(self) -> str:
+        url = self.base_url.rstrip("/")
+        return url[: -len("/v1")] if url.endswith("/v1") else url
+
+    # ------------------------------------------------------------------ transport
+    def warm_up(self) -> None:
+        """Create the HTTP client (the server is contacted on the first request); idempotent."""
+        if self._client is not None:
+            return
+        import httpx
+
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = httpx.Client(base_url=self.root_url, headers=headers, timeout=self.timeout_s)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST JSON with retries. 4xx other than 429 raise :class:`_HTTPStatusError`."""
+        import httpx
+
+        self.warm_up()
+        url = f"{self.root_url}{path}"
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            wait = self.backoff_s * (2**attempt) * (1.0 + 0.1 * random.random())
+            try:
+                resp = self._client.post(path, json=payload)
+            except (httpx.ConnectError, httpx.TimeoutException, httpx.RemoteProtocolError) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                if attempt < self.max_retries:
+                    logger.warning("LLM server %s: %s; retry %d in %.2fs", url, last, attempt + 1, wait)
+                    time.sleep(wait)
+                    continue
+                raise ModelError(
+                    f"could not reach LLM server at {url} after {attempt + 1} attempts ({last}); "
+                    "start it or fix base_url"
+                ) from exc
+            if resp.status_code == 429 or resp.status_code >= 500:
+                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                if attempt < self.max_retries:
+                    retry_after = resp.headers.get("Retry-After")
+                    if retry_after is not None:
+                        with contextlib.suppress(ValueError):
+                            wait = min(float(retry_after), 60.0)
+                    logger.warning("LLM server %s: %s; retry %d in %.2fs", url, last, attempt + 1, wait)
+                    time.sleep(wait)
+                    continue
+                raise ModelError(
+                    f"LLM server at {url} kept failing ({last}) after {attempt + 1} attempts; "
+                    "check the server logs or lower the request rate"
+                )
+            if resp.status_code >= 400:
+                raise _HTTPStatusError(resp.status_code, resp.text)
+            try:
+                data: dict[str, Any] = resp.json()
+            except ValueError as exc:
+                raise ModelError(
+                    f"LLM server at {url} returned non-JSON ({resp.text[:200]!r}); "
+                    "check that base_url points at an OpenAI-compatible API"
+                ) from exc
+            return data
+        raise ModelError(f"could not reach LLM server at {url}; start it or fix base_url")  # pragma: no cover
+
+    def _post_checked(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._post(path, payload)
+        except _HTTPStatusError as exc:
+            raise ModelError(
+                f"LLM server at {self.root_url}{path} rejected the request ({exc}); "
+                f"check that model {self.model!r} is served and the parameters are supported"
+            ) from exc
+
+    # ------------------------------------------------------------------ generation
+    def _chat(self, prompt: Prompt, **params: Any) -> dict[str, Any]:
+        payload = {"model": self.model, "messages": [dict(m) for m in as_messages(prompt)], **params}
+        return self._post("/v1/chat/completions", payload)
+
+    @staticmethod
+    def _generation(data: dict[str, Any]) -> Generation:
+        try:
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ModelError(f"LLM server answer has no choices[0].message: {str(data)[:200]}") from exc
+        usage = data.get("usage") or {}
+        return Generation(
+            text=text,
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
+        )
+
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        params: dict[str, Any] = {
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": self.seed if seed is None else seed,
+        }
+        if stop:
+            params["stop"] = list(stop)
+        try:
+            data = self._chat(prompt, **params)
+        except _HTTPStatusError as exc:
+            raise ModelError(
+                f"LLM server at {self.root_url} rejected a chat completion ({exc}); "
+                f"check that model {self.model!r} is served"
+            ) from exc
+        return self._generation(data)
+
+    def generate_json(
+        self, prompt: Prompt, schema: dict[str, Any], *, max_tokens: int = 256
+    ) -> dict[str, Any]:
+        """``response_format=json_schema`` (strict); on a 4xx, ``json_object`` plus the schema in
+        a system message. The result is validated; one retry; then :class:`LLMOutputError`."""
+        import jsonschema
+
+        messages = as_messages(prompt)
+        problem = ""
+        for attempt in range(2):
+            params: dict[str, Any] = {
+                "max_tokens": max_tokens * (attempt + 1),
+                "temperature": 0.0,
+                "seed": self.seed + attempt,
+            }
+            data = None
+            if self._json_schema_supported is not False:
+                fmt = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "output", "schema": schema, "strict": True},
+                }
+                try:
+                    data = self._chat(messages, response_format=fmt, **params)
+                    self._json_schema_supported = True
+                except _HTTPStatusError as exc:
+                    logger.info("server rejected json_schema (%s); falling back to json_object", exc)
+                    self._json_schema_supported = False
+            if data is None:
+                hint = ChatMessage(
+                    role="system",
+                    content="Reply with one JSON object only, matching this JSON schema: "
+                    + json.dumps(schema),
+                )
+                try:
+                    data = self._chat(
+                        [hint, *messages],
+                        response_format={"type": "json_object"},
+                        **params,
+                    )
+                except _HTTPStatusError as exc:
+                    raise ModelError(
+                        f"LLM server at {self.root_url} supports neither json_schema nor json_object "
+                        f"response formats ({exc}); use the llama-cpp backend for JSON output"
+                    ) from exc
+            text = self._generation(data).text
+            try:
+                value = json.loads(text)
+                jsonschema.validate(value, schema)
+            except (json.JSONDecodeError, jsonschema.ValidationError) as exc:
+                problem = f"{type(exc).__name__}: {str(exc).splitlines()[0]} (output {text[:200]!r})"
+                continue
+            if isinstance(value, dict):
+                return value
+            problem = f"expected a JSON object, got {type(value).__name__}"
+        raise LLMOutputError(
+            f"{self.model} did not return JSON matching the schema after 2 attempts: {problem}; "
+            "raise max_tokens or simplify the schema"
+        )
+
+    # ------------------------------------------------------------------ scoring
+    def render(self, prompt: Prompt) -> str:
+        """The prompt text with the model's chat template and assistant prefix applied."""
+        text = self._try_render(prompt)
+        if text is None:
+            raise ModelError(
+                f"cannot render the chat template for log-prob scoring: {self.root_url} has no "
+                "/apply-template; pass chat_template (the served model's Jinja template) to "
+                "OpenAICompatibleLLM"
+            )
+        return text
+
+    def _try_render(self, prompt: Prompt) -> str | None:
+        messages = as_messages(prompt)
+        if self.chat_template is not None:
+            from ragsieve.llm.llama_cpp import _TemplateRenderer
+
+            return _TemplateRenderer(self.chat_template, "", "")(messages)[0]
+        try:
+            data = self._post("/apply-template", {"messages": [dict(m) for m in messages]})
+        except _HTTPStatusError:
+            return None
+        prompt_text = data.get("prompt")
+        if not isinstance(prompt_text, str):
+            raise ModelError(
+                f"/apply-template at {self.root_url} returned no 'prompt' field: {str(data)[:200]}"
+            )
+        return prompt_text
+
+    def _echo_logprobs(self, text: str, start: int) -> tuple[float, int, float | None]:
+        """Sum, count and first value of the token log-probs of ``text[start:]`` via
+        ``/v1/completions`` with ``echo=true``."""
+        payload = {
+            "model": self.model,
+            "prompt": text,
+            "echo": True,
+            "logprobs": 1,
+            "max_tokens": 1,
+            "temperature": 0.0,
+        }
+        try:
+            data = self._post("/v1/completions", payload)
+        except _HTTPStatusError as exc:
+            self._echo_supported = False
+            raise ModelError(
+                f"LLM server at {self.root_url} cannot score prompt tokens (/v1/completions with echo and "
+                f"logprobs was rejected: {exc}); use a vLLM server or the llama-cpp backend"
+            ) from exc
+        try:
+            lp = data["choices"][0]["logprobs"]
+            tokens, values, offsets = lp["tokens"], lp["token_logprobs"], lp["text_offset"]
+        except (KeyError, IndexError, TypeError) as exc:
+            self._echo_supported = False
+            raise ModelError(
+                f"LLM server at {self.root_url} returned no prompt log-probabilities from /v1/completions "
+                "(echo+logprobs unsupported); use a vLLM server or the llama-cpp backend"
+            ) from exc
+        self._echo_supported = True
+        total, count, first = 0.0, 0, None
+        end = len(text)
+        for _tok, value, off in zip(tokens, values, offsets, strict=False):
+            if off < start or off >= end:
+                continue  # prompt tokens, and the one generated token past the echoed text
+            if value is None:
+                raise ModelError(
+                    f"LLM server at {self.root_url} returned a null log-prob inside the continuation"
+                )
+            if first is None:
+                first = float(value)
+            total += float(value)
+            count += 1
+        return total, count, first
+
+    def continuation_logprobs(self, prompt: Prompt, continuations: Sequence[str]) -> list[ContinuationScore]:
+        """Needs ``/v1/completions`` with ``echo`` (vLLM). Tokens are those of the server's
+        tokenisation of prompt+continuation whose character offset falls in the continuation."""
+        rendered = self.render(prompt)
+        out = []
+        for cont in continuations:
+            if not cont:
+                out.append(ContinuationScore(0.0, 0))
+                continue
+            total, count, _ = self._echo_logprobs(rendered + cont, len(rendered))
+            out.append(ContinuationScore(total, count))
+        return out
+
+    def next_token_logprobs(self, prompt: Prompt, candidates: Sequence[str]) -> list[float]:
+        if any(not c for c in candidates):
+            raise InputError("next_token_logprobs got an empty candidate; pass non-empty label words")
+        rendered = self._try_render(prompt) if self._echo_supported is not False else None
+        if rendered is not None:
+            try:
+                firsts = [self._echo_logprobs(rendered + c, len(rendered))[2] for c in candidates]
+                return [float(f) if f is not None else -math.inf for f in firsts]
+            except ModelError as exc:
+                if self._echo_supported is not False:
+                    raise  # not a capability problem (e.g. the server is down)
+                logger.info("echo scoring unavailable (%s); using chat top_logprobs", exc)
+        return self._chat_top_logprobs(prompt, candidates)
+
+    def _chat_top_logprobs(self, prompt: Prompt, candidates: Sequence[str]) -> list[float]:
+        try:
+            data = self._chat(
+                prompt, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=_TOP_LOGPROBS
+            )
+            top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+            table = {str(t["token"]): float(t["logprob"]) for t in top}
+        except _HTTPStatusError as exc:
+            raise ModelError(
+                f"LLM server at {self.root_url} cannot return log-probabilities ({exc}); "
+                "use a server with logprobs support (vLLM, llama-server) or the llama-cpp backend"
+            ) from exc
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ModelError(
+                f"LLM server at {self.root_url} returned no log-probabilities for chat completions; "
+                "use a server with logprobs support (vLLM, llama-server) or the llama-cpp backend"
+            ) from exc
+        if not table:
+            raise ModelError(f"LLM server at {self.root_url} returned an empty top_logprobs list")
+        floor = min(table.values())
+        out = []
+        for cand in candidates:
+            # the candidate's first token is the longest listed token that starts it
+            matches = [tok for tok in table if tok and cand.startswith(tok)]
+            if matches:
+                out.append(table[max(matches, key=len)])
+            else:
+                logger.warning("candidate %r not in the server's top-%d; using %.3f", cand, len(table), floor)
+                out.append(floor)
+        return out
+
+    def perplexity(self, prompt: Prompt, answer: str) -> float:
+        if not answer:
+            raise InputError("perplexity of an empty answer is undefined; pass a non-empty answer")
+        (score,) = self.continuation_logprobs(prompt, [answer])
+        if score.n_tokens == 0:
+            raise ModelError(f"LLM server at {self.root_url} returned no tokens for the answer")
+        return math.exp(-score.mean_logprob)
+
+    def count_tokens(self, text: str) -> int:
+        """Server-side ``/tokenize`` (vLLM, llama-server); else an estimate of 4 characters per
+        token, logged once."""
+        try:
+            data = self._post(
+                "/tokenize",
+                {"model": self.model, "prompt": text, "content": text, "add_special_tokens": False},
+            )
+            tokens = data.get("tokens")
+            if isinstance(tokens, list):
+                return len(tokens)
+            if isinstance(data.get("count"), int):
+                return int(data["count"])
+        except _HTTPStatusError:
+            pass
+        logger.info("%s has no /tokenize; estimating tokens as characters / 4", self.root_url)
+        return max(1, math.ceil(len(text) / 4)) if text else 0
+
+    # ------------------------------------------------------------------ persistence
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": f"{type(self).__module__}.{type(self).__qualname__}",
+            "init_parameters": {
+                "model": self.model,
+                "base_url": self.base_url,
+                "api_key_env": self.api_key_env,
+                "timeout_s": self.timeout_s,
+                "max_retries": self.max_retries,
+                "seed": self.seed,
+                "backoff_s": self.backoff_s,
+                "chat_template": self.chat_template,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OpenAICompatibleLLM:
+        return cls(**data.get("init_parameters", {}))
