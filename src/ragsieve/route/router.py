@@ -1,0 +1,334 @@
+"""The query-to-domain router: one scikit-learn estimator, five classifiers.
+
+The classical classifiers of Ganesh et al. (Table 1) on TF-IDF features, plus one
+embedding-feature variant in place of their fine-tuned DistilBERT:
+
+==================== ========================================================================
+``classifier``        features and model
+==================== ========================================================================
+``logreg``            word 1-2-gram TF-IDF -> LogisticRegression (multinomial)
+``multinomial-nb``    word 1-2-gram TF-IDF -> MultinomialNB
+``gaussian-nb``       TF-IDF reduced to ``svd_components`` dense dims by TruncatedSVD (LSA)
+                      -> GaussianNB. A dense 50k-column TF-IDF matrix does not fit a Gaussian
+                      model (and memory); the SVD keeps it small and the features continuous.
+``linear-svc``        word 1-2-gram TF-IDF -> LinearSVC, calibrated with Platt scaling
+                      (CalibratedClassifierCV, sigmoid, up to 3 folds) for probabilities
+``embedding-logreg``  the bundled MiniLM sentence embedding -> LogisticRegression
+==================== ========================================================================
+
+Example:
+    >>> router = DomainRouter(classifier="logreg").fit(
+    ...     ["how do I sort a list in python", "is coffee bad for the heart",
+    ...      "reverse a string python", "vitamin d and bone health"],
+    ...     ["code", "health", "code", "health"])
+    >>> router.predict(["python dictionary keys"])[0]
+    'code'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ragsieve.errors import IndexStoreError, InputError
+from ragsieve.io import atomic_path, atomic_write_json
+
+logger = logging.getLogger(__name__)
+
+ClassifierName = Literal["logreg", "multinomial-nb", "gaussian-nb", "linear-svc", "embedding-logreg"]
+CLASSIFIERS: tuple[ClassifierName, ...] = (
+    "logreg",
+    "multinomial-nb",
+    "gaussian-nb",
+    "linear-svc",
+    "embedding-logreg",
+)
+MODEL_FILE = "router.joblib"
+META_FILE = "router.json"
+FORMAT_VERSION = 1
+
+
+def _tfidf(max_features: int, ngram_max: int) -> Any:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(
+        lowercase=True,
+        ngram_range=(1, ngram_max),
+        max_features=max_features,
+        sublinear_tf=True,
+        min_df=1,
+        stop_words="english",
+        dtype=np.float32,
+    )
+
+
+def _logreg(c: float, seed: int) -> Any:
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=c, max_iter=2000, class_weight="balanced", random_state=seed)
+
+
+def _linear_svc(c: float, seed: int, n_folds: int) -> Any:
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.svm import LinearSVC
+
+    return CalibratedClassifierCV(
+        LinearSVC(C=c, class_weight="balanced", random_state=seed), method="sigmoid", cv=n_folds
+    )
+
+
+def _build_model(name: ClassifierName, params: dict[str, Any], n_folds: int, n_features_max: int) -> Any:
+    """The scikit-learn pipeline behind one classifier name (the typed mapping)."""
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.naive_bayes import GaussianNB, MultinomialNB
+    from sklearn.pipeline import Pipeline
+
+    tfidf = _tfidf(params["max_features"], params["ngram_max"])
+    seed = params["random_state"]
+    if name == "logreg":
+        return Pipeline([("tfidf", tfidf), ("clf", _logreg(params["C"], seed))])
+    if name == "multinomial-nb":
+        return Pipeline([("tfidf", tfidf), ("clf", MultinomialNB(alpha=params["alpha"]))])
+    if name == "gaussian-nb":
+        n_comp = max(1, min(params["svd_components"], n_features_max - 1))
+        return Pipeline(
+            [
+                ("tfidf", tfidf),
+                ("svd", TruncatedSVD(n_components=n_comp, random_state=seed)),
+                ("clf", GaussianNB()),
+            ]
+        )
+    if name == "linear-svc":
+        return Pipeline([("tfidf", tfidf), ("clf", _linear_svc(params["C"], seed, n_folds))])
+    if name == "embedding-logreg":
+        return _logreg(params["C"], seed)
+    raise InputError(f"unknown router classifier {name!r}; choose one of {', '.join(CLASSIFIERS)}")
+
+
+class DomainRouter:
+    """Predicts the domain (index partition) of a query; a scikit-learn classifier.
+
+    Hyperparameters are set in ``__init__`` and never changed there; ``fit`` learns
+    ``model_`` and ``classes_`` (the domains, sorted). The ``embedding-logreg`` variant
+    needs an embedder: pass one with :meth:`set_embedder` (not pickled), or leave it unset
+    and the bundled MiniLM is loaded on first use with ``embedder_config``.
+    """
+
+    def __init__(
+        self,
+        classifier: ClassifierName = "logreg",
+        C: float = 4.0,  # noqa: N803 - scikit-learn's name
+        alpha: float = 0.05,
+        max_features: int = 50_000,
+        ngram_max: int = 2,
+        svd_components: int = 128,
+        random_state: int = 0,
+        embedder_config: dict[str, Any] | None = None,
+    ) -> None:
+        self.classifier = classifier
+        self.C = C
+        self.alpha = alpha
+        self.max_features = max_features
+        self.ngram_max = ngram_max
+        self.svd_components = svd_components
+        self.random_state = random_state
+        self.embedder_config = embedder_config
+        self._embedder: Any = None
+
+    # -- scikit-learn protocol -------------------------------------------------------------
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {
+            "classifier": self.classifier,
+            "C": self.C,
+            "alpha": self.alpha,
+            "max_features": self.max_features,
+            "ngram_max": self.ngram_max,
+            "svd_components": self.svd_components,
+            "random_state": self.random_state,
+            "embedder_config": self.embedder_config,
+        }
+
+    def set_params(self, **params: Any) -> DomainRouter:
+        for key, value in params.items():
+            if key not in self.get_params():
+                raise InputError(
+                    f"DomainRouter has no parameter {key!r}; valid: {', '.join(self.get_params())}"
+                )
+            setattr(self, key, value)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "DomainRouter", "params": self.get_params()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DomainRouter:
+        return cls(**data.get("params", {}))
+
+    def set_embedder(self, embedder: Any) -> DomainRouter:
+        """Use an already warmed-up :class:`ragsieve.embed.Embedder` for the embedding variant."""
+        self._embedder = embedder
+        return self
+
+    @property
+    def uses_embeddings(self) -> bool:
+        return self.classifier == "embedding-logreg"
+
+    def _get_embedder(self) -> Any:
+        if self._embedder is None:
+            from ragsieve.config import EmbedderConfig
+            from ragsieve.embed import load_embedder
+
+            self._embedder = load_embedder(EmbedderConfig(**(self.embedder_config or {})))
+            self._embedder.warm_up()
+        return self._embedder
+
+    def _features(self, texts: Sequence[str]) -> Any:
+        if self.uses_embeddings:
+            return self._get_embedder().embed(list(texts))
+        return list(texts)
+
+    def fit(self, texts: Sequence[str], domains: Sequence[str]) -> DomainRouter:
+        """Learn the domains from example texts (questions, or chunk texts) and their labels."""
+        if self.classifier not in CLASSIFIERS:
+            raise InputError(
+                f"unknown router classifier {self.classifier!r}; choose one of {', '.join(CLASSIFIERS)}"
+            )
+        texts, domains = list(texts), [str(d) for d in domains]
+        if len(texts) != len(domains):
+            raise InputError(f"got {len(texts)} texts but {len(domains)} domain labels; they must pair up")
+        keep = [
+            i for i, (t, d) in enumerate(zip(texts, domains, strict=True)) if t and t.strip() and d.strip()
+        ]
+        if len(keep) < len(texts):
+            logger.warning(
+                "router training: dropped %d examples with empty text or domain", len(texts) - len(keep)
+            )
+        texts = [texts[i] for i in keep]
+        domains = [domains[i] for i in keep]
+        classes, counts = np.unique(np.asarray(domains, dtype=object), return_counts=True)
+        if len(classes) < 2:
+            raise InputError(
+                f"a router needs examples of at least two domains, got {len(classes)} "
+                f"({', '.join(map(str, classes)) or 'none'}); ingest more than one domain or pass --route all"
+            )
+        n_folds = int(min(3, counts.min()))
+        if self.classifier == "linear-svc" and n_folds < 2:
+            small = [str(c) for c, n in zip(classes, counts, strict=True) if n < 2]
+            raise InputError(
+                f"the calibrated linear-svc router needs at least 2 examples per domain; too few for {small}"
+            )
+        model = _build_model(self.classifier, self.get_params(), n_folds, self.max_features)
+        features = self._features(texts)
+        if self.classifier == "gaussian-nb":
+            # TruncatedSVD needs n_components < n_features; fit the vocabulary first to bound it.
+            vocab = _tfidf(self.max_features, self.ngram_max).fit(texts).vocabulary_
+            model.set_params(
+                svd__n_components=max(1, min(self.svd_components, len(vocab) - 1, len(texts) - 1))
+            )
+        try:
+            model.fit(features, domains)
+        except ValueError as exc:
+            if "empty vocabulary" in str(exc):
+                raise InputError(
+                    "router training texts contain no usable words (all stop words or empty); "
+                    "give it real questions or chunks"
+                ) from exc
+            raise
+        self.model_ = model
+        self.classes_ = np.asarray([str(c) for c in model.classes_], dtype=object)
+        self.n_train_ = len(texts)
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "model_"):
+            raise InputError("this router is not trained yet; call fit() or run `ragsieve router train`")
+
+    def known_terms(self, texts: Sequence[str]) -> np.ndarray:
+        """How many vocabulary terms each text contains (0: the router cannot featurise it).
+
+        The embedding variant featurises any non-empty text, so it counts words instead.
+        """
+        self._check_fitted()
+        if self.uses_embeddings:
+            return np.asarray([len(t.split()) for t in texts], dtype=np.int64)
+        tfidf = self.model_.named_steps["tfidf"]
+        return np.asarray(tfidf.transform(list(texts)).getnnz(axis=1), dtype=np.int64)
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """Rows of probabilities over ``classes_`` (columns in that order)."""
+        self._check_fitted()
+        if len(texts) == 0:
+            return np.zeros((0, len(self.classes_)), dtype=np.float64)
+        return np.asarray(self.model_.predict_proba(self._features(texts)), dtype=np.float64)
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        proba = self.predict_proba(texts)
+        return self.classes_[proba.argmax(axis=1)] if len(proba) else np.zeros(0, dtype=object)
+
+    def score(self, texts: Sequence[str], domains: Sequence[str]) -> float:
+        return float(np.mean(self.predict(texts) == np.asarray(domains, dtype=object)))
+
+    # -- persistence -----------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_embedder"] = None  # models are never pickled; reloaded on use
+        return state
+
+    def save(self, folder: str | Path, extra: dict[str, Any] | None = None) -> Path:
+        """Write ``router.joblib`` and ``router.json`` into ``folder``, each atomically."""
+        import joblib
+
+        self._check_fitted()
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        with atomic_path(folder / MODEL_FILE) as tmp:
+            joblib.dump(self, tmp)
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "router": self.to_dict(),
+            "classes": [str(c) for c in self.classes_],
+            "n_train": int(self.n_train_),
+            **(extra or {}),
+        }
+        atomic_write_json(folder / META_FILE, meta)
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path, embedder: Any = None) -> DomainRouter:
+        import joblib
+
+        folder = Path(folder)
+        path = folder / MODEL_FILE
+        if not path.is_file():
+            raise IndexStoreError(
+                f"no trained router in {folder}; run `ragsieve router train INDEX_DIR` or use --route all"
+            )
+        try:
+            router = joblib.load(path)
+        except Exception as exc:  # unpickling errors have many types
+            raise IndexStoreError(
+                f"router file {path} cannot be read ({exc}); retrain it with `ragsieve router train`"
+            ) from exc
+        if not isinstance(router, cls):
+            raise IndexStoreError(
+                f"{path} does not hold a DomainRouter; retrain it with `ragsieve router train`"
+            )
+        if embedder is not None:
+            router.set_embedder(embedder)
+        return router
+
+    @staticmethod
+    def read_meta(folder: str | Path) -> dict[str, Any]:
+        path = Path(folder) / META_FILE
+        if not path.is_file():
+            return {}
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+
+
+__all__ = ["CLASSIFIERS", "ClassifierName", "DomainRouter"]
