@@ -1,0 +1,440 @@
+"""Compiled kernels for the multilinear-extension gradients (numba, parallel over tuples).
+
+Notation. A validation tuple is a ranked list of positions ``0..L-1``; position ``i`` has a
+utility ``u_i`` and a presence probability ``p_i`` (the weight of its item or source). For the
+additive top-K utility ``U(S) = 1/K * sum of the utilities of the K best-ranked present items``,
+adding item ``i`` to a subset ``S`` with ``j`` present items ranked before it changes ``U`` by
+
+* 0 when ``j >= K`` (``i`` does not enter the top-K);
+* ``(u_i - u_e) / K`` when ``j < K`` and the ``(K-j)``-th present item after ``i`` (``e``, the item
+  expelled from the top-K) exists, and ``u_i / K`` when it does not.
+
+Hence ``G_i = 1/K * sum_{j<K} P_j(i) * (u_i - W_{K-j}(i+1))`` with ``P_j(i)`` the probability that
+exactly ``j`` positions before ``i`` are present (Poisson-binomial DP, the paper's ``P_j(1, i-1)``)
+and ``W_k(i) = E[u of the k-th present position in i..L-1; it exists]``, which obeys
+``W_k(i) = (1-p_i) W_k(i+1) + p_i * (u_i if k == 1 else W_{k-1}(i+1))``. This is the paper's
+``G1 + G2`` (Algorithm 1): ``G1`` is the ``u_i * P(fewer than K-j present after i)`` part and
+``G2`` the sum over boundary values ``B_{K-j}(i+1, e)``; summing ``G2`` over the value set ``V``
+collapses the boundary-value probabilities into the expectation ``W``, so the cost per position
+is ``O(K)`` instead of ``O(K * |V|)`` and any real-valued utility works (no discretisation).
+
+All kernels return *sums over tuples* (not divided by N) so partial results from several
+processes or machines add up exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+_CACHE = True
+
+
+@njit(cache=_CACHE, nogil=True, inline="always")
+def _truncation_point(p: np.ndarray, a: int, b: int, k: int, epsilon: float) -> int:
+    """End (exclusive) of the prefix after which items have gradient below ``epsilon``.
+
+    The first prefix ``[a, e)`` whose expected size ``mu`` satisfies ``mu > K-1`` and the
+    Chernoff bound ``exp(-(mu-K+1)^2 / (2 mu)) < epsilon`` (the paper's Appendix B). ``mu`` grows
+    with ``e`` and the bound falls with ``mu``, so the scan stops at the same point a binary search
+    over prefix sums would find; the prefix sums it would need cost the same ``O(e - a)``.
+    ``epsilon <= 0`` means no truncation.
+    """
+    if epsilon <= 0.0:
+        return b
+    mu = 0.0
+    for e in range(a, b):
+        mu += p[e]
+        if mu > k - 1:
+            d = mu - k + 1
+            if math.exp(-(d * d) / (2.0 * mu)) < epsilon:
+                return e + 1
+    return b
+
+
+@njit(cache=_CACHE, nogil=True)
+def _tuple_gradient(
+    util: np.ndarray,
+    p: np.ndarray,
+    a: int,
+    e: int,
+    k: int,
+    w_buf: np.ndarray,
+    ip: np.ndarray,
+    out_g: np.ndarray,
+) -> float:
+    """Exact gradients of one tuple's positions ``a..e-1`` into ``out_g[0:e-a]``; returns E[U].
+
+    ``w_buf`` is scratch of shape ``(>= e-a+1, k+1)``, ``ip`` scratch of length ``>= k``.
+    """
+    n = e - a
+    # backward pass: W[i, kk] for kk = 1..k, W[n, :] = 0
+    for kk in range(k + 1):
+        w_buf[n, kk] = 0.0
+    for i in range(n - 1, -1, -1):
+        pi = p[a + i]
+        qi = 1.0 - pi
+        w_buf[i, 0] = 0.0
+        w_buf[i, 1] = qi * w_buf[i + 1, 1] + pi * util[a + i]
+        for kk in range(2, k + 1):
+            w_buf[i, kk] = qi * w_buf[i + 1, kk] + pi * w_buf[i + 1, kk - 1]
+    # forward pass: ip[j] = P(exactly j present before i), j < k
+    ip[0] = 1.0
+    for j in range(1, k):
+        ip[j] = 0.0
+    value = 0.0
+    inv_k = 1.0 / k
+    for i in range(n):
+        ui = util[a + i]
+        acc = 0.0
+        below = 0.0
+        for j in range(k):
+            acc += ip[j] * w_buf[i + 1, k - j]
+            below += ip[j]
+        out_g[i] = (ui * below - acc) * inv_k
+        pi = p[a + i]
+        value += pi * ui * below * inv_k
+        qi = 1.0 - pi
+        for j in range(k - 1, 0, -1):
+            ip[j] = ip[j] * qi + ip[j - 1] * pi
+        ip[0] = ip[0] * qi
+    return value
+
+
+@njit(cache=_CACHE, nogil=True, parallel=True)
+def grouped_gradient_sums(
+    offsets: np.ndarray,
+    group: np.ndarray,
+    util: np.ndarray,
+    weights: np.ndarray,
+    k: int,
+    epsilon: float,
+    n_chunks: int,
+    max_len: int,
+) -> tuple[np.ndarray, float]:
+    """Sum of the per-position gradients by group id (source or item); also sum of E[U_x].
+
+    ``group[pos]`` indexes ``weights`` (the presence probability of that position). Each chunk of
+    tuples accumulates into its own row, so threads never write the same memory; the rows are
+    added at the end. Memory: ``n_chunks * len(weights)`` floats plus per-chunk scratch.
+    """
+    n_tuples = offsets.shape[0] - 1
+    n_groups = weights.shape[0]
+    acc = np.zeros((n_chunks, n_groups), dtype=np.float64)
+    values = np.zeros(n_chunks, dtype=np.float64)
+    for c in prange(n_chunks):
+        t0 = (n_tuples * c) // n_chunks
+        t1 = (n_tuples * (c + 1)) // n_chunks
+        w_buf = np.empty((max_len + 1, k + 1), dtype=np.float64)
+        ip = np.empty(k, dtype=np.float64)
+        g = np.empty(max_len, dtype=np.float64)
+        p = np.empty(max_len, dtype=np.float64)
+        row = acc[c]
+        val = 0.0
+        for t in range(t0, t1):
+            a = offsets[t]
+            b = offsets[t + 1]
+            n = b - a
+            if n == 0:
+                continue
+            for i in range(n):
+                p[i] = weights[group[a + i]]
+            e = _truncation_point(p, 0, n, k, epsilon)
+            val += _tuple_gradient(util[a:b], p, 0, e, k, w_buf, ip, g)
+            for i in range(e):
+                row[group[a + i]] += g[i]
+        values[c] = val
+    total = np.zeros(n_groups, dtype=np.float64)
+    for c in range(n_chunks):
+        total += acc[c]
+    return total, values.sum()
+
+
+@njit(cache=_CACHE, nogil=True, parallel=True)
+def position_gradients(
+    offsets: np.ndarray,
+    group: np.ndarray,
+    util: np.ndarray,
+    weights: np.ndarray,
+    k: int,
+    epsilon: float,
+    out: np.ndarray,
+    max_len: int,
+) -> float:
+    """Per-position gradients G(x, i) written into ``out`` (one float64 per position).
+
+    For item-level weights over a large corpus, where per-thread group accumulators would be
+    too large; reduce ``out`` by item with ``np.bincount``. Truncated positions get 0.
+    """
+    n_tuples = offsets.shape[0] - 1
+    n_chunks = max(1, min(n_tuples, 64))
+    values = np.zeros(n_chunks, dtype=np.float64)
+    for c in prange(n_chunks):
+        t0 = (n_tuples * c) // n_chunks
+        t1 = (n_tuples * (c + 1)) // n_chunks
+        w_buf = np.empty((max_len + 1, k + 1), dtype=np.float64)
+        ip = np.empty(k, dtype=np.float64)
+        p = np.empty(max_len, dtype=np.float64)
+        val = 0.0
+        for t in range(t0, t1):
+            a = offsets[t]
+            b = offsets[t + 1]
+            n = b - a
+            if n == 0:
+                continue
+            for i in range(n):
+                p[i] = weights[group[a + i]]
+            e = _truncation_point(p, 0, n, k, epsilon)
+            val += _tuple_gradient(util[a:b], p, 0, e, k, w_buf, ip, out[a:b])
+            for i in range(e, n):
+                out[a + i] = 0.0
+        values[c] = val
+    return values.sum()
+
+
+# --------------------------------------------------------------------------- Monte Carlo
+
+
+@njit(cache=_CACHE, nogil=True, inline="always")
+def _splitmix(x: np.uint64) -> np.uint64:
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    z = x
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=_CACHE, nogil=True, inline="always")
+def _uniform(seed: np.uint64, t: int, s: int, i: int) -> float:
+    """Counter-based uniform in [0, 1): the same draw whatever the thread layout."""
+    h = _splitmix(seed ^ _splitmix(np.uint64(t) * np.uint64(0x100000001B3) + np.uint64(s)))
+    h = _splitmix(h + np.uint64(i))
+    return float(h >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=_CACHE, nogil=True, inline="always")
+def _majority_value(
+    labels: np.ndarray, util: np.ndarray, pos: np.ndarray, n_pos: int, counts: np.ndarray
+) -> float:
+    """Utility of the majority label among ``pos[:n_pos]`` (ties: the label seen first)."""
+    if n_pos == 0:
+        return 0.0
+    best = -1
+    best_count = 0
+    for r in range(n_pos):
+        counts[labels[pos[r]]] += 1
+    for r in range(n_pos):
+        lab = labels[pos[r]]
+        if counts[lab] > best_count:
+            best_count = counts[lab]
+            best = pos[r]
+    for r in range(n_pos):
+        counts[labels[pos[r]]] = 0
+    return util[best]
+
+
+@njit(cache=_CACHE, nogil=True, inline="always")
+def _additive_value(util: np.ndarray, pos: np.ndarray, n_pos: int, k: int) -> float:
+    s = 0.0
+    for r in range(n_pos):
+        s += util[pos[r]]
+    return s / k
+
+
+@njit(cache=_CACHE, nogil=True, parallel=True)
+def montecarlo_gradient_sums(
+    offsets: np.ndarray,
+    group: np.ndarray,
+    util: np.ndarray,
+    labels: np.ndarray,
+    weights: np.ndarray,
+    k: int,
+    epsilon: float,
+    n_samples: int,
+    seed: np.uint64,
+    majority: bool,
+    out: np.ndarray,
+    max_len: int,
+    max_label: int,
+    tuple_offset: int,
+) -> None:
+    """Monte Carlo estimate of G(x, i) per position into ``out`` (Appendix D).
+
+    For each tuple, ``n_samples`` subsets S are drawn from the product distribution over the
+    truncated list; position ``i`` gets the mean of ``U(S + i) - U(S - i)``. Only positions with
+    fewer than K present positions before them can change a top-K utility; the rest add 0.
+    ``majority``: U = utility of the majority label among the top-K present positions (the
+    paper's QA setting: ``labels`` are answer ids, ``util`` their correctness); otherwise the
+    additive top-K utility (used to check the estimator against the exact gradients).
+    """
+    n_tuples = offsets.shape[0] - 1
+    n_chunks = max(1, min(n_tuples, 64))
+    for c in prange(n_chunks):
+        t0 = (n_tuples * c) // n_chunks
+        t1 = (n_tuples * (c + 1)) // n_chunks
+        p = np.empty(max_len, dtype=np.float64)
+        present = np.empty(max_len, dtype=np.bool_)
+        pos = np.empty(k + 1, dtype=np.int64)
+        counts = np.zeros(max_label + 1, dtype=np.int64)
+        acc = np.empty(max_len, dtype=np.float64)
+        for t in range(t0, t1):
+            a = offsets[t]
+            b = offsets[t + 1]
+            n = b - a
+            if n == 0:
+                continue
+            for i in range(n):
+                p[i] = weights[group[a + i]]
+                acc[i] = 0.0
+            e = _truncation_point(p, 0, n, k, epsilon)
+            for s in range(n_samples):
+                for i in range(e):
+                    present[i] = _uniform(seed, t + tuple_offset, s, i) < p[i]
+                before = 0  # present positions before i
+                for i in range(e):
+                    if before >= k:
+                        break
+                    # U(S + i): the first k present positions counting i as present
+                    m = 0
+                    for r in range(e):
+                        if m >= k:
+                            break
+                        if present[r] or r == i:
+                            pos[m] = a + r
+                            m += 1
+                    if majority:
+                        with_i = _majority_value(labels, util, pos, m, counts)
+                    else:
+                        with_i = _additive_value(util, pos, m, k)
+                    m = 0
+                    for r in range(e):
+                        if m >= k:
+                            break
+                        if present[r] and r != i:
+                            pos[m] = a + r
+                            m += 1
+                    if majority:
+                        without_i = _majority_value(labels, util, pos, m, counts)
+                    else:
+                        without_i = _additive_value(util, pos, m, k)
+                    acc[i] += with_i - without_i
+                    if present[i]:
+                        before += 1
+            for i in range(n):
+                out[a + i] = acc[i] / n_samples if i < e else 0.0
+
+
+# --------------------------------------------------------------------------- leave-one-out
+
+
+@njit(cache=_CACHE, nogil=True, parallel=True)
+def leave_one_out_sums(
+    offsets: np.ndarray,
+    group: np.ndarray,
+    util: np.ndarray,
+    labels: np.ndarray,
+    n_groups: int,
+    k: int,
+    majority: bool,
+    max_len: int,
+    max_label: int,
+) -> np.ndarray:
+    """Per group: sum over tuples of ``U(all) - U(all without that group)`` (full corpus)."""
+    n_tuples = offsets.shape[0] - 1
+    n_chunks = max(1, min(n_tuples, 64))
+    acc = np.zeros((n_chunks, n_groups), dtype=np.float64)
+    for c in prange(n_chunks):
+        t0 = (n_tuples * c) // n_chunks
+        t1 = (n_tuples * (c + 1)) // n_chunks
+        pos = np.empty(k + 1, dtype=np.int64)
+        counts = np.zeros(max_label + 1, dtype=np.int64)
+        seen = np.empty(max_len, dtype=np.int64)
+        row = acc[c]
+        for t in range(t0, t1):
+            a = offsets[t]
+            b = offsets[t + 1]
+            n = b - a
+            if n == 0:
+                continue
+            m = 0
+            for r in range(n):
+                if m >= k:
+                    break
+                pos[m] = a + r
+                m += 1
+            if majority:
+                full = _majority_value(labels, util, pos, m, counts)
+            else:
+                full = _additive_value(util, pos, m, k)
+            n_seen = 0
+            for i in range(n):
+                gi = group[a + i]
+                dup = False
+                for s in range(n_seen):
+                    if seen[s] == gi:
+                        dup = True
+                        break
+                if dup:
+                    continue
+                seen[n_seen] = gi
+                n_seen += 1
+                m = 0
+                for r in range(n):
+                    if m >= k:
+                        break
+                    if group[a + r] != gi:
+                        pos[m] = a + r
+                        m += 1
+                if majority:
+                    without = _majority_value(labels, util, pos, m, counts)
+                else:
+                    without = _additive_value(util, pos, m, k)
+                row[gi] += full - without
+    total = np.zeros(n_groups, dtype=np.float64)
+    for c in range(n_chunks):
+        total += acc[c]
+    return total
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@njit(cache=_CACHE, nogil=True, parallel=True)
+def masked_topk_utilities(
+    offsets: np.ndarray,
+    source: np.ndarray,
+    util: np.ndarray,
+    labels: np.ndarray,
+    keep: np.ndarray,
+    k: int,
+    majority: bool,
+    max_label: int,
+) -> np.ndarray:
+    """Per tuple: the utility of its top-K positions whose source has ``keep[source]`` set.
+
+    ``keep`` has shape ``(n_samples, n_sources)``; the result ``(n_samples, n_tuples)``. An
+    empty top-K has utility 0 (no prediction).
+    """
+    n_tuples = offsets.shape[0] - 1
+    n_samples = keep.shape[0]
+    out = np.zeros((n_samples, n_tuples), dtype=np.float64)
+    for t in prange(n_tuples):
+        pos = np.empty(k + 1, dtype=np.int64)
+        counts = np.zeros(max_label + 1, dtype=np.int64)
+        a = offsets[t]
+        b = offsets[t + 1]
+        for s in range(n_samples):
+            m = 0
+            for r in range(a, b):
+                if m >= k:
+                    break
+                if keep[s, source[r]]:
+                    pos[m] = r
+                    m += 1
+            if majority:
+                out[s, t] = _majority_value(labels, util, pos, m, counts)
+            else:
+                out[s, t] = _additive_value(util, pos, m, k)
+    return out

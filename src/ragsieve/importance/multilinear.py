@@ -1,0 +1,164 @@
+"""Gradients of the multilinear extension: exact, epsilon-approximate and Monte Carlo.
+
+``d U~ / d w_i = 1/N * sum_x G(x, w_i)``. Item-level gradients treat every item's weight as
+its own variable; source-level gradients are the mean of the item gradients within each
+source when all its items share the source's weight (the projection step of Section 2.4).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+from ragsieve.errors import ConfigError, InputError
+from ragsieve.importance import kernels
+from ragsieve.importance.data import ValidationData
+
+Method = Literal["exact", "approx", "montecarlo"]
+Utility = Literal["additive", "majority"]
+Level = Literal["item", "source"]
+
+# per-chunk accumulators above this many floats switch to per-position output + bincount
+_MAX_ACCUMULATOR = 1 << 24
+
+
+class Gradients(NamedTuple):
+    """Gradient of the mean validation utility and the utility itself at the given weights."""
+
+    gradient: np.ndarray  # float64, one per weight (item or source)
+    value: float  # U~(w) for additive utilities; nan for Monte Carlo
+
+
+def montecarlo_samples(epsilon: float, delta: float, n_tuples: int) -> int:
+    """T = ceil(2 / eps^2 * log(2 N / delta)) (Appendix D): every G(x, i) within eps w.p. 1 - delta."""
+    if not (epsilon > 0 and 0 < delta < 1):
+        raise ConfigError("Monte Carlo needs epsilon > 0 and 0 < delta < 1")
+    return int(math.ceil(2.0 / epsilon**2 * math.log(2.0 * max(n_tuples, 1) / delta)))
+
+
+@contextmanager
+def _threads(n_jobs: int | None) -> Iterator[int]:
+    import numba
+
+    if n_jobs is None or n_jobs <= 0:
+        yield numba.get_num_threads()
+        return
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(n_jobs, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+    try:
+        yield numba.get_num_threads()
+    finally:
+        numba.set_num_threads(before)
+
+
+def _check(data: ValidationData, weights: np.ndarray, n: int, k: int) -> np.ndarray:
+    if k < 1:
+        raise ConfigError(f"k must be at least 1, got {k}")
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    if w.shape != (n,):
+        raise InputError(f"expected {n} weights, got shape {w.shape}")
+    if np.any(w < 0) or np.any(w > 1) or not np.all(np.isfinite(w)):
+        raise InputError("weights are probabilities: every weight must lie in [0, 1]")
+    return w
+
+
+def gradient_sums(
+    data: ValidationData,
+    weights: np.ndarray,
+    *,
+    level: Level = "source",
+    k: int = 10,
+    method: Method = "exact",
+    epsilon: float = 1e-3,
+    delta: float = 0.05,
+    utility: Utility = "additive",
+    seed: int = 0,
+    n_jobs: int | None = None,
+    n_samples: int | None = None,
+    n_tuples_total: int | None = None,
+    tuple_offset: int = 0,
+) -> tuple[np.ndarray, float]:
+    """Sums over the tuples of ``data`` of the position gradients by item or source (not / N).
+
+    The building block of :func:`gradients` and of the distributed version: partial sums over
+    disjoint sets of tuples add up. ``weights`` are per item (``level="item"``) or per source.
+    ``method="exact"`` ignores ``epsilon``; ``"approx"`` truncates each list at the Chernoff
+    boundary; ``"montecarlo"`` samples (``n_samples`` or the Appendix D bound with
+    ``n_tuples_total``) and supports the ``"majority"`` utility (needs ``data.answer``);
+    its random draws depend on the seed and the global tuple number ``tuple_offset + t``, so a
+    partitioned run draws the same samples as a single-process one.
+    """
+    group = data.item if level == "item" else data.source
+    n_groups = data.n_items if level == "item" else data.n_sources
+    w = _check(data, weights, n_groups, k)
+    if utility == "majority" and method != "montecarlo":
+        raise ConfigError("the majority-vote utility is not additive; use method='montecarlo'")
+    max_len = max(data.max_len, 1)
+    eps = 0.0 if method == "exact" else float(epsilon)
+    if method == "approx" and not 0 < eps < 1:
+        raise ConfigError(f"method='approx' needs 0 < epsilon < 1, got {epsilon}")
+    with _threads(n_jobs) as threads:
+        if method == "montecarlo":
+            if utility == "majority" and data.answer is None:
+                raise InputError("the majority-vote utility needs an answer per item ('answer' field)")
+            labels = data.answer if data.answer is not None else np.zeros(data.n_positions, dtype=np.int32)
+            t = n_samples or montecarlo_samples(epsilon, delta, n_tuples_total or data.n_tuples)
+            out = np.empty(data.n_positions, dtype=np.float64)
+            kernels.montecarlo_gradient_sums(
+                data.offsets, group, data.utility, labels, w, k, eps, int(t), np.uint64(seed),
+                utility == "majority", out, max_len, int(labels.max(initial=0)), int(tuple_offset),
+            )
+            sums = np.bincount(group, weights=out, minlength=n_groups)
+            return sums, math.nan
+        n_chunks = max(1, min(data.n_tuples, 4 * threads))
+        if n_chunks * n_groups <= _MAX_ACCUMULATOR:
+            sums, value = kernels.grouped_gradient_sums(
+                data.offsets, group, data.utility, w, k, eps, n_chunks, max_len
+            )
+            return sums, float(value)
+        out = np.empty(data.n_positions, dtype=np.float64)
+        value = kernels.position_gradients(data.offsets, group, data.utility, w, k, eps, out, max_len)
+        return np.bincount(group, weights=out, minlength=n_groups), float(value)
+
+
+def gradients(
+    data: ValidationData,
+    weights: np.ndarray,
+    *,
+    level: Level = "source",
+    k: int = 10,
+    method: Method = "exact",
+    epsilon: float = 1e-3,
+    delta: float = 0.05,
+    utility: Utility = "additive",
+    seed: int = 0,
+    n_jobs: int | None = None,
+    n_samples: int | None = None,
+) -> Gradients:
+    """Gradient of ``U~(w) = 1/N sum_x E[U_x(S)]`` with respect to item or source weights.
+
+    For ``level="source"`` the result is the mean item gradient within each source (the
+    direction of projected gradient ascent when a source's items share one weight).
+
+    Example::
+
+        >>> from ragsieve.importance.data import synthetic
+        >>> data = synthetic(100, n_sources=10)
+        >>> g = gradients(data, np.full(10, 0.5), k=10)
+        >>> g.gradient.shape
+        (10,)
+    """
+    sums, value = gradient_sums(
+        data, weights, level=level, k=k, method=method, epsilon=epsilon, delta=delta,
+        utility=utility, seed=seed, n_jobs=n_jobs, n_samples=n_samples,
+    )
+    n = max(data.n_tuples, 1)
+    grad = sums / n
+    if level == "source":
+        counts = data.items_per_source()
+        grad = np.divide(grad, counts, out=np.zeros_like(grad), where=counts > 0)
+    return Gradients(grad, value / n)
