@@ -73,17 +73,17 @@ def chunk_text(
             pieces.append((sentence, n))
             continue
         # A sentence longer than a chunk is cut at word boundaries.
-        words = sentence.split()
         current: list[str] = []
-        for word in words:
+        current_n = 0
+        for word in sentence.split():
+            m = count_tokens(word)
+            if current and current_n + m > max_tokens:
+                pieces.append((" ".join(current), current_n))
+                current, current_n = [], 0
             current.append(word)
-            if count_tokens(" ".join(current)) >= max_tokens:
-                piece = " ".join(current)
-                pieces.append((piece, count_tokens(piece)))
-                current = []
+            current_n += m
         if current:
-            piece = " ".join(current)
-            pieces.append((piece, count_tokens(piece)))
+            pieces.append((" ".join(current), current_n))
 
     if unit == "sentence":
         return [TextChunk(t, i, n) for i, (t, n) in enumerate(pieces)]

@@ -1,0 +1,198 @@
+from __future__ import annotations
+
+import json
+import shutil
+
+import bm25s
+import numpy as np
+import pytest
+
+from ragsieve.config import ChunkingConfig, IngestConfig, PipelineConfig, RetrievalConfig
+from ragsieve.errors import IndexStoreError, InputError
+from ragsieve.index import BuildReport, Index
+from ragsieve.index.backends import bm25_tokenize
+from ragsieve.io import atomic_write_json
+from ragsieve.types import Chunk
+from tests.helpers import HashEmbedder, copy_corpus
+
+
+@pytest.fixture()
+def built(tmp_path, embedder):
+    corpus = copy_corpus(tmp_path)
+    report = BuildReport()
+    index = Index.build(corpus, tmp_path / "idx", embedder=embedder, report=report)
+    return corpus, index, report
+
+
+def test_build_partitions_by_folder_and_reports(built):
+    _, index, report = built
+    assert index.domains == ["astronomy", "biology"]
+    assert index.partitioned
+    assert report.files_added == 6 and report.skipped == []
+    assert report.chunks == len(index) == report.chunks_embedded
+    assert (index.dir / "partitions" / "astronomy" / "dense.faiss").is_file()
+    assert index.embeddings.shape == (len(index), 384)
+    assert all(c.metadata.get("entities") is not None for c in index.chunks)
+
+
+@pytest.mark.parametrize("mode", ["dense", "sparse", "hybrid"])
+def test_each_mode_finds_the_relevant_chunk(built, mode):
+    _, index, _ = built
+    hits = index.search("Which organelle produces ATP energy in the cell?", k=3, mode=mode)
+    assert hits[0].chunk.doc_id == "biology/cells.html"
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    expected = {"dense": {"dense"}, "sparse": {"sparse"}, "hybrid": {"fused"}}[mode]
+    assert expected <= set(hits[0].scores)
+
+
+def test_domain_partition_and_where_filter_restrict_results(built):
+    _, index, _ = built
+    for hits in (
+        index.search("energy", k=10, domains=["astronomy"]),
+        index.search("energy", k=10, where={"domain": "astronomy"}),
+    ):
+        assert hits and {h.chunk.domain for h in hits} == {"astronomy"}
+    hits = index.search("energy", k=10, where={"source": "example-bio.org"})
+    assert hits and {h.chunk.source for h in hits} == {"example-bio.org"}
+    with pytest.raises(InputError, match="unknown domain 'geology'"):
+        index.search("energy", domains=["geology"])
+
+
+def test_partitioned_dense_search_equals_filtered_global_search(built):
+    _, index, _ = built
+    a = index.search("planets and storms", k=4, mode="dense", domains=["astronomy"])
+    b = index.search("planets and storms", k=4, mode="dense", where={"domain": "astronomy"})
+    assert [h.chunk.id for h in a] == [h.chunk.id for h in b]
+    assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-6)
+
+
+def test_dense_scores_are_cosine_similarities(built, embedder):
+    _, index, _ = built
+    query = "the red planet"
+    hits = index.search(query, k=len(index), mode="dense")
+    q = embedder.embed([query])[0]
+    for h in hits:
+        assert h.score == pytest.approx(float(index.embeddings[index.row(h.chunk.id)] @ q), abs=1e-5)
+
+
+def test_sparse_scores_match_bm25s_directly(built):
+    """Parity: our sparse retriever returns what bm25s returns on the same corpus."""
+    _, index, _ = built
+    texts = [c.text for c in index.chunks]
+    ref = bm25s.BM25()
+    ref.index(bm25s.tokenize(texts, stopwords="en", stemmer=__import__("Stemmer").Stemmer("english"), show_progress=False),
+              show_progress=False)
+    query = "moon landing astronaut"
+    ids, scores = ref.retrieve([bm25_tokenize([query])[0]], k=5, show_progress=False)
+    expected = [(texts[i], s) for i, s in zip(ids[0], scores[0], strict=True) if s > 0]
+    got = [(h.chunk.text, h.score) for h in index.search(query, k=5, mode="sparse")]
+    assert [t for t, _ in got] == [t for t, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected])
+
+
+def test_weighted_fusion_mode(built):
+    _, index, _ = built
+    hits = index.search("photosynthesis light", k=3, retrieval=RetrievalConfig(fusion="weighted", dense_weight=0.5))
+    assert hits[0].chunk.doc_id == "biology/photosynthesis.md"
+    assert hits[0].scores["fused"] <= 1.0 + 1e-9
+
+
+def test_reingest_skips_unchanged_updates_changed_removes_deleted(built, embedder):
+    corpus, index, _ = built
+    (corpus / "astronomy" / "moon.txt").write_text("The Moon has no atmosphere to speak of.")
+    (corpus / "biology" / "glossary.jsonl").unlink()
+    (corpus / "biology" / "new.md").write_text("# Viruses\n\nA virus replicates only inside living cells.")
+    report = BuildReport()
+    index2 = Index.build(corpus, index.dir, embedder=embedder, report=report)
+    assert (report.files_unchanged, report.files_updated, report.files_added, report.files_removed) == (4, 1, 1, 1)
+    assert report.chunks_embedded == 2
+    ids = {c.id for c in index2.chunks}
+    assert "biology/new.md:0" in ids and not any(i.startswith("biology/glossary.jsonl") for i in ids)
+    assert "atmosphere" in index2.get("astronomy/moon.txt:0").text
+
+
+def test_changed_chunking_rechunks_everything(built, embedder):
+    corpus, index, _ = built
+    cfg = PipelineConfig(ingest=IngestConfig(chunking=ChunkingConfig(unit="sentence")))
+    index2 = Index.build(corpus, index.dir, embedder=embedder, config=cfg)
+    assert len(index2) > len(index)
+    assert all(c.text.count(". ") == 0 or c.text.endswith(".") for c in index2.chunks)
+
+
+def test_interrupted_build_leaves_previous_index_usable(built, embedder, monkeypatch):
+    corpus, index, _ = built
+    before = [c.id for c in index.chunks]
+    (corpus / "astronomy" / "extra.txt").write_text("Saturn has rings of ice.")
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("ragsieve.index.store.SparseBackend.build", boom)
+    with pytest.raises(KeyboardInterrupt):
+        Index.build(corpus, index.dir, embedder=embedder)
+    monkeypatch.undo()
+    reopened = Index.open(index.dir, embedder=embedder)
+    assert [c.id for c in reopened.chunks] == before
+    assert reopened.search("Sun", k=1)
+    assert not list(index.dir.parent.glob(".idx.*"))
+
+
+def test_missing_corrupt_and_mismatched_indexes_are_clear_errors(built, tmp_path, embedder):
+    _, index, _ = built
+    with pytest.raises(IndexStoreError, match="no index at"):
+        Index.open(tmp_path / "nothing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(IndexStoreError, match="manifest.json missing"):
+        Index.open(tmp_path / "empty")
+    with pytest.raises(IndexStoreError, match="built with embedding model"):
+        Index.open(index.dir, embedder=HashEmbedder())
+    broken = tmp_path / "broken"
+    shutil.copytree(index.dir, broken)
+    (broken / "manifest.json").write_text("{not json")
+    with pytest.raises(IndexStoreError, match="corrupt"):
+        Index.open(broken, embedder=embedder)
+    shutil.rmtree(broken)
+    shutil.copytree(index.dir, broken)
+    (broken / "embeddings.npy").write_bytes(b"garbage")
+    with pytest.raises(IndexStoreError, match="corrupt|inconsistent"):
+        Index.open(broken, embedder=embedder)
+    shutil.rmtree(broken / "global")
+    (broken / "embeddings.npy").unlink()
+    shutil.copy(index.dir / "embeddings.npy", broken / "embeddings.npy")
+    with pytest.raises(IndexStoreError, match="missing or corrupt"):
+        Index.open(broken, embedder=embedder).search("sun")
+
+
+@pytest.mark.parametrize("query, message", [("", "empty"), ("   ", "empty"), ("x" * 3000, "over the limit")])
+def test_bad_queries(built, query, message):
+    _, index, _ = built
+    with pytest.raises(InputError, match=message):
+        index.search(query)
+
+
+def test_from_chunks_and_source_weight_pruning(tmp_path):
+    emb = HashEmbedder()
+    chunks = [
+        Chunk(id=f"c{i}", text=f"fact number {i} about rivers", doc_id=f"d{i}", source="good.org" if i % 2 else "bad.net")
+        for i in range(10)
+    ]
+    index = Index.from_chunks(chunks, tmp_path / "idx", embedder=emb)
+    assert index.domains == ["default"] and not index.partitioned
+    atomic_write_json(index.dir / "source_weights.json", {"weights": {"good.org": 0.9, "bad.net": 0.1}, "threshold": 0.5})
+    index = Index.open(index.dir, embedder=emb)
+    hits = index.search("rivers", k=10, prune_threshold=0.5)
+    assert hits and {h.chunk.source for h in hits} == {"good.org"}
+    with pytest.raises(InputError, match="unique"):
+        Index.from_chunks(chunks + chunks[:1], tmp_path / "dup", embedder=emb)
+
+
+def test_hnsw_and_ivf_configs_build(tmp_path):
+    emb = HashEmbedder()
+    chunks = [Chunk(id=f"c{i}", text=f"item {i} word{i % 7}", doc_id=f"d{i}", source="s") for i in range(300)]
+    for kind in ("hnsw", "ivf"):
+        cfg = PipelineConfig.model_validate({"dense_index": {"kind": kind, "nlist": 8, "nprobe": 8}})
+        index = Index.from_chunks(chunks, tmp_path / kind, embedder=emb, config=cfg)
+        manifest = json.loads((index.dir / "manifest.json").read_text())
+        assert manifest["dense_index"]["kind"] == kind
+        hits = index.search("item 5 word5", k=5, mode="dense")
+        assert len(hits) == 5 and np.isfinite([h.score for h in hits]).all()
