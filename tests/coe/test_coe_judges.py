@@ -17,7 +17,6 @@ from ragsieve.coe.judges import (
 )
 from ragsieve.errors import ConfigError, InputError
 
-
 from .fakes import BagEmbedder, FakeLLM
 
 FEATS = EvidenceFeatures(

@@ -40,7 +40,7 @@ class CoEConfig(BaseModel):
     candidates: int = Field(20, ge=1)
     fallback_k: int = Field(1, ge=0)
     cache_dir: str | None = None
-    extraction_retries: int = Field(1, ge=0)
+    extraction_retries: int = Field(0, ge=0)  # the LLM backend already retries once
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

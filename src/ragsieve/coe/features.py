@@ -100,8 +100,13 @@ class EvidenceFeatures(NamedTuple):
 INTENT_KEYWORDS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "intent": {"type": "string"},
-        "keywords": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 6},
+        "intent": {"type": "string", "minLength": 3, "maxLength": 100},
+        "keywords": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1, "maxLength": 50},
+            "minItems": 1,
+            "maxItems": 5,
+        },
     },
     "required": ["intent", "keywords"],
 }
@@ -114,13 +119,13 @@ RELATIONS_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "head": {"type": "string"},
-                    "tail": {"type": "string"},
-                    "description": {"type": "string"},
+                    "head": {"type": "string", "maxLength": 50},
+                    "tail": {"type": "string", "maxLength": 50},
+                    "description": {"type": "string", "minLength": 3, "maxLength": 120},
                 },
                 "required": ["head", "tail", "description"],
             },
-            "maxItems": 6,
+            "maxItems": 4,
         }
     },
     "required": ["relations"],
@@ -343,7 +348,7 @@ class FeatureExtractor:
         >>> # ex.extract("Who wrote Hamlet?", llm)  ->  EvidenceFeatures(intent=..., keywords=[...])
     """
 
-    def __init__(self, cache_dir: str | None = None, retries: int = 1, max_tokens: int = 160) -> None:
+    def __init__(self, cache_dir: str | None = None, retries: int = 0, max_tokens: int = 120) -> None:
         self.cache_dir = cache_dir
         self.retries = retries
         self.max_tokens = max_tokens
