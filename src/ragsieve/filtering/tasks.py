@@ -36,26 +36,23 @@ class TaskTemplate(NamedTuple):
     goal: str  # what the knowledge should help with, used in the filter question
 
     def classify_prompt(self, text: str, knowledge: list[str] | None = None) -> str:
-        """The label-prediction prompt: instruction and text first, knowledge last."""
-        head = f"{self.instruction}\n{self.text_name}: {text}"
+        """The label-prediction prompt; the knowledge comes last so the rest is a shared prefix."""
+        options = ", ".join(self.verbalizers[label] for label in self.labels)
+        head = f"{self.instruction} Answer with one word ({options}).\n{self.text_name}: {text}"
         if knowledge:
             head += "\nKnowledge: " + " ".join(knowledge)
-        options = ", ".join(self.verbalizers[label] for label in self.labels)
-        return f"{head}\nAnswer with one word ({options})."
+        return head
 
     def filter_prefix(self, text: str) -> str:
         """The query-only part of the filter prompt (shared across knowledge pieces)."""
         return (
-            f"You judge whether a piece of background knowledge is harmful or harmless for {self.goal}.\n"
-            f"{self.text_name}: {text}\n"
+            f"Is the knowledge below harmful or harmless for {self.goal}?\n(A) Harmful\n(B) Harmless\n"
+            f"Answer with A or B.\n{self.text_name}: {text}\n"
         )
 
     def filter_prompt(self, text: str, knowledge: str) -> str:
-        return (
-            f"{self.filter_prefix(text)}Knowledge: {knowledge}\n"
-            f"Is this knowledge harmful or harmless for {self.goal}?\n(A) Harmful\n(B) Harmless\n"
-            "Answer with A or B."
-        )
+        """Multiple-choice filter question; only the knowledge differs between pieces."""
+        return f"{self.filter_prefix(text)}Knowledge: {knowledge}"
 
 
 _SENTIMENT2 = {"negative": "negative", "positive": "positive"}

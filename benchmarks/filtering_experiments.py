@@ -1,0 +1,549 @@
+"""Knowledge filtering experiments (Qiang et al.): Table 3, Table 4, dense vs BM25, label variants.
+
+Two stages, so that the expensive LLM work is done once and every table row reuses it:
+
+``cache``: for one dataset and retriever, draw the k-shot training queries (per class,
+recorded seed) and a fixed-seed test sample, retrieve the top-30 knowledge sentences, and
+with the bundled SmolLM2 compute (a) for the training queries the label distribution
+without knowledge and with each of the 30 pieces (-> D_kf, saved as JSONL), and (b) for
+each test item the label distribution without knowledge, with each of the top ``--pool``
+pieces, with the top-8 concatenated, the direct and in-context filter scores of each
+piece (raw, plus the content-free reference for calibration), and the label distribution
+with each filter's kept pieces concatenated. Results go to ``runs/filtering/<dataset>-<retriever>.json``
+(written atomically every few items; a rerun resumes).
+
+``report``: trains the proxy on D_kf (predicted-label and gold-label variants), applies
+every filter and fusion to the cached numbers and writes docs/results.md sections.
+
+    python benchmarks/filtering_experiments.py cache --dataset sst-2 --retriever dense --n-test 500
+    python benchmarks/filtering_experiments.py report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from benchmarks._report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
+
+logger = logging.getLogger("filtering_experiments")
+
+OUT = ROOT / "runs" / "filtering"
+DATASETS = {"sst-2": "dev", "sst-5": "test", "mr": "test", "trec": "test", "cola": "test"}
+TOP_K = 30
+MAX_KEEP = 8
+
+
+def index_dir() -> Path:
+    full = ROOT / "runs" / "indexes" / "wiki300k"
+    return full if (full / "manifest.json").exists() else ROOT / "runs" / "indexes" / "wiki30k"
+
+
+def read_split(dataset: str, split: str) -> list[dict[str, str]]:
+    path = SHARED_DATA / dataset / f"{split}.jsonl"
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def kshot(rows: list[dict[str, str]], labels: list[str], k: int, seed: int) -> list[dict[str, str]]:
+    rng = random.Random(seed)
+    out = []
+    for label in labels:
+        pool = [r for r in rows if r["label"] == label]
+        out += rng.sample(pool, min(k, len(pool)))
+    rng.shuffle(out)
+    return out
+
+
+def sample_test(rows: list[dict[str, str]], n: int, seed: int) -> list[dict[str, str]]:
+    if n >= len(rows):
+        return rows
+    idx = sorted(random.Random(seed).sample(range(len(rows)), n))
+    return [rows[i] for i in idx]
+
+
+# --------------------------------------------------------------------------- cache
+def retrieve(index: Any, query: str, mode: str) -> list[dict[str, Any]]:
+    hits = index.search(query, k=TOP_K, mode=mode)
+    return [{"id": h.chunk.id, "text": h.chunk.text, "score": float(h.score)} for h in hits]
+
+
+def similarities(index: Any, q_emb: np.ndarray, hits: list[dict[str, Any]]) -> list[float]:
+    rows = [index.row(h["id"]) for h in hits]
+    return (index.embeddings[rows] @ q_emb).astype(float).tolist()
+
+
+def cmd_cache(args: argparse.Namespace) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    from ragsieve.config import LLMConfig
+    from ragsieve.filtering import (
+        Candidate,
+        DirectFilter,
+        ICLFilter,
+        KfDataset,
+        PerplexityAnnotator,
+        ProxyFilter,
+        ensemble_combine,
+        get_task,
+    )
+    from ragsieve.filtering.filters import CONTENT_FREE
+    from ragsieve.filtering.scoring import TemplateLabelScorer
+    from ragsieve.index import Index
+    from ragsieve.io import atomic_write_json
+    from ragsieve.llm import load_llm
+
+    task = get_task(args.dataset)
+    mode = {"dense": "dense", "bm25": "sparse"}[args.retriever]
+    OUT.mkdir(parents=True, exist_ok=True)
+    cache_path = OUT / f"{args.dataset}-{args.retriever}.json"
+    dkf_path = OUT / f"{args.dataset}-dkf.jsonl"
+
+    index = Index.open(index_dir())
+    index.warm_up()
+    embedder = index.embedder
+    llm = load_llm(LLMConfig(n_threads=1, n_ctx=2048))
+    llm.warm_up()
+    scorer = TemplateLabelScorer(args.dataset).fit_calibration(llm)
+
+    train = kshot(read_split(args.dataset, "train"), task.labels, args.shots, args.seed)
+    test = sample_test(read_split(args.dataset, DATASETS[args.dataset]), args.n_test, args.test_seed)
+
+    # ---- D_kf from the k-shot training queries (dense retrieval, top-30), built once per dataset
+    if not dkf_path.exists():
+        t0 = time.perf_counter()
+        ann = PerplexityAnnotator(args.dataset, theta=args.theta, variant="predicted")
+        pairs = []
+        for i, row in enumerate(train):
+            hits = retrieve(index, row["text"], "dense")
+            q_emb = embedder.embed([row["text"]])[0]
+            sims = similarities(index, q_emb, hits)
+            pairs += ann.annotate(
+                llm,
+                scorer,
+                task,
+                row["text"],
+                [h["text"] for h in hits],
+                gold=row["label"],
+                similarities=sims,
+                scores=[h["score"] for h in hits],
+                retriever="dense",
+            )
+            logger.info("D_kf %d/%d", i + 1, len(train))
+        meta = {
+            "dataset": args.dataset,
+            "shots_per_class": args.shots,
+            "seed": args.seed,
+            "theta": args.theta,
+            "variant": "predicted",
+            "model": llm.model_name,
+            "retriever": "dense",
+            "top_k": TOP_K,
+            "index": index_dir().name,
+            "labels": task.labels,
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
+        KfDataset(pairs, meta).save(dkf_path)
+    dkf = KfDataset.load(dkf_path)
+
+    direct = DirectFilter(args.dataset, calibration="none")
+    direct.warm_up(llm)
+    icl = ICLFilter(args.dataset, calibration="none", n_demos=args.n_demos, seed=args.seed).fit(dkf)
+    icl.warm_up(llm)
+    proxy = ProxyFilter().warm_up(embedder).fit(dkf)
+
+    cache: dict[str, Any] = {"meta": {}, "items": []}
+    if cache_path.exists():
+        cache = json.loads(cache_path.read_text(encoding="utf-8"))
+    done = {it["text"] for it in cache["items"]}
+    cache["meta"] = {
+        "dataset": args.dataset,
+        "split": DATASETS[args.dataset],
+        "retriever": args.retriever,
+        "n_test": len(test),
+        "test_seed": args.test_seed,
+        "pool": args.pool,
+        "model": llm.model_name,
+        "index": index_dir().name,
+        "icl_demos": icl.demos_,
+        "cf_label": scorer.cf_.tolist(),
+        "labels": task.labels,
+    }
+    t_start = time.perf_counter()
+    n_new = 0
+
+    def concat(
+        text: str, hits: list[dict[str, Any]], kept: list[int], memo: dict[tuple[int, ...], Any]
+    ) -> Any:
+        key = tuple(kept)
+        if key not in memo:
+            memo[key] = (
+                scorer.raw_proba(llm, text, [hits[i]["text"] for i in kept]).tolist() if kept else None
+            )
+        return memo[key]
+
+    for row in test:
+        if row["text"] in done:
+            continue
+        text = row["text"]
+        hits = retrieve(index, text, mode)
+        q_emb = embedder.embed([text])[0]
+        sims = similarities(index, q_emb, hits)
+        pool = hits[: args.pool]
+        p0 = scorer.raw_proba(llm, text).tolist()
+        dists = [scorer.raw_proba(llm, text, [h["text"]]).tolist() for h in pool]
+        memo: dict[tuple[int, ...], Any] = {}
+        top8 = list(range(min(MAX_KEEP, len(pool))))
+        concat(text, pool, top8, memo)
+        cands = [Candidate(h["text"], rank=i + 1, similarity=sims[i]) for i, h in enumerate(pool)]
+        d_raw = [direct._raw(text, c.text) for c in cands] + [direct._raw(text, CONTENT_FREE)]
+        i_raw = [icl._raw(text, c.text) for c in cands] + [icl._raw(text, CONTENT_FREE)]
+        k_emb = index.embeddings[[index.row(h["id"]) for h in pool]]
+        p_proxy = proxy.score_many(
+            text, [c._replace(embedding=e) for c, e in zip(cands, k_emb, strict=True)], query_embedding=q_emb
+        )
+        from ragsieve.filtering.filters import _calibrated
+
+        p_direct = np.array([_calibrated(p, d_raw[-1]) for p in d_raw[:-1]])
+        p_icl = np.array([_calibrated(p, i_raw[-1]) for p in i_raw[:-1]])
+        p_ens, _ = ensemble_combine(p_proxy, p_icl, args.ensemble_theta)
+        concat_kept = {}
+        for name, ph in (("direct", p_direct), ("icl", p_icl), ("proxy", p_proxy), ("ensemble", p_ens)):
+            kept = [i for i in range(len(pool)) if ph[i] >= 0.5][:MAX_KEEP]
+            concat_kept[name] = concat(text, pool, kept, memo)
+        cache["items"].append(
+            {
+                "text": text,
+                "gold": row["label"],
+                "hits": hits,
+                "sims": sims,
+                "p0": p0,
+                "dists": dists,
+                "concat_top8": memo[tuple(top8)],
+                "direct_raw": d_raw,
+                "icl_raw": i_raw,
+                "concat_kept": concat_kept,
+                "n_concat_calls": len(memo),
+            }
+        )
+        n_new += 1
+        if n_new % 10 == 0:
+            atomic_write_json(cache_path, cache)
+            el = time.perf_counter() - t_start
+            logger.info(
+                "%s %s: %d/%d items, %.1fs/item",
+                args.dataset,
+                args.retriever,
+                len(cache["items"]),
+                len(test),
+                el / n_new,
+            )
+        if args.max_minutes and time.perf_counter() - t_start > args.max_minutes * 60:
+            logger.info("time budget reached after %d new items", n_new)
+            break
+    cache["meta"]["seconds_per_item"] = (time.perf_counter() - t_start) / max(n_new, 1)
+    atomic_write_json(cache_path, cache)
+
+
+# --------------------------------------------------------------------------- report
+def acc_ci(correct: np.ndarray) -> str:
+    n = len(correct)
+    p = float(np.mean(correct)) if n else float("nan")
+    half = 1.96 * math.sqrt(max(p * (1 - p), 1e-12) / max(n, 1))
+    return f"{100 * p:.1f} ± {100 * half:.1f}"
+
+
+def prf(pred_harmful: np.ndarray, true_harmful: np.ndarray) -> tuple[float, float, float]:
+    tp = float(np.sum(pred_harmful & true_harmful))
+    p = tp / max(float(np.sum(pred_harmful)), 1.0)
+    r = tp / max(float(np.sum(true_harmful)), 1.0)
+    f = 2 * p * r / max(p + r, 1e-12)
+    return p, r, f
+
+
+def _calib(raw: np.ndarray, cf: np.ndarray) -> np.ndarray:
+    q = raw / np.maximum(cf, 1e-9)
+    return q / q.sum(axis=-1, keepdims=True)
+
+
+class Evaluated:
+    """Everything the tables need for one cache file."""
+
+    def __init__(
+        self, cache: dict[str, Any], dkf: Any, embedder: Any, index: Any, args: argparse.Namespace
+    ) -> None:
+        from ragsieve.filtering import ProxyFilter, ensemble_combine, fuse, relabel
+        from ragsieve.filtering.filters import _calibrated
+
+        meta = cache["meta"]
+        self.meta = meta
+        labels = meta["labels"]
+        cf = np.asarray(meta["cf_label"])
+        items = cache["items"]
+        self.n = len(items)
+        gold = np.array([labels.index(it["gold"]) for it in items])
+        # proxies trained on both label variants of D_kf
+        pairs_pred = list(dkf)
+        pairs_gold = relabel(pairs_pred, "gold", dkf.meta.get("theta", 1.0), labels)
+        self.dkf_harmful = {
+            "predicted": float(np.mean([p.harmful for p in pairs_pred])),
+            "gold": float(np.mean([p.harmful for p in pairs_gold])),
+        }
+        proxies = {
+            v: ProxyFilter().warm_up(embedder).fit(ps)
+            for v, ps in (("predicted", pairs_pred), ("gold", pairs_gold))
+        }
+        pool = meta["pool"]
+        rows: dict[str, list[int]] = {}
+        ph_all: dict[str, list[np.ndarray]] = {}
+        truth: dict[str, list[np.ndarray]] = {"predicted": [], "gold": []}
+
+        def add(name: str, dist: Any) -> None:
+            rows.setdefault(name, []).append(int(np.argmax(dist)))
+
+        q_embs = embedder.embed([it["text"] for it in items])
+        for it, q_emb in zip(items, q_embs, strict=True):
+            p0 = _calib(np.asarray(it["p0"]), cf)
+            dists = _calib(np.asarray(it["dists"]), cf)
+            sims = np.asarray(it["sims"][:pool])
+            y0 = int(np.argmax(p0))
+            g = labels.index(it["gold"])
+            # held-out perplexity labels of the pool pieces (label-dist PPL, theta)
+            theta = dkf.meta.get("theta", 1.0)
+            truth["predicted"].append(
+                np.array([(p0[y0] / max(d[int(np.argmax(d))], 1e-12)) > theta for d in dists])
+            )
+            truth["gold"].append(np.array([(p0[g] / max(d[g], 1e-12)) > theta for d in dists]))
+            d_raw, i_raw = np.asarray(it["direct_raw"]), np.asarray(it["icl_raw"])
+            k_emb = index.embeddings[[index.row(h["id"]) for h in it["hits"][:pool]]]
+            from ragsieve.filtering import Candidate
+
+            cands = [
+                Candidate(h["text"], rank=i + 1, embedding=e)
+                for i, (h, e) in enumerate(zip(it["hits"][:pool], k_emb, strict=True))
+            ]
+            ph = {
+                "direct": np.array([_calibrated(p, d_raw[-1]) for p in d_raw[:-1]]),
+                "direct (uncalibrated)": d_raw[:-1],
+                "icl": np.array([_calibrated(p, i_raw[-1]) for p in i_raw[:-1]]),
+                "proxy": proxies["predicted"].score_many(it["text"], cands, query_embedding=q_emb),
+                "proxy (gold-label D_kf)": proxies["gold"].score_many(
+                    it["text"], cands, query_embedding=q_emb
+                ),
+            }
+            ph["ensemble"] = ensemble_combine(ph["proxy"], ph["icl"], args.ensemble_theta)[0]
+            for k, v in ph.items():
+                ph_all.setdefault(k, []).append(np.asarray(v))
+            add("no retrieval", p0)
+            add("direct RAG (top-8 concatenated)", _calib(np.asarray(it["concat_top8"]), cf))
+            for name in ("direct", "icl", "proxy", "ensemble"):
+                c = it["concat_kept"][name]
+                add(f"{name} filter, kept concatenated", p0 if c is None else _calib(np.asarray(c), cf))
+            add(
+                "fusion, no filter (P_harmless = 1)",
+                fuse(dists, sims, np.ones(len(dists)), args.alpha, p0).proba,
+            )
+            for name in ("direct", "icl", "proxy", "proxy (gold-label D_kf)", "ensemble"):
+                keep = ph[name] >= 0.5
+                r = fuse(dists[keep], sims[keep], ph[name][keep], args.alpha, fallback=p0)
+                add(f"{name} filter + fusion", r.proba)
+            # oracle: keep only pieces the held-out gold-label PPL marks harmless
+            keep = ~truth["gold"][-1]
+            add(
+                "oracle (gold-PPL harmless) + fusion",
+                fuse(dists[keep], sims[keep], np.ones(int(keep.sum())), args.alpha, fallback=p0).proba,
+            )
+        self.acc = {name: (np.array(pred) == gold) for name, pred in rows.items()}
+        self.ph = {k: np.concatenate(v) for k, v in ph_all.items()}
+        self.truth = {k: np.concatenate(v) for k, v in truth.items()}
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    from ragsieve.filtering import KfDataset
+    from ragsieve.index import Index
+
+    index = Index.open(index_dir())
+    index.warm_up()
+    embedder = index.embedder
+    evals: dict[tuple[str, str], Evaluated] = {}
+    for path in sorted(OUT.glob("*-*.json")):
+        ds, retr = path.stem.rsplit("-", 1)
+        cache = json.loads(path.read_text(encoding="utf-8"))
+        if not cache["items"]:
+            continue
+        dkf = KfDataset.load(OUT / f"{ds}-dkf.jsonl")
+        evals[(ds, retr)] = Evaluated(cache, dkf, embedder, index, args)
+    if not evals:
+        raise SystemExit("no caches under runs/filtering; run the cache stage first")
+
+    common = (
+        f"Model: bundled SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp, greedy log-prob scoring, contextual "
+        f"calibration of label scores). Knowledge: `{index_dir().name}` index over "
+        "../shared/data/wiki_sentences "
+        f"(MiniLM dense / BM25), top-{TOP_K} retrieved; filters and fusion act on the top-`pool` pieces "
+        f"(see table), at most {MAX_KEEP} kept. D_kf: LM-BFF-style k-shot training queries per class (seed "
+        f"{args.seed}), top-{TOP_K} dense pieces each, perplexity labels with "
+        f"θ = {args.theta} (label-dist PPL = "
+        f"1/p(label)). Fusion α = {args.alpha}; ensemble confidence θ = {args.ensemble_theta}. "
+        "Accuracy ± 95% normal-approximation CI."
+    )
+    # Table 3 (dense)
+    names = list(next(iter(evals.values())).acc)
+    dense = [(k, e) for k, e in evals.items() if k[1] == "dense"]
+    headers = ["method"] + [
+        f"{ds} ({e.meta['split']}, n={e.n}, pool={e.meta['pool']})" for (ds, _), e in dense
+    ]
+    table = [[name] + [acc_ci(e.acc[name]) for _, e in dense] for name in names]
+    dkf_rows = [
+        [
+            ds,
+            len(KfDataset.load(OUT / f"{ds}-dkf.jsonl")),
+            f"{100 * e.dkf_harmful['predicted']:.1f}%",
+            f"{100 * e.dkf_harmful['gold']:.1f}%",
+        ]
+        for (ds, _), e in dense
+    ]
+    body = (
+        common
+        + "\n\nAccuracy (%) with the dense retriever:\n\n"
+        + markdown_table(headers, table)
+        + "\n\nD_kf size and share of Harmful pairs per label variant:\n\n"
+        + markdown_table(
+            ["dataset", "pairs", "Harmful (predicted-label PPL)", "Harmful (gold-label PPL)"], dkf_rows
+        )
+    )
+    write_section("results.md", "filtering-table3", "Knowledge filtering: accuracy (Table 3 analogue)", body)
+
+    # Table 4: P/R/F1 on Harmful vs held-out perplexity labels (test pool pieces)
+    t4 = []
+    for (ds, _), e in dense:
+        for variant in ("predicted", "gold"):
+            for name in (
+                "direct (uncalibrated)",
+                "direct",
+                "icl",
+                "proxy",
+                "proxy (gold-label D_kf)",
+                "ensemble",
+            ):
+                p, r, f = prf(e.ph[name] < 0.5, e.truth[variant])
+                t4.append(
+                    [
+                        ds,
+                        variant,
+                        name,
+                        f"{100 * p:.1f}",
+                        f"{100 * r:.1f}",
+                        f"{100 * f:.1f}",
+                        f"{100 * np.mean(e.ph[name] < 0.5):.1f}%",
+                        f"{100 * np.mean(e.truth[variant]):.1f}%",
+                    ]
+                )
+    body = (
+        common
+        + "\n\nHeld-out labels: perplexity labels of the test items' pool pieces (same θ), computed from "
+        "the cached label distributions; each row compares a filter's Harmful decisions (P_harmless < 0.5) "
+        "with them. `proxy` is trained on predicted-label D_kf, `proxy (gold-label D_kf)` on the gold-label "
+        "variant; direct/ICL filters are training-free (ICL demos drawn from predicted-label D_kf).\n\n"
+        + markdown_table(
+            [
+                "dataset",
+                "held-out label variant",
+                "filter",
+                "P",
+                "R",
+                "F1",
+                "predicted Harmful",
+                "true Harmful",
+            ],
+            t4,
+        )
+    )
+    write_section(
+        "results.md",
+        "filtering-table4",
+        "Knowledge filtering: Harmful-label quality (Table 4 analogue)",
+        body,
+    )
+
+    # Dense vs BM25
+    pairs = sorted({ds for ds, r in evals if r == "bm25"})
+    if pairs:
+        rows = []
+        for ds in pairs:
+            for retr in ("dense", "bm25"):
+                e = evals.get((ds, retr))
+                if e is None:
+                    continue
+                rows.append(
+                    [
+                        ds,
+                        retr,
+                        e.n,
+                        acc_ci(e.acc["no retrieval"]),
+                        acc_ci(e.acc["direct RAG (top-8 concatenated)"]),
+                        acc_ci(e.acc["ensemble filter + fusion"]),
+                    ]
+                )
+        body = (
+            common
+            + "\n\n"
+            + markdown_table(
+                [
+                    "dataset",
+                    "retriever",
+                    "n",
+                    "no retrieval",
+                    "direct RAG (top-8 concat)",
+                    "ensemble + fusion",
+                ],
+                rows,
+            )
+        )
+        write_section(
+            "results.md",
+            "filtering-retrievers",
+            "Knowledge filtering: dense vs BM25 (Figure 6 analogue)",
+            body,
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("cache")
+    c.add_argument("--dataset", choices=sorted(DATASETS), required=True)
+    c.add_argument("--retriever", choices=["dense", "bm25"], default="dense")
+    c.add_argument("--n-test", type=int, default=500)
+    c.add_argument("--pool", type=int, default=8)
+    c.add_argument("--max-minutes", type=float, default=0.0)
+    for p in (c, sub.add_parser("report")):
+        p.add_argument("--shots", type=int, default=16)
+        p.add_argument("--seed", type=int, default=42)
+        p.add_argument("--test-seed", type=int, default=0)
+        p.add_argument("--theta", type=float, default=1.0)
+        p.add_argument("--n-demos", type=int, default=4)
+        p.add_argument("--alpha", type=float, default=0.5)
+        p.add_argument("--ensemble-theta", type=float, default=0.8)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    {"cache": cmd_cache, "report": cmd_report}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
