@@ -46,6 +46,13 @@ class ScopeCoESelector:
         return {"type": "scope-coe", **self.config.to_dict()}
 
     @classmethod
+    def from_config(
+        cls, config: Any, llm: LLM | None = None, embedder: TextEmbedder | None = None
+    ) -> ScopeCoESelector:
+        """Build from a :class:`ragsieve.config.PipelineConfig` (its ``stages["coe"]`` section)."""
+        return cls(dict(config.stages.get("coe", {})), llm=llm, embedder=embedder)
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScopeCoESelector:
         data = {k: v for k, v in data.items() if k != "type"}
         return cls(data)
