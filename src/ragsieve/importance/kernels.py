@@ -20,6 +20,11 @@ is ``O(K)`` instead of ``O(K * |V|)`` and any real-valued utility works (no disc
 
 All kernels return *sums over tuples* (not divided by N) so partial results from several
 processes or machines add up exactly.
+
+Threads: numba's default OpenMP layer spin-waits between parallel regions, which costs
+hundreds of milliseconds per call on an oversubscribed machine; the CLI and benchmark scripts
+set ``OMP_WAIT_POLICY=PASSIVE`` before the first parallel call (set it yourself, or
+``NUMBA_THREADING_LAYER=workqueue``, when embedding this on a busy host).
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ def _truncation_point(p: np.ndarray, a: int, b: int, k: int, epsilon: float) -> 
     return b
 
 
-@njit(cache=_CACHE, nogil=True)
+@njit(cache=_CACHE, nogil=True, fastmath=True, error_model="numpy")
 def _tuple_gradient(
     util: np.ndarray,
     p: np.ndarray,
