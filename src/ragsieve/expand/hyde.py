@@ -56,8 +56,9 @@ def merge_hits(result_lists: Sequence[Sequence[SearchHit]]) -> list[SearchHit]:
     return list(best.values())
 
 
-def rerank_by_cosine(query_vec: np.ndarray, hits: Sequence[SearchHit], chunk_vecs: np.ndarray, k: int
-                     ) -> list[SearchHit]:
+def rerank_by_cosine(
+    query_vec: np.ndarray, hits: Sequence[SearchHit], chunk_vecs: np.ndarray, k: int
+) -> list[SearchHit]:
     """Order hits by cosine(query, chunk) (vectors L2-normalised), keep ``k``, renumber ranks."""
     if not hits:
         return []
@@ -77,8 +78,12 @@ class HyDEResult(NamedTuple):
     n_candidates: int  # distinct chunks before re-ranking
 
     def trace_record(self) -> dict[str, Any]:
-        return {"hypothesis": self.hypothesis, "sub_queries": self.sub_queries,
-                "n_candidates": self.n_candidates, "kept_ids": [h.chunk.id for h in self.hits]}
+        return {
+            "hypothesis": self.hypothesis,
+            "sub_queries": self.sub_queries,
+            "n_candidates": self.n_candidates,
+            "kept_ids": [h.chunk.id for h in self.hits],
+        }
 
 
 class HyDEExpander:
@@ -92,8 +97,14 @@ class HyDEExpander:
         result.hits, result.hypothesis
     """
 
-    def __init__(self, enabled: bool = True, max_tokens: int = 96, max_sentences: int = 4,
-                 per_query_k: int | None = None, include_original: bool = True) -> None:
+    def __init__(
+        self,
+        enabled: bool = True,
+        max_tokens: int = 96,
+        max_sentences: int = 4,
+        per_query_k: int | None = None,
+        include_original: bool = True,
+    ) -> None:
         self.enabled = enabled
         self.max_tokens = max_tokens
         self.max_sentences = max_sentences
@@ -102,8 +113,11 @@ class HyDEExpander:
 
     def hypothesize(self, query: str, llm: LLM) -> str:
         prompt = [
-            ChatMessage(role="system", content="Write a short, factual-sounding passage that answers the question. "
-                                               "Do not say you are unsure."),
+            ChatMessage(
+                role="system",
+                content="Write a short, factual-sounding passage that answers the question. "
+                "Do not say you are unsure.",
+            ),
             ChatMessage(role="user", content=query),
         ]
         return llm.generate(prompt, max_tokens=self.max_tokens, temperature=0.0).text.strip()
@@ -114,8 +128,9 @@ class HyDEExpander:
             subs = [query, *subs]
         return subs
 
-    def retrieve(self, query: str, llm: LLM, embedder: Any, search: SearchFn, k: int = 5,
-                 hypothesis: str | None = None) -> HyDEResult:
+    def retrieve(
+        self, query: str, llm: LLM, embedder: Any, search: SearchFn, k: int = 5, hypothesis: str | None = None
+    ) -> HyDEResult:
         """Retrieve ``k`` hits for ``query``; when disabled this is a plain ``search(query, k)``."""
         if not query.strip():
             raise InputError("HyDE needs a non-empty query")
@@ -129,12 +144,19 @@ class HyDEExpander:
             return HyDEResult([], hyp, subs, 0)
         vecs = np.asarray(embedder.embed([query] + [h.chunk.text for h in merged]), dtype=np.float32)
         hits = rerank_by_cosine(vecs[0], merged, vecs[1:], k)
-        logger.debug("HyDE: %d sub-queries, %d distinct candidates, kept %d", len(subs), len(merged), len(hits))
+        logger.debug(
+            "HyDE: %d sub-queries, %d distinct candidates, kept %d", len(subs), len(merged), len(hits)
+        )
         return HyDEResult(hits, hyp, subs, len(merged))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "max_tokens": self.max_tokens, "max_sentences": self.max_sentences,
-                "per_query_k": self.per_query_k, "include_original": self.include_original}
+        return {
+            "enabled": self.enabled,
+            "max_tokens": self.max_tokens,
+            "max_sentences": self.max_sentences,
+            "per_query_k": self.per_query_k,
+            "include_original": self.include_original,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HyDEExpander:

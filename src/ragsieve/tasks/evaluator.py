@@ -38,9 +38,78 @@ VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 STOPWORDS = frozenset(
-    "a an the of in on at to for from by with and or is are was were be been what who whom which when where "
-    "why how did does do is it its this that these those as about into than then there their his her he she "
-    "they them you your i me my we our us not no yes can could would should will shall may might".split()
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "what",
+        "who",
+        "whom",
+        "which",
+        "when",
+        "where",
+        "why",
+        "how",
+        "did",
+        "does",
+        "do",
+        "is",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "as",
+        "about",
+        "into",
+        "than",
+        "then",
+        "there",
+        "their",
+        "his",
+        "her",
+        "he",
+        "she",
+        "they",
+        "them",
+        "you",
+        "your",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "us",
+        "not",
+        "no",
+        "yes",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "shall",
+        "may",
+        "might",
+    ]
 )
 
 FEATURE_NAMES = ("cosine", "max_sentence_cosine", "keyword_overlap", "capitalized_overlap", "log_chars")
@@ -56,9 +125,15 @@ class EvaluatorVerdict(NamedTuple):
     rationale: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "scores": [round(s, 4) for s in self.scores], "method": self.method,
-                "fallback": self.fallback, "note": self.note, "latency_ms": round(self.latency_ms, 2),
-                "rationale": self.rationale}
+        return {
+            "verdict": self.verdict,
+            "scores": [round(s, 4) for s in self.scores],
+            "method": self.method,
+            "fallback": self.fallback,
+            "note": self.note,
+            "latency_ms": round(self.latency_ms, 2),
+            "rationale": self.rationale,
+        }
 
 
 # ----------------------------------------------------------------------------- features (pure)
@@ -83,8 +158,9 @@ def capitalized_overlap(query: str, passage: str) -> float:
     return len(caps & words) / len(caps)
 
 
-def passage_features(query: str, passages: Sequence[str], embedder: Any,
-                     sentence_splitter: Any = None) -> np.ndarray:
+def passage_features(
+    query: str, passages: Sequence[str], embedder: Any, sentence_splitter: Any = None
+) -> np.ndarray:
     """Feature matrix (n_passages, len(FEATURE_NAMES)) for one query."""
     if not passages:
         return np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
@@ -92,15 +168,22 @@ def passage_features(query: str, passages: Sequence[str], embedder: Any,
     sents = [split(p) or [p] for p in passages]
     flat = [s for ss in sents for s in ss]
     vecs = np.asarray(embedder.embed([query, *passages, *flat]), dtype=np.float32)
-    qv, pv, sv = vecs[0], vecs[1:1 + len(passages)], vecs[1 + len(passages):]
+    qv, pv, sv = vecs[0], vecs[1 : 1 + len(passages)], vecs[1 + len(passages) :]
     rows = []
     off = 0
     for i, p in enumerate(passages):
         n = len(sents[i])
-        s_cos = sv[off:off + n] @ qv
+        s_cos = sv[off : off + n] @ qv
         off += n
-        rows.append([float(pv[i] @ qv), float(s_cos.max()), keyword_overlap(query, p),
-                     capitalized_overlap(query, p), math.log1p(len(p))])
+        rows.append(
+            [
+                float(pv[i] @ qv),
+                float(s_cos.max()),
+                keyword_overlap(query, p),
+                capitalized_overlap(query, p),
+                math.log1p(len(p)),
+            ]
+        )
     return np.asarray(rows, dtype=np.float32)
 
 
@@ -142,7 +225,10 @@ class TrainedRetrievalEvaluator:
         X = np.asarray(X, dtype=np.float64)  # noqa: N806
         if X.ndim != 2 or X.shape[1] != len(FEATURE_NAMES) or X.shape[0] != len(y):
             raise InputError(f"fit needs X of shape (n, {len(FEATURE_NAMES)}) and n labels; got {X.shape}")
-        lr = LogisticRegression(C=self.C, max_iter=1000, class_weight="balanced").fit(X, np.asarray(y))
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):
+            lr = LogisticRegression(C=self.C, max_iter=1000, class_weight="balanced").fit(X, np.asarray(y))
         self.coef_ = lr.coef_[0].astype(np.float64)
         self.intercept_ = float(lr.intercept_[0])
         return self
@@ -168,12 +254,23 @@ class TrainedRetrievalEvaluator:
         start = time.perf_counter()
         scores = self.score_passages(query, passages, embedder)
         note = "" if passages else "no evidence retrieved"
-        return EvaluatorVerdict(verdict_from_scores(scores, self.upper, self.lower), scores, "trained", False,
-                                note, (time.perf_counter() - start) * 1000.0)
+        return EvaluatorVerdict(
+            verdict_from_scores(scores, self.upper, self.lower),
+            scores,
+            "trained",
+            False,
+            note,
+            (time.perf_counter() - start) * 1000.0,
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"type": "TrainedRetrievalEvaluator", "upper": self.upper, "lower": self.lower,
-                             "C": self.C, "features": list(FEATURE_NAMES)}
+        d: dict[str, Any] = {
+            "type": "TrainedRetrievalEvaluator",
+            "upper": self.upper,
+            "lower": self.lower,
+            "C": self.C,
+            "features": list(FEATURE_NAMES),
+        }
         if hasattr(self, "coef_"):
             d["coef_"] = self.coef_.tolist()
             d["intercept_"] = self.intercept_
@@ -184,8 +281,10 @@ class TrainedRetrievalEvaluator:
         obj = cls(upper=data["upper"], lower=data["lower"], C=data.get("C", 1.0))
         if "coef_" in data:
             if list(data.get("features", FEATURE_NAMES)) != list(FEATURE_NAMES):
-                raise ModelError("evaluator file was trained on different features; retrain with "
-                                 "`ragsieve tasks train --evaluator`")
+                raise ModelError(
+                    "evaluator file was trained on different features; retrain with "
+                    "`ragsieve tasks train --evaluator`"
+                )
             obj.coef_ = np.asarray(data["coef_"], dtype=np.float64)
             obj.intercept_ = float(data["intercept_"])
         return obj
@@ -199,7 +298,9 @@ class TrainedRetrievalEvaluator:
     def load(cls, path: str | Path) -> TrainedRetrievalEvaluator:
         p = Path(path)
         if not p.is_file():
-            raise InputError(f"evaluator file {p} does not exist; train one with `ragsieve tasks train --evaluator`")
+            raise InputError(
+                f"evaluator file {p} does not exist; train one with `ragsieve tasks train --evaluator`"
+            )
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
@@ -228,15 +329,18 @@ EVAL_SCHEMA: dict[str, Any] = {
 EVAL_SYSTEM = (
     "You judge whether retrieved evidence is enough to answer a question. Think step by step: first state "
     "what information the question needs, then examine the evidence sentence by sentence, then decide.\n"
-    "sufficient: the evidence contains the answer. partial: it is related and contains part of what is needed. "
+    "sufficient: the evidence contains the answer. "
+    "partial: it is related and contains part of what is needed. "
     "insufficient: it is unrelated or does not help. Reply with JSON only."
 )
 
 
 def build_eval_prompt(query: str, passages: Sequence[str], max_chars: int = 1200) -> list[ChatMessage]:
     ev = "\n".join(f"[{i + 1}] {p}" for i, p in enumerate(passages))[:max_chars]
-    user = (f"Question: {query}\n\nEvidence:\n{ev}\n\nOutput format: "
-            '{"information_need": "...", "evidence_check": "...", "verdict": "sufficient|partial|insufficient"}')
+    user = (
+        f"Question: {query}\n\nEvidence:\n{ev}\n\nOutput format: "
+        '{"information_need": "...", "evidence_check": "...", "verdict": "sufficient|partial|insufficient"}'
+    )
     return [ChatMessage(role="system", content=EVAL_SYSTEM), ChatMessage(role="user", content=user)]
 
 
@@ -253,8 +357,14 @@ class LLMRetrievalEvaluator:
         ev.evaluate("Who wrote Dune?", ["Dune is a 1965 novel by Frank Herbert."], llm).verdict
     """
 
-    def __init__(self, timeout_s: float = 30.0, max_tokens: int = 160, default: Verdict = "partial",
-                 max_retries: int = 1, max_evidence_chars: int = 1200) -> None:
+    def __init__(
+        self,
+        timeout_s: float = 30.0,
+        max_tokens: int = 160,
+        default: Verdict = "partial",
+        max_retries: int = 1,
+        max_evidence_chars: int = 1200,
+    ) -> None:
         self.timeout_s = timeout_s
         self.max_tokens = max_tokens
         self.default = default
@@ -264,8 +374,14 @@ class LLMRetrievalEvaluator:
     def evaluate(self, query: str, passages: Sequence[str], llm: LLM) -> EvaluatorVerdict:
         start = time.perf_counter()
         if not passages:
-            return EvaluatorVerdict("insufficient", [], "llm", False, "no evidence retrieved",
-                                    (time.perf_counter() - start) * 1000.0)
+            return EvaluatorVerdict(
+                "insufficient",
+                [],
+                "llm",
+                False,
+                "no evidence retrieved",
+                (time.perf_counter() - start) * 1000.0,
+            )
         prompt = build_eval_prompt(query, passages, self.max_evidence_chars)
         notes: list[str] = []
         deadline = start + self.timeout_s
@@ -288,17 +404,35 @@ class LLMRetrievalEvaluator:
             verdict = obj.get("verdict") if isinstance(obj, dict) else None
             if verdict in VERDICTS:
                 rationale = f"{obj.get('information_need', '')} | {obj.get('evidence_check', '')}"
-                return EvaluatorVerdict(verdict, [], "llm", False, "; ".join(notes),
-                                        (time.perf_counter() - start) * 1000.0, rationale[:500])
+                return EvaluatorVerdict(
+                    verdict,
+                    [],
+                    "llm",
+                    False,
+                    "; ".join(notes),
+                    (time.perf_counter() - start) * 1000.0,
+                    rationale[:500],
+                )
             notes.append(f"attempt {attempt + 1}: unknown verdict {verdict!r}")
         logger.warning("LLM evaluator used default verdict %r: %s", self.default, "; ".join(notes))
-        return EvaluatorVerdict(self.default, [], "llm", True, "; ".join(notes) + f"; used default {self.default}",
-                                (time.perf_counter() - start) * 1000.0)
+        return EvaluatorVerdict(
+            self.default,
+            [],
+            "llm",
+            True,
+            "; ".join(notes) + f"; used default {self.default}",
+            (time.perf_counter() - start) * 1000.0,
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "LLMRetrievalEvaluator", "timeout_s": self.timeout_s, "max_tokens": self.max_tokens,
-                "default": self.default, "max_retries": self.max_retries,
-                "max_evidence_chars": self.max_evidence_chars}
+        return {
+            "type": "LLMRetrievalEvaluator",
+            "timeout_s": self.timeout_s,
+            "max_tokens": self.max_tokens,
+            "default": self.default,
+            "max_retries": self.max_retries,
+            "max_evidence_chars": self.max_evidence_chars,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LLMRetrievalEvaluator:

@@ -26,7 +26,7 @@ def distinct_n(text: str, n: int = 2) -> float:
     if n < 1:
         raise InputError(f"distinct_n needs n >= 1, got {n}")
     toks = [t.lower() for t in re.findall(r"\w+", text)]
-    grams = [tuple(toks[i:i + n]) for i in range(len(toks) - n + 1)]
+    grams = [tuple(toks[i : i + n]) for i in range(len(toks) - n + 1)]
     if not grams:
         return 0.0
     return len(set(grams)) / len(grams)
@@ -55,15 +55,16 @@ def split_points(text: str) -> list[str]:
     return [s.strip() for s in split_sentences(text) if len(s.strip()) > 3]
 
 
-def knowledge_coverage(knowledge_points: Sequence[str], answer: str, embedder: Any, theta: float
-                       ) -> CoverageResult:
+def knowledge_coverage(
+    knowledge_points: Sequence[str], answer: str, embedder: Any, theta: float
+) -> CoverageResult:
     points = split_points(answer)
     if not knowledge_points:
         return CoverageResult(1.0, [], [])
     if not points:
         return coverage_from_embeddings(np.zeros((len(knowledge_points), 1)), np.zeros((0, 1)), theta)
     vecs = np.asarray(embedder.embed([*knowledge_points, *points]), dtype=np.float32)
-    return coverage_from_embeddings(vecs[:len(knowledge_points)], vecs[len(knowledge_points):], theta)
+    return coverage_from_embeddings(vecs[: len(knowledge_points)], vecs[len(knowledge_points) :], theta)
 
 
 class ReflectionRound(NamedTuple):
@@ -75,8 +76,14 @@ class ReflectionRound(NamedTuple):
     accepted: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"round": self.round, "coverage": round(self.coverage, 4), "distinct2": round(self.distinct2, 4),
-                "uncovered": self.uncovered, "accepted": self.accepted, "chars": len(self.text)}
+        return {
+            "round": self.round,
+            "coverage": round(self.coverage, 4),
+            "distinct2": round(self.distinct2, 4),
+            "uncovered": self.uncovered,
+            "accepted": self.accepted,
+            "chars": len(self.text),
+        }
 
 
 class ReflectionResult(NamedTuple):
@@ -99,8 +106,15 @@ class GenerationReflector:
         res.text, [r.coverage for r in res.rounds]
     """
 
-    def __init__(self, theta_sim: float = 0.6, min_coverage: float = 0.5, min_distinct2: float = 0.6,
-                 max_rounds: int = 2, max_points: int = 12, max_named: int = 4) -> None:
+    def __init__(
+        self,
+        theta_sim: float = 0.6,
+        min_coverage: float = 0.5,
+        min_distinct2: float = 0.6,
+        max_rounds: int = 2,
+        max_points: int = 12,
+        max_named: int = 4,
+    ) -> None:
         self.theta_sim = theta_sim
         self.min_coverage = min_coverage
         self.min_distinct2 = min_distinct2
@@ -112,10 +126,11 @@ class GenerationReflector:
         pts: list[str] = []
         for d in documents:
             pts.extend(split_points(d))
-        return pts[:self.max_points]
+        return pts[: self.max_points]
 
-    def run(self, documents: Sequence[str], generate: GenerateFn, embedder: Any,
-            trace: Trace | None = None) -> ReflectionResult:
+    def run(
+        self, documents: Sequence[str], generate: GenerateFn, embedder: Any, trace: Trace | None = None
+    ) -> ReflectionResult:
         points = self.knowledge_points(documents)
         rounds: list[ReflectionRound] = []
         missing: list[str] = []
@@ -126,7 +141,7 @@ class GenerationReflector:
             d2 = distinct_n(text, 2)
             uncovered = [p for p, m in zip(points, cov.matched, strict=True) if not m]
             ok = cov.coverage >= self.min_coverage and d2 >= self.min_distinct2
-            rnd = ReflectionRound(r, text, cov.coverage, d2, uncovered[:self.max_named], ok)
+            rnd = ReflectionRound(r, text, cov.coverage, d2, uncovered[: self.max_named], ok)
             rounds.append(rnd)
             if trace is not None:
                 trace.record("generation_reflection", **rnd.to_dict())
@@ -135,14 +150,20 @@ class GenerationReflector:
             if ok:
                 best = rnd
                 break
-            missing = uncovered[:self.max_named]
+            missing = uncovered[: self.max_named]
         if best is None:  # pragma: no cover - max_rounds >= 0 means at least one round
             raise InputError("reflection ran no rounds")
         return ReflectionResult(best.text, rounds)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"theta_sim": self.theta_sim, "min_coverage": self.min_coverage, "min_distinct2": self.min_distinct2,
-                "max_rounds": self.max_rounds, "max_points": self.max_points, "max_named": self.max_named}
+        return {
+            "theta_sim": self.theta_sim,
+            "min_coverage": self.min_coverage,
+            "min_distinct2": self.min_distinct2,
+            "max_rounds": self.max_rounds,
+            "max_points": self.max_points,
+            "max_named": self.max_named,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GenerationReflector:

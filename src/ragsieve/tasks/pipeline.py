@@ -1,0 +1,456 @@
+"""The task-adaptive pipeline (Task-Classifying RAG on top of CRAG).
+
+* general_qa: answer directly (no retrieval, no reflection);
+* information_retrieval: retrieve (HyDE when on) → evaluate evidence → act (refine / corrective
+  retrieval / both) → answer with citations;
+* text_generation: as information_retrieval, then generate a longer text and run the
+  coverage/distinct-2 reflection loop.
+
+Every decision is recorded in the answer's :class:`~ragsieve.types.Trace`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ragsieve.config import PipelineConfig
+from ragsieve.errors import ConfigError, InputError
+from ragsieve.expand.hyde import HyDEExpander, merge_hits
+from ragsieve.generate.answer import build_answer_messages, parse_citations
+from ragsieve.llm.base import LLM, ChatMessage
+from ragsieve.tasks.classifier import LLMTaskClassifier, TaskClassifier, TaskPrediction, TfidfTaskClassifier
+from ragsieve.tasks.config import TaskAdaptiveConfig
+from ragsieve.tasks.evaluator import (
+    EvaluatorVerdict,
+    LLMRetrievalEvaluator,
+    SerializedLLM,
+    TrainedRetrievalEvaluator,
+    _split_sentences,
+)
+from ragsieve.tasks.labels import TASK_LABELS, TaskLabel, load_task_requests
+from ragsieve.tasks.reflection import GenerationReflector
+from ragsieve.types import Answer, SearchHit, Trace
+
+logger = logging.getLogger(__name__)
+
+
+class Retriever(Protocol):
+    """What the pipeline needs from an index (``ragsieve.index.Index`` fits)."""
+
+    @property
+    def domains(self) -> list[str]: ...
+
+    def search(self, query: str, k: int = 10, *, domains: Sequence[str] | None = None) -> list[SearchHit]: ...
+
+
+class FixedTaskClassifier:
+    """Routes every request to one task (for ablations and forced paths)."""
+
+    def __init__(self, task: TaskLabel) -> None:
+        self.task = task
+
+    def classify(self, text: str) -> TaskPrediction:
+        return TaskPrediction(
+            self.task, {lb: float(lb == self.task) for lb in TASK_LABELS}, "fixed", False, "", 0.0
+        )
+
+
+def build_classifier(cfg: TaskAdaptiveConfig, llm: LLM) -> TaskClassifier:
+    if cfg.classifier == "fixed":
+        if cfg.fixed_task is None:
+            raise ConfigError("stages.tasks.classifier='fixed' needs stages.tasks.fixed_task")
+        return FixedTaskClassifier(cfg.fixed_task)
+    if cfg.classifier == "tfidf":
+        if cfg.classifier_path:
+            return TfidfTaskClassifier.load(cfg.classifier_path)
+        train = load_task_requests("train")
+        return TfidfTaskClassifier().fit([r.text for r in train], [r.label for r in train])
+    clf = LLMTaskClassifier(
+        mode="json" if cfg.classifier == "llm-json" else "logprob", default_label=cfg.default_task
+    )
+    clf.warm_up(llm)
+    return clf
+
+
+def refine_hits(
+    query: str, hits: Sequence[SearchHit], score_fn: Any, top_sentences: int, min_score: float
+) -> list[SearchHit]:
+    """CRAG knowledge refinement: split evidence into sentences, keep the best-scoring ones
+    (score >= ``min_score``, at most ``top_sentences`` overall, at least the best one), in order."""
+    sents: list[tuple[int, int, str]] = []
+    for hi, h in enumerate(hits):
+        for si, s in enumerate(_split_sentences(h.chunk.text) or [h.chunk.text]):
+            sents.append((hi, si, s))
+    if not sents:
+        return []
+    scores = np.asarray(score_fn(query, [s for _, _, s in sents]), dtype=np.float64)
+    order = np.argsort(-scores, kind="stable")
+    keep = [int(i) for i in order[:top_sentences] if scores[i] >= min_score] or [int(order[0])]
+    kept = sorted(keep)
+    out: list[SearchHit] = []
+    for hi, h in enumerate(hits):
+        mine = [sents[i][2] for i in kept if sents[i][0] == hi]
+        if not mine:
+            continue
+        chunk = dataclasses.replace(
+            h.chunk,
+            text=" ".join(mine),
+            metadata={**h.chunk.metadata, "refined_from_chars": len(h.chunk.text)},
+        )
+        out.append(SearchHit(chunk, h.score, len(out), dict(h.scores)))
+    return out
+
+
+WRITING_SYSTEM = (
+    "You write the requested text using the numbered evidence. Cover the key points of the evidence, "
+    "cite evidence numbers in square brackets like [1], and avoid repeating yourself."
+)
+
+
+class TaskAdaptivePipeline:
+    """Task router + HyDE + CRAG-style evaluator + generation reflection.
+
+    Example::
+
+        from ragsieve.config import PipelineConfig
+        cfg = PipelineConfig(index_dir="my-index", pipeline="task-adaptive",
+                             stages={"tasks": {"hyde": True, "evaluator": "trained"}})
+        answer = TaskAdaptivePipeline.from_config(cfg).ask("Write a short note on our remote-work policy")
+        answer.trace.stage("task")
+    """
+
+    def __init__(
+        self,
+        llm: LLM,
+        embedder: Any,
+        retriever: Retriever | None,
+        config: TaskAdaptiveConfig | None = None,
+        k: int = 5,
+        max_tokens: int = 128,
+        max_evidence_chars: int = 600,
+        classifier: TaskClassifier | None = None,
+    ) -> None:
+        self.config = config or TaskAdaptiveConfig()
+        self.llm: LLM = SerializedLLM(llm)
+        self.embedder = embedder
+        self.retriever = retriever
+        self.k = self.config.k or k
+        self.max_tokens = max_tokens
+        self.max_evidence_chars = max_evidence_chars
+        self.classifier = classifier or build_classifier(self.config, self.llm)
+        c = self.config
+        self.hyde = HyDEExpander(
+            enabled=True, max_tokens=c.hyde_max_tokens, max_sentences=c.hyde_max_sentences
+        )
+        self.trained_evaluator: TrainedRetrievalEvaluator | None
+        self.llm_evaluator: LLMRetrievalEvaluator | None = None
+        # The trained scorer is always loaded: it also scores sentences for knowledge refinement.
+        te = (
+            TrainedRetrievalEvaluator.load(c.evaluator_path)
+            if c.evaluator_path
+            else TrainedRetrievalEvaluator.bundled()
+        )
+        if c.upper is not None:
+            te.upper = c.upper
+        if c.lower is not None:
+            te.lower = c.lower
+        self.trained_evaluator = te
+        if c.evaluator == "llm":
+            self.llm_evaluator = LLMRetrievalEvaluator(timeout_s=c.evaluator_timeout_s, default="partial")
+        self.reflector = GenerationReflector(
+            theta_sim=c.theta_sim,
+            min_coverage=c.min_coverage,
+            min_distinct2=c.min_distinct2,
+            max_rounds=c.max_rounds,
+        )
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_config(
+        cls,
+        config: PipelineConfig,
+        retriever: Retriever | None = None,
+        llm: LLM | None = None,
+        embedder: Any = None,
+    ) -> TaskAdaptivePipeline:
+        from ragsieve.embed import load_embedder
+        from ragsieve.llm import load_llm
+
+        stage = TaskAdaptiveConfig.from_stage(config.stages.get("tasks"))
+        if embedder is None:
+            embedder = load_embedder(config.embedder)
+            embedder.warm_up()
+        if retriever is None:
+            if config.index_dir is None:
+                raise ConfigError("the task-adaptive pipeline needs index_dir (or --index) to retrieve from")
+            from ragsieve.index import Index
+
+            index = Index.open(config.index_dir, embedder=embedder)
+            retriever = IndexRetriever(index, config)
+            if stage.domains is None and config.route not in ("all", "auto"):
+                stage = stage.model_copy(update={"domains": [config.route]})
+        if llm is None:
+            llm = load_llm(config.llm)
+        llm.warm_up()
+        return cls(
+            llm,
+            embedder,
+            retriever,
+            stage,
+            k=config.retrieval.k,
+            max_tokens=config.generation.max_tokens,
+            max_evidence_chars=config.generation.max_evidence_chars,
+        )
+
+    # ------------------------------------------------------------------ stages
+    def _search(self, query: str, k: int, domains: Sequence[str] | None) -> list[SearchHit]:
+        if self.retriever is None:
+            return []
+        return self.retriever.search(query, k=k, domains=domains)
+
+    def retrieve(
+        self, query: str, trace: Trace, *, hyde: bool, k: int, domains: Sequence[str] | None, label: str
+    ) -> list[SearchHit]:
+        def search(q: str, kk: int) -> list[SearchHit]:
+            return self._search(q, kk, domains)
+
+        with trace.timed(label):
+            if hyde:
+                res = self.hyde.retrieve(query, self.llm, self.embedder, search, k=k)
+                trace.count_llm()
+                trace.record("hyde", stage_of=label, **res.trace_record())
+                hits = res.hits
+            else:
+                hits = search(query, k)
+        trace.record(
+            label,
+            query=query,
+            k=k,
+            domains=list(domains) if domains else None,
+            hyde=hyde,
+            ids=[h.chunk.id for h in hits],
+            n=len(hits),
+        )
+        return hits
+
+    def evaluate(self, query: str, hits: Sequence[SearchHit], trace: Trace) -> EvaluatorVerdict:
+        passages = [h.chunk.text for h in hits]
+        with trace.timed("retrieval_evaluation"):
+            if self.config.evaluator == "llm" and self.llm_evaluator is not None:
+                v = self.llm_evaluator.evaluate(query, passages, self.llm)
+                trace.count_llm()
+            elif self.trained_evaluator is not None:
+                v = self.trained_evaluator.evaluate(query, passages, self.embedder)
+            else:  # pragma: no cover - trained evaluator is always built
+                raise ConfigError("no retrieval evaluator configured")
+        return v
+
+    def _score_sentences(self, query: str, sentences: list[str]) -> list[float]:
+        if self.trained_evaluator is not None:
+            return self.trained_evaluator.score_passages(query, sentences, self.embedder)
+        vecs = np.asarray(self.embedder.embed([query, *sentences]), dtype=np.float32)
+        return (vecs[1:] @ vecs[0]).tolist()
+
+    def refine(self, query: str, hits: Sequence[SearchHit], trace: Trace) -> list[SearchHit]:
+        with trace.timed("refine"):
+            out = refine_hits(
+                query,
+                hits,
+                self._score_sentences,
+                self.config.refine_top_sentences,
+                self.config.refine_min_score,
+            )
+        trace.record(
+            "refine",
+            kept_ids=[h.chunk.id for h in out],
+            chars_before=sum(len(h.chunk.text) for h in hits),
+            chars_after=sum(len(h.chunk.text) for h in out),
+        )
+        return out
+
+    def rewrite(self, query: str, trace: Trace) -> str:
+        if not self.config.rewrite_query:
+            return query
+        msgs = [
+            ChatMessage(
+                role="system",
+                content="Rewrite the question as a short search-engine query made of "
+                "its key words. Reply with the query only.",
+            ),
+            ChatMessage(role="user", content=query),
+        ]
+        gen = self.llm.generate(msgs, max_tokens=24, temperature=0.0)
+        trace.count_llm(gen.prompt_tokens, gen.completion_tokens)
+        rewritten = gen.text.strip().splitlines()[0].strip().strip('"') if gen.text.strip() else ""
+        return rewritten if len(rewritten) >= 3 else query
+
+    def corrective_retrieval(self, query: str, trace: Trace, used_hyde: bool) -> list[SearchHit]:
+        c = self.config
+        q2 = self.rewrite(query, trace)
+        k2 = self.k * c.corrective_k_factor
+        widened: list[str] | None = None
+        if c.domains and self.retriever is not None:
+            others = [d for d in self.retriever.domains if d not in c.domains]
+            widened = others or None
+        hits = self.retrieve(
+            q2, trace, hyde=not used_hyde, k=k2, domains=widened, label="corrective_retrieval"
+        )
+        if q2 != query:
+            trace.record("query_rewrite", original=query, rewritten=q2)
+        return hits
+
+    def act(
+        self, query: str, hits: list[SearchHit], verdict: EvaluatorVerdict, trace: Trace, used_hyde: bool
+    ) -> list[SearchHit]:
+        """CRAG actions: sufficient → refine; insufficient → corrective retrieval; partial → both."""
+        if verdict.verdict == "sufficient":
+            action = "refine"
+            out = self.refine(query, hits, trace)
+        elif verdict.verdict == "insufficient":
+            action = "corrective_retrieval"
+            extra = self.corrective_retrieval(query, trace, used_hyde)
+            out = self.refine(query, extra, trace) if extra else []
+        else:
+            action = "refine+corrective_retrieval"
+            extra = self.corrective_retrieval(query, trace, used_hyde)
+            out = self.refine(query, merge_hits([hits, extra]), trace)
+        trace.record("retrieval_action", verdict=verdict.verdict, action=action, n_evidence=len(out))
+        return out[: max(self.k, 1) * 2]
+
+    def _generate(self, msgs: list[ChatMessage], max_tokens: int, trace: Trace) -> str:
+        gen = self.llm.generate(msgs, max_tokens=max_tokens, temperature=0.0)
+        trace.count_llm(gen.prompt_tokens, gen.completion_tokens)
+        return gen.text.strip()
+
+    def writing_messages(
+        self, question: str, evidence: Sequence[SearchHit], missing: Sequence[str]
+    ) -> list[ChatMessage]:
+        lines = [f"[{i}] {h.chunk.text[: self.max_evidence_chars]}" for i, h in enumerate(evidence, 1)]
+        user = ("Evidence:\n" + "\n".join(lines) + "\n\n" if lines else "") + f"Request: {question}"
+        if missing:
+            user += "\n\nYour previous draft missed these points; include them:\n" + "\n".join(
+                f"- {m}" for m in missing
+            )
+        return [ChatMessage(role="system", content=WRITING_SYSTEM), ChatMessage(role="user", content=user)]
+
+    # ------------------------------------------------------------------ ask
+    def ask(self, question: str, task: TaskLabel | None = None) -> Answer:
+        if not question.strip():
+            raise InputError("the question is empty; pass a question or instruction")
+        trace = Trace(query=question)
+        c = self.config
+        with trace.timed("task"):
+            pred = (
+                self.classifier.classify(question)
+                if task is None
+                else FixedTaskClassifier(task).classify(question)
+            )
+        if pred.method.startswith("llm"):
+            trace.count_llm()
+        trace.record("task", **pred.to_dict())
+        label = pred.label
+
+        if label == "general_qa":
+            text = self._generate(build_answer_messages(question, []), self.max_tokens, trace)
+            trace.record("generation", path="direct", evidence=0)
+            return Answer(question, text, [], [], trace)
+
+        hits = self.retrieve(question, trace, hyde=c.hyde, k=self.k, domains=c.domains, label="retrieval")
+        if c.evaluator == "off":
+            evidence = hits
+            trace.record(
+                "retrieval_action", verdict=None, action="none (evaluator off)", n_evidence=len(hits)
+            )
+        else:
+            verdict = self.evaluate(question, hits, trace)
+            trace.record("retrieval_evaluation", **verdict.to_dict())
+            evidence = self.act(question, hits, verdict, trace, used_hyde=c.hyde)
+        if not evidence:
+            trace.record(
+                "generation",
+                path="no-evidence",
+                note="retrieval found no usable evidence; answered without evidence",
+            )
+
+        if label == "information_retrieval" or not evidence:
+            msgs = build_answer_messages(question, evidence, self.max_evidence_chars)
+            max_tokens = self.max_tokens if label == "information_retrieval" else c.text_max_tokens
+            text = self._generate(msgs, max_tokens, trace)
+            if evidence:
+                trace.record("generation", path=label, evidence=len(evidence))
+            return Answer(question, text, list(evidence), parse_citations(text, evidence), trace)
+
+        # text_generation
+        def gen(missing: list[str]) -> str:
+            return self._generate(
+                self.writing_messages(question, evidence, missing), c.text_max_tokens, trace
+            )
+
+        with trace.timed("generation"):
+            if c.generation_reflection:
+                res = self.reflector.run([h.chunk.text for h in evidence], gen, self.embedder, trace)
+                text = res.text
+                trace.record("generation", path=label, evidence=len(evidence), rounds=len(res.rounds))
+            else:
+                text = gen([])
+                trace.record("generation", path=label, evidence=len(evidence), rounds=1)
+        return Answer(question, text, list(evidence), parse_citations(text, evidence), trace)
+
+
+class IndexRetriever:
+    """Adapts :class:`ragsieve.index.Index` to :class:`Retriever` with the pipeline's retrieval config."""
+
+    def __init__(self, index: Any, config: PipelineConfig) -> None:
+        self.index = index
+        self.config = config
+
+    @property
+    def domains(self) -> list[str]:
+        return list(self.index.domains)
+
+    def search(self, query: str, k: int = 10, *, domains: Sequence[str] | None = None) -> list[SearchHit]:
+        r = self.config.retrieval
+        hits: list[SearchHit] = self.index.search(query, k=k, mode=r.mode, domains=domains, retrieval=r)
+        return hits
+
+
+class ListRetriever:
+    """Dense cosine retrieval over an in-memory list of chunks (tests, per-question pools).
+
+    Example::
+
+        r = ListRetriever(chunks, embedder)
+        r.search("who wrote Dune?", k=3, domains=["wiki"])
+    """
+
+    def __init__(self, chunks: Sequence[Any], embedder: Any, vectors: np.ndarray | None = None) -> None:
+        self.chunks = list(chunks)
+        self.embedder = embedder
+        if vectors is None:
+            vectors = (
+                np.asarray(embedder.embed([c.text for c in self.chunks]), dtype=np.float32)
+                if self.chunks
+                else np.zeros((0, 1), dtype=np.float32)
+            )
+        self.vectors = vectors
+
+    @property
+    def domains(self) -> list[str]:
+        return sorted({c.domain for c in self.chunks})
+
+    def search(self, query: str, k: int = 10, *, domains: Sequence[str] | None = None) -> list[SearchHit]:
+        idx = [i for i, c in enumerate(self.chunks) if domains is None or c.domain in domains]
+        if not idx:
+            return []
+        qv = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
+        sims = self.vectors[idx] @ qv
+        order = np.argsort(-sims, kind="stable")[:k]
+        return [
+            SearchHit(self.chunks[idx[int(j)]], float(sims[j]), r, {"dense": float(sims[j])})
+            for r, j in enumerate(order)
+        ]
