@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Literal
 
 from ragsieve.config import LLMConfig
 from ragsieve.errors import ConfigError
-from ragsieve.llm.base import LLM, ChatMessage, ContinuationScore, Generation, Prompt, as_messages
+from ragsieve.llm.base import (
+    LLM,
+    ChatMessage,
+    ContinuationScore,
+    Generation,
+    Prompt,
+    SupportsTokenIds,
+    as_messages,
+)
 from ragsieve.llm.bundled import bundled_gguf_path
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,6 +84,7 @@ __all__ = [
     "ContinuationScore",
     "Generation",
     "Prompt",
+    "SupportsTokenIds",
     "as_messages",
     "bundled_gguf_path",
     "load_llm",

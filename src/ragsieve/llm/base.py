@@ -96,3 +96,12 @@ class LLM(Protocol):
     def count_tokens(self, text: str) -> int: ...
 
     def to_dict(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class SupportsTokenIds(Protocol):
+    """Optional capability of backends with a local tokenizer (llama.cpp): the token ids of a
+    text as it follows the assistant prefix. Used to check that label words start with
+    distinct tokens, so one next-token pass can score them."""
+
+    def tokenize_continuation(self, text: str) -> list[int]: ...
