@@ -21,8 +21,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--stride", type=int, default=10)
-    ap.add_argument("--out", default="runs/indexes/wiki30k")
+    ap.add_argument("--stride", type=int, default=30)
+    ap.add_argument("--out", default="runs/indexes/wiki10k")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO)
     import torch

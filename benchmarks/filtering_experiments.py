@@ -47,7 +47,7 @@ MAX_KEEP = 8
 
 def index_dir() -> Path:
     full = ROOT / "runs" / "indexes" / "wiki300k"
-    return full if (full / "manifest.json").exists() else ROOT / "runs" / "indexes" / "wiki30k"
+    return full if (full / "manifest.json").exists() else ROOT / "runs" / "indexes" / "wiki10k"
 
 
 def read_split(dataset: str, split: str) -> list[dict[str, str]]:
@@ -69,8 +69,8 @@ def kshot(rows: list[dict[str, str]], labels: list[str], k: int, seed: int) -> l
 def sample_test(rows: list[dict[str, str]], n: int, seed: int) -> list[dict[str, str]]:
     if n >= len(rows):
         return rows
-    idx = sorted(random.Random(seed).sample(range(len(rows)), n))
-    return [rows[i] for i in idx]
+    # random order, so any prefix of the sample is itself a fixed-seed random sample
+    return [rows[i] for i in random.Random(seed).sample(range(len(rows)), n)]
 
 
 # --------------------------------------------------------------------------- cache
@@ -127,7 +127,7 @@ def cmd_cache(args: argparse.Namespace) -> None:
         ann = PerplexityAnnotator(args.dataset, theta=args.theta, variant="predicted")
         pairs = []
         for i, row in enumerate(train):
-            hits = retrieve(index, row["text"], "dense")
+            hits = retrieve(index, row["text"], "dense")[: args.dkf_top]
             q_emb = embedder.embed([row["text"]])[0]
             sims = similarities(index, q_emb, hits)
             pairs += ann.annotate(
@@ -150,7 +150,7 @@ def cmd_cache(args: argparse.Namespace) -> None:
             "variant": "predicted",
             "model": llm.model_name,
             "retriever": "dense",
-            "top_k": TOP_K,
+            "top_k": args.dkf_top,
             "index": index_dir().name,
             "labels": task.labels,
             "seconds": round(time.perf_counter() - t0, 1),
@@ -221,6 +221,8 @@ def cmd_cache(args: argparse.Namespace) -> None:
         p_ens, _ = ensemble_combine(p_proxy, p_icl, args.ensemble_theta)
         concat_kept = {}
         for name, ph in (("direct", p_direct), ("icl", p_icl), ("proxy", p_proxy), ("ensemble", p_ens)):
+            if name not in args.concat_filters.split(","):
+                continue
             kept = [i for i in range(len(pool)) if ph[i] >= 0.5][:MAX_KEEP]
             concat_kept[name] = concat(text, pool, kept, memo)
         cache["items"].append(
@@ -349,6 +351,8 @@ class Evaluated:
             add("no retrieval", p0)
             add("direct RAG (top-8 concatenated)", _calib(np.asarray(it["concat_top8"]), cf))
             for name in ("direct", "icl", "proxy", "ensemble"):
+                if name not in it["concat_kept"]:
+                    continue
                 c = it["concat_kept"][name]
                 add(f"{name} filter, kept concatenated", p0 if c is None else _calib(np.asarray(c), cf))
             add(
@@ -532,6 +536,8 @@ def main() -> None:
     c.add_argument("--n-test", type=int, default=500)
     c.add_argument("--pool", type=int, default=8)
     c.add_argument("--max-minutes", type=float, default=0.0)
+    c.add_argument("--dkf-top", type=int, default=10, help="pieces per training query annotated for D_kf")
+    c.add_argument("--concat-filters", default="ensemble", help="filters whose kept set is also concatenated")
     for p in (c, sub.add_parser("report")):
         p.add_argument("--shots", type=int, default=16)
         p.add_argument("--seed", type=int, default=42)
