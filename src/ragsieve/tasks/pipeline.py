@@ -185,9 +185,7 @@ class TaskAdaptivePipeline:
         if embedder is None:
             embedder = load_embedder(config.embedder)
             embedder.warm_up()
-        if retriever is None:
-            if config.index_dir is None:
-                raise ConfigError("the task-adaptive pipeline needs index_dir (or --index) to retrieve from")
+        if retriever is None and config.index_dir is not None:
             from ragsieve.index import Index
 
             index = Index.open(config.index_dir, embedder=embedder)
@@ -339,11 +337,16 @@ class TaskAdaptivePipeline:
         return [ChatMessage(role="system", content=WRITING_SYSTEM), ChatMessage(role="user", content=user)]
 
     # ------------------------------------------------------------------ ask
-    def ask(self, question: str, task: TaskLabel | None = None) -> Answer:
+    def ask(self, question: str, task: TaskLabel | None = None, no_retrieval: bool = False) -> Answer:
+        """Answer ``question``; ``task`` forces a path; ``no_retrieval`` forces the direct path."""
         if not question.strip():
             raise InputError("the question is empty; pass a question or instruction")
         trace = Trace(query=question)
         c = self.config
+        if no_retrieval:
+            task = "general_qa"
+        elif self.retriever is None:
+            trace.record("retrieval", note="no index configured; retrieval returns nothing")
         with trace.timed("task"):
             pred = (
                 self.classifier.classify(question)
