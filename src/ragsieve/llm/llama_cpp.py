@@ -325,6 +325,14 @@ class LlamaCppLLM:
                     ptr = llama_get_logits_ith(ctx.ctx, i)
                     yield pos, np.ctypeslib.as_array(ptr, shape=(n_vocab,))
 
+    def reset_cache(self) -> None:
+        """Forget the cached KV prefix (the next call decodes its whole prompt)."""
+        if self._llama is None:
+            return
+        with self._lock:
+            self._llama.reset()
+            self._llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+
     def next_token_distribution(self, prompt: Prompt) -> np.ndarray:
         """Full-vocabulary log-softmax of the first token of the assistant's reply."""
         tokens = self.prompt_tokens(prompt)
@@ -420,8 +428,7 @@ class LlamaCppLLM:
             # Generation always starts from an empty KV cache: llama-cpp-python's own prefix
             # reuse re-decodes the last prompt token alone, which changes greedy outputs at
             # near-ties between calls. Clearing keeps ``generate`` a pure function of its input.
-            llama.reset()
-            llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+            self.reset_cache()
             out: Any = llama.create_completion(
                 prompt=tokens,
                 max_tokens=max_tokens,
