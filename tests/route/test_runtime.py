@@ -153,3 +153,23 @@ def test_invalid_stage_config_is_a_clear_error() -> None:
         RouteConfig.parse({"mass_threshold": 2.0})
     with pytest.raises(ConfigError, match="stages.route"):
         RouteConfig.parse({"classifer": "logreg"})
+
+
+def test_pipeline_records_the_route_in_the_trace(index: Any) -> None:
+    from ragsieve.config import PipelineConfig
+    from ragsieve.pipeline import Pipeline
+    from ragsieve.types import Trace
+
+    cfg = PipelineConfig(route="auto", stages={"route": {"unsure_threshold": 0.3, "mass_threshold": 0.5}})
+    pipe = Pipeline(cfg, index=index)
+    trace = Trace(query="python json parse")
+    domains = pipe.resolve_domains("python json parse", trace)
+    assert domains == ["code"]
+    event = trace.stage("route")[0]
+    assert event["mode"] == "auto" and event["searched"] == ["code"]
+    assert set(event["probabilities"]) == {"code", "debate", "health"} and event["fallback"] is False
+    hits = pipe.retrieve("python json parse", trace, k=3, domains=domains)
+    assert hits and all(h.chunk.domain == "code" for h in hits)
+    fallback_trace = Trace(query="the of")
+    assert pipe.resolve_domains("the of", fallback_trace) is None
+    assert fallback_trace.stage("route")[0]["searched"] == ["<global>"]
