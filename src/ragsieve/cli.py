@@ -355,11 +355,17 @@ def demo(
     _print_answer(pipe.ask(question))
 
 
-def main() -> None:
+_MOUNTED = False
+
+
+def main(argv: list[str] | None = None) -> None:
     """Console entry point: clear one-line errors instead of tracebacks."""
-    _mount_subapps()
+    global _MOUNTED
+    if not _MOUNTED:
+        _mount_subapps()
+        _MOUNTED = True
     try:
-        app(standalone_mode=False)
+        app(args=argv, prog_name="ragsieve", standalone_mode=False)
     except RagsieveError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
         raise SystemExit(2) from None

@@ -162,9 +162,12 @@ class Pipeline:
         method = "markers"
         similarities: list[tuple[str, float]] = []
         if evidence and not cited and self.index is not None:
+            from ragsieve.ingest import split_sentences
+
+            sentences = split_sentences(text) or [text or " "]
             with trace.timed("attribute"):
-                vecs = self.index.embedder.embed([text or " "] + [h.chunk.text for h in evidence])
-            similarities = attribute_by_similarity(vecs[0], vecs[1:], evidence)
+                vecs = self.index.embedder.embed(sentences + [h.chunk.text for h in evidence])
+            similarities = attribute_by_similarity(vecs[: len(sentences)], vecs[len(sentences) :], evidence)
             cited = [cid for cid, _ in similarities]
             method = "similarity"
         trace.record(

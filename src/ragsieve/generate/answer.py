@@ -49,15 +49,21 @@ def parse_citations(answer: str, evidence: Sequence[SearchHit]) -> list[str]:
 
 
 def attribute_by_similarity(
-    answer_vec: np.ndarray, evidence_vecs: np.ndarray, evidence: Sequence[SearchHit], threshold: float = 0.35
+    sentence_vecs: np.ndarray, evidence_vecs: np.ndarray, evidence: Sequence[SearchHit], threshold: float = 0.45
 ) -> list[tuple[str, float]]:
-    """Evidence whose embedding is close to the answer's (post-hoc attribution), best first.
+    """For each answer sentence, the evidence closest to it if the cosine reaches ``threshold``.
 
-    Small models often omit ``[n]`` markers; this names the evidence the answer actually
-    draws on rather than assuming it used everything it was shown.
+    Small models often omit ``[n]`` markers; this names the evidence each sentence of the
+    answer draws on (post-hoc attribution) instead of assuming every shown snippet was used.
+    Returns ``(chunk id, similarity)`` pairs, best first, each id once.
     """
-    if len(evidence) == 0:
+    if len(evidence) == 0 or len(sentence_vecs) == 0:
         return []
-    sims = evidence_vecs @ answer_vec
-    order = np.argsort(-sims)
-    return [(evidence[i].chunk.id, float(sims[i])) for i in order if sims[i] >= threshold]
+    sims = np.atleast_2d(sentence_vecs) @ evidence_vecs.T  # (sentences, evidence)
+    best: dict[str, float] = {}
+    for row in sims:
+        j = int(np.argmax(row))
+        if row[j] >= threshold:
+            cid = evidence[j].chunk.id
+            best[cid] = max(best.get(cid, -1.0), float(row[j]))
+    return sorted(best.items(), key=lambda kv: -kv[1])

@@ -1,0 +1,43 @@
+"""Load the shared 300k-sentence Wikipedia corpus as chunks (one sentence each)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from benchmarks._report import ROOT, SHARED_DATA
+from ragsieve.types import Chunk
+
+WIKI_DIR = SHARED_DATA / "wiki_sentences"
+RUNS = ROOT / "runs"
+
+
+def wiki_chunks(limit: int | None = None, domain: str = "wikipedia") -> list[Chunk]:
+    """Sentences as chunks; the article title is both title and data source."""
+    text_path = WIKI_DIR / "wiki300k.txt.gz"
+    meta_path = WIKI_DIR / "wiki300k_meta.tsv.gz"
+    if not text_path.is_file():
+        raise SystemExit(f"{text_path} not found: the shared data folder must sit beside the checkout")
+    chunks: list[Chunk] = []
+    with gzip.open(text_path, "rt", encoding="utf-8") as texts, gzip.open(meta_path, "rt", encoding="utf-8") as meta:
+        next(meta)  # header
+        for i, (sentence, row) in enumerate(zip(texts, meta, strict=False)):
+            if limit is not None and i >= limit:
+                break
+            _line, page_id, title = row.rstrip("\n").split("\t", 2)
+            chunks.append(
+                Chunk(
+                    id=f"wiki:{i}",
+                    text=sentence.strip(),
+                    doc_id=f"wiki-page:{page_id}",
+                    source=title,
+                    domain=domain,
+                    title=title,
+                    position=i,
+                )
+            )
+    return chunks
+
+
+def wiki_index_dir(limit: int | None) -> Path:
+    return RUNS / "indexes" / (f"wiki{limit // 1000}k" if limit else "wiki300k")

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import pytest
+
+from ragsieve.errors import InputError
+from ragsieve.io import atomic_directory, atomic_write_json, atomic_write_text, read_jsonl
+
+
+def test_failed_atomic_write_keeps_the_old_file(tmp_path):
+    target = tmp_path / "weights.json"
+    atomic_write_json(target, {"a": 1})
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom):
+        from ragsieve.io import atomic_path
+
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise Boom
+    assert target.read_text().strip().startswith("{") and '"a": 1' in target.read_text()
+    assert list(tmp_path.iterdir()) == [target]
+
+
+def test_atomic_directory_swaps_only_on_success(tmp_path):
+    target = tmp_path / "idx"
+    with atomic_directory(target) as d:
+        (d / "v").write_text("1")
+    with pytest.raises(RuntimeError):
+        with atomic_directory(target) as d:
+            (d / "v").write_text("2")
+            raise RuntimeError
+    assert (target / "v").read_text() == "1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+
+
+def test_read_jsonl_names_the_bad_line(tmp_path):
+    path = tmp_path / "x.jsonl"
+    atomic_write_text(path, '{"a": 1}\n\n[1]\n')
+    with pytest.raises(InputError, match=r"x.jsonl:3 is a JSON list"):
+        list(read_jsonl(path))
+    atomic_write_text(path, '{"a": 1}\n{oops\n')
+    with pytest.raises(InputError, match=r"x.jsonl:2 is not valid JSON"):
+        list(read_jsonl(path))
