@@ -462,7 +462,8 @@ class Index:
             raise InputError(f"k must be at least 1, got {k}")
         if mode not in ("dense", "sparse", "hybrid"):
             raise InputError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
-        candidates = max(retrieval.candidates, k)
+        # Single-retriever modes need only k per partition; fusion needs a deeper pool.
+        candidates = max(retrieval.candidates, k) if mode == "hybrid" else k
         mask = None
         if where:
             mask = self._where_mask(where)
