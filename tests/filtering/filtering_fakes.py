@@ -92,12 +92,7 @@ class FakeEmbedder:
 
 class FakeRetriever:
     def __init__(self, texts: Sequence[str]) -> None:
-        self.chunks = [
-            Chunk(id=f"c{i}", text=t, doc_id=f"d{i}", source="fixture") for i, t in enumerate(texts)
-        ]
+        self.chunks = [Chunk(id=f"c{i}", text=t, doc_id=f"d{i}", source="fixture") for i, t in enumerate(texts)]
 
     def search(self, query: str, k: int = 10, mode: str = "hybrid") -> list[SearchHit]:
-        return [
-            SearchHit(c, 1.0 / (i + 1), i + 1, {"dense": 1.0 / (i + 1)})
-            for i, c in enumerate(self.chunks[:k])
-        ]
+        return [SearchHit(c, 1.0 / (i + 1), i + 1, {"dense": 1.0 / (i + 1)}) for i, c in enumerate(self.chunks[:k])]

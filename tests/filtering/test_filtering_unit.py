@@ -209,19 +209,13 @@ def test_proxy_learns_from_pairs() -> None:
     pairs = []
     for i in range(40):
         pairs.append(
-            KfPair(
-                "sst-2", f"movie review {i % 7}", f"rain storm weather {i}", True, 2.0, "predicted", rank=1
-            )
+            KfPair("sst-2", f"movie review {i % 7}", f"rain storm weather {i}", True, 2.0, "predicted", rank=1)
         )
         pairs.append(
-            KfPair(
-                "sst-2", f"movie review {i % 7}", f"movie review film {i}", False, 0.5, "predicted", rank=2
-            )
+            KfPair("sst-2", f"movie review {i % 7}", f"movie review film {i}", False, 0.5, "predicted", rank=2)
         )
     proxy = ProxyFilter(C=1.0).warm_up(FakeEmbedder()).fit(KfDataset(pairs))
-    p = proxy.score_many(
-        "movie review 3", [Candidate("rain storm weather 5", rank=1), Candidate("movie film", rank=2)]
-    )
+    p = proxy.score_many("movie review 3", [Candidate("rain storm weather 5", rank=1), Candidate("movie film", rank=2)])
     assert p[0] < 0.5 < p[1]
     with pytest.raises(ConfigError, match="embedder"):
         ProxyFilter().fit(KfDataset(pairs))
@@ -302,3 +296,32 @@ def test_filtered_classifier_fallback_and_concatenation() -> None:
     assert capped.scorer.calls[-1] == ["a good fact", "a bad fact"]
     with pytest.raises(InputError, match="empty"):
         concat.predict("  ")
+
+
+def test_proxy_with_one_example_in_a_class_fits_uncalibrated() -> None:
+    X, y = _proxy_data(30)  # noqa: N806
+    y = np.zeros(30, dtype=int)
+    y[0] = 1
+    proxy = ProxyFilter().fit(X, y)
+    assert proxy.predict_proba(X).shape == (30, 2)
+    with pytest.raises(InputError, match="only one class"):
+        ProxyFilter().fit(X, np.zeros(30, dtype=int))
+
+
+def test_filter_factory_and_cli_help(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from ragsieve.filtering.cli import app
+    from ragsieve.filtering.factory import FilteringConfig, make_filter
+
+    assert make_filter(FilteringConfig(filter="none"), None).name == "none"
+    assert make_filter(FilteringConfig(filter="direct"), FakeLLM()).name == "direct"
+    with pytest.raises(ConfigError, match="--dkf"):
+        make_filter(FilteringConfig(filter="icl"), FakeLLM())
+    with pytest.raises(ConfigError, match="--proxy"):
+        make_filter(FilteringConfig(filter="ensemble"), FakeLLM())
+    X, y = _proxy_data()  # noqa: N806
+    ProxyFilter().fit(X, y).save(tmp_path / "p")
+    assert make_filter(FilteringConfig(filter="proxy", proxy_path=str(tmp_path / "p")), None).name == "proxy"
+    result = CliRunner().invoke(app, ["--help"])
+    assert result.exit_code == 0 and "annotate" in result.output and "train" in result.output

@@ -138,8 +138,12 @@ class ProxyFilter(_Base):
             LogisticRegression(C=self.C, class_weight=self.class_weight, max_iter=2000),
         )
         n_min = int(np.bincount(y).min())
-        cv = max(2, min(self.cv, n_min))
-        self.estimator_ = CalibratedClassifierCV(base, method="sigmoid", cv=cv).fit(X, y)
+        cv = min(self.cv, n_min)
+        if cv < 2:
+            logger.warning("only %d pair(s) in the smaller class: the proxy is fitted without calibration", n_min)
+            self.estimator_ = base.fit(X, y)
+        else:
+            self.estimator_ = CalibratedClassifierCV(base, method="sigmoid", cv=cv).fit(X, y)
         self.n_features_in_ = X.shape[1]
         return self
 
