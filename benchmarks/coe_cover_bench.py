@@ -49,7 +49,8 @@ def main() -> None:
         ])
     body = (
         f"{args.trials} random instances per size (seed {args.seed}); features: 1 intent, 4 keywords, "
-        "3 relations; P(snippet covers feature) = 0.15. Shared, loaded 2-core machine: max times are noisy. Exact = integer program (HiGHS via "
+        "3 relations; P(snippet covers feature) = 0.15. Shared, loaded 2-core machine: max times are noisy. "
+        "Exact = integer program (HiGHS via "
         "scipy.optimize.milp). Both cover every coverable feature.\n\n"
         + markdown_table(
             ["candidates", "greedy set size", "exact set size", "greedy larger", "greedy ms (median / max)",
