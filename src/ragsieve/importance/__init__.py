@@ -13,39 +13,39 @@ Example::
     True
 """
 
-from ragsieve.importance.apply import (
-    WEIGHTS_FILE,
-    PruneResult,
-    apply_source_weights,
-    load_prune_threshold,
-    load_source_weights,
-    masked_scores,
-    reweight_scores,
-    save_source_weights,
-    tune_prune_threshold,
-)
-from ragsieve.importance.data import ValidationData, from_lists, load_jsonl, synthetic
-from ragsieve.importance.estimator import DataImportance, leave_one_out
-from ragsieve.importance.multilinear import Gradients, gradient_sums, gradients, montecarlo_samples
+from __future__ import annotations
 
-__all__ = [
-    "WEIGHTS_FILE",
-    "DataImportance",
-    "Gradients",
-    "PruneResult",
-    "ValidationData",
-    "apply_source_weights",
-    "from_lists",
-    "gradient_sums",
-    "gradients",
-    "leave_one_out",
-    "load_jsonl",
-    "load_prune_threshold",
-    "load_source_weights",
-    "masked_scores",
-    "montecarlo_samples",
-    "reweight_scores",
-    "save_source_weights",
-    "synthetic",
-    "tune_prune_threshold",
-]
+import importlib
+from typing import Any
+
+# Lazy exports: ``ragsieve.importance.apply`` (used at query time) must not pull in numba.
+_EXPORTS = {
+    "WEIGHTS_FILE": "apply",
+    "PruneResult": "apply",
+    "apply_source_weights": "apply",
+    "load_prune_threshold": "apply",
+    "load_source_weights": "apply",
+    "masked_scores": "apply",
+    "reweight_scores": "apply",
+    "save_source_weights": "apply",
+    "tune_prune_threshold": "apply",
+    "ValidationData": "data",
+    "from_lists": "data",
+    "load_jsonl": "data",
+    "synthetic": "data",
+    "DataImportance": "estimator",
+    "leave_one_out": "estimator",
+    "Gradients": "multilinear",
+    "gradient_sums": "multilinear",
+    "gradients": "multilinear",
+    "montecarlo_samples": "multilinear",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragsieve.importance' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"ragsieve.importance.{module}"), name)

@@ -21,7 +21,6 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from ragsieve.errors import IndexStoreError, InputError
-from ragsieve.importance import kernels
 from ragsieve.importance.data import ValidationData
 from ragsieve.io import atomic_write_json
 from ragsieve.types import SearchHit
@@ -44,11 +43,16 @@ def masked_scores(
         raise InputError(f"keep mask has {keep2.shape[1]} sources, the data has {data.n_sources}")
     if utility == "majority" and data.answer is None:
         raise InputError("the majority-vote utility needs an answer per item ('answer' field)")
+    from ragsieve.importance import kernels
+    from ragsieve.importance.multilinear import _threads
+
     labels = data.answer if data.answer is not None else np.zeros(data.n_positions, dtype=np.int32)
-    return np.asarray(kernels.masked_topk_utilities(
-        data.offsets, data.source, data.utility, labels, keep2, k, utility == "majority",
-        int(labels.max(initial=0)),
-    ))
+    with _threads(None, data.n_positions * len(keep2)):
+        scores = kernels.masked_topk_utilities(
+            data.offsets, data.source, data.utility, labels, keep2, k, utility == "majority",
+            int(labels.max(initial=0)),
+        )
+    return np.asarray(scores)
 
 
 class PruneResult(NamedTuple):

@@ -214,7 +214,7 @@ def leave_one_out(
     labels = validation.answer
     if labels is None:
         labels = np.zeros(validation.n_positions, np.int32)
-    with _threads(n_jobs):
+    with _threads(n_jobs, validation.n_positions):
         sums = kernels.leave_one_out_sums(
             validation.offsets, validation.source, validation.utility, labels, validation.n_sources, k,
             utility == "majority", max(validation.max_len, 1), int(labels.max(initial=0)),

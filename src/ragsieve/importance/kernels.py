@@ -22,14 +22,18 @@ All kernels return *sums over tuples* (not divided by N) so partial results from
 processes or machines add up exactly.
 
 Threads: numba's default OpenMP layer spin-waits between parallel regions, which costs
-hundreds of milliseconds per call on an oversubscribed machine; the CLI and benchmark scripts
-set ``OMP_WAIT_POLICY=PASSIVE`` before the first parallel call (set it yourself, or
-``NUMBA_THREADING_LAYER=workqueue``, when embedding this on a busy host).
+hundreds of milliseconds per call on an oversubscribed machine. Importing this module sets
+``OMP_WAIT_POLICY=PASSIVE`` unless the variable is already set (it only takes effect if
+OpenMP has not started yet); :func:`ragsieve.importance.multilinear.gradient_sums` also runs
+small inputs on one thread.
 """
 
 from __future__ import annotations
 
 import math
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 from numba import njit, prange
@@ -248,6 +252,15 @@ def _additive_value(util: np.ndarray, pos: np.ndarray, n_pos: int, k: int) -> fl
     return s / k
 
 
+@njit(cache=_CACHE, nogil=True, inline="always")
+def _topk_value(
+    labels: np.ndarray, util: np.ndarray, pos: np.ndarray, n_pos: int, counts: np.ndarray, k: int, majority: bool
+) -> float:
+    if majority:
+        return _majority_value(labels, util, pos, n_pos, counts)
+    return _additive_value(util, pos, n_pos, k)
+
+
 @njit(cache=_CACHE, nogil=True, parallel=True)
 def montecarlo_gradient_sums(
     offsets: np.ndarray,
@@ -309,10 +322,7 @@ def montecarlo_gradient_sums(
                         if present[r] or r == i:
                             pos[m] = a + r
                             m += 1
-                    if majority:
-                        with_i = _majority_value(labels, util, pos, m, counts)
-                    else:
-                        with_i = _additive_value(util, pos, m, k)
+                    with_i = _topk_value(labels, util, pos, m, counts, k, majority)
                     m = 0
                     for r in range(e):
                         if m >= k:
@@ -320,10 +330,7 @@ def montecarlo_gradient_sums(
                         if present[r] and r != i:
                             pos[m] = a + r
                             m += 1
-                    if majority:
-                        without_i = _majority_value(labels, util, pos, m, counts)
-                    else:
-                        without_i = _additive_value(util, pos, m, k)
+                    without_i = _topk_value(labels, util, pos, m, counts, k, majority)
                     acc[i] += with_i - without_i
                     if present[i]:
                         before += 1
@@ -369,10 +376,7 @@ def leave_one_out_sums(
                     break
                 pos[m] = a + r
                 m += 1
-            if majority:
-                full = _majority_value(labels, util, pos, m, counts)
-            else:
-                full = _additive_value(util, pos, m, k)
+            full = _topk_value(labels, util, pos, m, counts, k, majority)
             n_seen = 0
             for i in range(n):
                 gi = group[a + i]
@@ -392,10 +396,7 @@ def leave_one_out_sums(
                     if group[a + r] != gi:
                         pos[m] = a + r
                         m += 1
-                if majority:
-                    without = _majority_value(labels, util, pos, m, counts)
-                else:
-                    without = _additive_value(util, pos, m, k)
+                without = _topk_value(labels, util, pos, m, counts, k, majority)
                 row[gi] += full - without
     total = np.zeros(n_groups, dtype=np.float64)
     for c in range(n_chunks):
@@ -438,8 +439,5 @@ def masked_topk_utilities(
                 if keep[s, source[r]]:
                     pos[m] = r
                     m += 1
-            if majority:
-                out[s, t] = _majority_value(labels, util, pos, m, counts)
-            else:
-                out[s, t] = _additive_value(util, pos, m, k)
+            out[s, t] = _topk_value(labels, util, pos, m, counts, k, majority)
     return out

@@ -40,13 +40,19 @@ def montecarlo_samples(epsilon: float, delta: float, n_tuples: int) -> int:
     return int(math.ceil(2.0 / epsilon**2 * math.log(2.0 * max(n_tuples, 1) / delta)))
 
 
+# below this many positions per thread a parallel launch costs more than it saves
+_POSITIONS_PER_THREAD = 100_000
+
+
 @contextmanager
-def _threads(n_jobs: int | None) -> Iterator[int]:
+def _threads(n_jobs: int | None, n_positions: int | None = None) -> Iterator[int]:
+    """Run with ``n_jobs`` numba threads; ``None`` or <= 0: all, but one per 100k positions."""
     import numba
 
     if n_jobs is None or n_jobs <= 0:
-        yield numba.get_num_threads()
-        return
+        n_jobs = numba.get_num_threads()
+        if n_positions is not None:
+            n_jobs = max(1, min(n_jobs, n_positions // _POSITIONS_PER_THREAD))
     before = numba.get_num_threads()
     numba.set_num_threads(min(n_jobs, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     try:
@@ -101,7 +107,7 @@ def gradient_sums(
     eps = 0.0 if method == "exact" else float(epsilon)
     if method == "approx" and not 0 < eps < 1:
         raise ConfigError(f"method='approx' needs 0 < epsilon < 1, got {epsilon}")
-    with _threads(n_jobs) as threads:
+    with _threads(n_jobs, data.n_positions) as threads:
         if method == "montecarlo":
             if utility == "majority" and data.answer is None:
                 raise InputError("the majority-vote utility needs an answer per item ('answer' field)")
