@@ -86,6 +86,7 @@ def test_chat_template_from_gguf_has_chatml_markers(llm):
     # <|im_start|> is a single special token, not characters
     ids = llm.prompt_tokens("Hi")
     assert ids.count(ids[0]) >= 3 and llm.count_tokens("<|im_start|>") > 1
+    assert llm.count_tokens("") == 0 and llm.count_tokens("positive") == 1
 
 
 @pytestmark_slow

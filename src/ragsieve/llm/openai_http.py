@@ -10,7 +10,7 @@ What each call needs from the server, and which servers provide it:
   ``logprobs`` on the rendered prompt + continuation (vLLM, OpenAI legacy completion
   models; llama-server and Ollama do not echo prompt log-probs).
 - ``next_token_logprobs``: as above, exact, one request per candidate (vLLM); otherwise
-  chat ``logprobs=true, top_logprobs=20`` (llama-server, Ollama >= 0.12, OpenAI chat models).
+  chat ``logprobs=true, top_logprobs=20`` (llama-server, OpenAI chat models, recent Ollama).
 
 Scoring with ``/v1/completions`` needs the prompt rendered with the model's chat template:
 pass ``chat_template`` (the Jinja template of the served model) or use a server with
