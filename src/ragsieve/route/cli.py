@@ -74,7 +74,7 @@ def train(
     meta = DomainRouter.read_meta(idx.dir / "router")
     result = {
         "index": str(index),
-        "classifier": cfg.classifier,
+        "classifier": router.classifier,
         "domains": [str(c) for c in router.classes_],
         "trained_on": meta.get("trained_on"),
         "n_train": meta.get("n_train"),
@@ -89,7 +89,7 @@ def train(
         console.print_json(json.dumps(result))
         return
     console.print(
-        f"[green]trained[/] a {cfg.classifier} router on {result['n_train']} {result['trained_on']} "
+        f"[green]trained[/] a {router.classifier} router on {result['n_train']} {result['trained_on']} "
         f"over domains {', '.join(result['domains'])}; saved to {idx.dir / 'router'}"
     )
 

@@ -56,11 +56,7 @@ class QueryRouter:
             if (self.index.dir / ROUTER_DIR / "router.joblib").is_file():
                 self.router = load_router(self.index)
             else:
-                logger.info(
-                    "no router in %s: training a %s router from the index's chunks",
-                    self.index.dir,
-                    self.config.classifier,
-                )
+                logger.info("no router in %s: training one from the index's chunks", self.index.dir)
                 self.router = train_router(self.index, self.config)
         if self._domains is None:
             self._domains = check_domains([str(c) for c in self.router.classes_], self.index.domains)

@@ -35,7 +35,10 @@ class RouteConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    classifier: ClassifierName = "logreg"
+    # None: multinomial-nb when training from chunks, logreg from labelled questions -- the best
+    # of each in the router table (docs/results.md): TF-IDF logreg fit on long chunks transfers
+    # poorly to short queries, multinomial NB much better.
+    classifier: ClassifierName | None = None
     # Multi-domain routing: the top domains whose probabilities sum to mass_threshold ...
     mass_threshold: float = Field(0.9, gt=0.0, le=1.0)
     max_domains: int = Field(3, ge=1)
@@ -104,6 +107,11 @@ def examples_from_jsonl(
     return LabelledTexts(texts, domains, "labels")
 
 
+def default_classifier(origin: Literal["labels", "chunks"]) -> ClassifierName:
+    """The classifier used when none is configured, by training source."""
+    return "logreg" if origin == "labels" else "multinomial-nb"
+
+
 def check_domains(router_domains: Sequence[str], index_domains: Sequence[str]) -> list[str]:
     """The router's domains that the index has; raises when they share none."""
     shared = [d for d in router_domains if d in set(index_domains)]
@@ -144,7 +152,8 @@ def train_router(
             f"labelled questions name domains the index does not have: {', '.join(unknown)}; "
             f"the index has {', '.join(index.domains)}"
         )
-    router = DomainRouter(classifier=cfg.classifier, random_state=cfg.seed)
+    classifier = cfg.classifier or default_classifier(data.origin)
+    router = DomainRouter(classifier=classifier, random_state=cfg.seed)
     if router.uses_embeddings:
         router.set_embedder(embedder if embedder is not None else index.embedder)
     router.fit(data.texts, data.domains)
@@ -181,6 +190,7 @@ __all__ = [
     "LabelledTexts",
     "RouteConfig",
     "check_domains",
+    "default_classifier",
     "examples_from_chunks",
     "examples_from_jsonl",
     "load_router",
