@@ -277,7 +277,12 @@ def classify(
     text: str = typer.Argument(..., help="Text to classify."),
     labels: str = typer.Option(..., "--labels", help="Comma-separated labels, e.g. positive,negative."),
     knowledge: list[str] = typer.Option([], "--knowledge", help="Knowledge sentence to condition on (repeatable)."),
-    template: str | None = typer.Option(None, "--template", help="Prompt preset: sentiment, question, grammar, generic."),
+    template: str | None = typer.Option(
+        None,
+        "--template",
+        help="Prompt preset (sentiment, sentiment-5, question-category, acceptability, generic) "
+        "or a str.format template with {text}, {knowledge}, {options}.",
+    ),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Contextual calibration."),
     model: str | None = typer.Option(None, "--model", help="GGUF path."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
