@@ -237,6 +237,13 @@ def test_presets_cover_the_dataset_label_names():
         prompt = clf.build_prompt("Some text.", ["k"])
         assert "Some text." in prompt and prompt.endswith("Answer:")
     assert set(PRESETS) == set(expected)
+    by_name = LabelClassifier(["negative", "positive"], template="sentiment")
+    assert by_name.template_text() == PRESETS["sentiment"].template
+    assert by_name.build_prompt("x") == LabelClassifier.from_preset("sentiment").build_prompt("x")
+    named = LabelClassifier(["human", "other"], template="question-category")
+    assert named.verbalizer_words() == {"human": "person", "other": "other"}
+    generic = LabelClassifier(["a", "b"], template="generic")
+    assert generic.build_prompt("x") == LabelClassifier(["a", "b"]).build_prompt("x")
     with pytest.raises(InputError, match="unknown classifier preset"):
         LabelClassifier.from_preset("nope")  # type: ignore[arg-type]
 

@@ -45,6 +45,8 @@ from ragsieve.llm.base import LLM, SupportsTokenIds
 logger = logging.getLogger(__name__)
 
 TaskPreset = Literal["sentiment", "sentiment-5", "question-category", "acceptability"]
+# A ``template`` argument may name a preset's template, or "generic" for DEFAULT_TEMPLATE.
+TemplateName = Literal["sentiment", "sentiment-5", "question-category", "acceptability", "generic"]
 LengthNorm = Literal["mean", "sum"]
 ScoringMethod = Literal["next-token", "continuation"]
 
@@ -163,7 +165,9 @@ class LabelClassifier:
         labels: the label names, in output order.
         verbalizers: label -> the word the model answers with (default: the label itself).
             Give them without a leading space: they follow the assistant prefix.
-        template: a ``str.format`` template with ``{text}`` and optionally ``{knowledge}``
+        template: a :data:`TemplateName` (a preset's template, whose verbalizers then
+            default for the labels the preset knows; ``"generic"``: :data:`DEFAULT_TEMPLATE`),
+            or a ``str.format`` template with ``{text}`` and optionally ``{knowledge}``
             (the knowledge block, "" when none) and ``{options}`` (the verbalizers joined by
             commas). Put ``{knowledge}`` after ``{text}`` so knowledge variants share a prefix.
         calibrate: apply contextual calibration; ``predict_proba`` fits it on first use when
@@ -239,12 +243,22 @@ class LabelClassifier:
         if self.length_norm not in ("mean", "sum"):
             raise InputError(f"length_norm must be 'mean' or 'sum', got {self.length_norm!r}")
 
+    def _named_preset(self) -> Preset | None:
+        if self.template is None:
+            return None
+        return PRESETS.get(self.template)  # type: ignore[call-overload]
+
     def verbalizer_words(self) -> dict[str, str]:
+        preset = self._named_preset()
+        defaults = preset.verbalizers if preset is not None else {}
         given = self.verbalizers or {}
-        return {lab: given.get(lab, lab) for lab in self.labels}
+        return {lab: given.get(lab, defaults.get(lab, lab)) for lab in self.labels}
 
     def template_text(self) -> str:
-        return self.template if self.template is not None else DEFAULT_TEMPLATE
+        if self.template is None or self.template == "generic":
+            return DEFAULT_TEMPLATE
+        preset = self._named_preset()
+        return preset.template if preset is not None else self.template
 
     # ------------------------------------------------------------------ prompts
     def build_prompt(self, text: str, knowledge: Sequence[str] | None = None) -> str:
