@@ -41,14 +41,15 @@ class DistributedGradients:
         parts = [data.subset(np.arange(a, b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
         # pin one partition per worker, round-robin, so each epoch moves only the weights
         workers = list(client.scheduler_info().get("workers", {}))
+        # hash=False: every scatter gets its own key, so releasing one never drops another's data
         self.parts = [
-            client.scatter(p, workers=[workers[i % len(workers)]] if workers else None)
+            client.scatter(p, workers=[workers[i % len(workers)]] if workers else None, hash=False)
             for i, p in enumerate(parts)
         ]
 
     def gradient_sums(self, weights: np.ndarray, **kwargs: Any) -> tuple[np.ndarray, float]:
         kwargs.setdefault("n_tuples_total", self.n_tuples)
-        w = self.client.scatter(np.asarray(weights, dtype=np.float64), broadcast=True)
+        w = self.client.scatter(np.asarray(weights, dtype=np.float64), broadcast=True, hash=False)
         futures = [
             self.client.submit(_partition_sums, part, w, off, kwargs, pure=False)
             for part, off in zip(self.parts, self.offsets, strict=True)
