@@ -81,7 +81,7 @@ def tune_prune_threshold(
     rates: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
     known: np.ndarray | None = None,
 ) -> PruneResult:
-    """Pick the pruning threshold with the best validation score (ties: the later rate).
+    """Pick the pruning threshold with the best validation score (ties: the smaller rate).
 
     ``weights`` per source (aligned with ``validation.sources``); ``known`` marks the sources
     that have a weight (others are always kept). Sources are removed in order of weight until
@@ -97,7 +97,7 @@ def tune_prune_threshold(
         thr = _threshold_for_rate(order, w, counts, rate) if rate > 0 else -np.inf
         keep = ~known | (w >= thr)
         score = float(masked_scores(validation, keep, k, utility).mean())
-        if best is None or score >= best.validation_score:
+        if best is None or score > best.validation_score:
             best = PruneResult(float(thr), float(rate), score, int((~keep).sum()))
     if best is None:
         raise InputError("rates is empty; pass at least one removal rate")
