@@ -90,3 +90,6 @@ class BagEmbedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"backend": "test", "model": self.model_name}

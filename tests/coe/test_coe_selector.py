@@ -40,7 +40,7 @@ def test_selects_covering_set_and_traces(method):
     assert rec["features"]["keywords"] == ["Scott Derrickson", "Ed Wood"]
     assert len(rec["judgements"]) == 4
     assert {d["id"] for d in rec["dropped"]} == {"c0", "c2"}
-    assert "select" in trace.timings_ms
+    assert "coe" in trace.timings_ms
 
 
 def test_partial_cover_and_fallback():

@@ -92,7 +92,7 @@ class ScopeCoESelector:
 
     def select(self, query: str, hits: list[SearchHit], trace: Trace) -> list[SearchHit]:
         cands = hits[: self.config.candidates]
-        with trace.timed("select"):
+        with trace.timed("coe"):
             features = self.extract(query)
             judgements = self.judge(features, [h.chunk.text for h in cands])
             result = self.choose(judgements)
