@@ -26,6 +26,7 @@ KS = (2, 5, 10)
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-per-type", type=int, default=50, help="bridge and comparison questions each")
+    ap.add_argument("--hyde-tokens", type=int, default=64)
     ap.add_argument("--cache-dir", default="/tmp/ragsieve-emb-cache")
     args = ap.parse_args()
 
@@ -73,7 +74,7 @@ def main() -> None:
             "dense + HyDE (3 sentences, merged, re-ranked)": ("dense", True),
             "hybrid + HyDE (3 sentences, merged, re-ranked)": ("hybrid", True),
         }
-        hyde = HyDEExpander(max_sentences=3, max_tokens=96)
+        hyde = HyDEExpander(max_sentences=3, max_tokens=args.hyde_tokens)
         hypotheses: dict[str, str] = {}
         recalls: dict[str, dict[int, list[float]]] = {v: {k: [] for k in KS} for v in variants}
         lat: dict[str, list[float]] = {v: [] for v in variants}
@@ -117,7 +118,8 @@ def main() -> None:
         f"{args.n_per_type} comparison questions. Corpus: all {len(chunks)} distinct paragraphs of these "
         f"questions (gold and distractors) in one index built with `Index.from_chunks` ({build_s:.0f} s); "
         "every question searches the whole pool. Embedder: bundled all-MiniLM-L6-v2; HyDE hypotheses: "
-        "bundled SmolLM2-135M-Instruct (greedy, 96 tokens), one per question, shared by the two HyDE rows; "
+        f"bundled SmolLM2-135M-Instruct (greedy, {args.hyde_tokens} tokens), one per question, shared by the "
+        "two HyDE rows; "
         "each sentence is prefixed with the question, results merged, de-duplicated and re-ranked by dense "
         "cosine to the question. Recall@k = share of the 2 supporting paragraphs in the top k (mean ± 95% "
         "normal interval). Median ms excludes the hypothesis generation for the HyDE rows (it is shared).\n\n"

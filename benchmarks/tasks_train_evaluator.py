@@ -43,6 +43,7 @@ def main() -> None:
     ap.add_argument(
         "--n-eval", type=int, default=200, help="size of the held-out sample excluded from training"
     )
+    ap.add_argument("--n-dev", type=int, default=100, help="further questions to report dev metrics on")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache-dir", default="/tmp/ragsieve-emb-cache")
     args = ap.parse_args()
@@ -60,7 +61,7 @@ def main() -> None:
     items = load_popqa_items(SHARED_DATA / "popqa" / "popqa_longtail_crag.jsonl")
     held, rest = split_items(items, args.n_eval, seed=args.seed)
     train_items = rest[: args.n_train]
-    dev_items = rest[args.n_train : args.n_train + 100]
+    dev_items = rest[args.n_train : args.n_train + args.n_dev]
     emb = load_embedder(EmbedderConfig(cache_dir=args.cache_dir))
     emb.warm_up()
     t0 = time.time()

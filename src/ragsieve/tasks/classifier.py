@@ -159,9 +159,7 @@ class LLMTaskClassifier:
 
     def _label_logprobs(self, text: str) -> np.ndarray:
         llm = self._require_llm()
-        scores = llm.continuation_logprobs(
-            build_task_prompt(text), [label_continuation(lb) for lb in TASK_LABELS]
-        )
+        scores = llm.continuation_logprobs(build_task_prompt(text), [label_continuation(lb) for lb in TASK_LABELS])
         return np.array([s.logprob for s in scores], dtype=np.float64)
 
     def predict_proba_text(self, text: str) -> dict[str, float]:
@@ -219,9 +217,7 @@ class LLMTaskClassifier:
                     + f"\nReply with exactly one JSON object whose 'task' is one of {list(TASK_LABELS)}.",
                 ),
             ]
-        logger.warning(
-            "task classifier fell back to %r for %r: %s", self.default_label, text[:80], "; ".join(notes)
-        )
+        logger.warning("task classifier fell back to %r for %r: %s", self.default_label, text[:80], "; ".join(notes))
         proba = {str(lb): float(lb == self.default_label) for lb in TASK_LABELS}
         return TaskPrediction(
             self.default_label,
@@ -352,9 +348,7 @@ class TfidfTaskClassifier:
     def load(cls, path: str | Path) -> TfidfTaskClassifier:
         p = Path(path)
         if not p.is_file():
-            raise InputError(
-                f"task classifier file {p} does not exist; train one with `ragsieve tasks train`"
-            )
+            raise InputError(f"task classifier file {p} does not exist; train one with `ragsieve tasks train`")
         with open(p, "rb") as fh:
             data = pickle.load(fh)  # noqa: S301 - a file the user trained themselves
         obj = cls.from_dict(data["params"])

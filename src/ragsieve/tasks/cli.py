@@ -21,19 +21,14 @@ def train(
     out: Path = typer.Option(
         ..., "--out", help="Where to save the model (.pkl for the classifier, .json for --evaluator)."
     ),
-    data: Path | None = typer.Option(
-        None, "--data", help="Labelled requests JSONL (default: the bundled set)."
-    ),
-    evaluator: bool = typer.Option(
-        False, "--evaluator", help="Train the retrieval evaluator instead, on PopQA."
-    ),
+    data: Path | None = typer.Option(None, "--data", help="Labelled requests JSONL (default: the bundled set)."),
+    evaluator: bool = typer.Option(False, "--evaluator", help="Train the retrieval evaluator instead, on PopQA."),
     popqa: Path | None = typer.Option(None, "--popqa", help="popqa_longtail_crag.jsonl (for --evaluator)."),
     n_train: int = typer.Option(300, "--n-train", help="PopQA questions to train the evaluator on."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),
 ) -> None:
     """Train the TF-IDF task classifier (or, with --evaluator, the retrieval evaluator)."""
     if evaluator:
-
         from ragsieve.config import EmbedderConfig
         from ragsieve.embed import load_embedder
         from ragsieve.tasks.evaluator import TrainedRetrievalEvaluator
@@ -62,12 +57,8 @@ def train(
 @app.command("eval")
 def evaluate(
     classifier: str = typer.Option("tfidf", "--classifier", help="tfidf, llm-json or llm-logprob."),
-    model_path: Path | None = typer.Option(
-        None, "--model-path", help="Saved TF-IDF classifier (default: train now)."
-    ),
-    data: Path | None = typer.Option(
-        None, "--data", help="Labelled requests JSONL (default: the bundled set)."
-    ),
+    model_path: Path | None = typer.Option(None, "--model-path", help="Saved TF-IDF classifier (default: train now)."),
+    data: Path | None = typer.Option(None, "--data", help="Labelled requests JSONL (default: the bundled set)."),
     limit: int = typer.Option(0, "--limit", help="Evaluate only the first N test rows."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON report."),

@@ -38,10 +38,12 @@ class TaskAdaptiveConfig(BaseModel):
     upper: float | None = Field(default=None, ge=0.0, le=1.0)  # override the trained evaluator's thresholds
     lower: float | None = Field(default=None, ge=0.0, le=1.0)
     evaluator_timeout_s: float = Field(default=30.0, gt=0.0)
+    evaluator_max_tokens: int = Field(default=128, ge=16)  # LLM evaluator's chain of thought + verdict
     refine_top_sentences: int = Field(default=6, ge=1)
     refine_min_score: float = Field(default=0.15, ge=0.0, le=1.0)
     corrective_k_factor: int = Field(default=2, ge=1)
     rewrite_query: bool = True
+    corrective_hyde: bool = True  # corrective retrieval uses HyDE when the first pass did not
 
     # Generation and generation-stage reflection
     text_max_tokens: int = Field(default=256, ge=16)

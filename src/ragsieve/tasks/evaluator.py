@@ -158,9 +158,7 @@ def capitalized_overlap(query: str, passage: str) -> float:
     return len(caps & words) / len(caps)
 
 
-def passage_features(
-    query: str, passages: Sequence[str], embedder: Any, sentence_splitter: Any = None
-) -> np.ndarray:
+def passage_features(query: str, passages: Sequence[str], embedder: Any, sentence_splitter: Any = None) -> np.ndarray:
     """Feature matrix (n_passages, len(FEATURE_NAMES)) for one query."""
     if not passages:
         return np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
@@ -282,8 +280,7 @@ class TrainedRetrievalEvaluator:
         if "coef_" in data:
             if list(data.get("features", FEATURE_NAMES)) != list(FEATURE_NAMES):
                 raise ModelError(
-                    "evaluator file was trained on different features; retrain with "
-                    "`ragsieve tasks train --evaluator`"
+                    "evaluator file was trained on different features; retrain with `ragsieve tasks train --evaluator`"
                 )
             obj.coef_ = np.asarray(data["coef_"], dtype=np.float64)
             obj.intercept_ = float(data["intercept_"])
@@ -298,9 +295,7 @@ class TrainedRetrievalEvaluator:
     def load(cls, path: str | Path) -> TrainedRetrievalEvaluator:
         p = Path(path)
         if not p.is_file():
-            raise InputError(
-                f"evaluator file {p} does not exist; train one with `ragsieve tasks train --evaluator`"
-            )
+            raise InputError(f"evaluator file {p} does not exist; train one with `ragsieve tasks train --evaluator`")
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:

@@ -32,9 +32,7 @@ def load_task_requests(
     """Read labelled requests (``id``, ``text``, ``label``, optional ``ambiguous``, ``split``)."""
     p = Path(path) if path is not None else bundled_requests_path()
     if not p.is_file():
-        raise InputError(
-            f"task request file {p} does not exist; pass a JSONL file with text and label fields"
-        )
+        raise InputError(f"task request file {p} does not exist; pass a JSONL file with text and label fields")
     out: list[TaskRequest] = []
     for i, row in enumerate(read_jsonl(p)):
         label = row.get("label")

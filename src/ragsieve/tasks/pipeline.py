@@ -55,9 +55,7 @@ class FixedTaskClassifier:
         self.task = task
 
     def classify(self, text: str) -> TaskPrediction:
-        return TaskPrediction(
-            self.task, {lb: float(lb == self.task) for lb in TASK_LABELS}, "fixed", False, "", 0.0
-        )
+        return TaskPrediction(self.task, {lb: float(lb == self.task) for lb in TASK_LABELS}, "fixed", False, "", 0.0)
 
 
 def build_classifier(cfg: TaskAdaptiveConfig, llm: LLM) -> TaskClassifier:
@@ -70,9 +68,7 @@ def build_classifier(cfg: TaskAdaptiveConfig, llm: LLM) -> TaskClassifier:
             return TfidfTaskClassifier.load(cfg.classifier_path)
         train = load_task_requests("train")
         return TfidfTaskClassifier().fit([r.text for r in train], [r.label for r in train])
-    clf = LLMTaskClassifier(
-        mode="json" if cfg.classifier == "llm-json" else "logprob", default_label=cfg.default_task
-    )
+    clf = LLMTaskClassifier(mode="json" if cfg.classifier == "llm-json" else "logprob", default_label=cfg.default_task)
     clf.warm_up(llm)
     return clf
 
@@ -144,9 +140,7 @@ class TaskAdaptivePipeline:
         self.max_evidence_chars = max_evidence_chars
         self.classifier = classifier or build_classifier(self.config, self.llm)
         c = self.config
-        self.hyde = HyDEExpander(
-            enabled=True, max_tokens=c.hyde_max_tokens, max_sentences=c.hyde_max_sentences
-        )
+        self.hyde = HyDEExpander(enabled=True, max_tokens=c.hyde_max_tokens, max_sentences=c.hyde_max_sentences)
         self.trained_evaluator: TrainedRetrievalEvaluator | None
         self.llm_evaluator: LLMRetrievalEvaluator | None = None
         # The trained scorer is always loaded: it also scores sentences for knowledge refinement.
@@ -161,7 +155,9 @@ class TaskAdaptivePipeline:
             te.lower = c.lower
         self.trained_evaluator = te
         if c.evaluator == "llm":
-            self.llm_evaluator = LLMRetrievalEvaluator(timeout_s=c.evaluator_timeout_s, default="partial")
+            self.llm_evaluator = LLMRetrievalEvaluator(
+                timeout_s=c.evaluator_timeout_s, max_tokens=c.evaluator_max_tokens, default="partial"
+            )
         self.reflector = GenerationReflector(
             theta_sim=c.theta_sim,
             min_coverage=c.min_coverage,
@@ -296,7 +292,7 @@ class TaskAdaptivePipeline:
             others = [d for d in self.retriever.domains if d not in c.domains]
             widened = others or None
         hits = self.retrieve(
-            q2, trace, hyde=not used_hyde, k=k2, domains=widened, label="corrective_retrieval"
+            q2, trace, hyde=c.corrective_hyde and not used_hyde, k=k2, domains=widened, label="corrective_retrieval"
         )
         if q2 != query:
             trace.record("query_rewrite", original=query, rewritten=q2)
@@ -348,11 +344,7 @@ class TaskAdaptivePipeline:
         elif self.retriever is None:
             trace.record("retrieval", note="no index configured; retrieval returns nothing")
         with trace.timed("task"):
-            pred = (
-                self.classifier.classify(question)
-                if task is None
-                else FixedTaskClassifier(task).classify(question)
-            )
+            pred = self.classifier.classify(question) if task is None else FixedTaskClassifier(task).classify(question)
         if pred.method.startswith("llm"):
             trace.count_llm()
         trace.record("task", **pred.to_dict())
@@ -366,9 +358,7 @@ class TaskAdaptivePipeline:
         hits = self.retrieve(question, trace, hyde=c.hyde, k=self.k, domains=c.domains, label="retrieval")
         if c.evaluator == "off":
             evidence = hits
-            trace.record(
-                "retrieval_action", verdict=None, action="none (evaluator off)", n_evidence=len(hits)
-            )
+            trace.record("retrieval_action", verdict=None, action="none (evaluator off)", n_evidence=len(hits))
         else:
             verdict = self.evaluate(question, hits, trace)
             trace.record("retrieval_evaluation", **verdict.to_dict())
@@ -390,9 +380,7 @@ class TaskAdaptivePipeline:
 
         # text_generation
         def gen(missing: list[str]) -> str:
-            return self._generate(
-                self.writing_messages(question, evidence, missing), c.text_max_tokens, trace
-            )
+            return self._generate(self.writing_messages(question, evidence, missing), c.text_max_tokens, trace)
 
         with trace.timed("generation"):
             if c.generation_reflection:

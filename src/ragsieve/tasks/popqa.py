@@ -40,9 +40,7 @@ def passages_from_knowledge(text: str, sentences_per_passage: int = 3, max_passa
     from ragsieve.ingest import split_sentences
 
     sents = [s.strip() for s in split_sentences(clean_knowledge(text)) if len(s.strip()) > 2]
-    out = [
-        " ".join(sents[i : i + sentences_per_passage]) for i in range(0, len(sents), sentences_per_passage)
-    ]
+    out = [" ".join(sents[i : i + sentences_per_passage]) for i in range(0, len(sents), sentences_per_passage)]
     return out[:max_passages]
 
 
@@ -51,17 +49,13 @@ def answer_in(text: str, answers: Sequence[str]) -> bool:
     return any(a and a.lower() in low for a in answers)
 
 
-def load_popqa_items(
-    path: str | Path, sentences_per_passage: int = 3, max_passages: int = 8
-) -> list[PopQAItem]:
+def load_popqa_items(path: str | Path, sentences_per_passage: int = 3, max_passages: int = 8) -> list[PopQAItem]:
     items: list[PopQAItem] = []
     for row in read_jsonl(path):
         qid = str(row["id"])
         chunks: list[Chunk] = []
         for domain, field in (("wiki", "crag_knowledge_correct"), ("web", "crag_knowledge_incorrect")):
-            for j, p in enumerate(
-                passages_from_knowledge(row.get(field, ""), sentences_per_passage, max_passages)
-            ):
+            for j, p in enumerate(passages_from_knowledge(row.get(field, ""), sentences_per_passage, max_passages)):
                 chunks.append(
                     Chunk(
                         id=f"{qid}-{domain}-{j}",
@@ -76,9 +70,7 @@ def load_popqa_items(
     return items
 
 
-def split_items(
-    items: Sequence[PopQAItem], n_eval: int, seed: int = 0
-) -> tuple[list[PopQAItem], list[PopQAItem]]:
+def split_items(items: Sequence[PopQAItem], n_eval: int, seed: int = 0) -> tuple[list[PopQAItem], list[PopQAItem]]:
     """Fixed-seed split into (evaluation sample of ``n_eval``, the rest for training)."""
     order = list(range(len(items)))
     random.Random(seed).shuffle(order)

@@ -55,9 +55,7 @@ def split_points(text: str) -> list[str]:
     return [s.strip() for s in split_sentences(text) if len(s.strip()) > 3]
 
 
-def knowledge_coverage(
-    knowledge_points: Sequence[str], answer: str, embedder: Any, theta: float
-) -> CoverageResult:
+def knowledge_coverage(knowledge_points: Sequence[str], answer: str, embedder: Any, theta: float) -> CoverageResult:
     points = split_points(answer)
     if not knowledge_points:
         return CoverageResult(1.0, [], [])
