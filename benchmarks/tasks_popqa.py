@@ -169,7 +169,8 @@ def main() -> None:
         router_note = (
             f"\n\nThe TF-IDF router sent {qa} of {n} PopQA questions to `general_qa` (answered without "
             "retrieval), likely because the request set labels questions about well-known people "
-            "('What field did X work in?') as general QA, and the router cannot tell a long-tail entity from a famous one. "
+            "('What field did X work in?') as general QA, and the router cannot tell a long-tail entity "
+            "from a famous one. "
             "The forced row isolates the retrieval path."
         )
     body = (

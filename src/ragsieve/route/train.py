@@ -168,7 +168,7 @@ def train_router(
         )
     logger.info(
         "trained a %s router on %d %s over %d domains",
-        cfg.classifier,
+        classifier,
         len(data.texts),
         data.origin,
         len(router.classes_),
