@@ -39,7 +39,7 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
 
-    from ragsieve.filtering.scoring import TemplateLabelScorer
+    from ragsieve.filtering.scoring import scorer_for_task
     from ragsieve.llm.llama_cpp import LlamaCppLLM
 
     rng = random.Random(args.seed)
@@ -54,7 +54,7 @@ def main() -> None:
     fresh = LlamaCppLLM(n_threads=1, prefix_cache=False)
     cached.warm_up()
     fresh.warm_up()
-    scorer = TemplateLabelScorer("sst-2").fit_calibration(cached)
+    scorer = scorer_for_task("sst-2").fit_calibration(cached)
 
     def timed(fn: Callable[[], object]) -> float:
         t = time.perf_counter()
@@ -85,9 +85,7 @@ def main() -> None:
                 timed(lambda t=text, k=ks: scorer.predict_proba_many(fresh, t, [[x] for x in k])),
             )
             cached.next_token_logprobs("Hello.", ["A"])
-            best[names[3]] = min(
-                best[names[3]], timed(lambda t=text, k=ks: scorer.predict_proba(cached, t, k))
-            )
+            best[names[3]] = min(best[names[3]], timed(lambda t=text, k=ks: scorer.predict_proba(cached, t, k)))
         for n in names:
             secs[n].append(best[n])
             ratios[n].append(best[n] / best["plain"])
@@ -109,13 +107,10 @@ def main() -> None:
         f"{statistics.median(n_tok):.0f} knowledge tokens per query); per query the best of "
         f"{args.repeats} interleaved repeats, then min/median over queries. Prompts put instruction "
         "and text first and the knowledge last, so fused prediction re-decodes only each piece's "
-        "tokens. The machine is shared and loaded: compare the ratios, not the absolute times.\n\n"
-        + table
+        "tokens. The machine is shared and loaded: compare the ratios, not the absolute times.\n\n" + table
     )
     if not args.no_write:
-        write_section(
-            "benchmarks.md", "filtering-cost", "Knowledge filtering: cost of fused prediction", body
-        )
+        write_section("benchmarks.md", "filtering-cost", "Knowledge filtering: cost of fused prediction", body)
 
 
 if __name__ == "__main__":

@@ -100,7 +100,7 @@ def cmd_cache(args: argparse.Namespace) -> None:
         get_task,
     )
     from ragsieve.filtering.filters import CONTENT_FREE
-    from ragsieve.filtering.scoring import TemplateLabelScorer
+    from ragsieve.filtering.scoring import scorer_for_task
     from ragsieve.index import Index
     from ragsieve.io import atomic_write_json
     from ragsieve.llm import load_llm
@@ -116,7 +116,11 @@ def cmd_cache(args: argparse.Namespace) -> None:
     embedder = index.embedder
     llm = load_llm(LLMConfig(n_threads=1, n_ctx=2048))
     llm.warm_up()
-    scorer = TemplateLabelScorer(args.dataset).fit_calibration(llm)
+    scorer = scorer_for_task(args.dataset).fit_calibration(llm)
+
+    def dist(text: str, knowledge: list[str] | None = None) -> list[float]:
+        d = scorer.predict_proba(llm, text, knowledge)
+        return [d[label] for label in task.labels]
 
     train = kshot(read_split(args.dataset, "train"), task.labels, args.shots, args.seed)
     test = sample_test(read_split(args.dataset, DATASETS[args.dataset]), args.n_test, args.test_seed)
@@ -178,20 +182,16 @@ def cmd_cache(args: argparse.Namespace) -> None:
         "model": llm.model_name,
         "index": index_dir().name,
         "icl_demos": icl.demos_,
-        "cf_label": scorer.cf_.tolist(),
+        "cf_label": [1.0] * len(task.labels),  # distributions are stored calibrated
         "labels": task.labels,
     }
     t_start = time.perf_counter()
     n_new = 0
 
-    def concat(
-        text: str, hits: list[dict[str, Any]], kept: list[int], memo: dict[tuple[int, ...], Any]
-    ) -> Any:
+    def concat(text: str, hits: list[dict[str, Any]], kept: list[int], memo: dict[tuple[int, ...], Any]) -> Any:
         key = tuple(kept)
         if key not in memo:
-            memo[key] = (
-                scorer.raw_proba(llm, text, [hits[i]["text"] for i in kept]).tolist() if kept else None
-            )
+            memo[key] = dist(text, [hits[i]["text"] for i in kept]) if kept else None
         return memo[key]
 
     for row in test:
@@ -202,8 +202,8 @@ def cmd_cache(args: argparse.Namespace) -> None:
         q_emb = embedder.embed([text])[0]
         sims = similarities(index, q_emb, hits)
         pool = hits[: args.pool]
-        p0 = scorer.raw_proba(llm, text).tolist()
-        dists = [scorer.raw_proba(llm, text, [h["text"]]).tolist() for h in pool]
+        p0 = dist(text)
+        dists = [dist(text, [h["text"]]) for h in pool]
         memo: dict[tuple[int, ...], Any] = {}
         top8 = list(range(min(MAX_KEEP, len(pool))))
         concat(text, pool, top8, memo)
@@ -283,9 +283,7 @@ def _calib(raw: np.ndarray, cf: np.ndarray) -> np.ndarray:
 class Evaluated:
     """Everything the tables need for one cache file."""
 
-    def __init__(
-        self, cache: dict[str, Any], dkf: Any, embedder: Any, index: Any, args: argparse.Namespace
-    ) -> None:
+    def __init__(self, cache: dict[str, Any], dkf: Any, embedder: Any, index: Any, args: argparse.Namespace) -> None:
         from ragsieve.filtering import ProxyFilter, ensemble_combine, fuse, relabel
         from ragsieve.filtering.filters import _calibrated
 
@@ -304,8 +302,7 @@ class Evaluated:
             "gold": float(np.mean([p.harmful for p in pairs_gold])),
         }
         proxies = {
-            v: ProxyFilter().warm_up(embedder).fit(ps)
-            for v, ps in (("predicted", pairs_pred), ("gold", pairs_gold))
+            v: ProxyFilter().warm_up(embedder).fit(ps) for v, ps in (("predicted", pairs_pred), ("gold", pairs_gold))
         }
         pool = meta["pool"]
         rows: dict[str, list[int]] = {}
@@ -324,9 +321,7 @@ class Evaluated:
             g = labels.index(it["gold"])
             # held-out perplexity labels of the pool pieces (label-dist PPL, theta)
             theta = dkf.meta.get("theta", 1.0)
-            truth["predicted"].append(
-                np.array([(p0[y0] / max(d[int(np.argmax(d))], 1e-12)) > theta for d in dists])
-            )
+            truth["predicted"].append(np.array([(p0[y0] / max(d[int(np.argmax(d))], 1e-12)) > theta for d in dists]))
             truth["gold"].append(np.array([(p0[g] / max(d[g], 1e-12)) > theta for d in dists]))
             d_raw, i_raw = np.asarray(it["direct_raw"]), np.asarray(it["icl_raw"])
             k_emb = index.embeddings[[index.row(h["id"]) for h in it["hits"][:pool]]]
@@ -341,9 +336,7 @@ class Evaluated:
                 "direct (uncalibrated)": d_raw[:-1],
                 "icl": np.array([_calibrated(p, i_raw[-1]) for p in i_raw[:-1]]),
                 "proxy": proxies["predicted"].score_many(it["text"], cands, query_embedding=q_emb),
-                "proxy (gold-label D_kf)": proxies["gold"].score_many(
-                    it["text"], cands, query_embedding=q_emb
-                ),
+                "proxy (gold-label D_kf)": proxies["gold"].score_many(it["text"], cands, query_embedding=q_emb),
             }
             ph["ensemble"] = ensemble_combine(ph["proxy"], ph["icl"], args.ensemble_theta)[0]
             for k, v in ph.items():
@@ -396,8 +389,8 @@ def cmd_report(args: argparse.Namespace) -> None:
         raise SystemExit("no caches under runs/filtering; run the cache stage first")
 
     common = (
-        f"Model: bundled SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp, greedy log-prob scoring, contextual "
-        f"calibration of label scores). Knowledge: `{index_dir().name}` index over "
+        f"Model: bundled SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp; labels scored by `LabelClassifier` presets, "
+        f"next-token log-probs, contextual calibration). Knowledge: `{index_dir().name}` index over "
         "../shared/data/wiki_sentences "
         f"(MiniLM dense / BM25), top-{TOP_K} retrieved; filters and fusion act on the top-`pool` pieces "
         f"(see table), at most {MAX_KEEP} kept. D_kf: LM-BFF-style k-shot training queries per class (seed "
@@ -409,9 +402,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     # Table 3 (dense)
     names = list(next(iter(evals.values())).acc)
     dense = [(k, e) for k, e in evals.items() if k[1] == "dense"]
-    headers = ["method"] + [
-        f"{ds} ({e.meta['split']}, n={e.n}, pool={e.meta['pool']})" for (ds, _), e in dense
-    ]
+    headers = ["method"] + [f"{ds} ({e.meta['split']}, n={e.n}, pool={e.meta['pool']})" for (ds, _), e in dense]
     table = [[name] + [acc_ci(e.acc[name]) for _, e in dense] for name in names]
     dkf_rows = [
         [
@@ -427,9 +418,7 @@ def cmd_report(args: argparse.Namespace) -> None:
         + "\n\nAccuracy (%) with the dense retriever:\n\n"
         + markdown_table(headers, table)
         + "\n\nD_kf size and share of Harmful pairs per label variant:\n\n"
-        + markdown_table(
-            ["dataset", "pairs", "Harmful (predicted-label PPL)", "Harmful (gold-label PPL)"], dkf_rows
-        )
+        + markdown_table(["dataset", "pairs", "Harmful (predicted-label PPL)", "Harmful (gold-label PPL)"], dkf_rows)
     )
     write_section("results.md", "filtering-table3", "Knowledge filtering: accuracy (Table 3 analogue)", body)
 
@@ -459,8 +448,7 @@ def cmd_report(args: argparse.Namespace) -> None:
                     ]
                 )
     body = (
-        common
-        + "\n\nHeld-out labels: perplexity labels of the test items' pool pieces (same θ), computed from "
+        common + "\n\nHeld-out labels: perplexity labels of the test items' pool pieces (same θ), computed from "
         "the cached label distributions; each row compares a filter's Harmful decisions (P_harmless < 0.5) "
         "with them. `proxy` is trained on predicted-label D_kf, `proxy (gold-label D_kf)` on the gold-label "
         "variant; direct/ICL filters are training-free (ICL demos drawn from predicted-label D_kf).\n\n"

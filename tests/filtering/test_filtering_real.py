@@ -17,7 +17,7 @@ from ragsieve.filtering import (
     ProxyFilter,
     get_task,
 )
-from ragsieve.filtering.scoring import TemplateLabelScorer
+from ragsieve.filtering.scoring import scorer_for_task
 from ragsieve.types import Chunk, Trace
 
 pytestmark = pytest.mark.slow
@@ -37,7 +37,7 @@ CORPUS = [
 
 @pytest.fixture(scope="module")
 def scorer(llm):  # type: ignore[no-untyped-def]
-    return TemplateLabelScorer("sst-2").fit_calibration(llm)
+    return scorer_for_task("sst-2").fit_calibration(llm)
 
 
 def test_perplexity_annotation_tiny_example(llm, scorer) -> None:  # type: ignore[no-untyped-def]
@@ -59,7 +59,7 @@ def test_perplexity_annotation_tiny_example(llm, scorer) -> None:  # type: ignor
     )
     for pair in by_llm:
         label = SST2.labels[int(np.argmax(pair.p_with))]
-        direct = llm.perplexity(SST2.classify_prompt(query, [pair.knowledge]), SST2.verbalizers[label])
+        direct = llm.perplexity(scorer.build_prompt(query, [pair.knowledge]), scorer.verbalizer_words()[label])
         assert pair.ppl_with == pytest.approx(direct, rel=1e-6)
         assert math.isfinite(pair.ratio) and pair.ratio > 0
     gold = PerplexityAnnotator("sst-2", theta=1.0, variant="gold").annotate(

@@ -15,7 +15,8 @@ Two perplexity sources:
   answer symbol and PPL(y | prompt) = 1 / p(y | prompt), with p the model's label
   distribution (softmax of the label log-probabilities over the label set).
 - ``"llm"``: PPL of the verbalizer's tokens over the full vocabulary,
-  ``LLM.perplexity(prompt, verbalizer)``.
+  ``LLM.perplexity(prompt, verbalizer)``, with the scorer's own prompt
+  (``LabelClassifier.build_prompt``) when it has one.
 
 Example:
     >>> perplexity_ratio(p_with=[0.2, 0.8], p_without=[0.4, 0.6], y_with=1, y_without=1)
@@ -70,9 +71,7 @@ def label_distributions(
     return np.array([[d[label] for label in labels] for d in dists], dtype=float)
 
 
-def perplexity_ratio(
-    p_with: Sequence[float], p_without: Sequence[float], y_with: int, y_without: int
-) -> float:
+def perplexity_ratio(p_with: Sequence[float], p_without: Sequence[float], y_with: int, y_without: int) -> float:
     """PPL(y_with | q, k) / PPL(y_without | q) with PPL = 1/p (label-dist source)."""
     return float(max(p_without[y_without], _EPS) / max(p_with[y_with], _EPS))
 
@@ -150,9 +149,7 @@ class PerplexityAnnotator:
     ) -> tuple[int, int]:
         if self.variant == "gold":
             if gold is None:
-                raise InputError(
-                    "variant='gold' needs the gold label of every query; use variant='predicted'"
-                )
+                raise InputError("variant='gold' needs the gold label of every query; use variant='predicted'")
             if gold not in task.labels:
                 raise InputError(f"gold label {gold!r} is not one of the task labels {task.labels}")
             g = task.labels.index(gold)
@@ -173,6 +170,7 @@ class PerplexityAnnotator:
         score: float = 0.0,
         retriever: str = "dense",
         llm: LLM | None = None,
+        scorer: LabelScorer | None = None,
     ) -> KfPair:
         """Build one D_kf pair from the label distributions without and with ``knowledge``."""
         if len(p_without) != len(task.labels) or len(p_with) != len(task.labels):
@@ -181,12 +179,13 @@ class PerplexityAnnotator:
         if self.ppl_source == "llm":
             if llm is None:
                 raise InputError("ppl_source='llm' needs an LLM; pass llm=... or use ppl_source='label-dist'")
-            ppl_with = llm.perplexity(
-                task.classify_prompt(query, [knowledge]), task.verbalizers[task.labels[y_with]]
-            )
-            ppl_without = llm.perplexity(
-                task.classify_prompt(query), task.verbalizers[task.labels[y_without]]
-            )
+            build = getattr(scorer, "build_prompt", None)
+            words_fn = getattr(scorer, "verbalizer_words", None)
+            words = words_fn() if words_fn is not None else task.verbalizers
+            with_prompt = build(query, [knowledge]) if build else task.classify_prompt(query, [knowledge])
+            without_prompt = build(query, None) if build else task.classify_prompt(query)
+            ppl_with = llm.perplexity(with_prompt, words[task.labels[y_with]])
+            ppl_without = llm.perplexity(without_prompt, words[task.labels[y_without]])
         else:
             ppl_with = 1.0 / max(float(p_with[y_with]), _EPS)
             ppl_without = 1.0 / max(float(p_without[y_without]), _EPS)
@@ -239,6 +238,7 @@ class PerplexityAnnotator:
                 score=scores[i] if scores is not None else 0.0,
                 retriever=retriever,
                 llm=llm,
+                scorer=scorer,
             )
             for i, k in enumerate(knowledge)
         ]
@@ -252,9 +252,7 @@ def relabel(
     for p in pairs:
         if variant == "gold":
             if p.gold is None or not labels:
-                raise InputError(
-                    "relabelling to 'gold' needs gold labels on the pairs and the task's label list"
-                )
+                raise InputError("relabelling to 'gold' needs gold labels on the pairs and the task's label list")
             yw = yo = list(labels).index(p.gold)
         else:
             yw, yo = int(np.argmax(p.p_with)), int(np.argmax(p.p_without))

@@ -57,9 +57,7 @@ def candidates_from_hits(
     """Candidates with cosine similarity to the query (embeddings are L2-normalised)."""
     sims = knowledge_embeddings @ query_embedding if len(hits) else np.zeros(0)
     return [
-        Candidate(
-            h.chunk.text, rank=i + 1, similarity=float(s), score=float(h.score), embedding=e, id=h.chunk.id
-        )
+        Candidate(h.chunk.text, rank=i + 1, similarity=float(s), score=float(h.score), embedding=e, id=h.chunk.id)
         for i, (h, s, e) in enumerate(zip(hits, sims, knowledge_embeddings, strict=True))
     ]
 
@@ -146,9 +144,7 @@ class FilteredClassifier:
             proba = self._proba(text, None)
             fallback = True
         elif self.fusion:
-            dists = label_distributions(
-                self.scorer, self.llm, text, [d.candidate.text for d in kept], self.labels
-            )
+            dists = label_distributions(self.scorer, self.llm, text, [d.candidate.text for d in kept], self.labels)
             res = fuse(
                 dists,
                 [d.candidate.similarity for d in kept],

@@ -55,7 +55,7 @@ def annotate(
 ) -> None:
     """Label (query, knowledge) pairs Harmful/Harmless by perplexity and save D_kf."""
     from ragsieve.filtering import KfDataset, PerplexityAnnotator, get_task
-    from ragsieve.filtering.scoring import TemplateLabelScorer
+    from ragsieve.filtering.scoring import scorer_for_task
     from ragsieve.index import Index
 
     if variant not in ("predicted", "gold"):
@@ -71,7 +71,7 @@ def annotate(
         rows = picked
     idx = Index.open(index)
     llm = _llm(threads, model)
-    scorer = TemplateLabelScorer(task).fit_calibration(llm)
+    scorer = scorer_for_task(task).fit_calibration(llm)
     ann = PerplexityAnnotator(task, theta=theta, variant=variant)  # type: ignore[arg-type]
     pairs = []
     with typer.progressbar(rows, label="annotating") as bar:
@@ -97,9 +97,7 @@ def annotate(
 def train(
     dkf: Path = typer.Option(..., "--dkf", help="D_kf JSONL from `ragsieve filters annotate`."),
     out: Path = typer.Option(..., "--out", help="Folder for the trained proxy."),
-    variant: str | None = typer.Option(
-        None, "--variant", help="Relabel to predicted | gold before training."
-    ),
+    variant: str | None = typer.Option(None, "--variant", help="Relabel to predicted | gold before training."),
     c: float = typer.Option(0.5, "--C", help="Inverse L2 regularisation strength."),
 ) -> None:
     """Train the proxy filter (calibrated logistic regression on MiniLM features)."""
@@ -146,9 +144,7 @@ def evaluate(
             }
         )
     except ValidationError as exc:
-        raise InputError(
-            f"--filter must be one of direct, icl, proxy, ensemble ({exc.errors()[0]['msg']})"
-        ) from exc
+        raise InputError(f"--filter must be one of direct, icl, proxy, ensemble ({exc.errors()[0]['msg']})") from exc
     needs_llm = filter_name in ("direct", "icl", "ensemble")
     llm = _llm(threads, None) if needs_llm else None
     f = make_filter(cfg, llm, load_embedder(None))

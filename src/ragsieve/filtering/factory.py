@@ -61,18 +61,14 @@ def _icl(cfg: FilteringConfig, llm: LLM, embedder: Any) -> KnowledgeFilter:
 
 def _proxy(cfg: FilteringConfig, llm: LLM, embedder: Any) -> KnowledgeFilter:
     if not cfg.proxy_path:
-        raise ConfigError(
-            "--filter proxy needs a trained proxy; pass --proxy (from `ragsieve filters train`)"
-        )
+        raise ConfigError("--filter proxy needs a trained proxy; pass --proxy (from `ragsieve filters train`)")
     p = ProxyFilter.load(cfg.proxy_path)
     p.threshold = cfg.threshold
     return p.warm_up(embedder)
 
 
 def _ensemble(cfg: FilteringConfig, llm: LLM, embedder: Any) -> KnowledgeFilter:
-    return EnsembleFilter(
-        _proxy(cfg, llm, embedder), _icl(cfg, llm, embedder), cfg.ensemble_theta, cfg.threshold
-    )
+    return EnsembleFilter(_proxy(cfg, llm, embedder), _icl(cfg, llm, embedder), cfg.ensemble_theta, cfg.threshold)
 
 
 def _none(cfg: FilteringConfig, llm: LLM, embedder: Any) -> KnowledgeFilter:

@@ -155,9 +155,7 @@ class DirectFilter(_Base):
 
     name = "direct"
 
-    def __init__(
-        self, task: str = "sst-2", threshold: float = 0.5, calibration: Calibration = "content-free"
-    ) -> None:
+    def __init__(self, task: str = "sst-2", threshold: float = 0.5, calibration: Calibration = "content-free") -> None:
         self.task = task
         self.threshold = threshold
         self.calibration = calibration
@@ -239,9 +237,7 @@ class ICLFilter(DirectFilter):
         harmful = [p for p in pairs if p.harmful]
         harmless = [p for p in pairs if not p.harmful]
         if not harmful or not harmless:
-            raise InputError(
-                "ICL demonstrations need both Harmful and Harmless pairs in D_kf; annotate more queries"
-            )
+            raise InputError("ICL demonstrations need both Harmful and Harmless pairs in D_kf; annotate more queries")
         rng = random.Random(self.seed)
         n_h = self.n_demos // 2
         chosen = rng.sample(harmful, min(n_h, len(harmful))) + rng.sample(
@@ -257,12 +253,8 @@ class ICLFilter(DirectFilter):
             raise ConfigError("ICLFilter has no demonstrations; call fit(D_kf) or pass demos=[...]")
         msgs: list[ChatMessage] = []
         for d in demos:
-            msgs.append(
-                ChatMessage(role="user", content=self.template.filter_prompt(d["query"], d["knowledge"]))
-            )
-            msgs.append(
-                ChatMessage(role="assistant", content=OPTION_TOKENS[0] if d["harmful"] else OPTION_TOKENS[1])
-            )
+            msgs.append(ChatMessage(role="user", content=self.template.filter_prompt(d["query"], d["knowledge"])))
+            msgs.append(ChatMessage(role="assistant", content=OPTION_TOKENS[0] if d["harmful"] else OPTION_TOKENS[1]))
         msgs.append(ChatMessage(role="user", content=self.template.filter_prompt(query, knowledge)))
         return msgs
 

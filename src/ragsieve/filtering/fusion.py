@@ -39,9 +39,7 @@ def fusion_weights(similarities: Sequence[float], p_harmless: Sequence[float], a
     sims = np.asarray(similarities, dtype=float)
     ph = np.asarray(p_harmless, dtype=float)
     if sims.shape != ph.shape:
-        raise InputError(
-            f"{sims.shape[0]} similarities but {ph.shape[0]} P_harmless values; pass one per piece"
-        )
+        raise InputError(f"{sims.shape[0]} similarities but {ph.shape[0]} P_harmless values; pass one per piece")
     lam = np.clip(alpha * sims + (1.0 - alpha) * ph, 0.0, None)
     total = lam.sum()
     if lam.size == 0:
@@ -64,9 +62,7 @@ def fuse(
     if dists.size == 0 or dists.shape[0] == 0:
         return FusionResult(fallback / fallback.sum(), np.zeros(0), True)
     if dists.ndim != 2 or dists.shape[1] != fallback.shape[0]:
-        raise InputError(
-            f"label distributions of shape {dists.shape} do not match {fallback.shape[0]} labels"
-        )
+        raise InputError(f"label distributions of shape {dists.shape} do not match {fallback.shape[0]} labels")
     w = fusion_weights(similarities, p_harmless, alpha)
     if w.shape[0] != dists.shape[0]:
         raise InputError(f"{dists.shape[0]} distributions but {w.shape[0]} weights; pass one per piece")

@@ -38,9 +38,7 @@ _MODEL_FILE = "proxy.joblib"
 _CONFIG_FILE = "proxy.json"
 
 
-def pair_features(
-    q_emb: np.ndarray, k_emb: np.ndarray, ranks: Sequence[int], max_rank: int = 30
-) -> np.ndarray:
+def pair_features(q_emb: np.ndarray, k_emb: np.ndarray, ranks: Sequence[int], max_rank: int = 30) -> np.ndarray:
     """Feature rows for (query, knowledge) pairs; ``q_emb`` is (d,) or (n, d), ``k_emb`` (n, d)."""
     k = np.atleast_2d(np.asarray(k_emb, dtype=np.float32))
     q = np.asarray(q_emb, dtype=np.float32)
@@ -165,11 +163,7 @@ class ProxyFilter(_Base):
     ) -> np.ndarray:
         if not candidates:
             return np.zeros(0)
-        q = (
-            self._embed([query])[0]
-            if query_embedding is None
-            else np.asarray(query_embedding, dtype=np.float32)
-        )
+        q = self._embed([query])[0] if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
         missing = [i for i, c in enumerate(candidates) if c.embedding is None]
         k = np.zeros((len(candidates), q.shape[0]), dtype=np.float32)
         for i, c in enumerate(candidates):
