@@ -42,6 +42,7 @@ logger = logging.getLogger("filtering_experiments")
 OUT = ROOT / "runs" / "filtering"
 DATASETS = {"sst-2": "dev", "sst-5": "test", "mr": "test", "trec": "test", "cola": "test"}
 TOP_K = 30
+STRIDE = 30
 MAX_KEEP = 8
 
 
@@ -74,14 +75,60 @@ def sample_test(rows: list[dict[str, str]], n: int, seed: int) -> list[dict[str,
 
 
 # --------------------------------------------------------------------------- cache
-def retrieve(index: Any, query: str, mode: str) -> list[dict[str, Any]]:
-    hits = index.search(query, k=TOP_K, mode=mode)
-    return [{"id": h.chunk.id, "text": h.chunk.text, "score": float(h.score)} for h in hits]
+class Knowledge:
+    """Dense retrieval through the ragsieve Index (when built); BM25 through the Index, or
+    through bm25s over the same wiki subset (every ``STRIDE``-th sentence) when the Index is
+    not built yet. Similarities and proxy features embed the retrieved texts on the fly."""
 
+    def __init__(self) -> None:
+        from ragsieve.embed import load_embedder
+        from ragsieve.index import Index
 
-def similarities(index: Any, q_emb: np.ndarray, hits: list[dict[str, Any]]) -> list[float]:
-    rows = [index.row(h["id"]) for h in hits]
-    return (index.embeddings[rows] @ q_emb).astype(float).tolist()
+        path = index_dir()
+        self.index = Index.open(path) if (path / "manifest.json").exists() else None
+        if self.index is not None:
+            self.index.warm_up()
+            self.embedder = self.index.embedder
+            self.name = path.name
+        else:
+            self.embedder = load_embedder(None)
+            self.embedder.warm_up()
+            self.name = f"bm25s over every {STRIDE}th wiki_sentences line"
+        self._bm25: Any = None
+
+    def _own_bm25(self) -> Any:
+        if self._bm25 is None:
+            import gzip
+
+            import bm25s
+
+            with gzip.open(SHARED_DATA / "wiki_sentences" / "wiki300k.txt.gz", "rt", encoding="utf-8") as fh:
+                self._texts = [(i + 1, line.strip()) for i, line in enumerate(fh) if i % STRIDE == 0]
+            self._bm25 = bm25s.BM25()
+            self._bm25.index(
+                bm25s.tokenize([t for _, t in self._texts], stopwords="en", show_progress=False), show_progress=False
+            )
+        return self._bm25
+
+    def search(self, query: str, retriever: str) -> list[dict[str, Any]]:
+        if retriever == "dense" and self.index is not None:
+            hits = self.index.search(query, k=TOP_K, mode="dense")
+            return [{"id": h.chunk.id, "text": h.chunk.text, "score": float(h.score)} for h in hits]
+        if retriever == "dense":
+            raise SystemExit(f"dense retrieval needs the index {index_dir()}; run benchmarks/filtering_build_index.py")
+        import bm25s
+
+        bm = self._own_bm25()
+        docs, scores = bm.retrieve(
+            bm25s.tokenize([query], stopwords="en", show_progress=False), k=TOP_K, show_progress=False
+        )
+        return [
+            {"id": f"wiki-{self._texts[int(d)][0]}", "text": self._texts[int(d)][1], "score": float(sc)}
+            for d, sc in zip(docs[0], scores[0], strict=True)
+        ]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.embedder.embed(texts), dtype=np.float32)
 
 
 def cmd_cache(args: argparse.Namespace) -> None:
@@ -101,19 +148,15 @@ def cmd_cache(args: argparse.Namespace) -> None:
     )
     from ragsieve.filtering.filters import CONTENT_FREE
     from ragsieve.filtering.scoring import scorer_for_task
-    from ragsieve.index import Index
     from ragsieve.io import atomic_write_json
     from ragsieve.llm import load_llm
 
     task = get_task(args.dataset)
-    mode = {"dense": "dense", "bm25": "sparse"}[args.retriever]
     OUT.mkdir(parents=True, exist_ok=True)
     cache_path = OUT / f"{args.dataset}-{args.retriever}.json"
-    dkf_path = OUT / f"{args.dataset}-dkf.jsonl"
-
-    index = Index.open(index_dir())
-    index.warm_up()
-    embedder = index.embedder
+    dkf_path = OUT / f"{args.dataset}-dkf-{args.dkf_retriever or args.retriever}.jsonl"
+    kn = Knowledge()
+    embedder = kn.embedder
     llm = load_llm(LLMConfig(n_threads=1, n_ctx=2048))
     llm.warm_up()
     scorer = scorer_for_task(args.dataset).fit_calibration(llm)
@@ -131,9 +174,9 @@ def cmd_cache(args: argparse.Namespace) -> None:
         ann = PerplexityAnnotator(args.dataset, theta=args.theta, variant="predicted")
         pairs = []
         for i, row in enumerate(train):
-            hits = retrieve(index, row["text"], "dense")[: args.dkf_top]
-            q_emb = embedder.embed([row["text"]])[0]
-            sims = similarities(index, q_emb, hits)
+            hits = kn.search(row["text"], args.dkf_retriever or args.retriever)[: args.dkf_top]
+            vecs = kn.embed([row["text"]] + [h["text"] for h in hits])
+            sims = (vecs[1:] @ vecs[0]).astype(float).tolist()
             pairs += ann.annotate(
                 llm,
                 scorer,
@@ -143,7 +186,7 @@ def cmd_cache(args: argparse.Namespace) -> None:
                 gold=row["label"],
                 similarities=sims,
                 scores=[h["score"] for h in hits],
-                retriever="dense",
+                retriever=args.dkf_retriever or args.retriever,
             )
             logger.info("D_kf %d/%d", i + 1, len(train))
         meta = {
@@ -153,9 +196,9 @@ def cmd_cache(args: argparse.Namespace) -> None:
             "theta": args.theta,
             "variant": "predicted",
             "model": llm.model_name,
-            "retriever": "dense",
+            "retriever": args.dkf_retriever or args.retriever,
             "top_k": args.dkf_top,
-            "index": index_dir().name,
+            "index": kn.name,
             "labels": task.labels,
             "seconds": round(time.perf_counter() - t0, 1),
         }
@@ -180,7 +223,8 @@ def cmd_cache(args: argparse.Namespace) -> None:
         "test_seed": args.test_seed,
         "pool": args.pool,
         "model": llm.model_name,
-        "index": index_dir().name,
+        "index": kn.name if args.retriever == "dense" else f"bm25s over every {STRIDE}th wiki_sentences line",
+        "dkf": dkf_path.name,
         "icl_demos": icl.demos_,
         "cf_label": [1.0] * len(task.labels),  # distributions are stored calibrated
         "labels": task.labels,
@@ -198,10 +242,11 @@ def cmd_cache(args: argparse.Namespace) -> None:
         if row["text"] in done:
             continue
         text = row["text"]
-        hits = retrieve(index, text, mode)
-        q_emb = embedder.embed([text])[0]
-        sims = similarities(index, q_emb, hits)
+        hits = kn.search(text, args.retriever)
         pool = hits[: args.pool]
+        vecs = kn.embed([text] + [h["text"] for h in pool])
+        q_emb, k_emb = vecs[0], vecs[1:]
+        sims = (k_emb @ q_emb).astype(float).tolist()
         p0 = dist(text)
         dists = [dist(text, [h["text"]]) for h in pool]
         memo: dict[tuple[int, ...], Any] = {}
@@ -210,7 +255,6 @@ def cmd_cache(args: argparse.Namespace) -> None:
         cands = [Candidate(h["text"], rank=i + 1, similarity=sims[i]) for i, h in enumerate(pool)]
         d_raw = [direct._raw(text, c.text) for c in cands] + [direct._raw(text, CONTENT_FREE)]
         i_raw = [icl._raw(text, c.text) for c in cands] + [icl._raw(text, CONTENT_FREE)]
-        k_emb = index.embeddings[[index.row(h["id"]) for h in pool]]
         p_proxy = proxy.score_many(
             text, [c._replace(embedding=e) for c, e in zip(cands, k_emb, strict=True)], query_embedding=q_emb
         )
@@ -283,7 +327,7 @@ def _calib(raw: np.ndarray, cf: np.ndarray) -> np.ndarray:
 class Evaluated:
     """Everything the tables need for one cache file."""
 
-    def __init__(self, cache: dict[str, Any], dkf: Any, embedder: Any, index: Any, args: argparse.Namespace) -> None:
+    def __init__(self, cache: dict[str, Any], dkf: Any, embedder: Any, args: argparse.Namespace) -> None:
         from ragsieve.filtering import ProxyFilter, ensemble_combine, fuse, relabel
         from ragsieve.filtering.filters import _calibrated
 
@@ -297,6 +341,7 @@ class Evaluated:
         # proxies trained on both label variants of D_kf
         pairs_pred = list(dkf)
         pairs_gold = relabel(pairs_pred, "gold", dkf.meta.get("theta", 1.0), labels)
+        self.dkf_n = len(pairs_pred)
         self.dkf_harmful = {
             "predicted": float(np.mean([p.harmful for p in pairs_pred])),
             "gold": float(np.mean([p.harmful for p in pairs_gold])),
@@ -324,7 +369,7 @@ class Evaluated:
             truth["predicted"].append(np.array([(p0[y0] / max(d[int(np.argmax(d))], 1e-12)) > theta for d in dists]))
             truth["gold"].append(np.array([(p0[g] / max(d[g], 1e-12)) > theta for d in dists]))
             d_raw, i_raw = np.asarray(it["direct_raw"]), np.asarray(it["icl_raw"])
-            k_emb = index.embeddings[[index.row(h["id"]) for h in it["hits"][:pool]]]
+            k_emb = embedder.embed([h["text"] for h in it["hits"][:pool]])
             from ragsieve.filtering import Candidate
 
             cands = [
@@ -372,42 +417,41 @@ def cmd_report(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(1)
     from ragsieve.filtering import KfDataset
-    from ragsieve.index import Index
 
-    index = Index.open(index_dir())
-    index.warm_up()
-    embedder = index.embedder
+    kn = Knowledge()
+    embedder = kn.embedder
     evals: dict[tuple[str, str], Evaluated] = {}
     for path in sorted(OUT.glob("*-*.json")):
         ds, retr = path.stem.rsplit("-", 1)
         cache = json.loads(path.read_text(encoding="utf-8"))
         if not cache["items"]:
             continue
-        dkf = KfDataset.load(OUT / f"{ds}-dkf.jsonl")
-        evals[(ds, retr)] = Evaluated(cache, dkf, embedder, index, args)
+        dkf = KfDataset.load(OUT / cache["meta"]["dkf"])
+        evals[(ds, retr)] = Evaluated(cache, dkf, embedder, args)
     if not evals:
         raise SystemExit("no caches under runs/filtering; run the cache stage first")
 
     common = (
-        f"Model: bundled SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp; labels scored by `LabelClassifier` presets, "
-        f"next-token log-probs, contextual calibration). Knowledge: `{index_dir().name}` index over "
-        "../shared/data/wiki_sentences "
-        f"(MiniLM dense / BM25), top-{TOP_K} retrieved; filters and fusion act on the top-`pool` pieces "
-        f"(see table), at most {MAX_KEEP} kept. D_kf: LM-BFF-style k-shot training queries per class (seed "
-        f"{args.seed}), top-{TOP_K} dense pieces each, perplexity labels with "
-        f"θ = {args.theta} (label-dist PPL = "
-        f"1/p(label)). Fusion α = {args.alpha}; ensemble confidence θ = {args.ensemble_theta}. "
-        "Accuracy ± 95% normal-approximation CI."
+        "Model: bundled SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp, n_threads=1); labels scored by the "
+        "`LabelClassifier` presets (next-token log-probs, contextual calibration). Knowledge: "
+        f"../shared/data/wiki_sentences; `dense` = MiniLM over the ragsieve index `{index_dir().name}`, "
+        f"`bm25` = bm25s over every {STRIDE}th sentence (10,000); top-{TOP_K} retrieved, the filters and "
+        f"fusion act on the top-`pool` pieces, at most {MAX_KEEP} kept. D_kf: LM-BFF-style "
+        f"{args.shots} training queries per class (seed {args.seed}), top pieces from the column's "
+        f"retriever, perplexity labels with θ = {args.theta} (label-dist PPL = 1/p(label)). Fusion "
+        f"α = {args.alpha}; ensemble confidence θ = {args.ensemble_theta}; keep when P_harmless ≥ 0.5. "
+        "Test items: a fixed-seed random sample (seed 0) of the split; accuracy ± 95% normal-approximation "
+        "CI. All rows of a column are computed on the same items from one cache of LLM outputs."
     )
     # Table 3 (dense)
     names = list(next(iter(evals.values())).acc)
-    dense = [(k, e) for k, e in evals.items() if k[1] == "dense"]
-    headers = ["method"] + [f"{ds} ({e.meta['split']}, n={e.n}, pool={e.meta['pool']})" for (ds, _), e in dense]
+    dense = list(evals.items())
+    headers = ["method"] + [f"{ds} {r} ({e.meta['split']}, n={e.n}, pool={e.meta['pool']})" for (ds, r), e in dense]
     table = [[name] + [acc_ci(e.acc[name]) for _, e in dense] for name in names]
     dkf_rows = [
         [
-            ds,
-            len(KfDataset.load(OUT / f"{ds}-dkf.jsonl")),
+            f"{ds} ({e.meta['dkf']})",
+            e.dkf_n,
             f"{100 * e.dkf_harmful['predicted']:.1f}%",
             f"{100 * e.dkf_harmful['gold']:.1f}%",
         ]
@@ -415,7 +459,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     ]
     body = (
         common
-        + "\n\nAccuracy (%) with the dense retriever:\n\n"
+        + "\n\nAccuracy (%):\n\n"
         + markdown_table(headers, table)
         + "\n\nD_kf size and share of Harmful pairs per label variant:\n\n"
         + markdown_table(["dataset", "pairs", "Harmful (predicted-label PPL)", "Harmful (gold-label PPL)"], dkf_rows)
@@ -424,7 +468,7 @@ def cmd_report(args: argparse.Namespace) -> None:
 
     # Table 4: P/R/F1 on Harmful vs held-out perplexity labels (test pool pieces)
     t4 = []
-    for (ds, _), e in dense:
+    for (ds, r), e in dense:
         for variant in ("predicted", "gold"):
             for name in (
                 "direct (uncalibrated)",
@@ -434,14 +478,14 @@ def cmd_report(args: argparse.Namespace) -> None:
                 "proxy (gold-label D_kf)",
                 "ensemble",
             ):
-                p, r, f = prf(e.ph[name] < 0.5, e.truth[variant])
+                p, rec, f = prf(e.ph[name] < 0.5, e.truth[variant])
                 t4.append(
                     [
-                        ds,
+                        f"{ds} {r}",
                         variant,
                         name,
                         f"{100 * p:.1f}",
-                        f"{100 * r:.1f}",
+                        f"{100 * rec:.1f}",
                         f"{100 * f:.1f}",
                         f"{100 * np.mean(e.ph[name] < 0.5):.1f}%",
                         f"{100 * np.mean(e.truth[variant]):.1f}%",
@@ -524,6 +568,7 @@ def main() -> None:
     c.add_argument("--n-test", type=int, default=500)
     c.add_argument("--pool", type=int, default=8)
     c.add_argument("--max-minutes", type=float, default=0.0)
+    c.add_argument("--dkf-retriever", choices=["dense", "bm25"], default=None, help="default: --retriever")
     c.add_argument("--dkf-top", type=int, default=10, help="pieces per training query annotated for D_kf")
     c.add_argument("--concat-filters", default="ensemble", help="filters whose kept set is also concatenated")
     for p in (c, sub.add_parser("report")):
