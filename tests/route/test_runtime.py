@@ -173,3 +173,10 @@ def test_pipeline_records_the_route_in_the_trace(index: Any) -> None:
     fallback_trace = Trace(query="the of")
     assert pipe.resolve_domains("the of", fallback_trace) is None
     assert fallback_trace.stage("route")[0]["searched"] == ["<global>"]
+
+
+def test_default_classifier_depends_on_training_source(index: Any, labels_file: Path) -> None:
+    assert train_router(index, save=False).classifier == "multinomial-nb"
+    assert train_router(index, labels=labels_file, save=False).classifier == "logreg"
+    assert train_router(index, {"classifier": "linear-svc"}, save=False).classifier == "linear-svc"
+    assert not (index.dir / ROUTER_DIR / "router.joblib").exists()
