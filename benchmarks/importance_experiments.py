@@ -29,12 +29,11 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Iterable  # noqa: E402
-from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _report import SHARED_DATA, markdown_table, write_section  # noqa: E402
 
+from _report import SHARED_DATA, markdown_table, write_section  # noqa: E402
 from ragsieve.importance import (  # noqa: E402
     DataImportance,
     ValidationData,

@@ -42,6 +42,7 @@ def test_fit_apply_report(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert load_source_weights(index) == data["weights"]
     assert load_prune_threshold(index) == 0.3
+    assert isinstance(data["threshold"], float)
 
     out = tmp_path / "report"
     res = runner.invoke(app, ["report", str(weights), "--out", str(out), "--top", "2"])

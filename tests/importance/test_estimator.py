@@ -157,3 +157,11 @@ def test_jsonl_loader(tmp_path: Path) -> None:
         load_jsonl(path)
     with pytest.raises(InputError, match="does not exist"):
         load_jsonl(tmp_path / "missing.jsonl")
+
+
+def test_zero_removal_rate_keeps_every_source_even_with_negative_values() -> None:
+    data = qa_data(20, seed=4)
+    loo = leave_one_out(data, k=3, utility="majority") - 1.0  # all negative
+    tuned = tune_prune_threshold(data, loo, k=3, rates=(0.0,))
+    assert tuned.pruned_sources == 0 and np.isfinite(tuned.threshold)
+    assert (loo >= tuned.threshold).all()

@@ -94,7 +94,8 @@ def tune_prune_threshold(
     order = cand[np.argsort(w[cand], kind="stable")]
     best: PruneResult | None = None
     for rate in rates:
-        thr = _threshold_for_rate(order, w, counts, rate) if rate > 0 else -np.inf
+        # rate 0: the smallest weight, so every source is kept (finite, unlike -inf, for JSON)
+        thr = _threshold_for_rate(order, w, counts, rate) if rate > 0 else float(w.min(initial=0.0))
         keep = ~known | (w >= thr)
         score = float(masked_scores(validation, keep, k, utility).mean())
         if best is None or score > best.validation_score:
@@ -136,11 +137,13 @@ def save_source_weights(
     if bad:
         raise InputError(f"source weights must lie in [0, 1]; {bad[:3]} do not")
     path = Path(index_dir) / WEIGHTS_FILE
-    atomic_write_json(path, {
+    payload: dict[str, Any] = {
         "weights": {str(s): float(x) for s, x in weights.items()},
-        "threshold": threshold,
         "metadata": dict(metadata or {}),
-    })
+    }
+    if threshold is not None:  # absent, readers fall back to 0.5
+        payload["threshold"] = float(threshold)
+    atomic_write_json(path, payload)
     return path
 
 

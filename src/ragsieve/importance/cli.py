@@ -116,7 +116,7 @@ def fit(
     grads = dict(zip(est.sources_, est.gradients_.tolist(), strict=True))
     atomic_write_json(out, {
         "weights": weights,
-        "threshold": tuned.threshold if np.isfinite(tuned.threshold) else None,
+        "threshold": tuned.threshold,
         "metadata": {
             "params": est.get_params(), "validation": str(validation), "n_tuples": data.n_tuples,
             "n_items": data.n_items, "fit_seconds": round(est.fit_seconds_, 3),
