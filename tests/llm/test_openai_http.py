@@ -129,24 +129,14 @@ class Handler(BaseHTTPRequestHandler):
         if not self.state.echo_ok:
             self._send(400, {"error": "echo is not supported"})
             return
-        prompt = body["prompt"]
-        tokens = list(prompt) + ["!"]  # one character per token, then one generated token
-        values: list[float | None] = [None] + [char_logprob(c) for c in prompt[1:]] + [-0.1]
-        self._send(
-            200,
-            {
-                "choices": [
-                    {
-                        "text": prompt + "!",
-                        "logprobs": {
-                            "tokens": tokens,
-                            "token_logprobs": values,
-                            "text_offset": list(range(len(tokens))),
-                        },
-                    }
-                ]
-            },
-        )
+        prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+        choices = []
+        for i, prompt in enumerate(prompts):
+            tokens = list(prompt) + ["!"]  # one character per token, then one generated token
+            values: list[float | None] = [None] + [char_logprob(c) for c in prompt[1:]] + [-0.1]
+            logprobs = {"tokens": tokens, "token_logprobs": values, "text_offset": list(range(len(tokens)))}
+            choices.append({"index": i, "text": prompt + "!", "logprobs": logprobs})
+        self._send(200, {"choices": choices[::-1]})  # out of order: the client sorts by index
 
 
 @pytest.fixture()
@@ -184,12 +174,7 @@ def test_generate_sends_parameters_and_parses(server, monkeypatch):
     path, body, headers = st.requests[-1]
     assert path == "/v1/chat/completions"
     assert body["messages"] == [{"role": "user", "content": "Hi"}]
-    assert (
-        body["stop"] == ["."]
-        and body["max_tokens"] == 20
-        and body["temperature"] == 0.0
-        and body["seed"] == 5
-    )
+    assert body["stop"] == ["."] and body["max_tokens"] == 20 and body["temperature"] == 0.0 and body["seed"] == 5
     assert headers["Authorization"] == "Bearer sk-test"
 
 
@@ -254,7 +239,8 @@ def test_continuation_logprobs_via_echo_and_apply_template(server):
     assert scores[0].n_tokens == 2 and scores[1].n_tokens == 3 and scores[2].n_tokens == 0
     assert math.isclose(scores[0].logprob, char_logprob("a") + char_logprob("b"))
     sent = st.requests[-1][1]
-    assert sent["echo"] is True and sent["prompt"].endswith("<|im_start|>assistant\nxyz")
+    assert sent["echo"] is True and sent["prompt"][1].endswith("<|im_start|>assistant\nxyz")
+    assert len(sent["prompt"]) == 2  # one request for all non-empty continuations
     ppl = llm.perplexity("Hi", "xyz")
     assert math.isclose(ppl, math.exp(-scores[1].logprob / 3))
     assert llm.next_token_logprobs("Hi", ["ab", "xyz"]) == [char_logprob("a"), char_logprob("x")]
@@ -267,7 +253,7 @@ def test_local_chat_template_when_server_lacks_apply_template(server):
         make(url).continuation_logprobs("Hi", ["ab"])
     llm = make(url, chat_template=TEMPLATE)
     assert llm.continuation_logprobs("Hi", ["ab"])[0].n_tokens == 2
-    assert st.requests[-1][1]["prompt"] == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nab"
+    assert st.requests[-1][1]["prompt"] == ["<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nab"]
 
 
 def test_next_token_falls_back_to_chat_top_logprobs(server):

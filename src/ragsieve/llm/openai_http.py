@@ -9,7 +9,7 @@ What each call needs from the server, and which servers provide it:
 - ``continuation_logprobs`` and ``perplexity``: ``/v1/completions`` with ``echo=true`` and
   ``logprobs`` on the rendered prompt + continuation (vLLM, OpenAI legacy completion
   models; llama-server and Ollama do not echo prompt log-probs).
-- ``next_token_logprobs``: as above, exact, one request per candidate (vLLM); otherwise
+- ``next_token_logprobs``: as above, exact, all candidates in one request (vLLM); otherwise
   chat ``logprobs=true, top_logprobs=20`` (llama-server, OpenAI chat models, recent Ollama).
 
 Scoring with ``/v1/completions`` needs the prompt rendered with the model's chat template:
@@ -221,9 +221,7 @@ class OpenAICompatibleLLM:
             ) from exc
         return self._generation(data)
 
-    def generate_json(
-        self, prompt: Prompt, schema: dict[str, Any], *, max_tokens: int = 256
-    ) -> dict[str, Any]:
+    def generate_json(self, prompt: Prompt, schema: dict[str, Any], *, max_tokens: int = 256) -> dict[str, Any]:
         """``response_format=json_schema`` (strict); on a 4xx, ``json_object`` plus the schema in
         a system message. The result is validated; one retry; then :class:`LLMOutputError`."""
         import jsonschema
@@ -251,8 +249,7 @@ class OpenAICompatibleLLM:
             if data is None:
                 hint = ChatMessage(
                     role="system",
-                    content="Reply with one JSON object only, matching this JSON schema: "
-                    + json.dumps(schema),
+                    content="Reply with one JSON object only, matching this JSON schema: " + json.dumps(schema),
                 )
                 try:
                     data = self._chat(
@@ -304,17 +301,15 @@ class OpenAICompatibleLLM:
             return None
         prompt_text = data.get("prompt")
         if not isinstance(prompt_text, str):
-            raise ModelError(
-                f"/apply-template at {self.root_url} returned no 'prompt' field: {str(data)[:200]}"
-            )
+            raise ModelError(f"/apply-template at {self.root_url} returned no 'prompt' field: {str(data)[:200]}")
         return prompt_text
 
-    def _echo_logprobs(self, text: str, start: int) -> tuple[float, int, float | None]:
-        """Sum, count and first value of the token log-probs of ``text[start:]`` via
-        ``/v1/completions`` with ``echo=true``."""
+    def _echo_logprobs(self, texts: Sequence[str], start: int) -> list[tuple[float, int, float | None]]:
+        """Sum, count and first value of the token log-probs of ``text[start:]`` for each text,
+        in one ``/v1/completions`` request (a list of prompts) with ``echo=true``."""
         payload = {
             "model": self.model,
-            "prompt": text,
+            "prompt": list(texts),
             "echo": True,
             "logprobs": 1,
             "max_tokens": 1,
@@ -329,40 +324,49 @@ class OpenAICompatibleLLM:
                 f"logprobs was rejected: {exc}); use a vLLM server or the llama-cpp backend"
             ) from exc
         try:
-            lp = data["choices"][0]["logprobs"]
-            tokens, values, offsets = lp["tokens"], lp["token_logprobs"], lp["text_offset"]
-        except (KeyError, IndexError, TypeError) as exc:
+            choices = sorted(data["choices"], key=lambda c: int(c.get("index", 0)))
+            logprobs = [c["logprobs"] for c in choices]
+            columns = [(lp["tokens"], lp["token_logprobs"], lp["text_offset"]) for lp in logprobs]
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
             self._echo_supported = False
             raise ModelError(
                 f"LLM server at {self.root_url} returned no prompt log-probabilities from /v1/completions "
                 "(echo+logprobs unsupported); use a vLLM server or the llama-cpp backend"
             ) from exc
+        if len(columns) != len(texts):
+            raise ModelError(
+                f"LLM server at {self.root_url} answered {len(columns)} choices for {len(texts)} prompts; "
+                "check that it supports a list of prompts in /v1/completions"
+            )
         self._echo_supported = True
-        total, count, first = 0.0, 0, None
-        end = len(text)
-        for _tok, value, off in zip(tokens, values, offsets, strict=False):
-            if off < start or off >= end:
-                continue  # prompt tokens, and the one generated token past the echoed text
-            if value is None:
-                raise ModelError(
-                    f"LLM server at {self.root_url} returned a null log-prob inside the continuation"
-                )
-            if first is None:
-                first = float(value)
-            total += float(value)
-            count += 1
-        return total, count, first
+        out = []
+        for text, (tokens, values, offsets) in zip(texts, columns, strict=True):
+            total, count, first = 0.0, 0, None
+            end = len(text)
+            for _tok, value, off in zip(tokens, values, offsets, strict=False):
+                if off < start or off >= end:
+                    continue  # prompt tokens, and the one generated token past the echoed text
+                if value is None:
+                    raise ModelError(f"LLM server at {self.root_url} returned a null log-prob inside the continuation")
+                if first is None:
+                    first = float(value)
+                total += float(value)
+                count += 1
+            out.append((total, count, first))
+        return out
 
     def continuation_logprobs(self, prompt: Prompt, continuations: Sequence[str]) -> list[ContinuationScore]:
         """Needs ``/v1/completions`` with ``echo`` (vLLM). Tokens are those of the server's
         tokenisation of prompt+continuation whose character offset falls in the continuation."""
         rendered = self.render(prompt)
+        nonempty = [c for c in continuations if c]
+        scored = iter(self._echo_logprobs([rendered + c for c in nonempty], len(rendered)) if nonempty else [])
         out = []
         for cont in continuations:
             if not cont:
                 out.append(ContinuationScore(0.0, 0))
                 continue
-            total, count, _ = self._echo_logprobs(rendered + cont, len(rendered))
+            total, count, _ = next(scored)
             out.append(ContinuationScore(total, count))
         return out
 
@@ -372,7 +376,7 @@ class OpenAICompatibleLLM:
         rendered = self._try_render(prompt) if self._echo_supported is not False else None
         if rendered is not None:
             try:
-                firsts = [self._echo_logprobs(rendered + c, len(rendered))[2] for c in candidates]
+                firsts = [r[2] for r in self._echo_logprobs([rendered + c for c in candidates], len(rendered))]
                 return [float(f) if f is not None else -math.inf for f in firsts]
             except ModelError as exc:
                 if self._echo_supported is not False:
@@ -382,9 +386,7 @@ class OpenAICompatibleLLM:
 
     def _chat_top_logprobs(self, prompt: Prompt, candidates: Sequence[str]) -> list[float]:
         try:
-            data = self._chat(
-                prompt, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=_TOP_LOGPROBS
-            )
+            data = self._chat(prompt, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=_TOP_LOGPROBS)
             top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
             table = {str(t["token"]): float(t["logprob"]) for t in top}
         except _HTTPStatusError as exc:
