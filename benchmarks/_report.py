@@ -45,11 +45,9 @@ def machine_facts() -> str:
 
 
 def command_line() -> str:
-    script = Path(sys.argv[0])
-    try:
-        script = script.resolve().relative_to(ROOT)
-    except ValueError:
-        pass
+    script = Path(sys.argv[0]).resolve()
+    if script.is_relative_to(ROOT):
+        script = script.relative_to(ROOT)
     return shlex.join(["python", str(script), *sys.argv[1:]])
 
 
@@ -57,18 +55,16 @@ def write_section(doc: str, name: str, title: str, body: str) -> Path:
     """Replace (or append) the section ``name`` of ``docs/<doc>`` with ``body``."""
     path = DOCS / doc
     DOCS.mkdir(exist_ok=True)
-    stamp = (
-        f"Command: `{command_line()}`  \n"
-        f"Date: {_dt.date.today().isoformat()}  \n"
-        f"Machine: {machine_facts()}\n\n"
-    )
+    stamp = f"Command: `{command_line()}`  \nDate: {_dt.date.today().isoformat()}  \nMachine: {machine_facts()}\n\n"
     section = f"<!-- BEGIN {name} -->\n## {title}\n\n{stamp}{body.strip()}\n<!-- END {name} -->"
     lock_path = DOCS / f".{doc}.lock"
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         text = path.read_text(encoding="utf-8") if path.exists() else _header(doc)
         pattern = re.compile(rf"<!-- BEGIN {re.escape(name)} -->.*?<!-- END {re.escape(name)} -->", re.S)
-        text = pattern.sub(lambda _m: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
+        text = (
+            pattern.sub(lambda _m: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
+        )
         tmp = path.with_suffix(".md.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)

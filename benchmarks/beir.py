@@ -25,8 +25,14 @@ def beir_corpus(name: str, domain: str | None = None) -> list[Chunk]:
             doc = json.loads(line)
             text = (doc.get("title", "") + "\n" + doc["text"]).strip()
             chunks.append(
-                Chunk(id=str(doc["id"]), text=text, doc_id=str(doc["id"]), source=name, domain=domain or name,
-                      title=doc.get("title", ""))
+                Chunk(
+                    id=str(doc["id"]),
+                    text=text,
+                    doc_id=str(doc["id"]),
+                    source=name,
+                    domain=domain or name,
+                    title=doc.get("title", ""),
+                )
             )
     return chunks
 

@@ -51,7 +51,17 @@ def main() -> None:
                 run[qid] = {h.chunk.id: h.score for h in hits}
             ms = (time.perf_counter() - start) * 1000 / len(qids)
             scores = evaluate_run(qrels, run)
-            rows.append([name, mode, len(index), len(qids), round(scores["nDCG@10"], 4), round(scores["R@100"], 4), round(ms, 1)])
+            rows.append(
+                [
+                    name,
+                    mode,
+                    len(index),
+                    len(qids),
+                    round(scores["nDCG@10"], 4),
+                    round(scores["R@100"], 4),
+                    round(ms, 1),
+                ]
+            )
             print(rows[-1], flush=True)
     body = (
         "Test queries and qrels of each dataset in `../shared/data` (nfcorpus: BEIR test split; arguana: rebuilt "

@@ -21,7 +21,6 @@ from benchmarks._report import ROOT, markdown_table, write_section
 from ragsieve.config import RetrievalConfig
 from ragsieve.index import Index
 from ragsieve.index.backends import bm25_tokenize
-from ragsieve.index.fusion import reciprocal_rank_fusion, top_k
 
 
 def percentile(xs: list[float], q: float) -> float:
@@ -87,18 +86,21 @@ def main() -> None:
         our_p50 = [percentile(r, 50) for r in results[(mode, "ours")]]
         our_p95 = [percentile(r, 95) for r in results[(mode, "ours")]]
         ratios = [o / r for o, r in zip(our_p50, raw_p50, strict=True)]
-        rows.append([
-            mode,
-            f"{min(our_p50):.2f} / {np.median(our_p50):.2f}",
-            f"{min(our_p95):.2f} / {np.median(our_p95):.2f}",
-            f"{min(raw_p50):.2f} / {np.median(raw_p50):.2f}",
-            f"{min(ratios):.3f} / {np.median(ratios):.3f}",
-        ])
+        rows.append(
+            [
+                mode,
+                f"{min(our_p50):.2f} / {np.median(our_p50):.2f}",
+                f"{min(our_p95):.2f} / {np.median(our_p95):.2f}",
+                f"{min(raw_p50):.2f} / {np.median(raw_p50):.2f}",
+                f"{min(ratios):.3f} / {np.median(ratios):.3f}",
+            ]
+        )
     body = (
         f"Index: `{args.index.relative_to(ROOT) if args.index.is_relative_to(ROOT) else args.index}` "
         f"({len(index):,} chunks, flat inner-product faiss + bm25s), k={k}, {args.queries} queries (first 8 words of "
-        f"randomly drawn corpus sentences, seed {args.seed}), {args.repeats} repeats, 1 thread each for torch/faiss/bm25s. "
-        "Raw = the same faiss index's `search` and bm25s `retrieve` (with query tokenisation) called directly; hybrid raw "
+        f"randomly drawn corpus sentences, seed {args.seed}), {args.repeats} repeats, "
+        "1 thread each for torch/faiss/bm25s. Raw = the same faiss index's `search` and bm25s `retrieve` "
+        "(with query tokenisation) called directly; hybrid raw "
         f"= both libraries at the fusion pool depth ({pool}) without fusion. Cells: min / median over repeats of the "
         "per-repeat p50 (or p95). Query embedding (excluded above): "
         f"{embed_single_ms:.1f} ms one at a time, {embed_ms:.2f} ms/query batched. "

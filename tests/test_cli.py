@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
+from tests.helpers import copy_corpus
 
 from ragsieve.cli import main
-from tests.helpers import copy_corpus
 
 
 def run(capsys, *args):
@@ -23,10 +24,8 @@ def cli_index(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     corpus = copy_corpus(root)
     (corpus / "biology" / "bad.txt").write_bytes(b"\xff\xfe\x00 not text")
-    try:
+    with contextlib.suppress(SystemExit):
         main(["ingest", str(corpus), "--index", str(root / "idx"), "--json"])
-    except SystemExit:
-        pass
     return root / "idx"
 
 

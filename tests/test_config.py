@@ -14,7 +14,9 @@ def test_toml_and_yaml_load_the_same_config(tmp_path):
 
 
 def test_overrides_apply_dotted_keys_and_ignore_none():
-    cfg = apply_overrides(PipelineConfig(), {"retrieval.k": 9, "llm.n_threads": None, "ingest.chunking.unit": "sentence"})
+    cfg = apply_overrides(
+        PipelineConfig(), {"retrieval.k": 9, "llm.n_threads": None, "ingest.chunking.unit": "sentence"}
+    )
     assert cfg.retrieval.k == 9 and cfg.llm.n_threads is None and cfg.ingest.chunking.unit == "sentence"
 
 

@@ -10,15 +10,15 @@ def test_failed_atomic_write_keeps_the_old_file(tmp_path):
     target = tmp_path / "weights.json"
     atomic_write_json(target, {"a": 1})
 
-    class Boom(Exception):
+    class BoomError(Exception):
         pass
 
-    with pytest.raises(Boom):
+    with pytest.raises(BoomError):
         from ragsieve.io import atomic_path
 
         with atomic_path(target) as tmp:
             tmp.write_text("half")
-            raise Boom
+            raise BoomError
     assert target.read_text().strip().startswith("{") and '"a": 1' in target.read_text()
     assert list(tmp_path.iterdir()) == [target]
 
@@ -27,10 +27,9 @@ def test_atomic_directory_swaps_only_on_success(tmp_path):
     target = tmp_path / "idx"
     with atomic_directory(target) as d:
         (d / "v").write_text("1")
-    with pytest.raises(RuntimeError):
-        with atomic_directory(target) as d:
-            (d / "v").write_text("2")
-            raise RuntimeError
+    with pytest.raises(RuntimeError), atomic_directory(target) as d:
+        (d / "v").write_text("2")
+        raise RuntimeError
     assert (target / "v").read_text() == "1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
 

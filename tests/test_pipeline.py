@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from tests.helpers import copy_corpus
 
 from ragsieve.config import PipelineConfig
 from ragsieve.errors import InputError
 from ragsieve.index import Index
+from ragsieve.io import atomic_write_json
 from ragsieve.llm.base import ContinuationScore, Generation
 from ragsieve.pipeline import Pipeline, reweight_hits
-from ragsieve.io import atomic_write_json
-from tests.helpers import copy_corpus
 
 
 @pytest.fixture(scope="module")

@@ -221,7 +221,11 @@ def _print_answer(answer: Any) -> None:
             table.add_column(col, overflow="fold")
         for i, h in enumerate(answer.evidence, 1):
             table.add_row(
-                str(i), h.chunk.id, h.chunk.source, f"{h.score:.4f}", "yes" if h.chunk.id in answer.cited_ids else "",
+                str(i),
+                h.chunk.id,
+                h.chunk.source,
+                f"{h.score:.4f}",
+                "yes" if h.chunk.id in answer.cited_ids else "",
                 h.chunk.text[:140],
             )
         console.print(table)
@@ -351,7 +355,9 @@ def demo(
     cfg = apply_overrides(cfg, {"llm.n_threads": threads})
     report = BuildReport()
     with _progress() as progress:
-        built = Index.build(demo_corpus_dir(), index_dir, config=cfg, progress=_ProgressReporter(progress), report=report)
+        built = Index.build(
+            demo_corpus_dir(), index_dir, config=cfg, progress=_ProgressReporter(progress), report=report
+        )
     console.print(
         f"demo index: {report.chunks} chunks in {len(built.domains)} domains at {index_dir} "
         f"({report.chunks_embedded} embedded, {report.seconds:.1f}s)"

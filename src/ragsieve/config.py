@@ -154,9 +154,7 @@ def validate_config(data: dict[str, Any], origin: str = "config") -> PipelineCon
     try:
         return PipelineConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        problems = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in exc.errors())
         raise ConfigError(f"{origin} is invalid: {problems}") from exc
 
 

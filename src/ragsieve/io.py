@@ -32,11 +32,10 @@ def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
 
 
 def atomic_write_text(target: str | Path, text: str) -> None:
-    with atomic_path(target) as tmp:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+    with atomic_path(target) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def atomic_write_json(target: str | Path, data: Any) -> None:
@@ -45,11 +44,10 @@ def atomic_write_json(target: str | Path, data: Any) -> None:
 
 def atomic_write_jsonl(target: str | Path, rows: Iterable[dict[str, Any]]) -> int:
     n = 0
-    with atomic_path(target) as tmp:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                n += 1
+    with atomic_path(target) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
     return n
 
 

@@ -103,9 +103,9 @@ class Pipeline:
             from ragsieve.route import route_query
 
             decision = route_query(index, question, self.config.stages.get("route", {}))
-            searched = ["<global>"] if decision.fallback else list(decision.domains)
-            trace.record("route", mode="auto", searched=searched, **decision.to_dict())
-            return None if decision.fallback else list(decision.domains)
+            routed = None if decision.fallback else list(decision.domains or [])
+            trace.record("route", mode="auto", searched=routed or ["<global>"], **decision.to_dict())
+            return routed
         if route not in index.domains:
             raise InputError(f"unknown domain {route!r} for --route; this index has {', '.join(index.domains)}")
         trace.record("route", mode="fixed", searched=[route])
@@ -133,8 +133,13 @@ class Pipeline:
             prune = source_weight_threshold(index)
         with trace.timed("retrieve"):
             hits = index.search(
-                question, k=max(n, rc.candidates if self.config.select != "top-k" else n),
-                mode=rc.mode, where=where, domains=domains, retrieval=rc, prune_threshold=prune,
+                question,
+                k=max(n, rc.candidates if self.config.select != "top-k" else n),
+                mode=rc.mode,
+                where=where,
+                domains=domains,
+                retrieval=rc,
+                prune_threshold=prune,
             )
             if rc.use_source_weights == "reweight":
                 hits = reweight_hits(index, hits)
@@ -243,7 +248,12 @@ def reweight_hits(index: Index, hits: list[SearchHit]) -> list[SearchHit]:
             "run `ragsieve importance apply` first"
         )
     scored = [
-        SearchHit(h.chunk, h.score * weights.get(h.chunk.source, 1.0), 0, {**h.scores, "source_weight": weights.get(h.chunk.source, 1.0)})
+        SearchHit(
+            h.chunk,
+            h.score * weights.get(h.chunk.source, 1.0),
+            0,
+            {**h.scores, "source_weight": weights.get(h.chunk.source, 1.0)},
+        )
         for h in hits
     ]
     scored.sort(key=lambda h: -h.score)

@@ -6,6 +6,7 @@ import shutil
 import bm25s
 import numpy as np
 import pytest
+from tests.helpers import HashEmbedder, copy_corpus
 
 from ragsieve.config import ChunkingConfig, IngestConfig, PipelineConfig, RetrievalConfig
 from ragsieve.errors import IndexStoreError, InputError
@@ -13,7 +14,6 @@ from ragsieve.index import BuildReport, Index
 from ragsieve.index.backends import bm25_tokenize
 from ragsieve.io import atomic_write_json
 from ragsieve.types import Chunk
-from tests.helpers import HashEmbedder, copy_corpus
 
 
 @pytest.fixture()
@@ -80,8 +80,10 @@ def test_sparse_scores_match_bm25s_directly(built):
     _, index, _ = built
     texts = [c.text for c in index.chunks]
     ref = bm25s.BM25()
-    ref.index(bm25s.tokenize(texts, stopwords="en", stemmer=__import__("Stemmer").Stemmer("english"), show_progress=False),
-              show_progress=False)
+    ref.index(
+        bm25s.tokenize(texts, stopwords="en", stemmer=__import__("Stemmer").Stemmer("english"), show_progress=False),
+        show_progress=False,
+    )
     query = "moon landing astronaut"
     ids, scores = ref.retrieve([bm25_tokenize([query])[0]], k=5, show_progress=False)
     expected = [(texts[i], s) for i, s in zip(ids[0], scores[0], strict=True) if s > 0]
@@ -173,12 +175,16 @@ def test_bad_queries(built, query, message):
 def test_from_chunks_and_source_weight_pruning(tmp_path):
     emb = HashEmbedder()
     chunks = [
-        Chunk(id=f"c{i}", text=f"fact number {i} about rivers", doc_id=f"d{i}", source="good.org" if i % 2 else "bad.net")
+        Chunk(
+            id=f"c{i}", text=f"fact number {i} about rivers", doc_id=f"d{i}", source="good.org" if i % 2 else "bad.net"
+        )
         for i in range(10)
     ]
     index = Index.from_chunks(chunks, tmp_path / "idx", embedder=emb)
     assert index.domains == ["default"] and not index.partitioned
-    atomic_write_json(index.dir / "source_weights.json", {"weights": {"good.org": 0.9, "bad.net": 0.1}, "threshold": 0.5})
+    atomic_write_json(
+        index.dir / "source_weights.json", {"weights": {"good.org": 0.9, "bad.net": 0.1}, "threshold": 0.5}
+    )
     index = Index.open(index.dir, embedder=emb)
     hits = index.search("rivers", k=10, prune_threshold=0.5)
     assert hits and {h.chunk.source for h in hits} == {"good.org"}

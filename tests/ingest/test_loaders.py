@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 import pytest
+from tests.helpers import copy_corpus, minimal_pdf
 
 from ragsieve.config import IngestConfig
 from ragsieve.errors import IngestError
 from ragsieve.ingest import IngestReport, load_folder
-from tests.helpers import copy_corpus, minimal_pdf
 
 
 def _docs(root, config=None):
@@ -19,9 +19,15 @@ def test_every_supported_format_loads_with_metadata(tmp_path):
     docs, report = _docs(root)
     assert report.skipped == []
     assert set(docs) == {
-        "astronomy/sun.md", "astronomy/moon.txt", "astronomy/planets.csv#mars", "astronomy/planets.csv#jupiter",
-        "astronomy/comet.pdf", "biology/cells.html", "biology/glossary.jsonl#dna",
-        "biology/glossary.jsonl#enzyme", "biology/photosynthesis.md",
+        "astronomy/sun.md",
+        "astronomy/moon.txt",
+        "astronomy/planets.csv#mars",
+        "astronomy/planets.csv#jupiter",
+        "astronomy/comet.pdf",
+        "biology/cells.html",
+        "biology/glossary.jsonl#dna",
+        "biology/glossary.jsonl#enzyme",
+        "biology/photosynthesis.md",
     }
     assert docs["astronomy/sun.md"].title == "The Sun"
     assert docs["astronomy/sun.md"].domain == "astronomy"

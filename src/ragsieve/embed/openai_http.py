@@ -77,7 +77,9 @@ class OpenAIEmbedder:
                 if resp.status_code in (429, 500, 502, 503, 504) and attempt < self.max_retries:
                     raise httpx.TransportError(f"HTTP {resp.status_code}")
                 if resp.status_code >= 400:
-                    raise ModelError(f"embedding server at {self.base_url} answered {resp.status_code}: {resp.text[:300]}")
+                    raise ModelError(
+                        f"embedding server at {self.base_url} answered {resp.status_code}: {resp.text[:300]}"
+                    )
                 data = sorted(resp.json()["data"], key=lambda d: d["index"])
                 vectors = np.asarray([d["embedding"] for d in data], dtype=np.float32)
                 return l2_normalize(vectors) if self.normalize else vectors

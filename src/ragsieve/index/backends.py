@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ class DenseBackend:
 
     FILE = "dense.faiss"
 
-    def __init__(self, index: object) -> None:
+    def __init__(self, index: Any) -> None:
         self.index = index
 
     @classmethod
@@ -32,21 +33,21 @@ class DenseBackend:
 
         n, dim = vectors.shape
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        index: object
+        index: Any
         if config.kind == "hnsw":
             index = faiss.IndexHNSWFlat(dim, config.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efSearch = config.ef_search  # type: ignore[attr-defined]
+            index.hnsw.efSearch = config.ef_search
         elif config.kind == "ivf" and n >= 4 * config.nlist:
             quantizer = faiss.IndexFlatIP(dim)
             index = faiss.IndexIVFFlat(quantizer, dim, config.nlist, faiss.METRIC_INNER_PRODUCT)
-            index.train(vectors)  # type: ignore[attr-defined]
-            index.nprobe = config.nprobe  # type: ignore[attr-defined]
+            index.train(vectors)
+            index.nprobe = config.nprobe
         else:
             if config.kind == "ivf":
                 logger.info("only %d vectors: an IVF index needs >= %d, using exact search", n, 4 * config.nlist)
             index = faiss.IndexFlatIP(dim)
         if n:
-            index.add(vectors)  # type: ignore[attr-defined]
+            index.add(vectors)
         return cls(index)
 
     def save(self, folder: Path) -> None:
@@ -67,7 +68,7 @@ class DenseBackend:
 
     @property
     def size(self) -> int:
-        return int(self.index.ntotal)  # type: ignore[attr-defined]
+        return int(self.index.ntotal)
 
     def search(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         import faiss
@@ -79,17 +80,17 @@ class DenseBackend:
             allowed = np.flatnonzero(mask).astype(np.int64)
             if allowed.size == 0:
                 return _EMPTY
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(allowed))
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(allowed))  # type: ignore[call-arg]
         k = min(k, self.size)
-        scores, ids = self.index.search(query.reshape(1, -1).astype(np.float32), k, params=params)  # type: ignore[attr-defined]
+        scores, ids = self.index.search(query.reshape(1, -1).astype(np.float32), k, params=params)
         keep = ids[0] >= 0
         return ids[0][keep].astype(np.int64), scores[0][keep]
 
 
-_STEMMER: object | None = None
+_STEMMER: Any = None
 
 
-def _stemmer() -> object:
+def _stemmer() -> Any:
     global _STEMMER
     if _STEMMER is None:
         import Stemmer
@@ -102,7 +103,7 @@ def bm25_tokenize(texts: list[str]) -> list[list[str]]:
     """English word tokens, stopwords removed, Snowball-stemmed (as at index time)."""
     import bm25s
 
-    return bm25s.tokenize(  # type: ignore[no-any-return]
+    return bm25s.tokenize(
         texts, stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False
     )
 
@@ -112,7 +113,7 @@ class SparseBackend:
 
     FOLDER = "bm25"
 
-    def __init__(self, retriever: object, size: int) -> None:
+    def __init__(self, retriever: Any, size: int) -> None:
         self.retriever = retriever
         self._size = size
 
@@ -128,7 +129,7 @@ class SparseBackend:
 
     def save(self, folder: Path) -> None:
         if self._size:
-            self.retriever.save(str(folder / self.FOLDER))  # type: ignore[attr-defined]
+            self.retriever.save(str(folder / self.FOLDER))
 
     @classmethod
     def load(cls, folder: Path, size: int) -> SparseBackend:
@@ -147,7 +148,7 @@ class SparseBackend:
             return _EMPTY
         k = min(k, self._size)
         weight_mask = mask.astype(np.float32) if mask is not None else None
-        ids, scores = self.retriever.retrieve(  # type: ignore[attr-defined]
+        ids, scores = self.retriever.retrieve(
             [tokens], k=k, show_progress=False, n_threads=1, weight_mask=weight_mask
         )
         ids, scores = ids[0].astype(np.int64), scores[0]

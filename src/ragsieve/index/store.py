@@ -188,7 +188,9 @@ class Index:
                 if "built with" in str(exc):
                     raise
                 logger.warning("existing index at %s is unusable (%s); rebuilding from scratch", index_dir, exc)
-        same_chunking = previous is not None and previous.manifest.get("ingest") == config.ingest.model_dump(mode="json")
+        same_chunking = previous is not None and previous.manifest.get("ingest") == config.ingest.model_dump(
+            mode="json"
+        )
         old_files: dict[str, dict[str, Any]] = previous.manifest.get("files", {}) if previous and same_chunking else {}
 
         files = iter_files(corpus)
@@ -330,7 +332,11 @@ class Index:
             manifest = {
                 "format_version": FORMAT_VERSION,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "embedder": {"model_name": embedder.model_name, "dim": int(embeddings.shape[1]), "config": embedder.to_dict()},
+                "embedder": {
+                    "model_name": embedder.model_name,
+                    "dim": int(embeddings.shape[1]),
+                    "config": embedder.to_dict(),
+                },
                 "dense_index": config.dense_index.model_dump(mode="json"),
                 "ingest": config.ingest.model_dump(mode="json"),
                 "n_chunks": len(chunks),
@@ -376,13 +382,15 @@ class Index:
                 f"configured embedder is {embedder.model_name!r}; use the same embedder.model or rebuild the index"
             )
         try:
-            chunks = [Chunk.from_dict(json.loads(line)) for line in open(directory / "chunks.jsonl", encoding="utf-8")]
+            with open(directory / "chunks.jsonl", encoding="utf-8") as fh:
+                chunks = [Chunk.from_dict(json.loads(line)) for line in fh]
             embeddings = np.load(directory / "embeddings.npy", mmap_mode="r")
         except (OSError, ValueError, TypeError, json.JSONDecodeError) as exc:
             raise IndexStoreError(f"the index at {directory} is corrupt ({exc}); rebuild it") from exc
         if len(chunks) != manifest.get("n_chunks") or embeddings.shape != (len(chunks), emb_info["dim"]):
             raise IndexStoreError(
-                f"the index at {directory} is inconsistent ({len(chunks)} chunks, embeddings {embeddings.shape}); rebuild it"
+                f"the index at {directory} is inconsistent ({len(chunks)} chunks, "
+                f"embeddings {embeddings.shape}); rebuild it"
             )
         return cls(directory, chunks, embeddings, manifest, embedder)
 
@@ -471,7 +479,9 @@ class Index:
             pm = self._source_mask(prune_threshold)
             mask = pm if mask is None else mask & pm
 
-        parts = [self._global_partition()] if not domains else [self._domain_partition(d) for d in dict.fromkeys(domains)]
+        parts = (
+            [self._global_partition()] if not domains else [self._domain_partition(d) for d in dict.fromkeys(domains)]
+        )
         qvec = None
         if mode != "sparse":
             qvec = query_vector if query_vector is not None else self.embedder.embed([query])[0]
@@ -506,14 +516,14 @@ class Index:
 
         hits = []
         for rank, (row, score) in enumerate(ranked, 1):
-            scores: dict[str, float] = {}
+            per_retriever: dict[str, float] = {}
             if row in dense_scores:
-                scores["dense"] = float(dense_scores[row])
+                per_retriever["dense"] = float(dense_scores[row])
             if row in sparse_scores:
-                scores["sparse"] = float(sparse_scores[row])
+                per_retriever["sparse"] = float(sparse_scores[row])
             if mode == "hybrid":
-                scores["fused"] = float(score)
-            hits.append(SearchHit(self.chunks[row], float(score), rank, scores))
+                per_retriever["fused"] = float(score)
+            hits.append(SearchHit(self.chunks[row], float(score), rank, per_retriever))
         return hits
 
     def _where_mask(self, where: dict[str, Any]) -> np.ndarray:

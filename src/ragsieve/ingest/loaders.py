@@ -58,7 +58,7 @@ class IngestReport:
         self.skipped.append(SkippedFile(path, reason))
 
 
-class _SkipFile(Exception):
+class _SkipFile(Exception):  # noqa: N818 - control flow, never escapes the loader
     pass
 
 
@@ -90,9 +90,7 @@ def _read_text(path: Path) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise _SkipFile(
-            f"not valid UTF-8 (byte {exc.start}); convert it, e.g. `iconv -f latin1 -t utf-8`"
-        ) from exc
+        raise _SkipFile(f"not valid UTF-8 (byte {exc.start}); convert it, e.g. `iconv -f latin1 -t utf-8`") from exc
 
 
 def _site(url: str) -> str:
@@ -234,9 +232,7 @@ def load_folder(
     report = report if report is not None else IngestReport()
     files = iter_files(root)
     if not files:
-        raise IngestError(
-            f"{root} holds no supported files ({', '.join(sorted(SUPPORTED_SUFFIXES))})"
-        )
+        raise IngestError(f"{root} holds no supported files ({', '.join(sorted(SUPPORTED_SUFFIXES))})")
     base = root if root.is_dir() else root.parent
     for path in files:
         report.files_seen += 1
