@@ -78,7 +78,7 @@ def load_questions(seed: int, n_calib: int, n_eval: int) -> tuple[list[dict[str,
 
 # ---------------------------------------------------------------- models + caches
 class Bench:
-    def __init__(self, cache: Path) -> None:
+    def __init__(self, cache: Path, name: str = "all") -> None:
         from ragsieve.config import EmbedderConfig, LLMConfig
         from ragsieve.embed import load_embedder
         from ragsieve.llm import load_llm
@@ -90,7 +90,7 @@ class Bench:
         self.embedder = load_embedder(EmbedderConfig.model_validate({}))
         self.embedder.warm_up()
         self.extractor = FeatureExtractor(cache_dir=str(cache / "features"), retries=0)
-        self.gen_path = cache / "generations.json"
+        self.gen_path = cache / f"generations-{name}.json"
         self.gens: dict[str, str] = json.loads(self.gen_path.read_text()) if self.gen_path.exists() else {}
         self.n_new = 0
         self.gen_seconds = 0.0
@@ -112,7 +112,8 @@ class Bench:
             ).text.strip()
             self.gen_seconds += time.perf_counter() - t
             self.n_new += 1
-            if self.n_new % 20 == 0:
+            if self.n_new % 5 == 0:
+                log.info("%d new generations (%.0fs)", self.n_new, self.gen_seconds)
                 self.save()
         return self.gens[key]
 
@@ -351,7 +352,7 @@ def main() -> None:
 
     torch.set_num_threads(1)
     calib, qs = load_questions(args.seed, args.calib, args.n)
-    bench = Bench(Path(args.cache))
+    bench = Bench(Path(args.cache), args.stage)
     t0 = time.perf_counter()
     for r in calib + qs:
         bench.features(r["question"])

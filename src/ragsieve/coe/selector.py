@@ -16,6 +16,7 @@ from ragsieve.coe.config import CoEConfig, load_coe_config
 from ragsieve.coe.cover import CoverResult, cover
 from ragsieve.coe.features import EvidenceFeatures, FeatureExtractor
 from ragsieve.coe.judges import CoEDiscriminator, Judgements, TextEmbedder
+from ragsieve.errors import ModelError
 from ragsieve.llm.base import LLM
 from ragsieve.types import SearchHit, Trace
 
@@ -76,7 +77,8 @@ class ScopeCoESelector:
     def _ready(self) -> LLM:
         if self.llm is None or self.embedder is None:
             self.warm_up()
-        assert self.llm is not None  # noqa: S101 - narrowed by warm_up
+        if self.llm is None:  # pragma: no cover - warm_up always sets it
+            raise ModelError("ScopeCoE has no LLM after warm_up(); pass llm= or check the llm config")
         return self.llm
 
     def extract(self, query: str) -> EvidenceFeatures:
