@@ -73,6 +73,27 @@ def test_to_dict_round_trip_and_load_llm_mapping():
     assert built.n_ctx == 512 and built.model_name.startswith("SmolLM2")
 
 
+def test_generate_json_retries_once_then_raises(monkeypatch):
+    from ragsieve.errors import LLMOutputError
+    from ragsieve.llm.base import Generation
+
+    outputs = iter(['{"name": ', '{"name": "Ann"}', '{"name": 3}', "[1]"])
+    calls: list[dict] = []
+
+    def fake_complete(self, prompt, **kw):
+        calls.append(kw)
+        text = next(outputs)
+        return Generation(text, 5, len(text), "stop")
+
+    monkeypatch.setattr(LlamaCppLLM, "_complete", fake_complete)
+    llm = LlamaCppLLM()
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    assert llm.generate_json("Q", schema, max_tokens=10) == {"name": "Ann"}
+    assert calls[0]["grammar"] is not None and calls[1]["max_tokens"] == 20  # retry doubles the budget
+    with pytest.raises(LLMOutputError, match="2 attempts"):
+        llm.generate_json("Q", schema, max_tokens=10)
+
+
 # --------------------------------------------------------------------------- slow
 pytestmark_slow = pytest.mark.slow  # tests below load the bundled model
 
