@@ -85,3 +85,25 @@ def test_ask_json_has_the_full_trace(cli_index, capsys):
     stages = {e["stage"] for e in data["trace"]["events"]}
     assert {"route", "retrieve", "select", "generate"} <= stages
     assert data["trace"]["llm_calls"] == 1 and data["trace"]["prompt_tokens"] > 0
+
+
+def test_unloadable_gguf_and_unreachable_server_are_clear_errors(tmp_path, capsys):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF not really a model")
+    code, _, err = run(capsys, "ask", "hello?", "--no-retrieval", "--model", str(bad))
+    assert code == 2 and str(bad) in "".join(err.split())  # rich may wrap the path across lines
+    assert "Traceback" not in err
+    code, _, err = run(capsys, "ask", "hello?", "--no-retrieval", "--llm-url", "http://127.0.0.1:9/v1", "--model", "m")
+    assert code == 2 and "could not reach" in " ".join(err.split())
+
+
+@pytest.mark.slow
+def test_classify_prints_a_distribution(capsys):
+    code, out, _ = run(
+        capsys, "classify", "a gripping, beautiful film", "--labels", "positive,negative", "--template", "sentiment",
+        "--json", "--threads", "1",
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert set(data["labels"]) == {"positive", "negative"}
+    assert abs(sum(data["labels"].values()) - 1.0) < 1e-6
