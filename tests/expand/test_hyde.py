@@ -80,3 +80,22 @@ def test_disabled_is_plain_search_and_empty_query_rejected() -> None:
 def test_empty_retrieval_gives_empty_result() -> None:
     res = HyDEExpander().retrieve("q?", ScriptedLLM(texts=["A. B."]), HashEmbedder(), lambda q, k: [], 3)
     assert res.hits == [] and res.n_candidates == 0
+
+
+def test_fused_rerank_differs_from_query_only() -> None:
+    from ragsieve.expand.hyde import rerank_fused
+
+    hits = [hit("a", "a", 0.0), hit("b", "b", 0.0)]
+    chunk_vecs = np.array([[1, 0], [0.6, 0.8]], dtype=np.float32)
+    q = np.array([1, 0], dtype=np.float32)
+    sub = np.array([[0, 1]], dtype=np.float32)
+    assert [h.chunk.id for h in rerank_by_cosine(q, hits, chunk_vecs, 2)] == ["a", "b"]
+    fused = rerank_fused(q, sub, hits, chunk_vecs, 2)
+    assert [h.chunk.id for h in fused] == ["b", "a"]  # 0.5*0.6+0.5*0.8 = 0.7 > 0.5*1+0.5*0 = 0.5
+    assert fused[0].score == pytest.approx(0.7)
+
+
+def test_unknown_rerank_mode_is_rejected() -> None:
+    hyde = HyDEExpander(rerank="bogus")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="rerank"):
+        hyde.retrieve("q?", ScriptedLLM(texts=["A b c d e f."]), HashEmbedder(), lambda q, k: [hit("1", "x", 1)], 3)

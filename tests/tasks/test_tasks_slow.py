@@ -50,7 +50,7 @@ def test_hyde_merges_and_dedupes_with_real_models(llm, embedder) -> None:
         calls.append(q)
         return retriever.search(q, k=k)
 
-    res = HyDEExpander(max_sentences=3, max_tokens=48).retrieve(
+    res = HyDEExpander(max_sentences=3, max_tokens=32).retrieve(
         "What do honeybees pollinate?", llm, embedder, search, k=3
     )
     assert res.hypothesis and len(calls) == len(res.sub_queries) >= 2
@@ -72,7 +72,7 @@ def test_evaluators_with_real_models(llm, embedder) -> None:
         embedder,
     )
     assert rel > irr
-    v = LLMRetrievalEvaluator(timeout_s=60, max_tokens=96).evaluate(
+    v = LLMRetrievalEvaluator(timeout_s=60, max_tokens=64).evaluate(
         "Which volcano in Sicily is very active?", [CHUNKS[3].text], llm
     )
     assert v.verdict in VERDICTS and v.latency_ms > 0
@@ -97,7 +97,7 @@ def test_regeneration_loop_bound_with_real_llm(llm, embedder) -> None:
     def gen(missing: list[str]) -> str:
         prompts.append(missing)
         msg = "Write one sentence about bees." + ("" if not missing else " Mention: " + "; ".join(missing))
-        return llm.generate([ChatMessage(role="user", content=msg)], max_tokens=24).text
+        return llm.generate([ChatMessage(role="user", content=msg)], max_tokens=16).text
 
     refl = GenerationReflector(theta_sim=0.99, min_coverage=1.0, min_distinct2=1.0, max_rounds=1)
     res = refl.run(TEXTS["bees"], gen, embedder)
@@ -122,7 +122,7 @@ def _pipeline(index_dir: str, llm, embedder, **stage) -> TaskAdaptivePipeline:
             "pipeline": "task-adaptive",
             "retrieval": {"k": 2},
             "generation": {"max_tokens": 32},
-            "stages": {"tasks": {"text_max_tokens": 48, "max_rounds": 1, "hyde_max_tokens": 32, **stage}},
+            "stages": {"tasks": {"text_max_tokens": 32, "max_rounds": 1, "hyde_max_tokens": 24, **stage}},
         }
     )
     return TaskAdaptivePipeline.from_config(cfg, llm=llm, embedder=embedder)

@@ -2,9 +2,11 @@
 
 The LLM writes a short hypothetical answer to the query; the answer is split into sentences;
 each sentence is concatenated with the original query and sent to the retriever; the results
-are merged, de-duplicated by chunk id and re-ranked by dense cosine to the original query
-(using the index's embedder), so the final order reflects relevance to what was asked rather
-than to any one hypothetical sentence.
+are merged, de-duplicated by chunk id and re-ranked by dense cosine (the index's embedder).
+``rerank="query"`` orders by cosine to the original query only, as the paper describes; with a
+bi-encoder that reproduces plain dense retrieval exactly whenever the original query is among the
+sub-queries, so the default ``"fused"`` averages cosine to the original query with the best
+cosine to any sub-query.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -21,6 +23,9 @@ from ragsieve.llm.base import LLM, ChatMessage
 from ragsieve.types import SearchHit
 
 logger = logging.getLogger(__name__)
+
+RerankMode = Literal["query", "fused"]
+RERANK_MODES: tuple[str, ...] = ("query", "fused")
 
 # A search function: (query, k) -> ranked hits. Bind partitions/mode with functools.partial or a lambda.
 SearchFn = Callable[[str, int], list[SearchHit]]
@@ -71,6 +76,32 @@ def rerank_by_cosine(
     return out
 
 
+def rerank_fused(
+    query_vec: np.ndarray, sub_vecs: np.ndarray, hits: Sequence[SearchHit], chunk_vecs: np.ndarray, k: int
+) -> list[SearchHit]:
+    """Order hits by 0.5 * cos(query, chunk) + 0.5 * max_i cos(sub_query_i, chunk).
+
+    Re-ranking by the original query alone makes dense HyDE retrieval identical to plain dense
+    retrieval (the query's own top-k are the k chunks closest to it); the fused score keeps the
+    original query's relevance while letting the hypothetical sentences lift bridging evidence.
+    """
+    if not hits:
+        return []
+    q = chunk_vecs @ query_vec
+    s = (chunk_vecs @ sub_vecs.T).max(axis=1) if sub_vecs.shape[0] else q
+    fused = 0.5 * q + 0.5 * s
+    order = np.argsort(-fused, kind="stable")[:k]
+    return [
+        SearchHit(
+            hits[int(i)].chunk,
+            float(fused[i]),
+            r,
+            {**hits[int(i)].scores, "hyde_cosine": float(q[i]), "hyde_fused": float(fused[i])},
+        )
+        for r, i in enumerate(order)
+    ]
+
+
 class HyDEResult(NamedTuple):
     hits: list[SearchHit]
     hypothesis: str
@@ -104,19 +135,20 @@ class HyDEExpander:
         max_sentences: int = 4,
         per_query_k: int | None = None,
         include_original: bool = True,
+        rerank: RerankMode = "fused",
     ) -> None:
         self.enabled = enabled
         self.max_tokens = max_tokens
         self.max_sentences = max_sentences
         self.per_query_k = per_query_k
         self.include_original = include_original
+        self.rerank = rerank
 
     def hypothesize(self, query: str, llm: LLM) -> str:
         prompt = [
             ChatMessage(
                 role="system",
-                content="Write a short, factual-sounding passage that answers the question. "
-                "Do not say you are unsure.",
+                content="Write a short, factual-sounding passage that answers the question. Do not say you are unsure.",
             ),
             ChatMessage(role="user", content=query),
         ]
@@ -142,11 +174,16 @@ class HyDEExpander:
         merged = merge_hits([search(q, per_k) for q in subs])
         if not merged:
             return HyDEResult([], hyp, subs, 0)
-        vecs = np.asarray(embedder.embed([query] + [h.chunk.text for h in merged]), dtype=np.float32)
-        hits = rerank_by_cosine(vecs[0], merged, vecs[1:], k)
-        logger.debug(
-            "HyDE: %d sub-queries, %d distinct candidates, kept %d", len(subs), len(merged), len(hits)
-        )
+        if self.rerank not in RERANK_MODES:
+            raise InputError(f"HyDE rerank {self.rerank!r} is unknown; use one of {', '.join(RERANK_MODES)}")
+        texts = [h.chunk.text for h in merged]
+        if self.rerank == "query":
+            vecs = np.asarray(embedder.embed([query, *texts]), dtype=np.float32)
+            hits = rerank_by_cosine(vecs[0], merged, vecs[1:], k)
+        else:
+            vecs = np.asarray(embedder.embed([query, *subs, *texts]), dtype=np.float32)
+            hits = rerank_fused(vecs[0], vecs[1 : 1 + len(subs)], merged, vecs[1 + len(subs) :], k)
+        logger.debug("HyDE: %d sub-queries, %d distinct candidates, kept %d", len(subs), len(merged), len(hits))
         return HyDEResult(hits, hyp, subs, len(merged))
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,6 +193,7 @@ class HyDEExpander:
             "max_sentences": self.max_sentences,
             "per_query_k": self.per_query_k,
             "include_original": self.include_original,
+            "rerank": self.rerank,
         }
 
     @classmethod

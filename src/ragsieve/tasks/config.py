@@ -31,6 +31,7 @@ class TaskAdaptiveConfig(BaseModel):
     hyde: bool = True
     hyde_max_sentences: int = Field(default=3, ge=1)
     hyde_max_tokens: int = Field(default=96, ge=8)
+    hyde_rerank: Literal["query", "fused"] = "fused"
 
     # Retrieval-stage reflection
     evaluator: EvaluatorKind = "trained"

@@ -140,7 +140,9 @@ class TaskAdaptivePipeline:
         self.max_evidence_chars = max_evidence_chars
         self.classifier = classifier or build_classifier(self.config, self.llm)
         c = self.config
-        self.hyde = HyDEExpander(enabled=True, max_tokens=c.hyde_max_tokens, max_sentences=c.hyde_max_sentences)
+        self.hyde = HyDEExpander(
+            enabled=True, max_tokens=c.hyde_max_tokens, max_sentences=c.hyde_max_sentences, rerank=c.hyde_rerank
+        )
         self.trained_evaluator: TrainedRetrievalEvaluator | None
         self.llm_evaluator: LLMRetrievalEvaluator | None = None
         # The trained scorer is always loaded: it also scores sentences for knowledge refinement.
