@@ -53,25 +53,10 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     d = 1 + z * z / n
     c = (p + z * z / (2 * n)) / d
     h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (c - h, c + h)
+    return (max(0.0, c - h), min(1.0, c + h))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--rows", default="", help="comma-separated row indices to run (default all)")
-    ap.add_argument("--cache-dir", default="/tmp/ragsieve-emb-cache")
-    ap.add_argument("--log", default="/tmp/ragsieve-tasks-popqa.jsonl")
-    ap.add_argument("--evaluator", default="trained", choices=["trained", "llm"], help="evaluator of rows 1-5")
-    ap.add_argument("--answer-tokens", type=int, default=32)
-    ap.add_argument("--hyde-tokens", type=int, default=48)
-    ap.add_argument("--section", default="tasks-popqa")
-    args = ap.parse_args()
-
-    import torch
-
-    torch.set_num_threads(1)
+def run(args, sample, chosen, results, tasks, verdicts, llm_calls, seconds) -> None:  # noqa: ANN001
     from ragsieve.config import EmbedderConfig, LLMConfig
     from ragsieve.embed import load_embedder
     from ragsieve.llm import load_llm
@@ -79,18 +64,14 @@ def main() -> None:
     from ragsieve.tasks.config import TaskAdaptiveConfig
     from ragsieve.tasks.labels import load_task_requests
     from ragsieve.tasks.pipeline import ListRetriever, TaskAdaptivePipeline
-    from ragsieve.tasks.popqa import answer_in, load_popqa_items, split_items
+    from ragsieve.tasks.popqa import answer_in
 
-    items = load_popqa_items(SHARED_DATA / "popqa" / "popqa_longtail_crag.jsonl")
-    sample = split_items(items, 200, seed=args.seed)[0][: args.n]
     emb = load_embedder(EmbedderConfig(cache_dir=args.cache_dir))
     emb.warm_up()
     llm = load_llm(LLMConfig(n_threads=1))
     llm.warm_up()
     train = load_task_requests("train")
     router = TfidfTaskClassifier().fit([r.text for r in train], [r.label for r in train])
-    names = list(ROWS)
-    chosen = [names[int(i)] for i in args.rows.split(",")] if args.rows else names
     pipes = {}
     for name in chosen:
         row = dict(ROWS[name])
@@ -113,11 +94,6 @@ def main() -> None:
             max_tokens=args.answer_tokens,
             classifier=router if cfg.classifier == "tfidf" else None,
         )
-    results: dict[str, list[bool]] = {n: [] for n in chosen}
-    tasks: dict[str, Counter] = {n: Counter() for n in chosen}
-    verdicts: dict[str, Counter] = {n: Counter() for n in chosen}
-    llm_calls: dict[str, int] = Counter()
-    seconds: dict[str, float] = Counter()
     log = Path(args.log).open("w", encoding="utf-8")  # noqa: SIM115 - appended to per question
     t_start = time.time()
     for qi, it in enumerate(sample):
@@ -133,12 +109,67 @@ def main() -> None:
             ev = ans.trace.stage("retrieval_evaluation")
             verdicts[name][ev[0]["verdict"] if ev else "-"] += 1
             llm_calls[name] += ans.trace.llm_calls
-            log.write(json.dumps({"q": it.id, "row": name, "ok": ok, "answer": ans.text[:300]}) + "\n")
+            rec = {"q": it.id, "row": name, "ok": ok, "answer": ans.text[:300]}
+            rec |= {"task": ans.trace.stage("task")[0]["label"], "verdict": ev[0]["verdict"] if ev else "-"}
+            rec |= {"llm_calls": ans.trace.llm_calls, "seconds": time.perf_counter() - t0}
+            log.write(json.dumps(rec) + "\n")
         log.flush()
         if qi % 10 == 9:
             acc = {n[:20]: round(sum(v) / len(v), 3) for n, v in results.items()}
             print(f"{qi + 1}/{len(sample)} {time.time() - t_start:.0f}s {acc}", flush=True)
 
+
+def summarise_log(path, chosen, sample, results, tasks, verdicts, llm_calls, seconds):  # noqa: ANN001, ANN201
+    """Fill the counters from a (possibly partial) run's log; keep questions that have every row."""
+    by_q: dict[str, dict[str, dict]] = {}
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            by_q.setdefault(rec["q"], {})[rec["row"]] = rec
+    done = [it for it in sample if set(chosen) <= set(by_q.get(it.id, {}))]
+    for it in done:
+        for name in chosen:
+            rec = by_q[it.id][name]
+            results[name].append(bool(rec["ok"]))
+            tasks[name][rec.get("task", "n/a")] += 1
+            verdicts[name][rec.get("verdict", "n/a")] += 1
+            llm_calls[name] += rec.get("llm_calls", float("nan"))
+            seconds[name] += rec.get("seconds", float("nan"))
+    return done
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rows", default="", help="comma-separated row indices to run (default all)")
+    ap.add_argument("--cache-dir", default="/tmp/ragsieve-emb-cache")
+    ap.add_argument("--log", default="/tmp/ragsieve-tasks-popqa.jsonl")
+    ap.add_argument("--evaluator", default="trained", choices=["trained", "llm"], help="evaluator of rows 1-5")
+    ap.add_argument("--answer-tokens", type=int, default=32)
+    ap.add_argument("--hyde-tokens", type=int, default=48)
+    ap.add_argument("--section", default="tasks-popqa")
+    ap.add_argument("--from-log", action="store_true", help="summarise the complete questions of --log only")
+    args = ap.parse_args()
+
+    import torch
+
+    torch.set_num_threads(1)
+    from ragsieve.tasks.popqa import load_popqa_items, split_items
+
+    items = load_popqa_items(SHARED_DATA / "popqa" / "popqa_longtail_crag.jsonl")
+    sample = split_items(items, 200, seed=args.seed)[0][: args.n]
+    names = list(ROWS)
+    chosen = [names[int(i)] for i in args.rows.split(",")] if args.rows else names
+    results: dict[str, list[bool]] = {n: [] for n in chosen}
+    tasks: dict[str, Counter] = {n: Counter() for n in chosen}
+    verdicts: dict[str, Counter] = {n: Counter() for n in chosen}
+    llm_calls: dict[str, float] = Counter()
+    seconds: dict[str, float] = Counter()
+    if args.from_log:
+        sample = summarise_log(Path(args.log), chosen, sample, results, tasks, verdicts, llm_calls, seconds)
+    else:
+        run(args, sample, chosen, results, tasks, verdicts, llm_calls, seconds)
     n = len(sample)
     base = results.get(names[0])
     table = []
@@ -164,7 +195,7 @@ def main() -> None:
         )
     router_note = ""
     routed = [tasks[nm] for nm in chosen if ROWS[nm]["classifier"] == "tfidf"]
-    if routed:
+    if routed and "n/a" not in routed[0]:
         qa = routed[0].get("general_qa", 0)
         router_note = (
             f"\n\nThe TF-IDF router sent {qa} of {n} PopQA questions to `general_qa` (answered without "
