@@ -200,7 +200,9 @@ def main() -> None:
         fake = np.array(["fakewiki" in s for s in data.sources])
         fake_w = float(np.mean([r["weights"][fake].mean() for r in res]))
         other_w = float(np.mean([r["weights"][~fake & r["known"]].mean() for r in res]))
-        frow = [rel, int(fake.sum())]
+        fake_pos = fake[data.source]
+        frow = [rel, int(fake.sum()), pct(float(data.utility[fake_pos].mean())),
+                pct(float(data.utility[~fake_pos].mean()))]
         frow += [pct(mean(res, k)) for k in ("vanilla", "loo_prune", "reweight", "prune")]
         frow += [f"{fake_w:.3f}", f"{other_w:.3f}", pct(mean(res, "pruned_results_share"))]
         rows_fake.append(frow)
@@ -244,7 +246,8 @@ def main() -> None:
     )
     if rows_fake:
         t4 = markdown_table(
-            ["relation", "fake sources", "vanilla", "LOO prune", "reweight", "prune",
+            ["relation", "fake sources", "fake results correct (%)", "other results correct (%)",
+             "vanilla", "LOO prune", "reweight", "prune",
              "mean learned weight of fakewiki sources", "mean weight of other validation sources",
              "pruned share of val results (%)"],
             rows_fake,
@@ -252,7 +255,9 @@ def main() -> None:
         write_section(
             "results.md", "importance-fake", "Data importance with fabricated websites (Table 4 style)",
             common + "Files `wikifact_fake_*`: five fabricated sites (`www.fakewiki_N.com`) inserted at the "
-            "front of every result list, answering mostly wrong.\n\n" + t4,
+            "front of every result list. Their answers are not always wrong: the 'fake results correct' column "
+            "gives the share of their extracted answers that are correct, against the other results; the "
+            "learned weights follow that.\n\n" + t4,
         )
 
 
