@@ -36,7 +36,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--k", type=int, default=3)
-    ap.add_argument("--limit", type=int, default=0, help="first N questions only (0: all)")
+    ap.add_argument("--stride", type=int, default=1, help="every N-th question only (1: all)")
     ap.add_argument("--index-dir", default=str(ROOT / "runs" / "indexes" / "route-demo"))
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -62,8 +62,7 @@ def main() -> None:
     pipe = Pipeline(cfg, index=index)
     pipe.warm_up()
     questions = demo_questions()
-    if args.limit:
-        questions = questions[: args.limit]
+    questions = questions[:: args.stride]
 
     results: dict[str, dict[str, list[float]]] = {"all": {}, "auto": {}}
     decisions = []
@@ -101,8 +100,9 @@ def main() -> None:
     correct = sum(d.domains is None or set(dom.split("+")) <= set(d.domains) for dom, d in decisions)
     body = (
         f"Bundled demo corpus ({len(index.chunks)} chunks in {', '.join(index.domains)}; real MiniLM "
-        f"embeddings, hybrid retrieval, k={args.k}) and its {len(questions)} questions with reference answers "
-        "(`src/ragsieve/demo/questions.jsonl`, 6 of them span two domains). Generator: bundled "
+        f"embeddings, hybrid retrieval, k={args.k}); {len(questions)} of its {len(demo_questions())} questions "
+        f"with reference answers (`src/ragsieve/demo/questions.jsonl`, every {args.stride}. question; "
+        f"{sum('+' in q['domain'] for q in questions)} of them span two domains). Generator: bundled "
         f"SmolLM2-135M-Instruct (llama.cpp, 1 thread, greedy, max {args.max_tokens} tokens). Router: trained "
         "from the index's chunks (default multinomial-nb, top domains holding 0.9 of the probability, global "
         "below p=0.5). CSGA = mean cosine similarity of generated vs reference answer (MiniLM). Times are "
