@@ -51,6 +51,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[50_000, 500_000, 5_000_000, 50_000_000])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--huge", type=int, default=100_000_000,
+                        help="Also time one 1-thread epoch at this size to show memory stays linear (0: skip).")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     threads = [t for t in args.threads if t <= numba.config.NUMBA_NUM_THREADS]
@@ -86,6 +88,20 @@ def main() -> None:
         row.append(f"{rss_gb:.2f}")
         rows.append(row)
         del data
+    huge_line = ""
+    if args.huge:
+        data = synthetic(args.huge // 50, list_len=50, n_sources=1000, seed=0)
+        weights = np.random.default_rng(0).uniform(0.2, 0.8, size=1000)
+        wall, cpu = time_epochs(data, weights, 1, 1, "exact")
+        rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        data_gb = sum(a.nbytes for a in (data.offsets, data.item, data.source, data.utility)) / 2**30
+        huge_line = (
+            f"\n\nM = {args.huge:,}: one exact epoch on 1 thread took {wall[0]:,.0f} ms wall / {cpu[0]:,.0f} ms CPU; "
+            f"the arrays take {data_gb:.2f} GiB and the process peaked at {rss_gb:.2f} GiB RSS (including the "
+            "generator's temporaries), so memory is linear in M and 100M positions fit easily in 24 GB."
+        )
+        print(huge_line, flush=True)
+        del data
     if args.no_write:
         return
     from _report import markdown_table, write_section
@@ -110,7 +126,7 @@ def main() -> None:
         f"average {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores, so 2-thread figures in "
         "particular are pessimistic. The process-CPU column (`time.process_time`, single thread) is the time "
         "the epoch actually ran on a core, i.e. what an idle machine would show for one thread.\n\n"
-        + markdown_table(headers, rows)
+        + markdown_table(headers, rows) + huge_line
     )
     write_section("benchmarks.md", "importance-epoch", "Data importance: ms per gradient epoch", body)
 
