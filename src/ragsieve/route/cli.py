@@ -72,10 +72,11 @@ def train(
     idx = _open(index)
     router = train_router(idx, cfg, labels=labels)
     meta = DomainRouter.read_meta(idx.dir / "router")
-    result = {
+    domains = [str(c) for c in router.classes_]
+    result: dict[str, Any] = {
         "index": str(index),
         "classifier": router.classifier,
-        "domains": [str(c) for c in router.classes_],
+        "domains": domains,
         "trained_on": meta.get("trained_on"),
         "n_train": meta.get("n_train"),
         "train_accuracy": None,
@@ -90,7 +91,7 @@ def train(
         return
     console.print(
         f"[green]trained[/] a {router.classifier} router on {result['n_train']} {result['trained_on']} "
-        f"over domains {', '.join(result['domains'])}; saved to {idx.dir / 'router'}"
+        f"over domains {', '.join(domains)}; saved to {idx.dir / 'router'}"
     )
 
 
