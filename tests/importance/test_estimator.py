@@ -165,3 +165,11 @@ def test_zero_removal_rate_keeps_every_source_even_with_negative_values() -> Non
     tuned = tune_prune_threshold(data, loo, k=3, rates=(0.0,))
     assert tuned.pruned_sources == 0 and np.isfinite(tuned.threshold)
     assert (loo >= tuned.threshold).all()
+
+
+def test_montecarlo_refuses_an_impractical_sample_count() -> None:
+    from ragsieve.importance import montecarlo_samples
+
+    assert montecarlo_samples(0.1, 0.05, 100) == int(np.ceil(200 * np.log(2 * 100 / 0.05)))
+    with pytest.raises(ConfigError, match="larger epsilon"):
+        DataImportance(method="montecarlo", utility="majority", epsilon=1e-3).fit(qa_data(5))

@@ -22,6 +22,7 @@ Method = Literal["exact", "approx", "montecarlo"]
 Utility = Literal["additive", "majority"]
 Level = Literal["item", "source"]
 
+_MAX_SAMPLES = 1_000_000
 # per-chunk accumulators above this many floats switch to per-position output + bincount
 _MAX_ACCUMULATOR = 1 << 24
 
@@ -37,7 +38,13 @@ def montecarlo_samples(epsilon: float, delta: float, n_tuples: int) -> int:
     """T = ceil(2 / eps^2 * log(2 N / delta)) (Appendix D): every G(x, i) within eps w.p. 1 - delta."""
     if not (epsilon > 0 and 0 < delta < 1):
         raise ConfigError("Monte Carlo needs epsilon > 0 and 0 < delta < 1")
-    return int(math.ceil(2.0 / epsilon**2 * math.log(2.0 * max(n_tuples, 1) / delta)))
+    t = int(math.ceil(2.0 / epsilon**2 * math.log(2.0 * max(n_tuples, 1) / delta)))
+    if t > _MAX_SAMPLES:
+        raise ConfigError(
+            f"Monte Carlo with epsilon={epsilon} needs {t:,} samples per tuple and epoch; "
+            "use a larger epsilon (0.05 to 0.1 is typical) or method='exact'/'approx' for additive utilities"
+        )
+    return t
 
 
 # below this many positions per thread a parallel launch costs more than it saves
