@@ -285,7 +285,7 @@ def cmd_cache(args: argparse.Namespace) -> None:
             }
         )
         n_new += 1
-        if n_new % 10 == 0:
+        if n_new % args.save_every == 0:
             atomic_write_json(cache_path, cache)
             el = time.perf_counter() - t_start
             logger.info(
@@ -568,6 +568,7 @@ def main() -> None:
     c.add_argument("--n-test", type=int, default=500)
     c.add_argument("--pool", type=int, default=8)
     c.add_argument("--max-minutes", type=float, default=0.0)
+    c.add_argument("--save-every", type=int, default=1)
     c.add_argument("--dkf-retriever", choices=["dense", "bm25"], default=None, help="default: --retriever")
     c.add_argument("--dkf-top", type=int, default=10, help="pieces per training query annotated for D_kf")
     c.add_argument("--concat-filters", default="ensemble", help="filters whose kept set is also concatenated")

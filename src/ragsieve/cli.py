@@ -292,6 +292,11 @@ def classify(
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
     as_json: bool = typer.Option(False, "--json", help="Print the distribution as JSON."),
+    index: Path | None = typer.Option(None, "--index", help="Retrieve knowledge from this index (for --filter)."),
+    filter_name: str = typer.Option("none", "--filter", help="Knowledge filter: none, direct, icl, proxy, ensemble."),
+    fusion: bool = typer.Option(False, "--fusion/--no-fusion", help="Fuse one distribution per kept piece."),
+    proxy: Path | None = typer.Option(None, "--proxy", help="Proxy filter folder (`ragsieve filters train`)."),
+    dkf: Path | None = typer.Option(None, "--dkf", help="D_kf JSONL for in-context filter demonstrations."),
 ) -> None:
     """A probability distribution over labels from next-token log-probabilities."""
     from ragsieve.errors import InputError
@@ -312,6 +317,14 @@ def classify(
     clf = LabelClassifier(label_list, **kwargs)
     if calibrate:
         clf.fit_calibration(llm)
+    if index is not None or filter_name != "none" or fusion:
+        from ragsieve.filtering.cli import classify_filtered
+
+        classify_filtered(
+            llm, clf, text, index_dir=index, filter_name=filter_name, fusion=fusion, template=template,
+            proxy=proxy, dkf=dkf, as_json=as_json, out=console,
+        )
+        return
     start = time.perf_counter()
     dist = clf.predict_proba(llm, text, knowledge=knowledge or None)
     ms = (time.perf_counter() - start) * 1000

@@ -40,7 +40,7 @@ RetrievalMode = Literal["dense", "sparse", "hybrid"]
 
 
 class Retriever(Protocol):
-    def search(self, query: str, k: int = 10, mode: str = "hybrid") -> list[SearchHit]: ...
+    def search(self, query: str, k: int = 10, mode: RetrievalMode = "hybrid") -> list[SearchHit]: ...
 
 
 class FilteredPrediction(NamedTuple):

@@ -178,3 +178,96 @@ def evaluate(
             f"({100 * result['predicted_harmful']:.1f}% predicted vs "
             f"{100 * result['true_harmful']:.1f}% true Harmful)"
         )
+
+
+FILTER_TASK_FOR_PRESET = {
+    "sentiment": "sst-2",
+    "sentiment-5": "sst-5",
+    "question-category": "trec",
+    "acceptability": "cola",
+}
+
+
+def classify_filtered(
+    llm: Any,
+    classifier: Any,
+    text: str,
+    *,
+    index_dir: Path | None,
+    filter_name: str,
+    fusion: bool,
+    template: str | None,
+    proxy: Path | None = None,
+    dkf: Path | None = None,
+    alpha: float = 0.5,
+    top_k: int = 30,
+    max_keep: int = 8,
+    as_json: bool = False,
+    out: Console | None = None,
+) -> dict[str, Any]:
+    """``ragsieve classify --index ... --filter ... [--fusion]``: retrieve, filter, classify.
+
+    Prints the label distribution and every candidate (similarity, P_harmless, decision,
+    fusion weight); returns the JSON-ready result.
+    """
+    from ragsieve.filtering import FilteredClassifier
+    from ragsieve.filtering.factory import FilteringConfig, make_filter
+    from ragsieve.index import Index
+    from ragsieve.types import Trace
+
+    out = out or console
+    if index_dir is None:
+        raise InputError("--filter and --fusion retrieve knowledge: pass --index DIR (built with `ragsieve ingest`)")
+    task = FILTER_TASK_FOR_PRESET.get(template or "sentiment")
+    if task is None:
+        raise InputError(
+            f"--filter needs a task preset for its prompt; pass --template one of {sorted(FILTER_TASK_FOR_PRESET)}"
+        )
+    try:
+        cfg = FilteringConfig.model_validate(
+            {
+                "filter": filter_name,
+                "fusion": fusion,
+                "task": task,
+                "alpha": alpha,
+                "top_k": top_k,
+                "max_keep": max_keep,
+                "proxy_path": str(proxy) if proxy else None,
+                "dkf_path": str(dkf) if dkf else None,
+            }
+        )
+    except ValidationError as exc:
+        raise InputError(f"invalid filtering option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
+    index = Index.open(index_dir)
+    index.warm_up()
+    flt = make_filter(cfg, llm, index.embedder)
+    clf = FilteredClassifier(
+        llm,
+        classifier,
+        list(classifier.labels),
+        retriever=index,
+        embedder=index.embedder,
+        knowledge_filter=flt,
+        fusion=cfg.fusion,
+        alpha=cfg.alpha,
+        top_k=cfg.top_k,
+        max_keep=cfg.max_keep,
+        mode="dense",
+    )
+    trace = Trace(text)
+    pred = clf.predict(text, trace=trace)
+    result = {"text": text, "labels": pred.proba, "prediction": pred.label, "trace": trace.to_dict()}
+    if as_json:
+        out.print_json(json.dumps(result))
+        return result
+    for label, p in sorted(pred.proba.items(), key=lambda kv: -kv[1]):
+        out.print(f"{label:>20} {p:6.3f} {'█' * int(p * 40)}")
+    for c in trace.stage("filtering")[0]["candidates"]:
+        w = "" if c["fusion_weight"] is None else f" w={c['fusion_weight']:.3f}"
+        mark = "keep" if c["keep"] else "drop"
+        out.print(
+            f"  [{mark}] #{c['rank']} sim={c['similarity']:.3f} P_harmless={c['p_harmless']:.3f}{w} {c['text'][:70]}"
+        )
+    note = " (no knowledge kept: prediction without retrieval)" if pred.used_fallback else ""
+    out.print(f"prediction: [bold]{pred.label}[/]{note}")
+    return result
