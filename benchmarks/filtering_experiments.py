@@ -250,8 +250,8 @@ def cmd_cache(args: argparse.Namespace) -> None:
         p0 = dist(text)
         dists = [dist(text, [h["text"]]) for h in pool]
         memo: dict[tuple[int, ...], Any] = {}
-        top8 = list(range(min(MAX_KEEP, len(pool))))
-        concat(text, pool, top8, memo)
+        top8 = list(range(min(MAX_KEEP, len(hits))))
+        concat(text, hits, top8, memo)
         cands = [Candidate(h["text"], rank=i + 1, similarity=sims[i]) for i, h in enumerate(pool)]
         d_raw = [direct._raw(text, c.text) for c in cands] + [direct._raw(text, CONTENT_FREE)]
         i_raw = [icl._raw(text, c.text) for c in cands] + [icl._raw(text, CONTENT_FREE)]
