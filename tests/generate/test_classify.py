@@ -169,6 +169,12 @@ def test_fit_log_bias_matches_brute_force_grid():
     best = grid[np.argmin(nll)]
     assert math.isclose(b[1] - b[0], best, abs_tol=1e-3)
     assert math.isclose(b.sum(), 0.0, abs_tol=1e-12)
+    # a strong prior keeps the bias at its centre; a weak one leaves the data's optimum
+    center = np.array([1.0, -1.0])
+    strong = fit_log_bias(scores, y, center, l2=1e6, center=center)
+    np.testing.assert_allclose(strong, center, atol=1e-3)
+    weak = fit_log_bias(scores, y, center, l2=1e-9, center=center)
+    assert math.isclose(weak[1] - weak[0], best, abs_tol=1e-3)
 
 
 def test_shared_first_token_uses_continuation_with_mean_or_sum():

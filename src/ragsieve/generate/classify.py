@@ -133,24 +133,29 @@ def format_knowledge(knowledge: Sequence[str] | None) -> str:
     return KNOWLEDGE_HEADER + "".join(f"- {k}\n" for k in items)
 
 
-def fit_log_bias(scores: np.ndarray, y: np.ndarray, init: np.ndarray, l2: float) -> np.ndarray:
-    """Per-label log-bias ``b`` maximising ``sum_i log softmax(scores_i + b)[y_i] - l2/2 |b|^2``.
+def fit_log_bias(
+    scores: np.ndarray, y: np.ndarray, init: np.ndarray, l2: float, center: np.ndarray | None = None
+) -> np.ndarray:
+    """Per-label log-bias ``b`` maximising ``sum_i log softmax(scores_i + b)[y_i] - l2/2 |b - center|^2``
+    (a MAP estimate with a Gaussian prior at ``center``, zeros by default).
 
-    ``scores``: (n, L) label log-scores; ``y``: (n,) label indices. Convex; solved with L-BFGS.
-    The bias is shift-invariant, so it is returned centred (mean 0).
+    ``scores``: (n, L) label log-scores; ``y``: (n,) label indices. Convex; solved with L-BFGS
+    from ``init``. The bias is shift-invariant, so it is returned centred (mean 0).
     """
     from scipy.optimize import minimize
 
     n, n_labels = scores.shape
     onehot = np.zeros((n, n_labels))
     onehot[np.arange(n), y] = 1.0
+    c = np.zeros(n_labels) if center is None else np.asarray(center, dtype=np.float64)
 
     def objective(b: np.ndarray) -> tuple[float, np.ndarray]:
         z = scores + b
         z = z - z.max(axis=1, keepdims=True)
         logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-        nll = -float((logp * onehot).sum()) + 0.5 * l2 * float(b @ b)
-        grad = (np.exp(logp) - onehot).sum(axis=0) + l2 * b
+        d = b - c
+        nll = -float((logp * onehot).sum()) + 0.5 * l2 * float(d @ d)
+        grad = (np.exp(logp) - onehot).sum(axis=0) + l2 * d
         return nll, grad
 
     res = minimize(objective, init.astype(np.float64), jac=True, method="L-BFGS-B")
@@ -174,7 +179,9 @@ class LabelClassifier:
             neither :meth:`fit_calibration` nor :meth:`fit` ran.
         content_free_inputs: the texts used for contextual calibration.
         length_norm: aggregation of multi-token verbalizer scores, ``"mean"`` or ``"sum"``.
-        bias_l2: L2 penalty of :meth:`fit`.
+        bias_l2: strength of :meth:`fit`'s Gaussian prior on the log-bias, centred on the
+            contextual-calibration bias when ``calibrate`` is on (else on 0), so a few
+            labelled examples adjust the calibration rather than replace it.
 
     Learned attributes: ``content_free_proba_`` (label -> p(label | content-free)),
     ``bias_`` (per-label log-bias added to the scores), ``scoring_`` (the method used).
@@ -197,7 +204,7 @@ class LabelClassifier:
         calibrate: bool = True,
         content_free_inputs: Sequence[str] = ("N/A", "", "[MASK]"),
         length_norm: LengthNorm = "mean",
-        bias_l2: float = 0.01,
+        bias_l2: float = 1.0,
     ) -> None:
         self.labels = list(labels)
         self.verbalizers = verbalizers
@@ -338,11 +345,9 @@ class LabelClassifier:
     ) -> LabelClassifier:
         """Learn the per-label log-bias from labelled examples (a few per label suffice).
 
-        Starts from the contextual-calibration bias when ``calibrate`` is on."""
+        With ``calibrate`` on, the contextual-calibration bias is the prior mean and the start."""
         if len(texts) != len(labels) or not texts:
-            raise InputError(
-                f"fit needs as many labels as texts (got {len(texts)} texts, {len(labels)} labels)"
-            )
+            raise InputError(f"fit needs as many labels as texts (got {len(texts)} texts, {len(labels)} labels)")
         unknown = sorted({y for y in labels if y not in self.labels})
         if unknown:
             raise InputError(f"fit got labels {unknown} not in the classifier's labels {self.labels}")
@@ -354,13 +359,10 @@ class LabelClassifier:
         else:
             init = np.zeros(len(self.labels))
         scores = np.stack(
-            [
-                self.label_scores(llm, t, None if knowledge is None else knowledge[i])
-                for i, t in enumerate(texts)
-            ]
+            [self.label_scores(llm, t, None if knowledge is None else knowledge[i]) for i, t in enumerate(texts)]
         )
         y = np.array([self.labels.index(lab) for lab in labels])
-        self.bias_ = fit_log_bias(scores, y, init, self.bias_l2)
+        self.bias_ = fit_log_bias(scores, y, init, self.bias_l2, center=init)
         self.n_fit_examples_ = len(texts)
         return self
 
