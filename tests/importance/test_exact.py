@@ -195,3 +195,13 @@ def test_threads_and_kernels_agree() -> None:
     np.testing.assert_allclose(one, two, rtol=1e-12, atol=1e-15)
     by_source = np.bincount(data.source, weights=out, minlength=50)
     np.testing.assert_allclose(one, by_source, rtol=1e-12, atol=1e-15)
+
+
+def test_inconsistent_arrays_are_rejected_before_the_kernels() -> None:
+    good = dict(offsets=np.array([0, 2]), item=np.array([0, 1], np.int32), source=np.array([0, 1], np.int32),
+                utility=np.array([1.0, 0.0]), item_source=np.array([0, 1], np.int32), sources=["a", "b"])
+    gradients(ValidationData(**good), np.full(2, 0.5), k=1)
+    for bad in (dict(sources=["a"]), dict(source=np.array([0, 0], np.int32)), dict(offsets=np.array([0, 3])),
+                dict(utility=np.array([1.0, np.nan]))):
+        with pytest.raises(InputError):
+            gradients(ValidationData(**{**good, **bad}), np.full(2, 0.5), k=1)

@@ -110,6 +110,17 @@ class ValidationData:
             raise InputError(f"answer has {self.answer.shape[0]} entries, expected {n}")
         if n and (self.item.min() < 0 or self.item.max() >= self.n_items):
             raise InputError("item indices must lie in [0, n_items); build the data with from_lists")
+        n_src = self.n_sources
+        for name, arr in (("source", self.source), ("item_source", self.item_source)):
+            if arr.shape[0] and (arr.min() < 0 or arr.max() >= n_src):
+                raise InputError(
+                    f"{name} indices must lie in [0, {n_src}) (one entry of `sources` each); "
+                    "build the data with from_lists or extend `sources`"
+                )
+        if n and not np.array_equal(self.item_source[self.item], self.source):
+            raise InputError("source[pos] must equal item_source[item[pos]]: an item belongs to one source")
+        if self.answer is not None and n and self.answer.min() < 0:
+            raise InputError("answer ids must be non-negative integers")
         if not np.all(np.isfinite(self.utility)):
             raise InputError("utilities must be finite numbers; replace NaN/inf values")
 

@@ -97,6 +97,9 @@ def gradient_sums(
 ) -> tuple[np.ndarray, float]:
     """Sums over the tuples of ``data`` of the position gradients by item or source (not / N).
 
+    ``data`` must be valid (:meth:`ValidationData.validate`; the compiled kernels do not check
+    index bounds); :func:`gradients` and :meth:`DataImportance.fit` validate it once.
+
     The building block of :func:`gradients` and of the distributed version: partial sums over
     disjoint sets of tuples add up. ``weights`` are per item (``level="item"``) or per source.
     ``method="exact"`` ignores ``epsilon``; ``"approx"`` truncates each list at the Chernoff
@@ -165,6 +168,7 @@ def gradients(
         >>> g.gradient.shape
         (10,)
     """
+    data.validate()
     sums, value = gradient_sums(
         data, weights, level=level, k=k, method=method, epsilon=epsilon, delta=delta,
         utility=utility, seed=seed, n_jobs=n_jobs, n_samples=n_samples,
