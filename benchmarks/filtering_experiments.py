@@ -35,7 +35,18 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks._report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
+from benchmarks._report import ROOT, SHARED_DATA, markdown_table  # noqa: E402
+from benchmarks._report import write_section as _write_section  # noqa: E402
+
+DRY = False
+
+
+def write_section(doc: str, name: str, title: str, body: str) -> None:
+    if DRY:
+        print(f"## {title}\n\n{body}\n")
+    else:
+        _write_section(doc, name, title, body)
+
 
 logger = logging.getLogger("filtering_experiments")
 
@@ -413,6 +424,8 @@ class Evaluated:
 
 
 def cmd_report(args: argparse.Namespace) -> None:
+    global DRY
+    DRY = args.dry
     import torch
 
     torch.set_num_threads(1)
@@ -421,12 +434,13 @@ def cmd_report(args: argparse.Namespace) -> None:
     kn = Knowledge()
     embedder = kn.embedder
     evals: dict[tuple[str, str], Evaluated] = {}
-    for path in sorted(OUT.glob("*-*.json")):
+    out_dir = Path(args.out_dir) if args.out_dir else OUT
+    for path in sorted(out_dir.glob("*-*.json")):
         ds, retr = path.stem.rsplit("-", 1)
         cache = json.loads(path.read_text(encoding="utf-8"))
         if not cache["items"]:
             continue
-        dkf = KfDataset.load(OUT / cache["meta"]["dkf"])
+        dkf = KfDataset.load(out_dir / cache["meta"]["dkf"])
         evals[(ds, retr)] = Evaluated(cache, dkf, embedder, args)
     if not evals:
         raise SystemExit("no caches under runs/filtering; run the cache stage first")
@@ -572,7 +586,10 @@ def main() -> None:
     c.add_argument("--dkf-retriever", choices=["dense", "bm25"], default=None, help="default: --retriever")
     c.add_argument("--dkf-top", type=int, default=10, help="pieces per training query annotated for D_kf")
     c.add_argument("--concat-filters", default="ensemble", help="filters whose kept set is also concatenated")
-    for p in (c, sub.add_parser("report")):
+    rp = sub.add_parser("report")
+    rp.add_argument("--out-dir", default=None, help="read caches from here (default runs/filtering)")
+    rp.add_argument("--dry", action="store_true", help="print the sections instead of writing docs/results.md")
+    for p in (c, rp):
         p.add_argument("--shots", type=int, default=16)
         p.add_argument("--seed", type=int, default=42)
         p.add_argument("--test-seed", type=int, default=0)
