@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.importance.bruteforce import majority_topk
 
 from ragsieve.errors import ConfigError, IndexStoreError, InputError
 from ragsieve.importance import (
@@ -25,6 +24,8 @@ from ragsieve.importance import (
     tune_prune_threshold,
 )
 from ragsieve.types import Chunk, SearchHit
+
+from .bruteforce import majority_topk
 
 
 def qa_data(n: int = 60, seed: int = 0):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.importance.bruteforce import additive_topk, brute_force, majority_topk
 
 from ragsieve.errors import InputError
 from ragsieve.importance import kernels
 from ragsieve.importance.data import ValidationData, from_lists, synthetic
 from ragsieve.importance.multilinear import gradient_sums, gradients, montecarlo_samples
+
+from .bruteforce import additive_topk, brute_force, majority_topk
 
 VALUE_SETS = {
     "binary": [0.0, 1.0],
