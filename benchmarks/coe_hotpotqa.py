@@ -405,8 +405,8 @@ def main() -> None:
         body = stage_agreement(bench, cfg, qs, args.agreement_llm)
         write_section(
             "results.md",
-            "coe-agreement",
-            "CoE: discrimination vs supporting-fact annotations",
+            "coe-agreement-llm" if args.agreement_llm else "coe-agreement",
+            "CoE: discrimination vs supporting-fact annotations" + (" (with LLM judges)" if args.agreement_llm else ""),
             setup + " SenP here uses lexical keyword matching; distractors: as many random non-supporting "
             "sentences of the same question as it has supporting facts.\n\n" + body,
         )
