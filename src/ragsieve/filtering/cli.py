@@ -266,7 +266,8 @@ def classify_filtered(
         w = "" if c["fusion_weight"] is None else f" w={c['fusion_weight']:.3f}"
         mark = "keep" if c["keep"] else "drop"
         out.print(
-            f"  [{mark}] #{c['rank']} sim={c['similarity']:.3f} P_harmless={c['p_harmless']:.3f}{w} {c['text'][:70]}"
+            f"  {mark} #{c['rank']} sim={c['similarity']:.3f} P_harmless={c['p_harmless']:.3f}{w} {c['text'][:70]}",
+            markup=False,
         )
     note = " (no knowledge kept: prediction without retrieval)" if pred.used_fallback else ""
     out.print(f"prediction: [bold]{pred.label}[/]{note}")
