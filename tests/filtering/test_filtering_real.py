@@ -135,3 +135,66 @@ def test_classify_end_to_end_with_filtering_and_fusion(llm, embedder, scorer, tm
         else:
             assert rec["used_fallback"]
         assert all(-1.0 <= c["similarity"] <= 1.0 for c in rec["candidates"])
+
+
+def test_filters_cli_train_and_eval_proxy(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from typer.testing import CliRunner
+
+    from ragsieve.filtering import KfPair
+    from ragsieve.filtering.cli import app
+
+    pairs = []
+    for i in range(12):
+        q = f"review {i}: a moving film"
+        pairs.append(
+            KfPair(
+                "sst-2",
+                q,
+                CORPUS[3 + i % 3],
+                True,
+                1.5,
+                "predicted",
+                gold="positive",
+                rank=2,
+                p_without=[0.4, 0.6],
+                p_with=[0.5, 0.5],
+            )
+        )
+        pairs.append(
+            KfPair(
+                "sst-2",
+                q,
+                CORPUS[i % 2],
+                False,
+                0.8,
+                "predicted",
+                gold="positive",
+                rank=1,
+                p_without=[0.4, 0.6],
+                p_with=[0.2, 0.8],
+            )
+        )
+    KfDataset(pairs, {"theta": 1.0}).save(tmp_path / "dkf.jsonl")
+    runner = CliRunner()
+    res = runner.invoke(
+        app, ["train", "--dkf", str(tmp_path / "dkf.jsonl"), "--out", str(tmp_path / "proxy"), "--variant", "gold"]
+    )
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            "--heldout",
+            str(tmp_path / "dkf.jsonl"),
+            "--filter",
+            "proxy",
+            "--proxy",
+            str(tmp_path / "proxy"),
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["pairs"] == 24 and out["f1"] > 0.8
