@@ -353,6 +353,7 @@ class Evaluated:
         pairs_pred = list(dkf)
         pairs_gold = relabel(pairs_pred, "gold", dkf.meta.get("theta", 1.0), labels)
         self.dkf_n = len(pairs_pred)
+        self.proxy_decided: list[float] = []
         self.dkf_harmful = {
             "predicted": float(np.mean([p.harmful for p in pairs_pred])),
             "gold": float(np.mean([p.harmful for p in pairs_gold])),
@@ -394,7 +395,8 @@ class Evaluated:
                 "proxy": proxies["predicted"].score_many(it["text"], cands, query_embedding=q_emb),
                 "proxy (gold-label D_kf)": proxies["gold"].score_many(it["text"], cands, query_embedding=q_emb),
             }
-            ph["ensemble"] = ensemble_combine(ph["proxy"], ph["icl"], args.ensemble_theta)[0]
+            ph["ensemble"], used_proxy = ensemble_combine(ph["proxy"], ph["icl"], args.ensemble_theta)
+            self.proxy_decided.append(float(np.mean(used_proxy)))
             for k, v in ph.items():
                 ph_all.setdefault(k, []).append(np.asarray(v))
             add("no retrieval", p0)
@@ -456,6 +458,7 @@ def cmd_report(args: argparse.Namespace) -> None:
         f"α = {args.alpha}; ensemble confidence θ = {args.ensemble_theta}; keep when P_harmless ≥ 0.5. "
         "Test items: a fixed-seed random sample (seed 0) of the split; accuracy ± 95% normal-approximation "
         "CI. All rows of a column are computed on the same items from one cache of LLM outputs."
+        + (f" {args.note}" if args.note else "")
     )
     # Table 3 (dense)
     names = list(next(iter(evals.values())).acc)
@@ -509,7 +512,13 @@ def cmd_report(args: argparse.Namespace) -> None:
         common + "\n\nHeld-out labels: perplexity labels of the test items' pool pieces (same θ), computed from "
         "the cached label distributions; each row compares a filter's Harmful decisions (P_harmless < 0.5) "
         "with them. `proxy` is trained on predicted-label D_kf, `proxy (gold-label D_kf)` on the gold-label "
-        "variant; direct/ICL filters are training-free (ICL demos drawn from predicted-label D_kf).\n\n"
+        "variant; direct/ICL filters are training-free (ICL demos drawn from predicted-label D_kf). "
+        + "; ".join(
+            f"{ds} {r}: the ensemble took the proxy's decision for "
+            f"{100 * float(np.mean(e.proxy_decided)):.0f}% of the pieces"
+            for (ds, r), e in dense
+        )
+        + ".\n\n"
         + markdown_table(
             [
                 "dataset",
@@ -588,6 +597,7 @@ def main() -> None:
     c.add_argument("--concat-filters", default="ensemble", help="filters whose kept set is also concatenated")
     rp = sub.add_parser("report")
     rp.add_argument("--out-dir", default=None, help="read caches from here (default runs/filtering)")
+    rp.add_argument("--note", default="", help="sentence appended to every section (e.g. on sample sizes)")
     rp.add_argument("--dry", action="store_true", help="print the sections instead of writing docs/results.md")
     for p in (c, rp):
         p.add_argument("--shots", type=int, default=16)
