@@ -43,7 +43,13 @@ class TruncatingEmbedder:
         self.inner.warm_up()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.embed([truncate_words(t, self.words) for t in texts])
+        cut = [truncate_words(t, self.words) for t in texts]
+        # batches of 64 so the cache keeps progress if the run is interrupted
+        return (
+            np.concatenate([self.inner.embed(cut[i : i + 64]) for i in range(0, len(cut), 64)])
+            if cut
+            else (np.zeros((0, 384), dtype=np.float32))
+        )
 
 
 def evaluate(
@@ -69,7 +75,7 @@ def evaluate(
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--chunks-per-domain", type=int, default=3000)
-    ap.add_argument("--emb-chunks-per-domain", type=int, default=300)
+    ap.add_argument("--emb-chunks-per-domain", type=int, default=150)
     ap.add_argument("--wiki", type=int, default=50_000, help="Wikipedia sentences in the wiki domain")
     ap.add_argument("--classifiers", nargs="*", default=list(CLASSIFIERS))
     args = ap.parse_args()
