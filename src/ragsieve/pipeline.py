@@ -12,7 +12,7 @@ from typing import Any
 
 from ragsieve.config import PipelineConfig
 from ragsieve.errors import ConfigError, InputError
-from ragsieve.generate.answer import attribute_by_similarity, build_answer_messages, parse_citations
+from ragsieve.generate.answer import build_answer_messages, cite_evidence
 from ragsieve.index import Index
 from ragsieve.llm.base import LLM
 from ragsieve.select import Selector, TopKSelector
@@ -163,18 +163,10 @@ class Pipeline:
             out = llm.generate(messages, max_tokens=gc.max_tokens, temperature=gc.temperature)
         trace.count_llm(out.prompt_tokens, out.completion_tokens)
         text = out.text.strip()
-        cited = parse_citations(text, evidence)
-        method = "markers"
-        similarities: list[tuple[str, float]] = []
-        if evidence and not cited and self.index is not None:
-            from ragsieve.ingest import split_sentences
-
-            sentences = split_sentences(text) or [text or " "]
-            with trace.timed("attribute"):
-                vecs = self.index.embedder.embed(sentences + [h.chunk.text for h in evidence])
-            similarities = attribute_by_similarity(vecs[: len(sentences)], vecs[len(sentences) :], evidence)
-            cited = [cid for cid, _ in similarities]
-            method = "similarity"
+        with trace.timed("attribute"):
+            cited, method, similarities = cite_evidence(
+                text, evidence, self.index.embedder if self.index is not None else None
+            )
         trace.record(
             "generate",
             prompt_tokens=out.prompt_tokens,

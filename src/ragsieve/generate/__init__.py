@@ -8,6 +8,7 @@ from ragsieve.generate.answer import (
     SYSTEM_PROMPT,
     attribute_by_similarity,
     build_answer_messages,
+    cite_evidence,
     parse_citations,
 )
 
@@ -28,5 +29,6 @@ __all__ = [
     "LabelClassifier",
     "attribute_by_similarity",
     "build_answer_messages",
+    "cite_evidence",
     "parse_citations",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -67,3 +68,24 @@ def attribute_by_similarity(
             cid = evidence[j].chunk.id
             best[cid] = max(best.get(cid, -1.0), float(row[j]))
     return sorted(best.items(), key=lambda kv: -kv[1])
+
+
+def cite_evidence(
+    text: str, evidence: Sequence[SearchHit], embedder: Any | None, threshold: float = 0.45
+) -> tuple[list[str], str, list[tuple[str, float]]]:
+    """Cited chunk ids of an answer: its ``[n]`` markers, else per-sentence similarity attribution.
+
+    Returns ``(ids, method, similarities)`` with method ``"markers"``, ``"similarity"`` or
+    ``"none"`` (no evidence, or no embedder to attribute with).
+    """
+    cited = parse_citations(text, evidence)
+    if cited or not evidence:
+        return cited, "markers" if cited else "none", []
+    if embedder is None:
+        return [], "none", []
+    from ragsieve.ingest import split_sentences
+
+    sentences = split_sentences(text) or [text or " "]
+    vecs = embedder.embed(sentences + [h.chunk.text for h in evidence])
+    similarities = attribute_by_similarity(vecs[: len(sentences)], vecs[len(sentences) :], evidence, threshold)
+    return [cid for cid, _ in similarities], "similarity", similarities

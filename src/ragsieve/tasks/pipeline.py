@@ -21,7 +21,7 @@ import numpy as np
 from ragsieve.config import PipelineConfig
 from ragsieve.errors import ConfigError, InputError
 from ragsieve.expand.hyde import HyDEExpander, merge_hits
-from ragsieve.generate.answer import build_answer_messages, parse_citations
+from ragsieve.generate.answer import build_answer_messages, cite_evidence
 from ragsieve.llm.base import LLM, ChatMessage
 from ragsieve.tasks.classifier import LLMTaskClassifier, TaskClassifier, TaskPrediction, TfidfTaskClassifier
 from ragsieve.tasks.config import TaskAdaptiveConfig
@@ -378,7 +378,7 @@ class TaskAdaptivePipeline:
             text = self._generate(msgs, max_tokens, trace)
             if evidence:
                 trace.record("generation", path=label, evidence=len(evidence))
-            return Answer(question, text, list(evidence), parse_citations(text, evidence), trace)
+            return self._answer(question, text, evidence, trace)
 
         # text_generation
         def gen(missing: list[str]) -> str:
@@ -392,7 +392,20 @@ class TaskAdaptivePipeline:
             else:
                 text = gen([])
                 trace.record("generation", path=label, evidence=len(evidence), rounds=1)
-        return Answer(question, text, list(evidence), parse_citations(text, evidence), trace)
+        return self._answer(question, text, evidence, trace)
+
+
+    def _answer(self, question: str, text: str, evidence: Sequence[SearchHit], trace: Trace) -> Answer:
+        """The answer with its cited evidence (markers, else similarity attribution), as in direct RAG."""
+        with trace.timed("attribute"):
+            cited, method, similarities = cite_evidence(text, evidence, self.embedder)
+        trace.record(
+            "citations",
+            method=method,
+            cited=cited,
+            attribution=[{"id": cid, "similarity": round(s, 4)} for cid, s in similarities],
+        )
+        return Answer(question, text, list(evidence), cited, trace)
 
 
 class IndexRetriever:
