@@ -42,3 +42,16 @@ def test_read_jsonl_names_the_bad_line(tmp_path):
     atomic_write_text(path, '{"a": 1}\n{oops\n')
     with pytest.raises(InputError, match=r"x.jsonl:2 is not valid JSON"):
         list(read_jsonl(path))
+
+
+def test_read_json_file_names_missing_and_malformed_files(tmp_path):
+    from ragsieve.io import read_json_file
+
+    with pytest.raises(InputError, match=r"weights file .*missing.json does not exist; run fit"):
+        read_json_file(tmp_path / "missing.json", "weights file", "run fit")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{nope")
+    with pytest.raises(InputError, match="is not valid JSON"):
+        read_json_file(bad, "weights file", "run fit")
+    atomic_write_json(bad, {"ok": True})
+    assert read_json_file(bad, "weights file", "run fit") == {"ok": True}

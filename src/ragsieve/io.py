@@ -68,6 +68,22 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
             yield obj
 
 
+def read_json_file(path: str | Path, what: str, how_to_create: str) -> Any:
+    """Parse a JSON file the user keeps; a missing or malformed file raises a clear InputError.
+
+    ``what`` names the file in messages ("classifier file"), ``how_to_create`` says how to make one.
+    """
+    from ragsieve.errors import InputError
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{what} {p} does not exist; {how_to_create}")
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what} {p} is not valid JSON ({exc.msg}); recreate it: {how_to_create}") from exc
+
+
 @contextmanager
 def atomic_directory(target: str | Path) -> Iterator[Path]:
     """Build a directory in a temporary sibling, then swap it into place.

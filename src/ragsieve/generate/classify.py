@@ -431,16 +431,9 @@ class LabelClassifier:
 
     @classmethod
     def load(cls, path: str | Path) -> LabelClassifier:
-        import json
+        from ragsieve.io import read_json_file
 
-        p = Path(path)
-        if not p.is_file():
-            raise InputError(f"classifier file {p} does not exist; save one with LabelClassifier.save")
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"classifier file {p} is not valid JSON: {exc}") from exc
-        return cls.from_dict(data)
+        return cls.from_dict(read_json_file(path, "classifier file", "save one with LabelClassifier.save"))
 
 
 def entropy(dist: dict[str, float]) -> float:

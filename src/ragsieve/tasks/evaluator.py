@@ -13,7 +13,6 @@ Two evaluators share one verdict vocabulary (``sufficient`` / ``partial`` / ``in
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -28,7 +27,7 @@ from typing import Any, Literal, NamedTuple, get_args
 import numpy as np
 
 from ragsieve.errors import InputError, LLMOutputError, ModelError
-from ragsieve.io import atomic_write_json
+from ragsieve.io import atomic_write_json, read_json_file
 from ragsieve.llm.base import LLM, ChatMessage
 
 logger = logging.getLogger(__name__)
@@ -293,13 +292,7 @@ class TrainedRetrievalEvaluator:
 
     @classmethod
     def load(cls, path: str | Path) -> TrainedRetrievalEvaluator:
-        p = Path(path)
-        if not p.is_file():
-            raise InputError(f"evaluator file {p} does not exist; train one with `ragsieve tasks train --evaluator`")
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"evaluator file {p} is not valid JSON ({exc.msg}); retrain it") from exc
+        data = read_json_file(path, "evaluator file", "train one with `ragsieve tasks train --evaluator`")
         return cls.from_dict(data)
 
     @classmethod
