@@ -122,9 +122,14 @@ def main() -> None:
         "The reference columns are the figures quoted in issue 7 for the authors' Rust implementation on "
         "an idle machine of this kind; they were **not measured here** (the Rust crate is not on PyPI and "
         "cannot be built offline), so the speed-up column compares our median with a number taken under "
-        "different load. This machine was shared with other engineers' jobs during the run: 1-minute load "
-        f"average {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores, so 2-thread figures in "
-        "particular are pessimistic. The process-CPU column (`time.process_time`, single thread) is the time "
+        "different load. 1-minute load average during the run: "
+        f"{min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores"
+        + (
+            " (other jobs shared the cores, so 2-thread figures in particular are pessimistic)"
+            if max(loads) > 1.5
+            else ""
+        )
+        + ". The process-CPU column (`time.process_time`, single thread) is the time "
         "the epoch actually ran on a core, i.e. what an idle machine would show for one thread.\n\n"
         + markdown_table(headers, rows) + huge_line
     )
