@@ -28,7 +28,16 @@ if TYPE_CHECKING:
     from ragsieve.pipeline import Pipeline
     from ragsieve.types import Chunk, SearchHit, Trace
 
-__all__ = [*_LAZY, "__version__"]
+__all__ = [
+    "Chunk",
+    "Index",
+    "Pipeline",
+    "PipelineConfig",
+    "RagsieveError",
+    "SearchHit",
+    "Trace",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:
