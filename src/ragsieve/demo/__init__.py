@@ -18,12 +18,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ragsieve.errors import ConfigError
+from ragsieve.errors import ConfigError, InputError
+from ragsieve.io import read_jsonl
 
 __all__ = ["DEMO_DOMAINS", "demo_corpus_dir", "demo_questions", "demo_writing_requests"]
 
@@ -48,19 +48,10 @@ def demo_corpus_dir() -> Path:
 
 
 def _read_jsonl(name: str) -> list[dict[str, Any]]:
-    path = _resource_path(name)
-    records: list[dict[str, Any]] = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{lineno}: malformed JSON ({exc}); reinstall ragsieve") from exc
-        if not isinstance(record, dict):
-            raise ConfigError(f"{path}:{lineno}: expected a JSON object; reinstall ragsieve")
-        records.append(record)
-    return records
+    try:
+        return list(read_jsonl(_resource_path(name)))
+    except InputError as exc:
+        raise ConfigError(f"bundled demo data is damaged: {exc}; reinstall ragsieve") from exc
 
 
 def demo_questions() -> list[dict[str, Any]]:
