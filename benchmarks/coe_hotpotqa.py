@@ -171,15 +171,14 @@ def dense_top(bench: Bench, question: str, pool: list[str], k: int) -> list[int]
 
 
 # ---------------------------------------------------------------- stages
-def stage_rag(bench: Bench, cfg: CoEConfig, qs: list[dict[str, Any]], n_cand: int) -> str:
-    d = disc(bench, cfg)
+def stage_rag(bench: Bench, cfgs: dict[str, CoEConfig], qs: list[dict[str, Any]], n_cand: int) -> str:
     systems = ["naive top-5", "ScopeCoE greedy", "ScopeCoE exact", "gold supporting facts"]
     res: dict[str, dict[str, list[float]]] = {s: {"acc": [], "f1": [], "n": [], "full": []} for s in systems}
     for r in qs:
         top = dense_top(bench, r["question"], r["pool"], n_cand)
         cands = [r["pool"][i] for i in top]
         f = bench.features(r["question"])
-        j = d.judge(f, cands)
+        j = disc(bench, cfgs[r["id"]]).judge(f, cands)
         sets = {
             "naive top-5": cands[:5],
             "ScopeCoE greedy": [cands[i] for i in cover(j.covered, j.kinds, "greedy").selected] or cands[:1],
@@ -292,20 +291,20 @@ def stage_robust(bench: Bench, qs: list[dict[str, Any]], answer_pool: list[str])
     )
 
 
-def stage_agreement(bench: Bench, cfg: CoEConfig, qs: list[dict[str, Any]], with_llm: bool) -> str:
-    configs = {"embedding intent/relation, lexical+embedding keywords (default)": cfg}
+def stage_agreement(bench: Bench, cfgs: dict[str, CoEConfig], qs: list[dict[str, Any]], with_llm: bool) -> str:
+    variants: dict[str, dict[str, str]] = {"embedding intent/relation, lexical+embedding keywords (default)": {}}
     if with_llm:
-        configs["LLM yes/no (log-prob, calibrated) for all features"] = cfg.model_copy(
-            update={"intent_judge": "llm", "keyword_judge": "llm", "relation_judge": "llm"}
-        )
-        configs["lexical keywords only (intent/relation: embedding)"] = cfg.model_copy(
-            update={"keyword_judge": "lexical"}
-        )
+        variants["LLM yes/no (log-prob, calibrated) for all features"] = {
+            "intent_judge": "llm",
+            "keyword_judge": "llm",
+            "relation_judge": "llm",
+        }
+        variants["lexical keywords only (intent/relation: embedding)"] = {"keyword_judge": "lexical"}
     rows = []
-    for name, c in configs.items():
-        d = disc(bench, c)
+    for name, update in variants.items():
         gold_hit, senp_hit, dis_hit, n_senp = [], [], [], 0
         for r in qs:
+            d = disc(bench, cfgs[r["id"]].model_copy(update=update))
             f = bench.features(r["question"])
             gold_hit.append(d.judge(f, r["gold"]).has_coe())
             senp, broken = senp_lexical(r, f)
@@ -342,6 +341,13 @@ def main() -> None:
     )
     ap.add_argument("--n", type=int, default=30, help="evaluation questions")
     ap.add_argument("--calib", type=int, default=15, help="calibration questions (disjoint)")
+    ap.add_argument(
+        "--crossfit",
+        type=int,
+        default=0,
+        help="K > 1: no separate calibration set; split the evaluation questions into K folds and "
+        "calibrate each fold's thresholds on the other folds (all 100 questions usable)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--candidates", type=int, default=20)
     ap.add_argument("--agreement-llm", action="store_true", help="also evaluate the LLM yes/no judges")
@@ -351,19 +357,38 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
+    if args.crossfit > 1:
+        args.calib = 0
     calib, qs = load_questions(args.seed, args.calib, args.n)
     bench = Bench(Path(args.cache), args.stage)
     t0 = time.perf_counter()
     for r in calib + qs:
         bench.features(r["question"])
     log.info("features ready (%.0fs)", time.perf_counter() - t0)
-    cfg, calib_note = calibrate(bench, calib)
+    cfgs: dict[str, CoEConfig] = {}
+    if args.crossfit > 1:
+        notes = []
+        for fold in range(args.crossfit):
+            held = qs[fold :: args.crossfit]
+            fit_on = [r for i, r in enumerate(qs) if i % args.crossfit != fold]
+            cfg, note = calibrate(bench, fit_on)
+            cfgs.update({r["id"]: cfg for r in held})
+            notes.append(f"fold {fold + 1} ({len(held)} questions) {note}")
+        calib_note = (
+            f"{args.crossfit}-fold cross-fitting (each fold's thresholds fitted on the other folds' questions): "
+            + " | ".join(notes)
+        )
+        calib_words = f"no separate calibration set ({args.crossfit}-fold cross-fitted thresholds)"
+    else:
+        cfg, calib_note = calibrate(bench, calib)
+        cfgs = {r["id"]: cfg for r in qs}
+        calib_words = f"{args.calib} calibration questions, then"
     src = {
         s: sum(bench.features(r["question"]).source == s for r in qs) for s in ("llm", "partial", "fallback")
     }
     setup = (
         f"Data: HotpotQA dev distractor, `hotpotqa_dev_distractor_first100.jsonl`; seed-{args.seed} shuffle, "
-        f"{args.calib} calibration questions, then {len(qs)} evaluation questions. Knowledge pool per "
+        f"{calib_words} {len(qs)} evaluation questions. Knowledge pool per "
         "question: its 10 paragraphs split into sentences (title-prefixed). Models: SmolLM2-135M-Instruct "
         "Q4_1 (llama.cpp, greedy, "
         "features + answers), all-MiniLM-L6-v2 (dense retrieval over the pool, embedding judges). Feature "
@@ -374,7 +399,7 @@ def main() -> None:
     irrelevant_pool = [p for r in others for p, y in zip(r["pool"], r["is_sup"], strict=True) if not y]
     answer_pool = [r["answers"][0] for r in load_questions(args.seed, 0, 100)[1]]
     if args.stage in ("rag", "all"):
-        body = stage_rag(bench, cfg, qs, args.candidates)
+        body = stage_rag(bench, cfgs, qs, args.candidates)
         write_section(
             "results.md",
             "coe-rag",
@@ -402,7 +427,7 @@ def main() -> None:
             "containing the wrong answer and not the gold one.\n\n" + body,
         )
     if args.stage in ("agreement", "all"):
-        body = stage_agreement(bench, cfg, qs, args.agreement_llm)
+        body = stage_agreement(bench, cfgs, qs, args.agreement_llm)
         write_section(
             "results.md",
             "coe-agreement-llm" if args.agreement_llm else "coe-agreement",
