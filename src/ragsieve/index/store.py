@@ -568,7 +568,7 @@ def _check_query(query: str, max_chars: int) -> str:
     return query.strip()
 
 
-def _embed_all(texts: list[str], embedder: Embedder, progress: ProgressFn | None, batch: int = 256) -> np.ndarray:
+def _embed_all(texts: list[str], embedder: Embedder, progress: ProgressFn | None, batch: int = 1024) -> np.ndarray:
     embedder.warm_up()
     out = np.empty((len(texts), embedder.dim), dtype=np.float32)
     for start in range(0, len(texts), batch):
