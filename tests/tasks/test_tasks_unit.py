@@ -7,7 +7,7 @@ import pytest
 from tasks_fakes import MALFORMED, HashEmbedder, ScriptedLLM
 
 from ragsieve.errors import InputError, ModelError
-from ragsieve.tasks.classifier import LLMTaskClassifier, TfidfTaskClassifier, build_task_prompt
+from ragsieve.tasks.classifier import LLMTaskClassifier, TfidfTaskClassifier, build_task_prompt, name_shape_features
 from ragsieve.tasks.evaluator import (
     FEATURE_NAMES,
     LLMRetrievalEvaluator,
@@ -57,6 +57,20 @@ def test_tfidf_classifier_fit_predict_persist(tmp_path) -> None:
     again = TfidfTaskClassifier.load(path)
     assert again.predict([r.text for r in test[:20]]) == pred[:20]
     assert again.classify("Write a haiku about tea").method == "tfidf"
+
+
+def test_name_shape_features() -> None:
+    feats = name_shape_features(["What is a toast?", "Who directed The Glass Orchard?", "Is Kraków big?", "I think so"])
+    assert feats.tolist() == [[0.0, 0.0], [1.0, 1.0], [1 / 3, 0.0], [0.0, 0.0]]
+
+
+def test_tfidf_routes_long_tail_entity_questions_to_retrieval() -> None:
+    train = load_task_requests("train")
+    texts, labels = [r.text for r in train], [r.label for r in train]
+    questions = ["Who was the composer of Lantern Over Vršac?", "Who is the author of The Saltmarsh Ledger?"]
+    with_names = TfidfTaskClassifier().fit(texts, labels)
+    assert with_names.predict(questions) == ["information_retrieval"] * 2
+    assert TfidfTaskClassifier.from_dict(with_names.to_dict()).name_features is True
 
 
 def test_tfidf_unfitted_and_bad_labels() -> None:

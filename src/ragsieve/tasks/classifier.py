@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import pickle
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -244,6 +245,22 @@ class LLMTaskClassifier:
         return cls(**d)
 
 
+_NAME_TOKEN = re.compile(r"\b[A-Z][\w'’.-]*")
+
+
+def name_shape_features(texts: Sequence[str]) -> np.ndarray:
+    """Per text: how many capitalised words follow the first word (saturating at 3) and whether two
+    capitalised words stand together. Named entities mark look-up requests about specific people,
+    works and places, which word n-grams cannot see when the name itself was never in training."""
+    out = np.zeros((len(texts), 2), dtype=np.float64)
+    for i, text in enumerate(texts):
+        words = text.split()[1:]
+        caps = [bool(_NAME_TOKEN.match(w)) and w != "I" for w in words]
+        out[i, 0] = min(sum(caps), 3) / 3.0
+        out[i, 1] = float(any(a and b for a, b in zip(caps, caps[1:], strict=False)))
+    return out
+
+
 class TfidfTaskClassifier:
     """Word + character TF-IDF features with a logistic-regression head (scikit-learn style).
 
@@ -261,19 +278,24 @@ class TfidfTaskClassifier:
         word_ngrams: tuple[int, int] = (1, 2),
         char_ngrams: tuple[int, int] = (2, 4),
         max_features: int = 50000,
+        name_features: bool = True,
     ) -> None:
         self.C = C
         self.word_ngrams = word_ngrams
         self.char_ngrams = char_ngrams
         self.max_features = max_features
+        self.name_features = name_features
 
     def _build(self) -> Any:
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import FeatureUnion, make_pipeline
+        from sklearn.preprocessing import FunctionTransformer
 
+        extra = [("names", FunctionTransformer(name_shape_features))] if self.name_features else []
         feats = FeatureUnion(
             [
+                *extra,
                 (
                     "word",
                     TfidfVectorizer(
@@ -363,6 +385,7 @@ class TfidfTaskClassifier:
             "word_ngrams": list(self.word_ngrams),
             "char_ngrams": list(self.char_ngrams),
             "max_features": self.max_features,
+            "name_features": self.name_features,
         }
 
     @classmethod
@@ -372,6 +395,7 @@ class TfidfTaskClassifier:
             word_ngrams=tuple(data["word_ngrams"]),
             char_ngrams=tuple(data["char_ngrams"]),
             max_features=data["max_features"],
+            name_features=data.get("name_features", False),
         )
 
 
