@@ -127,9 +127,17 @@ class Knowledge:
             )
         return self._bm25
 
+    def retriever_name(self, retriever: str) -> str:
+        if self.index is None:
+            return f"bm25s over every {STRIDE}th wiki_sentences line"
+        if retriever == "dense":
+            return f"MiniLM over the ragsieve index `{self.name}`"
+        return f"BM25 (bm25s, stemmed) over the ragsieve index `{self.name}`"
+
     def search(self, query: str, retriever: str) -> list[dict[str, Any]]:
-        if retriever == "dense" and self.index is not None:
-            hits = self.index.search(query, k=TOP_K, mode="dense")
+        if self.index is not None:
+            # Both retrievers search the same sentences, so dense vs BM25 compares retrievers only.
+            hits = self.index.search(query, k=TOP_K, mode="dense" if retriever == "dense" else "sparse")
             return [{"id": h.chunk.id, "text": h.chunk.text, "score": float(h.score)} for h in hits]
         if retriever == "dense":
             raise SystemExit(f"dense retrieval needs the index {index_dir()}; run benchmarks/filtering_build_index.py")
@@ -240,7 +248,7 @@ def cmd_cache(args: argparse.Namespace) -> None:
         "test_seed": args.test_seed,
         "pool": args.pool,
         "model": llm.model_name,
-        "index": kn.name if args.retriever == "dense" else f"bm25s over every {STRIDE}th wiki_sentences line",
+        "index": kn.retriever_name(args.retriever),
         "dkf": dkf_path.name,
         "icl_demos": icl.demos_,
         "cf_label": [1.0] * len(task.labels),  # distributions are stored calibrated
@@ -456,8 +464,11 @@ def cmd_report(args: argparse.Namespace) -> None:
     common = (
         "Model: bundled SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp, n_threads=1); labels scored by the "
         "`LabelClassifier` presets (next-token log-probs, contextual calibration). Knowledge: "
-        f"../shared/data/wiki_sentences; `dense` = MiniLM over the ragsieve index `{index_dir().name}`, "
-        f"`bm25` = bm25s over every {STRIDE}th sentence (10,000); top-{TOP_K} retrieved, the filters and "
+        "../shared/data/wiki_sentences; "
+        + "; ".join(
+            f"{ds} `{retr}` = {e.meta['index']}" for (ds, retr), e in sorted(evals.items(), key=lambda kv: kv[0])
+        )
+        + f"; top-{TOP_K} retrieved, the filters and "
         f"fusion act on the top-`pool` pieces, at most {MAX_KEEP} kept. D_kf: LM-BFF-style "
         f"{args.shots} training queries per class (seed {args.seed}), top pieces from the column's "
         f"retriever, perplexity labels with θ = {args.theta} (label-dist PPL = 1/p(label)). Fusion "
