@@ -44,7 +44,7 @@ def main() -> None:
 
     llm_rows = test[: args.limit] if args.limit else test
     variants: list[tuple[str, TaskClassifier, list]] = [
-        ("TF-IDF (word 1-2 + char 2-4) + logistic regression", tfidf, test),
+        ("TF-IDF (word 1-2 + char 2-4) + name-shape features + logistic regression", tfidf, test),
         ("LLM few-shot, schema-constrained JSON (generate_json)", json_clf, llm_rows),
         ("LLM few-shot, label log-probs, uncalibrated", lp_raw, llm_rows),
         ("LLM few-shot, label log-probs, contextual calibration", lp_cal, llm_rows),
