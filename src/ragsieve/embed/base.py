@@ -73,6 +73,8 @@ def embed_with_cache(
     texts: Sequence[str], model_name: str, compute: Any, cache: EmbeddingCache | None, dim: int
 ) -> np.ndarray:
     """Embed ``texts`` with ``compute`` (a callable on a list of texts), reusing cached rows."""
+    if len(texts) == 0:
+        return np.zeros((0, dim), dtype=np.float32)
     if cache is None:
         return np.asarray(compute(list(texts)), dtype=np.float32)
     keys = [content_key(model_name, t) for t in texts]

@@ -105,8 +105,6 @@ class SentenceTransformerEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.warm_up()
-        if len(texts) == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
         return embed_with_cache(texts, self.model_name, self._encode, self._cache, self.dim)
 
     def to_dict(self) -> dict[str, Any]:

@@ -238,8 +238,6 @@ class OnnxEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.warm_up()
-        if len(texts) == 0:
-            return np.zeros((0, self._dim), dtype=np.float32)
         return embed_with_cache(texts, self.model_name, self._encode, self._cache, self._dim)
 
     def to_dict(self) -> dict[str, Any]:

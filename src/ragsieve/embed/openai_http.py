@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +11,7 @@ import numpy as np
 
 from ragsieve.embed.base import EmbeddingCache, embed_with_cache, l2_normalize
 from ragsieve.errors import ConfigError, ModelError
+from ragsieve.http import HTTPStatusError, make_client, post_json
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +32,7 @@ class OpenAIEmbedder:
         batch_size: int = 64,
         timeout_s: float = 60.0,
         max_retries: int = 3,
+        backoff_s: float = 0.5,
         normalize: bool = True,
         cache_dir: str | None = None,
     ) -> None:
@@ -42,6 +42,7 @@ class OpenAIEmbedder:
         self.batch_size = batch_size
         self.timeout_s = timeout_s
         self.max_retries = max_retries
+        self.backoff_s = backoff_s
         self.normalize = normalize
         self.cache_dir = cache_dir
         self._dim: int | None = None
@@ -60,38 +61,38 @@ class OpenAIEmbedder:
 
     def warm_up(self) -> None:
         if self._client is None:
-            import httpx
-
-            key = os.environ.get(self.api_key_env, "")
-            headers = {"Authorization": f"Bearer {key}"} if key else {}
-            self._client = httpx.Client(base_url=self.base_url.rstrip("/"), headers=headers, timeout=self.timeout_s)
+            self._client = make_client(self.base_url, self.api_key_env, self.timeout_s)
 
     def _request(self, texts: list[str]) -> np.ndarray:
-        import httpx
-
         self.warm_up()
-        delay = 0.5
-        for attempt in range(self.max_retries + 1):
-            try:
-                resp = self._client.post("/embeddings", json={"model": self.model, "input": texts})
-                if resp.status_code in (429, 500, 502, 503, 504) and attempt < self.max_retries:
-                    raise httpx.TransportError(f"HTTP {resp.status_code}")
-                if resp.status_code >= 400:
-                    raise ModelError(
-                        f"embedding server at {self.base_url} answered {resp.status_code}: {resp.text[:300]}"
-                    )
-                data = sorted(resp.json()["data"], key=lambda d: d["index"])
-                vectors = np.asarray([d["embedding"] for d in data], dtype=np.float32)
-                return l2_normalize(vectors) if self.normalize else vectors
-            except httpx.TransportError as exc:
-                if attempt == self.max_retries:
-                    raise ModelError(
-                        f"could not reach the embedding server at {self.base_url} ({exc}); "
-                        "start it or fix embedder.base_url"
-                    ) from exc
-                time.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")  # pragma: no cover
+        payload = {"model": self.model, "input": texts}
+        try:
+            answer = post_json(
+                self._client,
+                "/embeddings",
+                payload,
+                service="the embedding server",
+                max_retries=self.max_retries,
+                backoff_s=self.backoff_s,
+            )
+        except HTTPStatusError as exc:
+            raise ModelError(
+                f"the embedding server at {self.base_url} rejected the request ({exc}); "
+                f"check that model {self.model!r} is served"
+            ) from exc
+        try:
+            data = sorted(answer["data"], key=lambda d: d["index"])
+            vectors = np.asarray([d["embedding"] for d in data], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(
+                f"the embedding server at {self.base_url} answered without OpenAI-style `data` embeddings; "
+                "check that base_url points at an OpenAI-compatible /v1 API"
+            ) from exc
+        if vectors.ndim != 2 or len(vectors) != len(texts):
+            raise ModelError(
+                f"the embedding server at {self.base_url} returned {len(vectors)} vectors for {len(texts)} texts"
+            )
+        return l2_normalize(vectors) if self.normalize else vectors
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         parts = [self._request(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
@@ -100,8 +101,6 @@ class OpenAIEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not self.base_url:
             raise ConfigError("embedder.base_url is required for the openai embedding backend")
-        if len(texts) == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
         return embed_with_cache(texts, self.model_name, self._encode, self._cache, self.dim)
 
     def to_dict(self) -> dict[str, Any]:

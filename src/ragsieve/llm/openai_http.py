@@ -23,31 +23,19 @@ With the chat ``top_logprobs`` fallback, a candidate whose first token is not am
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
-import os
-import random
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from ragsieve.errors import InputError, LLMOutputError, ModelError
+from ragsieve.http import HTTPStatusError, make_client, post_json
 from ragsieve.llm.base import ChatMessage, ContinuationScore, Generation, Prompt, as_messages
 
 logger = logging.getLogger(__name__)
 
 _TOP_LOGPROBS = 20
-
-
-class _HTTPStatusError(Exception):
-    """A 4xx answer the caller may handle (e.g. an unsupported parameter)."""
-
-    def __init__(self, status: int, body: str) -> None:
-        super().__init__(f"HTTP {status}: {body[:300]}")
-        self.status = status
-        self.body = body
 
 
 class OpenAICompatibleLLM:
@@ -107,13 +95,7 @@ class OpenAICompatibleLLM:
         """Create the HTTP client (the server is contacted on the first request); idempotent."""
         if self._client is not None:
             return
-        import httpx
-
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        self._client = httpx.Client(base_url=self.root_url, headers=headers, timeout=self.timeout_s)
+        self._client = make_client(self.root_url, self.api_key_env, self.timeout_s)
 
     def close(self) -> None:
         if self._client is not None:
@@ -121,56 +103,16 @@ class OpenAICompatibleLLM:
             self._client = None
 
     def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST JSON with retries. 4xx other than 429 raise :class:`_HTTPStatusError`."""
-        import httpx
-
+        """POST JSON with retries. 4xx other than 429 raise :class:`HTTPStatusError`."""
         self.warm_up()
-        url = f"{self.root_url}{path}"
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            wait = self.backoff_s * (2**attempt) * (1.0 + 0.1 * random.random())
-            try:
-                resp = self._client.post(path, json=payload)
-            except (httpx.ConnectError, httpx.TimeoutException, httpx.RemoteProtocolError) as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                if attempt < self.max_retries:
-                    logger.warning("LLM server %s: %s; retry %d in %.2fs", url, last, attempt + 1, wait)
-                    time.sleep(wait)
-                    continue
-                raise ModelError(
-                    f"could not reach LLM server at {url} after {attempt + 1} attempts ({last}); "
-                    "start it or fix base_url"
-                ) from exc
-            if resp.status_code == 429 or resp.status_code >= 500:
-                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                if attempt < self.max_retries:
-                    retry_after = resp.headers.get("Retry-After")
-                    if retry_after is not None:
-                        with contextlib.suppress(ValueError):
-                            wait = min(float(retry_after), 60.0)
-                    logger.warning("LLM server %s: %s; retry %d in %.2fs", url, last, attempt + 1, wait)
-                    time.sleep(wait)
-                    continue
-                raise ModelError(
-                    f"LLM server at {url} kept failing ({last}) after {attempt + 1} attempts; "
-                    "check the server logs or lower the request rate"
-                )
-            if resp.status_code >= 400:
-                raise _HTTPStatusError(resp.status_code, resp.text)
-            try:
-                data: dict[str, Any] = resp.json()
-            except ValueError as exc:
-                raise ModelError(
-                    f"LLM server at {url} returned non-JSON ({resp.text[:200]!r}); "
-                    "check that base_url points at an OpenAI-compatible API"
-                ) from exc
-            return data
-        raise ModelError(f"could not reach LLM server at {url}; start it or fix base_url")  # pragma: no cover
+        return post_json(
+            self._client, path, payload, service="LLM server", max_retries=self.max_retries, backoff_s=self.backoff_s
+        )
 
     def _post_checked(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         try:
             return self._post(path, payload)
-        except _HTTPStatusError as exc:
+        except HTTPStatusError as exc:
             raise ModelError(
                 f"LLM server at {self.root_url}{path} rejected the request ({exc}); "
                 f"check that model {self.model!r} is served and the parameters are supported"
@@ -214,7 +156,7 @@ class OpenAICompatibleLLM:
             params["stop"] = list(stop)
         try:
             data = self._chat(prompt, **params)
-        except _HTTPStatusError as exc:
+        except HTTPStatusError as exc:
             raise ModelError(
                 f"LLM server at {self.root_url} rejected a chat completion ({exc}); "
                 f"check that model {self.model!r} is served"
@@ -243,7 +185,7 @@ class OpenAICompatibleLLM:
                 try:
                     data = self._chat(messages, response_format=fmt, **params)
                     self._json_schema_supported = True
-                except _HTTPStatusError as exc:
+                except HTTPStatusError as exc:
                     logger.info("server rejected json_schema (%s); falling back to json_object", exc)
                     self._json_schema_supported = False
             if data is None:
@@ -257,7 +199,7 @@ class OpenAICompatibleLLM:
                         response_format={"type": "json_object"},
                         **params,
                     )
-                except _HTTPStatusError as exc:
+                except HTTPStatusError as exc:
                     raise ModelError(
                         f"LLM server at {self.root_url} supports neither json_schema nor json_object "
                         f"response formats ({exc}); use the llama-cpp backend for JSON output"
@@ -297,7 +239,7 @@ class OpenAICompatibleLLM:
             return _TemplateRenderer(self.chat_template, "", "")(messages)[0]
         try:
             data = self._post("/apply-template", {"messages": [dict(m) for m in messages]})
-        except _HTTPStatusError:
+        except HTTPStatusError:
             return None
         prompt_text = data.get("prompt")
         if not isinstance(prompt_text, str):
@@ -317,7 +259,7 @@ class OpenAICompatibleLLM:
         }
         try:
             data = self._post("/v1/completions", payload)
-        except _HTTPStatusError as exc:
+        except HTTPStatusError as exc:
             self._echo_supported = False
             raise ModelError(
                 f"LLM server at {self.root_url} cannot score prompt tokens (/v1/completions with echo and "
@@ -389,7 +331,7 @@ class OpenAICompatibleLLM:
             data = self._chat(prompt, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=_TOP_LOGPROBS)
             top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
             table = {str(t["token"]): float(t["logprob"]) for t in top}
-        except _HTTPStatusError as exc:
+        except HTTPStatusError as exc:
             raise ModelError(
                 f"LLM server at {self.root_url} cannot return log-probabilities ({exc}); "
                 "use a server with logprobs support (vLLM, llama-server) or the llama-cpp backend"
@@ -434,7 +376,7 @@ class OpenAICompatibleLLM:
                 return len(tokens)
             if isinstance(data.get("count"), int):
                 return int(data["count"])
-        except _HTTPStatusError:
+        except HTTPStatusError:
             pass
         logger.info("%s has no /tokenize; estimating tokens as characters / 4", self.root_url)
         return max(1, math.ceil(len(text) / 4)) if text else 0
