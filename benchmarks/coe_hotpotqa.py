@@ -220,7 +220,8 @@ def senp_lexical(r: dict[str, Any], f: EvidenceFeatures) -> tuple[list[str], boo
     return [r["gold"][i] for i in res.kept], res.broken
 
 
-def stage_effect(bench: Bench, qs: list[dict[str, Any]], irrelevant_pool: list[str]) -> str:
+def stage_effect(bench: Bench, qs: list[dict[str, Any]], irrelevant_pool: list[tuple[str, str]]) -> str:
+    """``irrelevant_pool``: (question id, sentence) pairs; a question never gets its own sentences."""
     kinds = ["CoE", "SenP", "WordP"]
     acc: dict[tuple[str, float], list[float]] = {}
     used = 0
@@ -235,7 +236,10 @@ def stage_effect(bench: Bench, qs: list[dict[str, Any]], irrelevant_pool: list[s
         for kname in kinds:
             for p in PROPORTIONS:
                 k = inject_irrelevant(
-                    know[kname], irrelevant_pool, p, seed=zlib.crc32(r["id"].encode()) % 1000
+                    know[kname],
+                    [text for qid, text in irrelevant_pool if qid != r["id"]],
+                    p,
+                    seed=zlib.crc32(r["id"].encode()) % 1000,
                 )
                 pred = bench.answer(r["question"], k)
                 acc.setdefault((kname, p), []).append(float(contains_answer(pred, r["answers"])))
@@ -378,7 +382,7 @@ def main() -> None:
             f"{args.crossfit}-fold cross-fitting (each fold's thresholds fitted on the other folds' questions): "
             + " | ".join(notes)
         )
-        calib_words = f"no separate calibration set ({args.crossfit}-fold cross-fitted thresholds)"
+        calib_words = f"{args.crossfit}-fold cross-fitted thresholds (no separate calibration set), all"
     else:
         cfg, calib_note = calibrate(bench, calib)
         cfgs = {r["id"]: cfg for r in qs}
@@ -395,8 +399,9 @@ def main() -> None:
         f"extraction source on the evaluation questions: {src}. Calibrated thresholds: {calib_note}. "
         "Accuracy = normalised answer containment."
     )
-    others = [r for r in load_questions(args.seed, 0, 100)[1] if r["id"] not in {q["id"] for q in qs}]
-    irrelevant_pool = [p for r in others for p, y in zip(r["pool"], r["is_sup"], strict=True) if not y]
+    # Irrelevant text comes from the other questions of the file (all 100 are evaluated when cross-fitting).
+    others = load_questions(args.seed, 0, 100)[1]
+    irrelevant_pool = [(r["id"], p) for r in others for p, y in zip(r["pool"], r["is_sup"], strict=True) if not y]
     answer_pool = [r["answers"][0] for r in load_questions(args.seed, 0, 100)[1]]
     if args.stage in ("rag", "all"):
         body = stage_rag(bench, cfgs, qs, args.candidates)

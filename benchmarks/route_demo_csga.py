@@ -106,7 +106,8 @@ def main() -> None:
         f"SmolLM2-135M-Instruct (llama.cpp, 1 thread, greedy, max {args.max_tokens} tokens). Router: trained "
         "from the index's chunks (default multinomial-nb, top domains holding 0.9 of the probability, global "
         "below p=0.5). CSGA = mean cosine similarity of generated vs reference answer (MiniLM). Times are "
-        "medians over questions on a shared, heavily loaded 2-core machine; arms interleaved. Gold evidence = "
+        f"medians over questions (2 cores, 1-min load average {os.getloadavg()[0]:.1f} at the end); arms "
+        "interleaved. Gold evidence = "
         "share of questions with a chunk of a reference document among the evidence.\n\n"
         + markdown_table(
             ["search", "CSGA", "retrieve ms p50", "generate ms p50", "ask total ms p50", "gold evidence"],
