@@ -226,8 +226,13 @@ def main() -> None:
             f"{name.split(',')[0]}: " + ", ".join(f"{d} {r:.1%}" for d, r in per_domain_ratio[name].items())
             for name in ("(a) queries, logreg, fallback on", "(b) chunks, multinomial-nb, fallback on")
         )
-        + ". Searching a partition alone also changes BM25's document frequencies (each partition has its "
-        "own IDF), which moves scores even when the right partition is searched."
+        + "."
+        + (
+            ""
+            if args.mode == "dense"
+            else " Searching a partition alone also changes BM25's document frequencies (each partition has its "
+            "own IDF), which moves scores even when the right partition is searched."
+        )
     )
     write_section(
         "results.md",
