@@ -99,9 +99,26 @@ def _stemmer() -> Any:
     return _STEMMER
 
 
+_BM25S_LOGGER_RESET = False
+
+
+def _bm25s() -> Any:
+    """Import bm25s without its logger override: bm25s sets its own logger to DEBUG on import,
+    which would print its internal debug lines under any application's logging setup."""
+    global _BM25S_LOGGER_RESET
+    import bm25s
+
+    if not _BM25S_LOGGER_RESET:  # once, so an application's own later choice stands
+        bm25s_logger = logging.getLogger("bm25s")
+        if bm25s_logger.level == logging.DEBUG:
+            bm25s_logger.setLevel(logging.NOTSET)
+        _BM25S_LOGGER_RESET = True
+    return bm25s
+
+
 def bm25_tokenize(texts: list[str]) -> list[list[str]]:
     """English word tokens, stopwords removed, Snowball-stemmed (as at index time)."""
-    import bm25s
+    bm25s = _bm25s()
 
     return bm25s.tokenize(
         texts, stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False
@@ -119,7 +136,7 @@ class SparseBackend:
 
     @classmethod
     def build(cls, texts: list[str]) -> SparseBackend:
-        import bm25s
+        bm25s = _bm25s()
 
         retriever = bm25s.BM25()
         if texts:
@@ -133,7 +150,7 @@ class SparseBackend:
 
     @classmethod
     def load(cls, folder: Path, size: int) -> SparseBackend:
-        import bm25s
+        bm25s = _bm25s()
 
         if size == 0:
             return cls(bm25s.BM25(), 0)
