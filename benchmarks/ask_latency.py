@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys as _sys
+import sys
 import tempfile
 import time
 from pathlib import Path
-from pathlib import Path as _Path
 
 import numpy as np
 
 # Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
-_sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import markdown_table, write_section
 from ragsieve.config import PipelineConfig, apply_overrides

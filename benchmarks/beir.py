@@ -5,12 +5,11 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import sys as _sys
+import sys
 from pathlib import Path
-from pathlib import Path as _Path
 
 # Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
-_sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import ROOT, SHARED_DATA
 from ragsieve.types import Chunk

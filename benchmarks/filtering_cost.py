@@ -28,11 +28,11 @@ from collections.abc import Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import sys as _sys
-from pathlib import Path as _Path
+import sys
+from pathlib import Path
 
 # Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
-_sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import SHARED_DATA, markdown_table, write_section  # noqa: E402
 

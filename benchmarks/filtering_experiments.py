@@ -27,6 +27,7 @@ import logging
 import math
 import os
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,8 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import sys as _sys
-from pathlib import Path as _Path
-
 # Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
-_sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import ROOT, SHARED_DATA, markdown_table  # noqa: E402
 from benchmarks._report import write_section as _write_section  # noqa: E402

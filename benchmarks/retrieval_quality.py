@@ -9,12 +9,12 @@ docs/results.md. Indexes are cached under runs/indexes/beir-<name>.
 from __future__ import annotations
 
 import argparse
-import sys as _sys
+import sys
 import time
-from pathlib import Path as _Path
+from pathlib import Path
 
 # Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
-_sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import markdown_table, write_section
 from benchmarks.beir import beir_corpus, beir_index_dir, beir_qrels, beir_queries, evaluate_run

@@ -12,15 +12,14 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys as _sys
+import sys
 import time
 from pathlib import Path
-from pathlib import Path as _Path
 
 import numpy as np
 
 # Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
-_sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import ROOT, markdown_table, write_section
 from ragsieve.config import RetrievalConfig
