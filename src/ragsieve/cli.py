@@ -346,8 +346,9 @@ def info(index: Path = typer.Option(..., "--index", help="Index directory.")) ->
 
 
 def default_demo_index() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "ragsieve" / "demo-index"
+    from ragsieve.io import user_cache_dir
+
+    return user_cache_dir() / "demo-index"
 
 
 @app.command()

@@ -107,3 +107,8 @@ def atomic_directory(target: str | Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def user_cache_dir() -> Path:
+    """ragsieve's per-user cache: ``$XDG_CACHE_HOME/ragsieve`` (``~/.cache/ragsieve`` by default)."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ragsieve"

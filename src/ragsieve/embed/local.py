@@ -33,6 +33,17 @@ def bundled_model_dir() -> Path:
     return path
 
 
+def local_model_dir(model: str | None) -> Path:
+    """The folder of a local embedding model (``None``: the bundled one); a clear error if it is missing."""
+    path = Path(model) if model else bundled_model_dir()
+    if not path.exists():
+        raise ModelError(
+            f"embedding model folder {path} does not exist; ragsieve never downloads models, "
+            "so pass a local sentence-transformers folder"
+        )
+    return path
+
+
 class SentenceTransformerEmbedder:
     """Sentence embeddings from a local sentence-transformers model folder.
 
@@ -74,12 +85,7 @@ class SentenceTransformerEmbedder:
             return
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        path = Path(self.model) if self.model else bundled_model_dir()
-        if not path.exists():
-            raise ModelError(
-                f"embedding model folder {path} does not exist; ragsieve never downloads models, "
-                "so pass a local sentence-transformers folder"
-            )
+        path = local_model_dir(self.model)
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging

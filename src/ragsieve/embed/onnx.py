@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ragsieve.embed.base import EmbeddingCache, embed_with_cache, l2_normalize
-from ragsieve.embed.local import BUNDLED_MODEL_NAME, bundled_model_dir
+from ragsieve.embed.local import BUNDLED_MODEL_NAME, local_model_dir
 from ragsieve.errors import ModelError
-from ragsieve.io import atomic_path
+from ragsieve.io import atomic_path, user_cache_dir
 
 logger = logging.getLogger(__name__)
 
@@ -33,8 +32,7 @@ EXPORT_VERSION = 1
 
 def default_onnx_dir() -> Path:
     """Where exported graphs are cached: ``$XDG_CACHE_HOME/ragsieve/onnx`` (``~/.cache`` by default)."""
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "ragsieve" / "onnx"
+    return user_cache_dir() / "onnx"
 
 
 def model_fingerprint(model_dir: Path) -> str:
@@ -171,12 +169,7 @@ class OnnxEmbedder:
     def warm_up(self) -> None:
         if self._session is not None:
             return
-        model_dir = Path(self.model) if self.model else bundled_model_dir()
-        if not model_dir.exists():
-            raise ModelError(
-                f"embedding model folder {model_dir} does not exist; ragsieve never downloads models, "
-                "so pass a local sentence-transformers folder"
-            )
+        model_dir = local_model_dir(self.model)
         if not (model_dir / "config.json").is_file() or not (model_dir / "tokenizer.json").is_file():
             raise ModelError(
                 f"{model_dir} is not a sentence-transformers model folder with config.json and tokenizer.json; "
@@ -215,7 +208,7 @@ class OnnxEmbedder:
         self._input_names = [i.name for i in session.get_inputs()]
         self._tokenizer = tokenizer
         self._session = session
-        self._dim = int(self._run(["x"]).shape[1])
+        self._dim = int(session.get_outputs()[0].shape[-1])
         logger.info("loaded ONNX embedder %s (%s)", self.model_name, path.name)
 
     def _run(self, texts: list[str]) -> np.ndarray:
