@@ -262,6 +262,8 @@ def cmd_cache(args: argparse.Namespace) -> None:
         return memo[key]
 
     for row in test:
+        if args.stop_at and len(cache["items"]) >= args.stop_at:
+            break
         if row["text"] in done:
             continue
         text = row["text"]
@@ -607,6 +609,7 @@ def main() -> None:
     c.add_argument("--pool", type=int, default=8)
     c.add_argument("--max-minutes", type=float, default=0.0)
     c.add_argument("--save-every", type=int, default=1)
+    c.add_argument("--stop-at", type=int, default=0, help="stop once the cache holds this many items (0: n-test)")
     c.add_argument("--dkf-retriever", choices=["dense", "bm25"], default=None, help="default: --retriever")
     c.add_argument("--dkf-top", type=int, default=10, help="pieces per training query annotated for D_kf")
     c.add_argument("--concat-filters", default="ensemble", help="filters whose kept set is also concatenated")

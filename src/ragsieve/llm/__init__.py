@@ -44,6 +44,7 @@ def _build_llama_cpp(config: LLMConfig) -> LlamaCppLLM:
         n_batch=config.n_batch,
         chat_format=config.chat_format,
         seed=config.seed,
+        prefix_states=config.prefix_states,
     )
 
 

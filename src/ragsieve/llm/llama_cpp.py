@@ -12,13 +12,24 @@ several continuations of one prompt, cost only their differing tail. The tests c
 the scores equal those of a fresh state. ``prefix_cache=False`` clears the cache on every
 call (to verify that equality, and to measure the saving). Generation always starts from
 an empty cache so that greedy outputs do not depend on earlier calls.
+
+Saved prefixes: one live cache forgets a long prefix as soon as a call with another
+prefix comes between two calls that share it (an in-context filter's demonstrations,
+interleaved with other prompts for every query). So before a call discards at least
+``SAVE_MIN_TOKENS`` cached tokens, the KV state of that sequence is copied out
+(``llama_state_seq_get_data``: only the used cells, a few MB for a small model); a later
+call whose prompt shares a longer prefix with a saved state than with the live cache
+restores it and decodes from there. ``prefix_states`` bounds how many are kept (least
+recently used go first); 0 turns this off.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -46,6 +57,18 @@ _CHAT_FORMAT_FUNCTIONS: dict[ChatFormatName, str] = {
     "zephyr": "format_zephyr",
     "qwen": "format_qwen",
 }
+
+# A shorter discarded prefix is cheaper to decode again than to copy out and back.
+SAVE_MIN_TOKENS = 64
+
+
+def shared_prefix_length(a: Sequence[int], b: Sequence[int], limit: int) -> int:
+    """Length of the common prefix of two token sequences, at most ``limit``."""
+    n = min(len(a), len(b), limit)
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -101,6 +124,8 @@ class LlamaCppLLM:
             (``tokenizer.chat_template``); otherwise one of :data:`ChatFormatName`.
         seed: sampling seed used when ``generate`` gets none.
         prefix_cache: reuse the KV cache of the longest shared token prefix between calls.
+        prefix_states: how many discarded KV prefixes to keep for later calls (see the module
+            docstring); 0 keeps only the live cache.
 
     Example:
         >>> llm = LlamaCppLLM(n_threads=1)  # doctest: +SKIP
@@ -120,6 +145,7 @@ class LlamaCppLLM:
         chat_format: str | None = None,
         seed: int = 0,
         prefix_cache: bool = True,
+        prefix_states: int = 4,
     ) -> None:
         if chat_format is not None and chat_format not in get_args(ChatFormatName):
             raise ConfigError(
@@ -133,7 +159,10 @@ class LlamaCppLLM:
         self.chat_format = chat_format
         self.seed = seed
         self.prefix_cache = prefix_cache
+        self.prefix_states = prefix_states
         self._llama: Llama | None = None
+        # token prefix -> KV bytes of sequence 0 holding exactly those tokens
+        self._saved: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
         self._render: Callable[[list[ChatMessage]], tuple[str, list[str]]] | None = None
         self._lock = threading.RLock()
 
@@ -162,8 +191,7 @@ class LlamaCppLLM:
                 from llama_cpp import Llama
             except ImportError as exc:  # pragma: no cover - depends on the environment
                 raise ModelError(
-                    f"llama-cpp-python is not importable ({exc}); "
-                    "install it with `pip install llama-cpp-python`"
+                    f"llama-cpp-python is not importable ({exc}); install it with `pip install llama-cpp-python`"
                 ) from exc
             try:
                 llama = Llama(
@@ -186,9 +214,7 @@ class LlamaCppLLM:
             self._llama = llama
             logger.info("loaded %s (n_ctx=%d, n_threads=%s)", path, self.n_ctx, self.n_threads)
 
-    def _make_renderer(
-        self, llama: Llama, path: Path
-    ) -> Callable[[list[ChatMessage]], tuple[str, list[str]]]:
+    def _make_renderer(self, llama: Llama, path: Path) -> Callable[[list[ChatMessage]], tuple[str, list[str]]]:
         if self.chat_format is not None:
             from llama_cpp import llama_chat_format
 
@@ -263,8 +289,7 @@ class LlamaCppLLM:
     def _check_fits(self, n_tokens: int, what: str) -> None:
         if n_tokens > self.n_ctx:
             raise InputError(
-                f"{what} has {n_tokens} tokens, more than the context of {self.n_ctx}; "
-                "shorten it or raise llm.n_ctx"
+                f"{what} has {n_tokens} tokens, more than the context of {self.n_ctx}; shorten it or raise llm.n_ctx"
             )
 
     # ------------------------------------------------------------------ decoding
@@ -283,10 +308,13 @@ class LlamaCppLLM:
         self._check_fits(n, "the prompt with its continuation")
         keep = 0
         if self.prefix_cache and llama.n_tokens > 0:
-            cached = llama.input_ids[: llama.n_tokens]
-            limit = min(len(cached), n, need_from)
-            while keep < limit and cached[keep] == tokens[keep]:
-                keep += 1
+            keep = shared_prefix_length(llama.input_ids[: llama.n_tokens].tolist(), tokens, need_from)
+        saved_key, saved_keep = self._best_saved_prefix(tokens, need_from)
+        # taken before saving the live state, whose insertion may evict this entry
+        saved_data = self._saved.get(saved_key) if saved_keep > keep else None
+        self._save_live(keep)
+        if saved_data is not None and self._restore(saved_key, saved_data):
+            keep = saved_keep
         ctx = llama._ctx
         if keep == 0 or not ctx.kv_cache_seq_rm(-1, keep, -1):
             keep = 0
@@ -314,9 +342,7 @@ class LlamaCppLLM:
                 ctx.decode(llama._batch)
             except RuntimeError as exc:
                 llama.reset()
-                raise ModelError(
-                    f"llama.cpp failed to decode {m} tokens: {exc}; try a smaller llm.n_batch"
-                ) from exc
+                raise ModelError(f"llama.cpp failed to decode {m} tokens: {exc}; try a smaller llm.n_batch") from exc
             llama.input_ids[start : start + m] = chunk
             llama.n_tokens = start + m
             for i in range(m):
@@ -325,11 +351,71 @@ class LlamaCppLLM:
                     ptr = llama_get_logits_ith(ctx.ctx, i)
                     yield pos, np.ctypeslib.as_array(ptr, shape=(n_vocab,))
 
-    def reset_cache(self) -> None:
-        """Forget the cached KV prefix (the next call decodes its whole prompt)."""
+    def _best_saved_prefix(self, tokens: Sequence[int], limit: int) -> tuple[tuple[int, ...], int]:
+        best: tuple[tuple[int, ...], int] = ((), 0)
+        if not (self.prefix_cache and self.prefix_states):
+            return best
+        for key in self._saved:
+            m = shared_prefix_length(key, tokens, limit)
+            if m > best[1]:
+                best = (key, m)
+        return best
+
+    def _save_live(self, keep: int) -> None:
+        """Copy the live KV state out when the coming call would discard a long part of it."""
+        llama = self._llama
+        if llama is None or not (self.prefix_cache and self.prefix_states):
+            return
+        n = llama.n_tokens
+        if n - keep < SAVE_MIN_TOKENS:
+            return
+        key = tuple(int(t) for t in llama.input_ids[:n])
+        if key in self._saved:
+            self._saved.move_to_end(key)
+            return
+        from llama_cpp import llama_state_seq_get_data, llama_state_seq_get_size
+
+        ctx = llama._ctx.ctx
+        size = llama_state_seq_get_size(ctx, 0)
+        buf = (ctypes.c_uint8 * size)()
+        written = llama_state_seq_get_data(ctx, buf, size, 0)
+        if written == 0:  # pragma: no cover - llama.cpp could not serialise; nothing is lost
+            return
+        self._saved[key] = bytes(buf)[:written]
+        while len(self._saved) > self.prefix_states:
+            self._saved.popitem(last=False)
+
+    def _restore(self, key: tuple[int, ...], data: bytes) -> bool:
+        """Make a saved state the live cache (sequence 0 then holds exactly ``key``);
+        False (and an empty cache) if llama.cpp refuses it."""
+        llama = self._model()
+        from llama_cpp import llama_state_seq_set_data
+
+        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+        llama.reset()
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if llama_state_seq_set_data(llama._ctx.ctx, buf, len(data), 0) == 0:
+            self._saved.pop(key, None)
+            llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+            return False
+        self._saved[key] = data
+        self._saved.move_to_end(key)
+        while len(self._saved) > self.prefix_states:
+            self._saved.popitem(last=False)
+        llama.input_ids[: len(key)] = key
+        llama.n_tokens = len(key)
+        return True
+
+    def reset_cache(self, *, keep_saved: bool = False) -> None:
+        """Forget the cached KV prefix (the next call decodes its whole prompt), and with it
+        the saved prefixes unless ``keep_saved``."""
         if self._llama is None:
             return
         with self._lock:
+            if keep_saved:
+                self._save_live(0)
+            else:
+                self._saved.clear()
             self._llama.reset()
             self._llama._ctx.kv_cache_seq_rm(-1, 0, -1)
 
@@ -428,7 +514,7 @@ class LlamaCppLLM:
             # Generation always starts from an empty KV cache: llama-cpp-python's own prefix
             # reuse re-decodes the last prompt token alone, which changes greedy outputs at
             # near-ties between calls. Clearing keeps ``generate`` a pure function of its input.
-            self.reset_cache()
+            self.reset_cache(keep_saved=True)
             out: Any = llama.create_completion(
                 prompt=tokens,
                 max_tokens=max_tokens,
@@ -450,9 +536,7 @@ class LlamaCppLLM:
             finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
         )
 
-    def generate_json(
-        self, prompt: Prompt, schema: dict[str, Any], *, max_tokens: int = 256
-    ) -> dict[str, Any]:
+    def generate_json(self, prompt: Prompt, schema: dict[str, Any], *, max_tokens: int = 256) -> dict[str, Any]:
         """Decode under a grammar compiled from ``schema``, validate, retry once.
 
         The retry doubles ``max_tokens`` (the usual failure under a grammar is truncation)
@@ -464,15 +548,11 @@ class LlamaCppLLM:
         try:
             grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
         except Exception as exc:
-            raise InputError(
-                f"JSON schema cannot be compiled to a grammar: {exc}; simplify the schema"
-            ) from exc
+            raise InputError(f"JSON schema cannot be compiled to a grammar: {exc}; simplify the schema") from exc
         attempts = [(max_tokens, 0.0, self.seed), (max_tokens * 2, 0.3, self.seed + 1)]
         problem = ""
         for budget, temp, seed in attempts:
-            gen = self._complete(
-                prompt, max_tokens=budget, temperature=temp, stop=None, seed=seed, grammar=grammar
-            )
+            gen = self._complete(prompt, max_tokens=budget, temperature=temp, stop=None, seed=seed, grammar=grammar)
             try:
                 value = json.loads(gen.text)
                 jsonschema.validate(value, schema)
@@ -501,6 +581,7 @@ class LlamaCppLLM:
                 "chat_format": self.chat_format,
                 "seed": self.seed,
                 "prefix_cache": self.prefix_cache,
+                "prefix_states": self.prefix_states,
             },
         }
 
