@@ -3,6 +3,9 @@
 Writes the section "LLM scoring cost" of docs/benchmarks.md. Model: the bundled
 SmolLM2-135M-Instruct Q4_1 through llama.cpp, n_threads=1. Prompts: the "sentiment"
 classifier preset on one fixed review with 8 fixed knowledge sentences (no data set).
+The last two cases are the knowledge-filtering access pattern: for each of 3 reviews one
+label-scoring call, then the in-context filter (4 demonstrations) on the 8 sentences, with
+only the live cache (``prefix_states=0``) and with saved prefixes (``prefix_states=4``).
 
 Run: python benchmarks/llm_scoring.py [--repeats 5]
 """
@@ -16,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from _report import markdown_table, write_section
+from ragsieve.filtering import Candidate, ICLFilter
 from ragsieve.generate.classify import LabelClassifier
 from ragsieve.llm.llama_cpp import LlamaCppLLM
 
@@ -29,6 +33,17 @@ KNOWLEDGE = [
     "The movie was shot on location in Lisbon.",
     "It received a standing ovation at its first screening.",
     "The screenplay was adapted from a short story.",
+]
+REVIEWS = [
+    TEXT,
+    "the plot is thin and the jokes fall flat .",
+    "an uneven but often moving portrait of a family .",
+]
+DEMOS = [
+    {"query": "a dull , lifeless film .", "knowledge": "The river flows into the Baltic Sea.", "harmful": True},
+    {"query": "a joyous celebration of music .", "knowledge": "The band won a Grammy award.", "harmful": False},
+    {"query": "too long and too loud .", "knowledge": "The stadium seats 40,000 people.", "harmful": True},
+    {"query": "a charming , funny romance .", "knowledge": "Audiences laughed throughout.", "harmful": False},
 ]
 CONTINUATIONS = [
     "It is a positive review.",
@@ -55,7 +70,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
-    reuse = LlamaCppLLM(n_threads=1, prefix_cache=True)
+    reuse = LlamaCppLLM(n_threads=1, prefix_cache=True, prefix_states=0)
     fresh = LlamaCppLLM(n_threads=1, prefix_cache=False)
     reuse.warm_up()
     fresh.warm_up()
@@ -91,12 +106,33 @@ def main() -> None:
         reuse.reset_cache()
         reuse.continuation_logprobs(prompts[0], CONTINUATIONS)
 
+    saving = LlamaCppLLM(n_threads=1, prefix_states=4)
+    saving.warm_up()
+    icl = ICLFilter(task="sst-2", calibration="none", demos=DEMOS)
+
+    def filtering_pattern(llm: LlamaCppLLM) -> None:
+        llm.reset_cache()
+        icl.warm_up(llm)
+        for review in REVIEWS:
+            llm.next_token_logprobs(clf.build_prompt(review, None), words)
+            icl.score_many(review, [Candidate(k) for k in KNOWLEDGE])
+
     cases = [
         ("1 label-scoring call (next-token, 2 labels), empty cache", one_call, 1),
         ("8 calls, 8 knowledge variants of one text, no prefix reuse", eight_fresh, 8),
         ("8 calls, 8 knowledge variants of one text, prefix reuse", eight_reuse, 8),
         ("continuation_logprobs, 5 continuations of one prompt, no prefix reuse", cont_fresh, 5),
         ("continuation_logprobs, 5 continuations of one prompt, prefix reuse", cont_reuse, 5),
+        (
+            "3 reviews x (1 label call + ICL filter on 8 pieces), live cache only (prefix_states=0)",
+            lambda: filtering_pattern(reuse),
+            27,
+        ),
+        (
+            "3 reviews x (1 label call + ICL filter on 8 pieces), saved prefixes (prefix_states=4)",
+            lambda: filtering_pattern(saving),
+            27,
+        ),
     ]
     rows = []
     results: dict[str, tuple[float, float, float]] = {}
@@ -114,6 +150,7 @@ def main() -> None:
 
     speed_k = speedup(cases[1][0], cases[2][0])
     speed_c = speedup(cases[3][0], cases[4][0])
+    speed_s = speedup(cases[5][0], cases[6][0])
     body = (
         "Model: bundled SmolLM2-135M-Instruct Q4_1 (GGUF) via llama-cpp-python, `n_threads=1`, `n_ctx=2048`. "
         f"Prompts: the `sentiment` classifier preset on one fixed review with one of 8 fixed knowledge "
@@ -124,8 +161,11 @@ def main() -> None:
         + markdown_table(["case", "calls", "min ms", "median ms", "median ms / call", "median CPU ms"], rows)
         + f"\n\n1-minute load average {load_before:.1f} before and {load_after:.1f} after the run "
         f"({os.cpu_count()} cores). Prefix reuse speeds up 8 knowledge variants by {speed_k}, and 5 "
-        f"continuations of one prompt by {speed_c}. Scores with and without reuse are equal "
-        "(`tests/llm/test_llama_cpp.py::test_prefix_reuse_gives_same_scores_as_fresh_state`)."
+        f"continuations of one prompt by {speed_c}. Saved prefixes speed up the filtering pattern by "
+        f"{speed_s}: without them every review re-decodes the 4 demonstrations, because its label call "
+        "evicted them from the live cache. Scores with and without reuse are equal "
+        "(`tests/llm/test_llama_cpp.py::test_prefix_reuse_gives_same_scores_as_fresh_state`, "
+        "`::test_saved_prefix_states_give_same_scores_and_stay_bounded`)."
     )
     path = write_section("benchmarks.md", "llm-scoring", "LLM scoring cost", body)
     print(body)
