@@ -349,6 +349,24 @@ def _calib(raw: np.ndarray, cf: np.ndarray) -> np.ndarray:
     return q / q.sum(axis=-1, keepdims=True)
 
 
+PROXY_ROWS = {
+    ("predicted", "train"): "proxy",
+    ("gold", "train"): "proxy (gold-label D_kf)",
+    ("predicted", "uniform"): "proxy (uniform prior)",
+    ("gold", "uniform"): "proxy (gold-label D_kf, uniform prior)",
+}
+FILTER_ROWS = (
+    "direct",
+    "icl",
+    "proxy",
+    "proxy (gold-label D_kf)",
+    "proxy (uniform prior)",
+    "proxy (gold-label D_kf, uniform prior)",
+    "ensemble",
+    "ensemble (uniform-prior proxy)",
+)
+
+
 class Evaluated:
     """Everything the tables need for one cache file."""
 
@@ -373,7 +391,9 @@ class Evaluated:
             "gold": float(np.mean([p.harmful for p in pairs_gold])),
         }
         proxies = {
-            v: ProxyFilter().warm_up(embedder).fit(ps) for v, ps in (("predicted", pairs_pred), ("gold", pairs_gold))
+            (v, prior): ProxyFilter(prior=prior).warm_up(embedder).fit(ps)
+            for v, ps in (("predicted", pairs_pred), ("gold", pairs_gold))
+            for prior in ("train", "uniform")
         }
         pool = meta["pool"]
         rows: dict[str, list[int]] = {}
@@ -406,10 +426,13 @@ class Evaluated:
                 "direct": np.array([_calibrated(p, d_raw[-1]) for p in d_raw[:-1]]),
                 "direct (uncalibrated)": d_raw[:-1],
                 "icl": np.array([_calibrated(p, i_raw[-1]) for p in i_raw[:-1]]),
-                "proxy": proxies["predicted"].score_many(it["text"], cands, query_embedding=q_emb),
-                "proxy (gold-label D_kf)": proxies["gold"].score_many(it["text"], cands, query_embedding=q_emb),
             }
+            for (variant, prior), proxy in proxies.items():
+                ph[PROXY_ROWS[variant, prior]] = proxy.score_many(it["text"], cands, query_embedding=q_emb)
             ph["ensemble"], used_proxy = ensemble_combine(ph["proxy"], ph["icl"], args.ensemble_theta)
+            ph["ensemble (uniform-prior proxy)"], _ = ensemble_combine(
+                ph["proxy (uniform prior)"], ph["icl"], args.ensemble_theta
+            )
             self.proxy_decided.append(float(np.mean(used_proxy)))
             for k, v in ph.items():
                 ph_all.setdefault(k, []).append(np.asarray(v))
@@ -424,7 +447,7 @@ class Evaluated:
                 "fusion, no filter (P_harmless = 1)",
                 fuse(dists, sims, np.ones(len(dists)), args.alpha, p0).proba,
             )
-            for name in ("direct", "icl", "proxy", "proxy (gold-label D_kf)", "ensemble"):
+            for name in FILTER_ROWS:
                 keep = ph[name] >= 0.5
                 r = fuse(dists[keep], sims[keep], ph[name][keep], args.alpha, fallback=p0)
                 add(f"{name} filter + fusion", r.proba)
@@ -504,14 +527,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     t4 = []
     for (ds, r), e in dense:
         for variant in ("predicted", "gold"):
-            for name in (
-                "direct (uncalibrated)",
-                "direct",
-                "icl",
-                "proxy",
-                "proxy (gold-label D_kf)",
-                "ensemble",
-            ):
+            for name in ("direct (uncalibrated)", *FILTER_ROWS):
                 p, rec, f = prf(e.ph[name] < 0.5, e.truth[variant])
                 t4.append(
                     [
@@ -529,7 +545,10 @@ def cmd_report(args: argparse.Namespace) -> None:
         common + "\n\nHeld-out labels: perplexity labels of the test items' pool pieces (same θ), computed from "
         "the cached label distributions; each row compares a filter's Harmful decisions (P_harmless < 0.5) "
         "with them. `proxy` is trained on predicted-label D_kf, `proxy (gold-label D_kf)` on the gold-label "
-        "variant; direct/ICL filters are training-free (ICL demos drawn from predicted-label D_kf). "
+        "variant; `uniform prior` rows shift the same proxy's calibrated probabilities to equal "
+        'Harmful/Harmless priors (`ProxyFilter(prior="uniform")`), and `ensemble (uniform-prior proxy)` '
+        "uses that proxy in the ensemble rule; direct/ICL filters are training-free (ICL demos drawn from "
+        "predicted-label D_kf). "
         + "; ".join(
             f"{ds} {r}: the ensemble took the proxy's decision for "
             f"{100 * float(np.mean(e.proxy_decided)):.0f}% of the pieces"

@@ -198,3 +198,13 @@ def test_filters_cli_train_and_eval_proxy(tmp_path) -> None:  # type: ignore[no-
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["pairs"] == 24 and out["f1"] > 0.8
+    res = runner.invoke(
+        app,
+        ["train", "--dkf", str(tmp_path / "dkf.jsonl"), "--out", str(tmp_path / "proxy-u"), "--prior", "uniform"],
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "proxy-u" / "proxy.json").read_text())["prior"] == "uniform"
+    res = runner.invoke(
+        app, ["train", "--dkf", str(tmp_path / "dkf.jsonl"), "--out", str(tmp_path / "x"), "--prior", "flat"]
+    )
+    assert res.exit_code != 0 and "--prior" in str(res.exception or res.output)

@@ -26,6 +26,7 @@ from ragsieve.filtering import (
     relabel,
 )
 from ragsieve.filtering.filters import _calibrated
+from ragsieve.filtering.proxy import to_uniform_prior
 from ragsieve.types import Trace
 
 SST2 = get_task("sst-2")
@@ -202,6 +203,38 @@ def test_proxy_fit_predict_proba_and_persistence(tmp_path) -> None:
         ProxyFilter().predict_proba(X)
     with pytest.raises(InputError, match="not a saved proxy"):
         ProxyFilter.load(tmp_path / "nothing")
+
+
+def test_uniform_prior_shift_is_bayes_rule() -> None:
+    proba = np.array([[0.2, 0.8], [0.5, 0.5]])
+    # trained where 80% of pairs were Harmless: a 0.8 Harmless output is exactly the prior
+    shifted = to_uniform_prior(proba, 0.8)
+    np.testing.assert_allclose(shifted[0], [0.5, 0.5])
+    np.testing.assert_allclose(shifted[1], [0.8, 0.2])
+    np.testing.assert_allclose(to_uniform_prior(proba, 0.5), proba)
+    np.testing.assert_allclose(shifted.sum(axis=1), 1.0)
+
+
+def test_proxy_uniform_prior_flags_more_harmful_on_imbalanced_data(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    n = 400
+    y = (rng.random(n) < 0.85).astype(int)  # 85% Harmless
+    X = rng.normal(size=(n, 4)) + 0.6 * y[:, None]  # noqa: N806 - weakly separable
+    trained = ProxyFilter(C=1.0).fit(X, y)
+    uniform = ProxyFilter(C=1.0, prior="uniform").fit(X, y)
+    assert uniform.harmless_rate_ == pytest.approx(y.mean())
+    flagged_train = (trained.predict(X) == 0).mean()
+    flagged_uniform = (uniform.predict(X) == 0).mean()
+    assert flagged_train < 0.1 < flagged_uniform
+    # same ranking of pairs, only the scale moves
+    a, b = trained.predict_proba(X)[:, 1], uniform.predict_proba(X)[:, 1]
+    assert np.array_equal(np.argsort(a, kind="stable"), np.argsort(b, kind="stable"))
+    uniform.save(tmp_path / "p")
+    back = ProxyFilter.load(tmp_path / "p")
+    assert back.prior == "uniform" and back.harmless_rate_ == pytest.approx(uniform.harmless_rate_)
+    np.testing.assert_allclose(back.predict_proba(X), uniform.predict_proba(X))
+    with pytest.raises(ConfigError, match="prior"):
+        ProxyFilter(prior="balanced").fit(X, y)  # type: ignore[arg-type]
 
 
 def test_proxy_learns_from_pairs() -> None:

@@ -99,6 +99,12 @@ def train(
     out: Path = typer.Option(..., "--out", help="Folder for the trained proxy."),
     variant: str | None = typer.Option(None, "--variant", help="Relabel to predicted | gold before training."),
     c: float = typer.Option(0.5, "--C", help="Inverse L2 regularisation strength."),
+    prior: str = typer.Option(
+        "train",
+        "--prior",
+        help="train: probabilities under D_kf's Harmful/Harmless balance; uniform: shifted to equal priors "
+        "(use it when D_kf is mostly Harmless and the proxy keeps everything).",
+    ),
 ) -> None:
     """Train the proxy filter (calibrated logistic regression on MiniLM features)."""
     from ragsieve.embed import load_embedder
@@ -111,7 +117,9 @@ def train(
             raise InputError(f"--variant must be 'predicted' or 'gold', got {variant!r}")
         labels = get_task(pairs[0].task).labels if pairs else []
         pairs = relabel(pairs, variant, float(ds.meta.get("theta", 1.0)), labels)  # type: ignore[arg-type]
-    proxy = ProxyFilter(C=c).warm_up(load_embedder(None)).fit(pairs)
+    if prior not in ("train", "uniform"):
+        raise InputError(f"--prior must be 'train' or 'uniform', got {prior!r}")
+    proxy = ProxyFilter(C=c, prior=prior).warm_up(load_embedder(None)).fit(pairs)  # type: ignore[arg-type]
     proxy.save(out)
     console.print(f"trained the proxy on {len(pairs)} pairs; saved to {out}")
 

@@ -7,6 +7,12 @@ the retrieval rank. A standardised logistic regression is wrapped in
 ``CalibratedClassifierCV`` (sigmoid) so the probabilities are calibrated. It costs no LLM
 call at inference.
 
+Calibrated probabilities carry D_kf's class balance: when only 7-20% of the training
+pairs are Harmful, hardly any test pair reaches P(harmful) > 0.5 and the filter keeps
+everything. ``prior="uniform"`` shifts the outputs to equal Harmful/Harmless priors
+(Bayes' rule with the training rate ``harmless_rate_``), so that the 0.5 threshold means
+"more likely harmful than an average training pair" and fusion weights use that scale.
+
 Example:
     >>> from ragsieve.filtering.proxy import ProxyFilter
     >>> proxy = ProxyFilter(C=0.5).warm_up(embedder)  # doctest: +SKIP
@@ -22,7 +28,7 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -50,11 +56,21 @@ def pair_features(q_emb: np.ndarray, k_emb: np.ndarray, ranks: Sequence[int], ma
     return np.hstack([q * k, np.abs(q - k), cos, 1.0 / np.maximum(r, 1.0), r / float(max_rank)])
 
 
+def to_uniform_prior(proba: np.ndarray, harmless_rate: float) -> np.ndarray:
+    """Re-weight [P(harmful), P(harmless)] rows learned under a Harmless rate ``harmless_rate``
+    to what they would be under equal priors (Bayes' rule, then renormalise)."""
+    rate = min(max(harmless_rate, 1e-6), 1 - 1e-6)
+    w = np.asarray(proba, dtype=float) / np.array([1.0 - rate, rate])
+    return w / w.sum(axis=1, keepdims=True)
+
+
 class ProxyFilter(_Base):
     """Calibrated logistic regression on embedding features (scikit-learn estimator).
 
     Hyperparameters: ``C`` (inverse L2 strength), ``cv`` folds for the sigmoid calibration,
-    ``class_weight``. Learned: ``estimator_`` and ``n_features_in_``.
+    ``class_weight``, ``prior`` ("train": probabilities under D_kf's class balance;
+    "uniform": shifted to equal priors). Learned: ``estimator_``, ``n_features_in_`` and
+    ``harmless_rate_`` (share of Harmless pairs in the training data).
     """
 
     name = "proxy"
@@ -67,6 +83,7 @@ class ProxyFilter(_Base):
         threshold: float = 0.5,
         max_rank: int = 30,
         random_state: int = 0,
+        prior: Literal["train", "uniform"] = "train",
     ) -> None:
         self.C = C
         self.cv = cv
@@ -74,6 +91,7 @@ class ProxyFilter(_Base):
         self.threshold = threshold
         self.max_rank = max_rank
         self.random_state = random_state
+        self.prior = prior
         self._embedder: Any = None
 
     # -------------------------------------------------------------- sklearn API
@@ -85,6 +103,7 @@ class ProxyFilter(_Base):
             "threshold": self.threshold,
             "max_rank": self.max_rank,
             "random_state": self.random_state,
+            "prior": self.prior,
         }
 
     def set_params(self, **params: Any) -> ProxyFilter:
@@ -129,6 +148,8 @@ class ProxyFilter(_Base):
         if y is None:
             raise InputError("fit(X, y) needs y (1 = Harmless) when X is a feature matrix")
         y = np.asarray(y, dtype=int)
+        if self.prior not in ("train", "uniform"):
+            raise ConfigError(f"ProxyFilter prior must be 'train' or 'uniform', not {self.prior!r}")
         if len(np.unique(y)) < 2:
             raise InputError("D_kf has only one class; the proxy needs both Harmful and Harmless pairs")
         base = make_pipeline(
@@ -143,6 +164,7 @@ class ProxyFilter(_Base):
         else:
             self.estimator_ = CalibratedClassifierCV(base, method="sigmoid", cv=cv).fit(X, y)
         self.n_features_in_ = X.shape[1]
+        self.harmless_rate_ = float(np.mean(y))
         return self
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:  # noqa: N803
@@ -152,7 +174,10 @@ class ProxyFilter(_Base):
         X = np.asarray(X, dtype=np.float32)  # noqa: N806
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise InputError(f"expected {self.n_features_in_} features per row, got shape {X.shape}")
-        return np.asarray(self.estimator_.predict_proba(X), dtype=float)
+        proba = np.asarray(self.estimator_.predict_proba(X), dtype=float)
+        if self.prior == "uniform":
+            proba = to_uniform_prior(proba, self.harmless_rate_)
+        return proba
 
     def predict(self, X: np.ndarray) -> np.ndarray:  # noqa: N803
         return (self.predict_proba(X)[:, 1] >= self.threshold).astype(int)
@@ -191,7 +216,10 @@ class ProxyFilter(_Base):
         with atomic_directory(path) as tmp:
             joblib.dump(self.estimator_, tmp / _MODEL_FILE)
             (tmp / _CONFIG_FILE).write_text(
-                json.dumps({**self.to_dict(), "n_features_in": self.n_features_in_}, indent=2),
+                json.dumps(
+                    {**self.to_dict(), "n_features_in": self.n_features_in_, "harmless_rate": self.harmless_rate_},
+                    indent=2,
+                ),
                 encoding="utf-8",
             )
         return Path(path)
@@ -205,7 +233,10 @@ class ProxyFilter(_Base):
             raise InputError(f"{p} is not a saved proxy filter; train one with `ragsieve filters train`")
         cfg = json.loads((p / _CONFIG_FILE).read_text(encoding="utf-8"))
         n = cfg.pop("n_features_in")
+        # proxies saved before the prior option have no rate; their outputs are unchanged
+        rate = cfg.pop("harmless_rate", 0.5)
         obj = cls.from_dict(cfg)
         obj.estimator_ = joblib.load(p / _MODEL_FILE)
         obj.n_features_in_ = int(n)
+        obj.harmless_rate_ = float(rate)
         return obj
