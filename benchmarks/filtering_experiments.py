@@ -380,6 +380,7 @@ class Evaluated:
         cf = np.asarray(meta["cf_label"])
         items = cache["items"]
         self.n = len(items)
+        self.texts = [it["text"] for it in items]
         gold = np.array([labels.index(it["gold"]) for it in items])
         # proxies trained on both label variants of D_kf
         pairs_pred = list(dkf)
@@ -595,6 +596,22 @@ def cmd_report(args: argparse.Namespace) -> None:
                         acc_ci(e.acc["ensemble filter + fusion"]),
                     ]
                 )
+            dense_e, bm25_e = evals.get((ds, "dense")), evals.get((ds, "bm25"))
+            if dense_e is not None and bm25_e is not None and dense_e.n != bm25_e.n:
+                # the same fixed-seed sample: compare the retrievers on the items both finished
+                common_texts = set(dense_e.texts) & set(bm25_e.texts)
+                for retr, e in (("dense", dense_e), ("bm25", bm25_e)):
+                    mask = np.array([t in common_texts for t in e.texts])
+                    rows.append(
+                        [
+                            ds,
+                            f"{retr} (items both finished)",
+                            int(mask.sum()),
+                            acc_ci(e.acc["no retrieval"][mask]),
+                            acc_ci(e.acc["direct RAG (top-8 concatenated)"][mask]),
+                            acc_ci(e.acc["ensemble filter + fusion"][mask]),
+                        ]
+                    )
         body = (
             common
             + "\n\n"
