@@ -355,16 +355,7 @@ PROXY_ROWS = {
     ("predicted", "uniform"): "proxy (uniform prior)",
     ("gold", "uniform"): "proxy (gold-label D_kf, uniform prior)",
 }
-FILTER_ROWS = (
-    "direct",
-    "icl",
-    "proxy",
-    "proxy (gold-label D_kf)",
-    "proxy (uniform prior)",
-    "proxy (gold-label D_kf, uniform prior)",
-    "ensemble",
-    "ensemble (uniform-prior proxy)",
-)
+FILTER_ROWS = ("direct", "icl", *PROXY_ROWS.values(), "ensemble", "ensemble (uniform-prior proxy)")
 
 
 class Evaluated:

@@ -109,6 +109,7 @@ def train(
     """Train the proxy filter (calibrated logistic regression on MiniLM features)."""
     from ragsieve.embed import load_embedder
     from ragsieve.filtering import KfDataset, ProxyFilter, get_task, relabel
+    from ragsieve.filtering.proxy import PRIORS
 
     ds = KfDataset.load(dkf)
     pairs = list(ds)
@@ -117,8 +118,8 @@ def train(
             raise InputError(f"--variant must be 'predicted' or 'gold', got {variant!r}")
         labels = get_task(pairs[0].task).labels if pairs else []
         pairs = relabel(pairs, variant, float(ds.meta.get("theta", 1.0)), labels)  # type: ignore[arg-type]
-    if prior not in ("train", "uniform"):
-        raise InputError(f"--prior must be 'train' or 'uniform', got {prior!r}")
+    if prior not in PRIORS:
+        raise InputError(f"--prior must be one of {', '.join(PRIORS)}, got {prior!r}")
     proxy = ProxyFilter(C=c, prior=prior).warm_up(load_embedder(None)).fit(pairs)  # type: ignore[arg-type]
     proxy.save(out)
     console.print(f"trained the proxy on {len(pairs)} pairs; saved to {out}")

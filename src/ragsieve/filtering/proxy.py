@@ -28,7 +28,7 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -39,6 +39,10 @@ from .annotate import KfDataset, KfPair
 from .filters import Candidate, _Base
 
 logger = logging.getLogger(__name__)
+
+# "train": probabilities under D_kf's class balance; "uniform": shifted to equal priors
+Prior = Literal["train", "uniform"]
+PRIORS: tuple[str, ...] = get_args(Prior)
 
 _MODEL_FILE = "proxy.joblib"
 _CONFIG_FILE = "proxy.json"
@@ -83,7 +87,7 @@ class ProxyFilter(_Base):
         threshold: float = 0.5,
         max_rank: int = 30,
         random_state: int = 0,
-        prior: Literal["train", "uniform"] = "train",
+        prior: Prior = "train",
     ) -> None:
         self.C = C
         self.cv = cv
@@ -148,8 +152,8 @@ class ProxyFilter(_Base):
         if y is None:
             raise InputError("fit(X, y) needs y (1 = Harmless) when X is a feature matrix")
         y = np.asarray(y, dtype=int)
-        if self.prior not in ("train", "uniform"):
-            raise ConfigError(f"ProxyFilter prior must be 'train' or 'uniform', not {self.prior!r}")
+        if self.prior not in PRIORS:
+            raise ConfigError(f"ProxyFilter prior must be one of {list(PRIORS)}, not {self.prior!r}")
         if len(np.unique(y)) < 2:
             raise InputError("D_kf has only one class; the proxy needs both Harmful and Harmless pairs")
         base = make_pipeline(

@@ -318,8 +318,7 @@ class LlamaCppLLM:
         ctx = llama._ctx
         if keep == 0 or not ctx.kv_cache_seq_rm(-1, keep, -1):
             keep = 0
-            llama.reset()
-            ctx.kv_cache_seq_rm(-1, 0, -1)
+            self._clear_kv(llama)
         llama.n_tokens = keep
         if hasattr(llama, "_requires_eval"):
             llama._requires_eval = True  # the last logits no longer belong to llama.generate's state
@@ -381,9 +380,19 @@ class LlamaCppLLM:
         written = llama_state_seq_get_data(ctx, buf, size, 0)
         if written == 0:  # pragma: no cover - llama.cpp could not serialise; nothing is lost
             return
-        self._saved[key] = bytes(buf)[:written]
+        self._remember(key, bytes(buf)[:written])
+
+    def _remember(self, key: tuple[int, ...], data: bytes) -> None:
+        """Store a saved state as the most recently used one, dropping the oldest beyond the bound."""
+        self._saved[key] = data
+        self._saved.move_to_end(key)
         while len(self._saved) > self.prefix_states:
             self._saved.popitem(last=False)
+
+    @staticmethod
+    def _clear_kv(llama: Llama) -> None:
+        llama.reset()
+        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
 
     def _restore(self, key: tuple[int, ...], data: bytes) -> bool:
         """Make a saved state the live cache (sequence 0 then holds exactly ``key``);
@@ -391,17 +400,13 @@ class LlamaCppLLM:
         llama = self._model()
         from llama_cpp import llama_state_seq_set_data
 
-        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
-        llama.reset()
+        self._clear_kv(llama)
         buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
         if llama_state_seq_set_data(llama._ctx.ctx, buf, len(data), 0) == 0:
             self._saved.pop(key, None)
-            llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+            self._clear_kv(llama)
             return False
-        self._saved[key] = data
-        self._saved.move_to_end(key)
-        while len(self._saved) > self.prefix_states:
-            self._saved.popitem(last=False)
+        self._remember(key, data)
         llama.input_ids[: len(key)] = key
         llama.n_tokens = len(key)
         return True
@@ -416,8 +421,7 @@ class LlamaCppLLM:
                 self._save_live(0)
             else:
                 self._saved.clear()
-            self._llama.reset()
-            self._llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+            self._clear_kv(self._llama)
 
     def next_token_distribution(self, prompt: Prompt) -> np.ndarray:
         """Full-vocabulary log-softmax of the first token of the assistant's reply."""
