@@ -489,7 +489,9 @@ def cmd_report(args: argparse.Namespace) -> None:
         f"retriever, perplexity labels with θ = {args.theta} (label-dist PPL = 1/p(label)). Fusion "
         f"α = {args.alpha}; ensemble confidence θ = {args.ensemble_theta}; keep when P_harmless ≥ 0.5. "
         "Test items: a fixed-seed random sample (seed 0) of the split; accuracy ± 95% normal-approximation "
-        "CI. All rows of a column are computed on the same items from one cache of LLM outputs."
+        "CI. All rows of a column are computed on the same items from one cache of LLM outputs, written by "
+        "`python benchmarks/filtering_experiments.py cache --dataset D --retriever R --n-test 500` "
+        "(resumable; `--stop-at N` bounds a run); this command then reads the caches."
         + (f" {args.note}" if args.note else "")
     )
     # Table 3 (dense)
