@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ragsieve.errors import ConfigError
 
@@ -20,6 +20,10 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+
+# The stage list every pipeline preset is drawn from, in execution order.
+SIEVE_STAGES: tuple[str, ...] = ("route", "need", "retrieve", "judge", "filter", "select", "generate", "verify")
 
 
 class _Section(BaseModel):
@@ -109,7 +113,11 @@ class PipelineConfig(_Section):
     """Everything a :class:`ragsieve.pipeline.Pipeline` needs."""
 
     index_dir: str | None = None
-    pipeline: Literal["direct", "task-adaptive"] = "direct"
+    # One stage list, three presets: "plain" (alias "direct") retrieves and answers; "task-adaptive"
+    # adds the task router, HyDE and the CRAG-style evaluator; "sieve" runs every check and verifies.
+    pipeline: Literal["plain", "direct", "task-adaptive", "sieve"] = "direct"
+    # Stage names switched off in the chosen preset (``ragsieve eval --ablate``); see SIEVE_STAGES.
+    ablate: list[str] = Field(default_factory=list)
     select: Literal["top-k", "scope-coe"] = "top-k"
     route: str = "all"  # "all", "auto" (router) or a domain name
     embedder: EmbedderConfig = EmbedderConfig()
@@ -121,6 +129,14 @@ class PipelineConfig(_Section):
     # Stage sections owned by their sub-packages; kept as plain dicts here so each stage
     # validates its own section with its own model.
     stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("ablate")
+    @classmethod
+    def _known_stages(cls, value: list[str]) -> list[str]:
+        unknown = [s for s in value if s not in SIEVE_STAGES]
+        if unknown:
+            raise ValueError(f"unknown stage {unknown[0]!r} to ablate; stages are {', '.join(SIEVE_STAGES)}")
+        return value
 
     @classmethod
     def load(cls, path: str | Path) -> PipelineConfig:

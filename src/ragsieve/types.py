@@ -6,7 +6,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
+
+Verdict = Literal["kept", "dropped", "flagged"]
+VERDICTS: tuple[str, ...] = ("kept", "dropped", "flagged")
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,30 @@ class Trace:
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # One entry per judgement a check made about one candidate (see :meth:`decide`); the CLI,
+    # the service's page and ``ragsieve eval`` read these rather than parsing stage records.
+    decisions: list[dict[str, Any]] = field(default_factory=list)
 
     def record(self, stage: str, **data: Any) -> None:
         self.events.append({"stage": stage, **data})
+
+    def decide(
+        self,
+        check: str,
+        chunk_id: str,
+        verdict: Verdict,
+        reason: str,
+        score: float | None = None,
+        **extra: Any,
+    ) -> None:
+        """Record that ``check`` kept, dropped or flagged candidate ``chunk_id`` and why."""
+        if verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}")
+        entry: dict[str, Any] = {"check": check, "id": chunk_id, "verdict": verdict, "reason": reason}
+        if score is not None:
+            entry["score"] = round(float(score), 6)
+        entry.update(extra)
+        self.decisions.append(entry)
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:
@@ -102,24 +126,53 @@ class Trace:
             "llm_calls": self.llm_calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "decisions": self.decisions,
         }
+
+
+@dataclass(frozen=True)
+class ClaimVerdict:
+    """Whether one sentence of an answer is supported by the evidence it cites."""
+
+    sentence: str
+    cited_ids: list[str]
+    supported: bool
+    score: float  # the judge's support probability or similarity, in [0, 1]
+    judge: str  # which judge decided (e.g. "llm-logprob", "lexical-embedding")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass
 class Answer:
-    """The result of :meth:`ragsieve.pipeline.Pipeline.ask`."""
+    """The result of :meth:`ragsieve.pipeline.Pipeline.ask`.
+
+    ``abstained`` is a first-class outcome: ``text`` then says what the evidence does and does
+    not support and ``abstain_reason`` says which check decided. ``confidence`` (in [0, 1], higher
+    is more trusted) orders answers for risk-coverage evaluation; ``None`` when the pipeline
+    computes none. ``claims`` holds the verifier's verdict on each answer sentence.
+    """
 
     question: str
     text: str
     evidence: list[SearchHit]
     cited_ids: list[str]
     trace: Trace
+    abstained: bool = False
+    abstain_reason: str | None = None
+    confidence: float | None = None
+    claims: list[ClaimVerdict] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "answer": self.text,
+            "abstained": self.abstained,
+            "abstain_reason": self.abstain_reason,
+            "confidence": self.confidence,
             "cited_ids": self.cited_ids,
+            "claims": [c.to_dict() for c in self.claims],
             "evidence": [h.to_dict() for h in self.evidence],
             "trace": self.trace.to_dict(),
         }
