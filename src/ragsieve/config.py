@@ -82,6 +82,10 @@ class IngestConfig(_Section):
     source_field: str | None = None
     extract_entities: bool = True
     max_file_mb: float = 50.0
+    # Symlinks that resolve outside the ingested folder are skipped (and reported) unless this is set.
+    follow_symlinks: bool = False
+    # How long an ingest waits for another ingest writing the same index before it gives up.
+    lock_timeout_s: float = Field(600.0, gt=0)
 
 
 class DenseIndexConfig(_Section):

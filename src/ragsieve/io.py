@@ -1,6 +1,7 @@
-"""Crash-safe file writes: write to a temporary file beside the target, then rename.
+"""Crash-safe file writes: write to a temporary file beside the target, flush it, then rename.
 
-A crash mid-write leaves the previous file intact; readers never see a half-written file.
+A crash mid-write leaves the previous file intact; readers never see a half-written file, and
+the rename itself is flushed to disk (the folder is fsynced) before the call returns.
 """
 
 from __future__ import annotations
@@ -15,6 +16,20 @@ from pathlib import Path
 from typing import Any
 
 
+def fsync_dir(path: str | Path) -> None:
+    """Flush a folder's entries (a rename or a new file) to disk; a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # Windows cannot open folders; its renames are journalled by NTFS
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path in the target's folder; rename it onto ``target`` on success."""
@@ -26,6 +41,7 @@ def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, target)
+        fsync_dir(target.parent)
     finally:
         if tmp.exists():
             tmp.unlink()
@@ -48,6 +64,8 @@ def atomic_write_jsonl(target: str | Path, rows: Iterable[dict[str, Any]]) -> in
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n += 1
+        fh.flush()
+        os.fsync(fh.fileno())
     return n
 
 

@@ -30,7 +30,8 @@ def test_build_partitions_by_folder_and_reports(built):
     assert index.partitioned
     assert report.files_added == 6 and report.skipped == []
     assert report.chunks == len(index) == report.chunks_embedded
-    assert (index.dir / "partitions" / "astronomy" / "dense.faiss").is_file()
+    part = index.generation_dir / "partitions" / index.manifest["partition_dirs"]["astronomy"]
+    assert part.name.startswith("astronomy-") and (part / "dense.faiss").is_file()
     assert index.embeddings.shape == (len(index), 384)
     assert all(c.metadata.get("entities") is not None for c in index.chunks)
 
@@ -134,9 +135,13 @@ def test_interrupted_build_leaves_previous_index_usable(built, embedder, monkeyp
         Index.build(corpus, index.dir, embedder=embedder)
     monkeypatch.undo()
     reopened = Index.open(index.dir, embedder=embedder)
+    assert reopened.generation == index.generation
     assert [c.id for c in reopened.chunks] == before
     assert reopened.search("Sun", k=1)
-    assert not list(index.dir.parent.glob(".idx.*"))
+    # The half-built generation is cleaned up by the next build.
+    rebuilt = Index.build(corpus, index.dir, embedder=embedder)
+    assert "astronomy/extra.txt:0" in {c.id for c in rebuilt.chunks}
+    assert not list((index.dir / "generations").glob(".building-*"))
 
 
 def test_missing_corrupt_and_mismatched_indexes_are_clear_errors(built, tmp_path, embedder):
@@ -144,25 +149,37 @@ def test_missing_corrupt_and_mismatched_indexes_are_clear_errors(built, tmp_path
     with pytest.raises(IndexStoreError, match="no index at"):
         Index.open(tmp_path / "nothing")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(IndexStoreError, match="manifest.json missing"):
+    with pytest.raises(IndexStoreError, match="not a ragsieve index"):
         Index.open(tmp_path / "empty")
     with pytest.raises(IndexStoreError, match="built with embedding model"):
         Index.open(index.dir, embedder=HashEmbedder())
     broken = tmp_path / "broken"
     shutil.copytree(index.dir, broken)
-    (broken / "manifest.json").write_text("{not json")
-    with pytest.raises(IndexStoreError, match="corrupt"):
+    gen = broken / "generations" / index.generation
+    (gen / "manifest.json").write_text("{not json")
+    with pytest.raises(IndexStoreError, match="manifest.json does not match"):
         Index.open(broken, embedder=embedder)
     shutil.rmtree(broken)
     shutil.copytree(index.dir, broken)
-    (broken / "embeddings.npy").write_bytes(b"garbage")
-    with pytest.raises(IndexStoreError, match="corrupt|inconsistent"):
+    (gen / "embeddings.npy").write_bytes(b"garbage")
+    with pytest.raises(IndexStoreError, match="embeddings.npy has 7 bytes"):
         Index.open(broken, embedder=embedder)
-    shutil.rmtree(broken / "global")
-    (broken / "embeddings.npy").unlink()
-    shutil.copy(index.dir / "embeddings.npy", broken / "embeddings.npy")
-    with pytest.raises(IndexStoreError, match="missing or corrupt"):
-        Index.open(broken, embedder=embedder).search("sun")
+    shutil.copy(index.dir / "generations" / index.generation / "embeddings.npy", gen / "embeddings.npy")
+    shutil.rmtree(gen / "global")
+    with pytest.raises(IndexStoreError, match="global/.* is missing; re-ingest"):
+        Index.open(broken, embedder=embedder)
+
+
+def test_a_format_one_index_is_refused_with_the_fix(tmp_path):
+    legacy = tmp_path / "old"
+    legacy.mkdir()
+    (legacy / "manifest.json").write_text('{"format_version": 1}')
+    (legacy / "chunks.jsonl").write_text("")
+    with pytest.raises(IndexStoreError, match="format 1.*delete the folder and re-ingest"):
+        Index.open(legacy)
+    with pytest.raises(IndexStoreError, match="format 1"):
+        Index.from_chunks([Chunk(id="a", text="x", doc_id="a", source="s")], legacy, embedder=HashEmbedder())
+    assert (legacy / "manifest.json").read_text() == '{"format_version": 1}'
 
 
 @pytest.mark.parametrize("query, message", [("", "empty"), ("   ", "empty"), ("x" * 3000, "over the limit")])
@@ -198,7 +215,7 @@ def test_hnsw_and_ivf_configs_build(tmp_path):
     for kind in ("hnsw", "ivf"):
         cfg = PipelineConfig.model_validate({"dense_index": {"kind": kind, "nlist": 8, "nprobe": 8}})
         index = Index.from_chunks(chunks, tmp_path / kind, embedder=emb, config=cfg)
-        manifest = json.loads((index.dir / "manifest.json").read_text())
+        manifest = json.loads((index.generation_dir / "manifest.json").read_text())
         assert manifest["dense_index"]["kind"] == kind
         hits = index.search("item 5 word5", k=5, mode="dense")
         assert len(hits) == 5 and np.isfinite([h.score for h in hits]).all()

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import pytest
 from tests.helpers import copy_corpus, minimal_pdf
 
 from ragsieve.config import IngestConfig
 from ragsieve.errors import IngestError
-from ragsieve.ingest import IngestReport, load_folder
+from ragsieve.ingest import IngestReport, iter_files, load_folder
+from ragsieve.ingest.loaders import safe_relpath
 
 
 def _docs(root, config=None):
@@ -53,7 +58,7 @@ def test_partition_by_metadata_field(tmp_path):
     [
         ("latin1.txt", "caf\xe9 au lait".encode("latin-1"), "not valid UTF-8"),
         ("blob.txt", b"\x00\x01\x02binary", "binary content"),
-        ("broken.jsonl", b'{"text": "ok"}\n{not json}\n', "line 2 is not valid JSON"),
+        ("broken.jsonl", b'{not json}\n[1]\n', "no valid JSON line (line 1 is not valid JSON"),
         ("notext.jsonl", b'{"body": "x"}\n', "no text in field 'text'"),
         ("empty.md", b"   \n", "no text could be extracted"),
         ("bad.pdf", b"%PDF-1.4 this is not a pdf", "PDF could not be parsed"),
@@ -74,3 +79,69 @@ def test_missing_or_empty_folder_is_a_clear_error(tmp_path):
     (tmp_path / "image.png").write_bytes(b"\x89PNG")
     with pytest.raises(IngestError, match="no supported files"):
         list(load_folder(tmp_path))
+
+
+def test_a_malformed_jsonl_line_drops_only_that_line(tmp_path):
+    (tmp_path / "notes.jsonl").write_bytes(
+        b'{"id": "a", "text": "first good record"}\n{not json}\n\n"a string"\n{"id": "b", "text": "second good"}\n'
+    )
+    docs, report = _docs(tmp_path)
+    assert sorted(docs) == ["notes.jsonl#a", "notes.jsonl#b"]
+    assert [s.path for s in report.skipped] == ["notes.jsonl:2", "notes.jsonl:4"]
+    assert "not valid JSON" in report.skipped[0].reason and "not a JSON object" in report.skipped[1].reason
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges on Windows")
+def test_symlinks_leaving_the_folder_are_skipped_unless_allowed(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("a private note outside the corpus")
+    (outside / "sub").mkdir()
+    (outside / "sub" / "more.md").write_text("# More\n\nprivate too")
+    root = tmp_path / "corpus"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "a.txt").write_text("inside text")
+    (root / "docs" / "inner-link.txt").symlink_to(root / "docs" / "a.txt")
+    (root / "docs" / "leak.txt").symlink_to(outside / "secret.txt")
+    (root / "docs" / "leakdir").symlink_to(outside / "sub", target_is_directory=True)
+    (root / "docs" / "dangling.txt").symlink_to(tmp_path / "gone.txt")
+    (root / "docs" / "loop").symlink_to(root, target_is_directory=True)
+
+    skipped: list[tuple[str, str]] = []
+    files = iter_files(root, skipped=skipped)
+    assert [f.relative_to(root).as_posix() for f in files] == ["docs/a.txt", "docs/inner-link.txt"]
+    reasons = dict(skipped)
+    assert set(reasons) == {"docs/leak.txt", "docs/leakdir", "docs/dangling.txt"}
+    assert "outside the ingested folder" in reasons["docs/leak.txt"] and "--follow-symlinks" in reasons["docs/leak.txt"]
+    assert "broken symlink" in reasons["docs/dangling.txt"]
+
+    docs, report = _docs(root)
+    assert "private" not in " ".join(d.text for d in docs.values())
+    assert {s.path for s in report.skipped} == set(reasons)
+
+    docs, _ = _docs(root, IngestConfig(follow_symlinks=True))
+    assert {"docs/leak.txt", "docs/leakdir/more.md"} <= set(docs)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs a filesystem that stores raw bytes in names")
+def test_a_file_name_that_is_not_utf8_is_ingested_under_an_escaped_name(tmp_path):
+    root = tmp_path / "corpus"
+    (root / "caf\xe9").mkdir(parents=True)
+    raw = os.fsencode(root / "caf\xe9") + b"/men\xfc.txt"
+    with open(raw, "wb") as fh:
+        fh.write(b"A menu with coffee.")
+    docs, report = _docs(root)
+    assert report.skipped == []
+    (doc,) = docs.values()
+    assert doc.doc_id == "caf\xe9/men\\xfc.txt" and doc.domain == "caf\xe9"
+    doc.doc_id.encode("utf-8")  # storable as UTF-8 JSON
+    assert safe_relpath(Path(os.fsdecode(b"x/\xff.md"))) == "x/\\xff.md"
+
+
+def test_a_record_domain_that_is_not_a_name_skips_the_record(tmp_path):
+    (tmp_path / "r.jsonl").write_text(
+        '{"text": "ok", "topic": "physics"}\n{"text": "bad", "topic": {"nested": 1}}\n{"text": "x", "topic": ".."}\n'
+    )
+    docs, report = _docs(tmp_path, IngestConfig(partition_by="topic"))
+    assert sorted(d.domain for d in docs.values()) == ["..", "physics"]
+    assert [s.path for s in report.skipped] == ["r.jsonl line 2"]

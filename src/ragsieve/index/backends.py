@@ -70,6 +70,10 @@ class DenseBackend:
     def size(self) -> int:
         return int(self.index.ntotal)
 
+    @property
+    def dim(self) -> int:
+        return int(self.index.d)
+
     def search(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         import faiss
 

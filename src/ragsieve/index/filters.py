@@ -51,6 +51,43 @@ def _matches(actual: Any, wanted: Any) -> bool:
     return actual is not None and str(actual) in wanted_set
 
 
+_SCALARS = (str, int, float, bool)
+
+
+def known_fields(chunks: Sequence[Chunk]) -> set[str]:
+    """Every key a filter can match in ``chunks``: the attributes and each metadata path present."""
+    fields = set(_ATTRIBUTES)
+
+    def walk(node: dict[str, Any], prefix: str) -> None:
+        for key, value in node.items():
+            path = f"{prefix}{key}"
+            fields.add(path)
+            if isinstance(value, dict):
+                walk(value, path + ".")
+
+    for c in chunks:
+        if c.metadata:
+            walk(c.metadata, "")
+    return fields
+
+
+def check_where(where: Any, fields: set[str]) -> None:
+    """Reject a filter that could only ever match nothing by mistake: unknown keys, odd values."""
+    if not isinstance(where, dict):
+        raise InputError(f"where must be a mapping of field to value(s), e.g. {{'domain': 'physics'}}; got {where!r}")
+    for key, wanted in where.items():
+        if not isinstance(key, str) or not key:
+            raise InputError(f"filter keys must be field names, got {key!r}")
+        if key not in fields and key.removeprefix("metadata.") not in fields:
+            shown = ", ".join(sorted(fields)[:30]) + (" ..." if len(fields) > 30 else "")
+            raise InputError(f"no chunk in this index has a field {key!r} to filter on; the fields are: {shown}")
+        values = wanted if isinstance(wanted, list | tuple | set) else [wanted]
+        if not values or not all(isinstance(v, _SCALARS) for v in values):
+            raise InputError(
+                f"filter {key!r} needs a text or number value, or a non-empty list of them; got {wanted!r}"
+            )
+
+
 def where_mask(chunks: Sequence[Chunk], where: dict[str, Any]) -> np.ndarray:
     """Boolean mask over ``chunks`` of those matching every condition."""
     mask = np.ones(len(chunks), dtype=bool)

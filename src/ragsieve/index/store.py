@@ -1,18 +1,22 @@
 """The on-disk index: chunks, embeddings, a global dense+sparse index and one per domain.
 
-Layout of an index directory (``manifest.json`` is versioned)::
+An index folder (layout and locking in :mod:`ragsieve.index.storage`) holds immutable
+generations; each generation is one complete build::
 
-    manifest.json        format version, embedder, chunking, counts, domains
-    files.json           ingested file -> content hash and chunk ids (incremental re-ingest)
-    chunks.jsonl         one Chunk per line, row i = embeddings[i]
-    embeddings.npy       float32 (n, dim), memory-mapped on open
-    global/              dense.faiss + bm25/ over every chunk
-    partitions/<domain>/ ids.npy (global rows) + dense.faiss + bm25/
-    source_weights.json  optional, written by the importance stage
-    router/              optional, written by the routing stage
+    generations/<id>/manifest.json   format version, embedder name + dim, chunking, counts, domains,
+                                     size + sha256 of every other file of the generation
+    generations/<id>/chunks.jsonl    one Chunk per line, row i = embeddings[i]
+    generations/<id>/embeddings.npy  float32 (n, dim), memory-mapped on open
+    generations/<id>/global/         ids.npy + dense.faiss + bm25/ over every chunk
+    generations/<id>/partitions/<d>/ the same per domain (<d>: sanitised name + hash of the domain)
+    source_weights.json, router/     optional, written beside the generations by later stages
 
-Every build writes a fresh directory beside the old one and swaps it in, so an
-interrupted build leaves the previous index usable.
+Guarantees: a build never deletes or replaces a folder that is not a ragsieve index; one writer
+at a time (others wait, then fail clearly); a crash or ``kill -9`` mid-build leaves the previous
+generation live; an open :class:`Index` keeps reading the generation it opened, even across a
+re-ingest; every missing, truncated or (with ``verify=True``) altered file is one
+``IndexStoreError`` that names it. The manifest never chooses an endpoint, key or path: the
+embedder comes from the caller's configuration and must match the recorded model and dimension.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,28 +33,39 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragsieve.config import IngestConfig, PipelineConfig, RetrievalConfig
+from ragsieve.config import EmbedderConfig, IngestConfig, PipelineConfig, RetrievalConfig
 from ragsieve.embed import Embedder, load_embedder
 from ragsieve.errors import IndexStoreError, InputError
+from ragsieve.index import storage
 from ragsieve.index.backends import DenseBackend, SparseBackend, bm25_tokenize
-from ragsieve.index.filters import where_mask
+from ragsieve.index.filters import check_where, known_fields, where_mask
 from ragsieve.index.fusion import reciprocal_rank_fusion, top_k, weighted_score_fusion
-from ragsieve.io import atomic_directory, atomic_write_json
 from ragsieve.types import Chunk, SearchHit
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = storage.FORMAT_VERSION
 SearchMode = Literal["dense", "sparse", "hybrid"]
 ProgressFn = Callable[[str, int, int], None]
+# IngestConfig fields that do not change how files become chunks (a change must not re-chunk).
+_NOT_CHUNKING = {"follow_symlinks", "lock_timeout_s"}
 
 
 def _chunk_key(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
-def _safe_name(domain: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in domain) or "_"
+def _chunking_settings(config: IngestConfig) -> dict[str, Any]:
+    return {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_CHUNKING}
+
+
+def validate_k(k: Any) -> int:
+    """The number of results asked for: a whole number >= 1 (CLI and API share this check)."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise InputError(f"k must be a whole number of results (1 or more), got {k!r} ({type(k).__name__})")
+    if k < 1:
+        raise InputError(f"k must be at least 1, got {k}")
+    return int(k)
 
 
 @dataclass
@@ -65,6 +81,7 @@ class BuildReport:
     chunks_embedded: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    generation: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "skipped": [{"path": p, "reason": r} for p, r in self.skipped]}
@@ -80,9 +97,14 @@ class _Partition:
 class Index:
     """A searchable collection of chunks with dense, sparse and hybrid retrieval.
 
+    ``dir`` is the index folder (other stages keep ``source_weights.json`` and ``router/`` there);
+    the chunks and search structures are read from one immutable generation, ``generation_dir``.
+
     Example:
+        >>> import shutil
         >>> from ragsieve.index import Index
         >>> from ragsieve.types import Chunk
+        >>> shutil.rmtree("/tmp/ragsieve-doc-index", ignore_errors=True)
         >>> chunks = [Chunk(id="a", text="Graphene is one layer of carbon.", doc_id="a", source="a.md")]
         >>> index = Index.from_chunks(chunks, "/tmp/ragsieve-doc-index")
         >>> index.search("carbon sheet", k=1)[0].chunk.id
@@ -96,16 +118,22 @@ class Index:
         embeddings: np.ndarray,
         manifest: dict[str, Any],
         embedder: Embedder,
+        generation: str = "",
+        lease: storage.GenerationLease | None = None,
     ) -> None:
         self.dir = directory
+        self.generation = generation
+        self.generation_dir = directory / storage.GENERATIONS / generation if generation else directory
         self.chunks = chunks
         self.embeddings = embeddings
         self.manifest = manifest
         self.embedder = embedder
+        self._lease = lease
         self._by_id = {c.id: i for i, c in enumerate(chunks)}
         self._global: _Partition | None = None
         self._partitions: dict[str, _Partition] = {}
         self._mask_cache: dict[str, np.ndarray] = {}
+        self._fields: set[str] | None = None
         self._domain_of_row = np.array([c.domain for c in chunks], dtype=object)
         self.source_weights: dict[str, float] | None = self._read_source_weights()
 
@@ -130,6 +158,24 @@ class Index:
     def row(self, chunk_id: str) -> int:
         return self._by_id[chunk_id]
 
+    def close(self) -> None:
+        """Let writers remove this index's generation once it is no longer live."""
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @staticmethod
+    def exists(index_dir: str | Path) -> bool:
+        """Whether ``index_dir`` holds a published ragsieve index (without opening it)."""
+        d = Path(index_dir)
+        return (d / storage.MARKER).is_file() and (d / storage.CURRENT).is_file()
+
     # ------------------------------------------------------------------ building
     @classmethod
     def from_chunks(
@@ -146,15 +192,17 @@ class Index:
         ``embeddings`` may be passed when already computed (row i for chunk i).
         """
         config = config or PipelineConfig()
-        embedder = embedder or load_embedder(config.embedder)
         chunks = list(chunks)
         ids = [c.id for c in chunks]
         if len(set(ids)) != len(ids):
             raise InputError("chunk ids must be unique; found duplicates")
-        if embeddings is None:
-            embeddings = _embed_all([c.text for c in chunks], embedder, progress)
-        manifest_extra = {"source": "chunks"}
-        return cls._write(Path(index_dir), chunks, embeddings, embedder, config, manifest_extra, progress)
+        _check_domains(chunks)
+        target = storage.prepare_target(Path(index_dir))
+        embedder = embedder or load_embedder(config.embedder)
+        with storage.writer_lock(target, config.ingest.lock_timeout_s):
+            if embeddings is None:
+                embeddings = _embed_all([c.text for c in chunks], embedder, progress)
+            return cls._write(target, chunks, embeddings, embedder, config, {"source": "chunks"}, progress)
 
     @classmethod
     def build(
@@ -167,41 +215,66 @@ class Index:
         report: BuildReport | None = None,
     ) -> Index:
         """Ingest a folder into ``index_dir``; re-ingesting reuses unchanged files' chunks
-        and embeddings, re-chunks changed files and drops deleted ones."""
-        from ragsieve.ingest import chunk_text, file_hash, iter_files, load_file
-        from ragsieve.ingest.loaders import _SkipFile
+        and embeddings, re-chunks changed files and drops deleted ones.
 
+        ``index_dir`` must be new, empty or a ragsieve index, and must not overlap the corpus.
+        """
         start = time.perf_counter()
         config = config or PipelineConfig()
         report = report if report is not None else BuildReport()
         corpus = Path(corpus_dir)
         if not corpus.exists():
             raise InputError(f"{corpus} does not exist; pass the folder to ingest")
+        target = storage.prepare_target(Path(index_dir), corpus)
         embedder = embedder or load_embedder(config.embedder)
-        index_dir = Path(index_dir)
+        with storage.writer_lock(target, config.ingest.lock_timeout_s):
+            index = cls._build_locked(corpus, target, config, embedder, progress, report)
+        report.seconds = time.perf_counter() - start
+        report.generation = index.generation
+        return index
+
+    @classmethod
+    def _build_locked(
+        cls,
+        corpus: Path,
+        index_dir: Path,
+        config: PipelineConfig,
+        embedder: Embedder,
+        progress: ProgressFn | None,
+        report: BuildReport,
+    ) -> Index:
+        from ragsieve.ingest import chunk_text, file_hash, iter_files, load_file
+        from ragsieve.ingest.loaders import _SkipFile, safe_relpath
 
         previous: Index | None = None
-        if (index_dir / "manifest.json").exists():
+        if (index_dir / storage.CURRENT).exists():
             try:
                 previous = cls.open(index_dir, embedder=embedder)
             except IndexStoreError as exc:
                 if "built with" in str(exc):
                     raise
                 logger.warning("existing index at %s is unusable (%s); rebuilding from scratch", index_dir, exc)
-        same_chunking = previous is not None and previous.manifest.get("ingest") == config.ingest.model_dump(
-            mode="json"
-        )
+        try:
+            same_chunking = previous is not None and _chunking_settings(
+                IngestConfig.model_validate(previous.manifest.get("ingest", {}))
+            ) == _chunking_settings(config.ingest)
+        except ValueError:
+            same_chunking = False
         old_files: dict[str, dict[str, Any]] = previous.manifest.get("files", {}) if previous and same_chunking else {}
 
-        files = iter_files(corpus)
+        base = corpus if corpus.is_dir() else corpus.parent
+        link_skips: list[tuple[str, str]] = []
+        files = iter_files(corpus, follow_symlinks=config.ingest.follow_symlinks, skipped=link_skips)
+        for rel, reason in link_skips:
+            report.skipped.append((rel, reason))
+            logger.warning("skipping %s: %s", rel, reason)
         if not files:
             raise InputError(f"{corpus} holds no supported files to ingest")
-        base = corpus if corpus.is_dir() else corpus.parent
         new_files: dict[str, dict[str, Any]] = {}
         chunks: list[Chunk] = []
         extract = _entity_extractor(config.ingest)
         for n, path in enumerate(files, 1):
-            rel = path.relative_to(base).as_posix()
+            rel = safe_relpath(path.relative_to(base))
             report.files_seen += 1
             try:
                 digest = file_hash(path)
@@ -215,8 +288,9 @@ class Index:
                 new_files[rel] = old
                 report.files_unchanged += 1
             else:
+                warnings: list[tuple[str, str]] = []
                 try:
-                    docs = load_file(path, base, config.ingest)
+                    docs = load_file(path, base, config.ingest, warnings=warnings)
                 except _SkipFile as exc:
                     report.skipped.append((rel, str(exc)))
                     logger.warning("skipping %s: %s", rel, exc)
@@ -224,6 +298,8 @@ class Index:
                 except OSError as exc:
                     report.skipped.append((rel, f"unreadable ({exc.strerror}); check permissions"))
                     continue
+                finally:
+                    report.skipped.extend(warnings)
                 file_chunks = []
                 for doc in docs:
                     pieces = chunk_text(
@@ -261,8 +337,10 @@ class Index:
             raise InputError(f"no text could be ingested from {corpus}; see the skipped files above")
         ids = [c.id for c in chunks]
         if len(set(ids)) != len(ids):
-            dupes = sorted({i for i in ids if ids.count(i) > 1})[:5]
+            seen: set[str] = set()
+            dupes = sorted({i for i in ids if i in seen or seen.add(i)})[:5]  # type: ignore[func-returns-value]
             raise InputError(f"duplicate chunk ids {dupes}; give records unique values in ingest.id_field")
+        _check_domains(chunks)
 
         # Reuse embeddings of chunks whose text is unchanged; embed only the rest.
         reuse: dict[str, np.ndarray] = {}
@@ -283,9 +361,11 @@ class Index:
         report.chunks = len(chunks)
         report.chunks_embedded = len(todo)
         extra = {"source": str(corpus.resolve()), "files": new_files}
-        index = cls._write(index_dir, chunks, embeddings, embedder, config, extra, progress, previous)
-        report.seconds = time.perf_counter() - start
-        return index
+        try:
+            return cls._write(index_dir, chunks, embeddings, embedder, config, extra, progress)
+        finally:
+            if previous is not None:
+                previous.close()
 
     @classmethod
     def _write(
@@ -297,113 +377,175 @@ class Index:
         config: PipelineConfig,
         extra: dict[str, Any],
         progress: ProgressFn | None,
-        previous: Index | None = None,
     ) -> Index:
+        """Write a new generation and publish it; the caller holds the writer lock."""
         if embeddings.shape[0] != len(chunks):
             raise InputError(f"{embeddings.shape[0]} embeddings for {len(chunks)} chunks")
         domains = sorted({c.domain for c in chunks})
         partitioned = len(domains) > 1
-        with atomic_directory(index_dir) as tmp:
-            with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
-                for c in chunks:
-                    fh.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
-            np.save(tmp / "embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32))
-            texts = [c.text for c in chunks]
-            groups: list[tuple[Path, np.ndarray]] = [(tmp / "global", np.arange(len(chunks)))]
-            if partitioned:
-                domain_arr = np.array([c.domain for c in chunks], dtype=object)
-                for d in domains:
-                    groups.append((tmp / "partitions" / _safe_name(d), np.flatnonzero(domain_arr == d)))
-            for n, (folder, rows) in enumerate(groups, 1):
-                folder.mkdir(parents=True)
-                np.save(folder / "ids.npy", rows.astype(np.int64))
-                DenseBackend.build(embeddings[rows], config.dense_index).save(folder)
-                SparseBackend.build([texts[i] for i in rows]).save(folder)
-                if progress:
-                    progress("index", n, len(groups))
-            # Artefacts of other stages stored with the index survive a rebuild.
-            if previous is not None:
-                for name in ("source_weights.json", "router"):
-                    src = previous.dir / name
-                    if src.exists():
-                        import shutil
+        part_dirs = {d: storage.partition_dirname(d) for d in domains} if partitioned else {}
+        gens = index_dir / storage.GENERATIONS
+        gens.mkdir(exist_ok=True)
+        generation = storage.new_generation_id()
+        tmp = gens / f"{storage.BUILDING_PREFIX}{generation}"
+        tmp.mkdir()
+        with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
+            for c in chunks:
+                fh.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
+        np.save(tmp / "embeddings.npy", np.ascontiguousarray(embeddings, dtype=np.float32))
+        texts = [c.text for c in chunks]
+        groups: list[tuple[Path, np.ndarray]] = [(tmp / "global", np.arange(len(chunks)))]
+        if partitioned:
+            domain_arr = np.array([c.domain for c in chunks], dtype=object)
+            for d in domains:
+                groups.append((tmp / "partitions" / part_dirs[d], np.flatnonzero(domain_arr == d)))
+        for n, (folder, rows) in enumerate(groups, 1):
+            folder.mkdir(parents=True)
+            np.save(folder / "ids.npy", rows.astype(np.int64))
+            DenseBackend.build(embeddings[rows], config.dense_index).save(folder)
+            SparseBackend.build([texts[i] for i in rows]).save(folder)
+            if progress:
+                progress("index", n, len(groups))
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "generation": generation,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            # Which vectors these are, never how to reach a model: endpoints and keys come from the reader.
+            "embedder": {"model_name": embedder.model_name, "dim": int(embeddings.shape[1])},
+            "dense_index": config.dense_index.model_dump(mode="json"),
+            "ingest": config.ingest.model_dump(mode="json"),
+            "n_chunks": len(chunks),
+            "domains": domains,
+            "partitioned": partitioned,
+            "partition_dirs": part_dirs,
+            "checksums": storage.checksum_tree(tmp),
+            **extra,
+        }
+        data = (json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+        with open(tmp / storage.MANIFEST, "wb") as fh:
+            fh.write(data)
+        storage.fsync_tree(tmp)
+        os.replace(tmp, gens / generation)
+        from ragsieve.io import fsync_dir
 
-                        (shutil.copytree if src.is_dir() else shutil.copy2)(src, tmp / name)
-            manifest = {
-                "format_version": FORMAT_VERSION,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "embedder": {
-                    "model_name": embedder.model_name,
-                    "dim": int(embeddings.shape[1]),
-                    "config": embedder.to_dict(),
-                },
-                "dense_index": config.dense_index.model_dump(mode="json"),
-                "ingest": config.ingest.model_dump(mode="json"),
-                "n_chunks": len(chunks),
-                "domains": domains,
-                "partitioned": partitioned,
-                "partition_dirs": {d: _safe_name(d) for d in domains} if partitioned else {},
-                **extra,
-            }
-            atomic_write_json(tmp / "manifest.json", manifest)
+        fsync_dir(gens)
+        storage.write_current(index_dir, generation, hashlib.sha256(data).hexdigest())
+        logger.info("published generation %s of %s", generation, index_dir)
+        storage.collect_garbage(index_dir, generation)
         return cls.open(index_dir, embedder=embedder)
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, index_dir: str | Path, embedder: Embedder | None = None) -> Index:
-        """Open an index; embeddings and faiss/bm25 data are memory-mapped where possible."""
+    def open(
+        cls,
+        index_dir: str | Path,
+        embedder: Embedder | None = None,
+        verify: bool = False,
+        embedder_config: EmbedderConfig | None = None,
+    ) -> Index:
+        """Open the live generation of an index; embeddings and faiss/bm25 data are memory-mapped.
+
+        File sizes are always checked against the manifest; ``verify=True`` also checks every
+        file's sha256. Without ``embedder`` one is built from ``embedder_config`` (default:
+        ``EmbedderConfig()``), never from the index, and must match the recorded model and dim.
+        """
         directory = Path(index_dir)
-        manifest_path = directory / "manifest.json"
         if not directory.is_dir():
             raise IndexStoreError(f"no index at {directory}; build one with `ragsieve ingest PATH --index {directory}`")
-        if not manifest_path.is_file():
+        if not (directory / storage.MARKER).is_file():
+            if (directory / "manifest.json").is_file():
+                raise storage.legacy_error(directory)
             raise IndexStoreError(
-                f"{directory} is not a ragsieve index (manifest.json missing); "
-                f"rebuild it with `ragsieve ingest PATH --index {directory}`"
+                f"{directory} is not a ragsieve index ({storage.MARKER} missing); "
+                f"build one with `ragsieve ingest PATH --index NEW_FOLDER`"
             )
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-            version = manifest["format_version"]
-            emb_info = manifest["embedder"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise IndexStoreError(f"the manifest of {directory} is corrupt ({exc}); rebuild the index") from exc
+        version = storage.read_marker(directory)
         if version != FORMAT_VERSION:
             raise IndexStoreError(
-                f"{directory} has index format {version}, this ragsieve reads format {FORMAT_VERSION}; rebuild it"
+                f"{directory} has index format {version}, this ragsieve reads format {FORMAT_VERSION}; "
+                "delete it and re-ingest"
             )
-        if embedder is None:
-            from ragsieve.config import EmbedderConfig
-
-            cfg = {k: v for k, v in emb_info.get("config", {}).items() if k in EmbedderConfig.model_fields}
-            embedder = load_embedder(EmbedderConfig(**cfg))
-        if embedder.model_name != emb_info["model_name"]:
+        # A writer may retire the generation between reading CURRENT and taking the lease: re-read.
+        for _ in range(5):
+            generation, manifest_sha = storage.read_current(directory)
+            lease = storage.GenerationLease(directory, generation)
+            gen_dir = directory / storage.GENERATIONS / generation
+            if gen_dir.is_dir():
+                break
+            lease.release()
+        else:
             raise IndexStoreError(
-                f"the index at {directory} was built with embedding model {emb_info['model_name']!r} but the "
+                f"the live generation {gen_dir} of {directory} is missing; re-ingest it with "
+                f"`ragsieve ingest PATH --index {directory}`"
+            )
+        try:
+            manifest = _read_manifest(directory, gen_dir, manifest_sha)
+            storage.verify_files(gen_dir, manifest.get("checksums"), directory, hashes=verify)
+            emb_info = manifest["embedder"]
+            model_name, dim = str(emb_info["model_name"]), int(emb_info["dim"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            lease.release()
+            raise IndexStoreError(
+                f"the manifest {gen_dir / storage.MANIFEST} is corrupt ({exc}); re-ingest the index"
+            ) from exc
+        except IndexStoreError:
+            lease.release()
+            raise
+        if embedder is None:
+            embedder = load_embedder(embedder_config or EmbedderConfig())
+        if embedder.model_name != model_name:
+            lease.release()
+            raise IndexStoreError(
+                f"the index at {directory} was built with embedding model {model_name!r} but the "
                 f"configured embedder is {embedder.model_name!r}; use the same embedder.model or rebuild the index"
             )
-        try:
-            with open(directory / "chunks.jsonl", encoding="utf-8") as fh:
-                chunks = [Chunk.from_dict(json.loads(line)) for line in fh]
-            embeddings = np.load(directory / "embeddings.npy", mmap_mode="r")
-        except (OSError, ValueError, TypeError, json.JSONDecodeError) as exc:
-            raise IndexStoreError(f"the index at {directory} is corrupt ({exc}); rebuild it") from exc
-        if len(chunks) != manifest.get("n_chunks") or embeddings.shape != (len(chunks), emb_info["dim"]):
+        if embedder.dim != dim:
+            lease.release()
             raise IndexStoreError(
-                f"the index at {directory} is inconsistent ({len(chunks)} chunks, "
-                f"embeddings {embeddings.shape}); rebuild it"
+                f"the index at {directory} holds {dim}-dimensional vectors but the configured embedder "
+                f"{embedder.model_name!r} gives {embedder.dim}; use the embedder the index was built with"
             )
-        return cls(directory, chunks, embeddings, manifest, embedder)
+        try:
+            chunks = _read_chunks(gen_dir / "chunks.jsonl", directory)
+            embeddings = _load_npy(gen_dir / "embeddings.npy", directory, mmap=True)
+            if len(chunks) != manifest.get("n_chunks") or embeddings.shape != (len(chunks), dim):
+                raise IndexStoreError(
+                    f"the index at {gen_dir} is inconsistent ({len(chunks)} chunks, embeddings "
+                    f"{embeddings.shape}, manifest {manifest.get('n_chunks')} x {dim}); re-ingest it"
+                )
+            if embeddings.dtype != np.float32:
+                raise IndexStoreError(f"{gen_dir / 'embeddings.npy'} is not float32 vectors; re-ingest the index")
+        except IndexStoreError:
+            lease.release()
+            raise
+        return cls(directory, chunks, embeddings, manifest, embedder, generation, lease)
 
     def _load_partition(self, folder: Path) -> _Partition:
+        rows = _load_npy(folder / "ids.npy", self.dir, mmap=False)
+        if rows.ndim != 1 or rows.dtype != np.int64 or (rows.size and (rows.min() < 0 or rows.max() >= len(self))):
+            raise IndexStoreError(f"index file {folder / 'ids.npy'} is corrupt (row ids out of range); re-ingest")
         try:
-            rows = np.load(folder / "ids.npy")
-            return _Partition(rows, DenseBackend.load(folder), SparseBackend.load(folder, len(rows)))
+            dense = DenseBackend.load(folder)
         except (OSError, RuntimeError, ValueError) as exc:
-            raise IndexStoreError(f"index data in {folder} is missing or corrupt ({exc}); rebuild the index") from exc
+            raise IndexStoreError(
+                f"index file {folder / DenseBackend.FILE} is missing or corrupt ({exc}); re-ingest the index"
+            ) from exc
+        try:
+            sparse = SparseBackend.load(folder, len(rows))
+        except (OSError, RuntimeError, ValueError, KeyError, TypeError, IndexError) as exc:
+            raise IndexStoreError(
+                f"the BM25 files in {folder / SparseBackend.FOLDER} are missing or corrupt ({exc}); re-ingest the index"
+            ) from exc
+        if dense.size != len(rows) or dense.dim != self.embeddings.shape[1]:
+            raise IndexStoreError(
+                f"index file {folder / DenseBackend.FILE} holds {dense.size} vectors of dim {dense.dim}, expected "
+                f"{len(rows)} of dim {self.embeddings.shape[1]}; re-ingest the index"
+            )
+        return _Partition(rows, dense, sparse)
 
     def _global_partition(self) -> _Partition:
         if self._global is None:
-            self._global = self._load_partition(self.dir / "global")
+            self._global = self._load_partition(self.generation_dir / "global")
         return self._global
 
     def _domain_partition(self, domain: str) -> _Partition:
@@ -413,7 +555,8 @@ class Index:
             return self._global_partition()
         part = self._partitions.get(domain)
         if part is None:
-            part = self._load_partition(self.dir / "partitions" / self.manifest["partition_dirs"][domain])
+            name = storage.safe_component(self.manifest["partition_dirs"][domain], "partition folder")
+            part = self._load_partition(self.generation_dir / "partitions" / name)
             self._partitions[domain] = part
         return part
 
@@ -466,15 +609,20 @@ class Index:
         """
         retrieval = retrieval or RetrievalConfig()
         query = _check_query(query, retrieval.max_query_chars)
-        if k < 1:
-            raise InputError(f"k must be at least 1, got {k}")
+        k = validate_k(k)
         if mode not in ("dense", "sparse", "hybrid"):
             raise InputError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
+        if domains is not None and (
+            isinstance(domains, str) or not all(isinstance(d, str) for d in domains)
+        ):
+            raise InputError(f"domains must be a list of domain names, got {domains!r}")
         # Single-retriever modes need only k per partition; fusion needs a deeper pool.
         candidates = max(retrieval.candidates, k) if mode == "hybrid" else k
         mask = None
-        if where:
-            mask = self._where_mask(where)
+        if where is not None:
+            check_where(where, self.fields())
+            if where:
+                mask = self._where_mask(where)
         if prune_threshold is not None and self.source_weights:
             pm = self._source_mask(prune_threshold)
             mask = pm if mask is None else mask & pm
@@ -526,7 +674,14 @@ class Index:
             hits.append(SearchHit(self.chunks[row], float(score), rank, per_retriever))
         return hits
 
+    def fields(self) -> set[str]:
+        """The keys a ``where`` filter may use: chunk attributes and every metadata path present."""
+        if self._fields is None:
+            self._fields = known_fields(self.chunks)
+        return self._fields
+
     def _where_mask(self, where: dict[str, Any]) -> np.ndarray:
+        check_where(where, self.fields())
         key = json.dumps(where, sort_keys=True, default=str)
         mask = self._mask_cache.get(key)
         if mask is None:
@@ -542,7 +697,7 @@ class Index:
         return mask
 
     def stats(self) -> dict[str, Any]:
-        size = sum(p.stat().st_size for p in self.dir.rglob("*") if p.is_file())
+        size = sum(p.stat().st_size for p in self.generation_dir.rglob("*") if p.is_file())
         per_domain: dict[str, int] = {}
         for c in self.chunks:
             per_domain[c.domain] = per_domain.get(c.domain, 0) + 1
@@ -554,12 +709,65 @@ class Index:
             "embedder": self.manifest["embedder"]["model_name"],
             "bytes": size,
             "created": self.manifest.get("created"),
+            "generation": self.generation,
+            "format_version": self.manifest.get("format_version"),
         }
+
+
+def _read_manifest(index_dir: Path, gen_dir: Path, expected_sha256: str) -> dict[str, Any]:
+    path = gen_dir / storage.MANIFEST
+    try:
+        data = path.read_bytes()
+    except OSError:
+        raise IndexStoreError(f"index file {path} is missing; re-ingest the index at {index_dir}") from None
+    if hashlib.sha256(data).hexdigest() != expected_sha256:
+        raise IndexStoreError(
+            f"index file {path} does not match the checksum in {index_dir / storage.CURRENT} (corrupted on disk); "
+            f"re-ingest the index at {index_dir}"
+        )
+    manifest = json.loads(data.decode("utf-8"))
+    if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"format_version is not {FORMAT_VERSION}")
+    return manifest
+
+
+def _read_chunks(path: Path, index_dir: Path) -> list[Chunk]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return [Chunk.from_dict(json.loads(line)) for line in fh]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise IndexStoreError(
+            f"index file {path} is missing or corrupt ({type(exc).__name__}); re-ingest the index at {index_dir}"
+        ) from exc
+
+
+def _load_npy(path: Path, index_dir: Path, mmap: bool) -> np.ndarray:
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise IndexStoreError(
+            f"index file {path} is missing or corrupt ({exc}); re-ingest the index at {index_dir}"
+        ) from exc
+
+
+def _check_domains(chunks: Sequence[Chunk]) -> None:
+    """Checked before any embedding work, so a bad domain never wastes a build."""
+    for c in chunks:
+        if not isinstance(c.domain, str) or not c.domain.strip():
+            raise InputError(f"chunk {c.id!r} has an empty domain; give it a name or leave it at 'default'")
+        try:
+            c.domain.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(f"chunk {c.id!r} has a domain that is not valid Unicode text ({c.domain!r})") from None
 
 
 def _check_query(query: str, max_chars: int) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InputError("the query is empty; pass a question or search text")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError("the query holds characters that are not valid Unicode text (lone surrogates)") from None
     if len(query) > max_chars:
         raise InputError(
             f"the query has {len(query)} characters, over the limit of {max_chars}; "

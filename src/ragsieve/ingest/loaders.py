@@ -70,17 +70,67 @@ def file_hash(path: Path) -> str:
     return h.hexdigest()
 
 
-def iter_files(root: Path) -> list[Path]:
-    """Supported files under ``root`` (hidden files and folders excluded), sorted."""
+def safe_relpath(rel: Path) -> str:
+    """A file's path relative to the ingested folder as text that is always valid UTF-8.
+
+    Names with bytes that are not UTF-8 (read by Python as surrogate escapes) keep those bytes
+    visibly escaped (``caf\\xe9.txt``), so they can be stored, printed and compared.
+    """
+    text = rel.as_posix()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text
+
+
+def iter_files(
+    root: Path, follow_symlinks: bool = False, skipped: list[tuple[str, str]] | None = None
+) -> list[Path]:
+    """Supported files under ``root`` (hidden files and folders excluded), sorted.
+
+    Symlinks that resolve inside ``root`` are followed; ones that leave it (or are broken) are
+    skipped and listed in ``skipped`` as ``(relative path, reason)`` unless ``follow_symlinks``.
+    """
     if root.is_file():
         return [root] if root.suffix.lower() in SUPPORTED_SUFFIXES else []
-    return sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file()
-        and p.suffix.lower() in SUPPORTED_SUFFIXES
-        and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
+    real_root = root.resolve()
+    found: list[Path] = []
+    seen_dirs: set[Path] = set()
+
+    def note(path: Path, reason: str) -> None:
+        if skipped is not None:
+            skipped.append((safe_relpath(path.relative_to(root)), reason))
+
+    def walk(folder: Path) -> None:
+        real = folder.resolve()
+        if real in seen_dirs:
+            return  # a link back to a folder already walked
+        seen_dirs.add(real)
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError as exc:
+            note(folder, f"unreadable folder ({exc.strerror}); check permissions")
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_symlink():
+                try:
+                    target = entry.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    note(entry, "broken symlink; fix or remove it")
+                    continue
+                if not follow_symlinks and not target.is_relative_to(real_root):
+                    note(entry, f"symlink to {target}, outside the ingested folder; --follow-symlinks includes it")
+                    continue
+            if entry.is_dir():
+                walk(entry)
+            elif entry.is_file() and entry.suffix.lower() in SUPPORTED_SUFFIXES:
+                found.append(entry)
+
+    walk(root)
+    return sorted(found)
 
 
 def _read_text(path: Path) -> str:
@@ -98,11 +148,15 @@ def _site(url: str) -> str:
     return host.lower().removeprefix("www.")
 
 
-def _domain_for(rel: Path, record: dict[str, Any] | None, config: IngestConfig) -> str:
+def _domain_for(rel: str, record: dict[str, Any] | None, config: IngestConfig) -> str:
     if config.partition_by == "folder":
-        return rel.parts[0] if len(rel.parts) > 1 else DEFAULT_DOMAIN
+        parts = rel.split("/")
+        return parts[0] if len(parts) > 1 else DEFAULT_DOMAIN
     if record is not None and record.get(config.partition_by) not in (None, ""):
-        return str(record[config.partition_by])
+        value = record[config.partition_by]
+        if isinstance(value, dict | list):
+            raise ValueError(f"field {config.partition_by!r} is a JSON {type(value).__name__}, not a name")
+        return str(value).strip() or DEFAULT_DOMAIN
     return DEFAULT_DOMAIN
 
 
@@ -116,11 +170,18 @@ def _title_from_markdown(text: str, fallback: str) -> str:
     return fallback
 
 
-def _load_records(path: Path, rel: Path, config: IngestConfig) -> Iterator[Document]:
-    """JSON/JSONL/CSV rows: one document per record."""
+def _load_records(
+    path: Path, rel: str, config: IngestConfig, warnings: list[tuple[str, str]] | None = None
+) -> Iterator[Document]:
+    """JSON/JSONL/CSV rows: one document per record.
+
+    A malformed JSONL line is skipped on its own (reported in ``warnings`` as ``file:line``);
+    the file's other records are kept.
+    """
     text = _read_text(path)
-    rows: list[dict[str, Any]]
+    rows: list[tuple[str, dict[str, Any]]]  # (where, record)
     suffix = path.suffix.lower()
+    bad: list[tuple[str, str]] = []
     if suffix == ".jsonl":
         rows = []
         for lineno, line in enumerate(text.splitlines(), 1):
@@ -129,40 +190,56 @@ def _load_records(path: Path, rel: Path, config: IngestConfig) -> Iterator[Docum
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise _SkipFile(f"line {lineno} is not valid JSON ({exc.msg}); fix or remove it") from exc
+                bad.append((f"{rel}:{lineno}", f"line {lineno} is not valid JSON ({exc.msg}); fix or remove it"))
+                continue
             if not isinstance(obj, dict):
-                raise _SkipFile(f"line {lineno} is not a JSON object")
-            rows.append(obj)
+                bad.append((f"{rel}:{lineno}", f"line {lineno} is not a JSON object; fix or remove it"))
+                continue
+            rows.append((f"line {lineno}", obj))
+        if bad and not rows:
+            raise _SkipFile(f"no valid JSON line ({bad[0][1]})")
     elif suffix == ".json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise _SkipFile(f"not valid JSON ({exc.msg} at line {exc.lineno})") from exc
-        rows = data if isinstance(data, list) else [data]
-        if not all(isinstance(r, dict) for r in rows):
+        items = data if isinstance(data, list) else [data]
+        if not all(isinstance(r, dict) for r in items):
             raise _SkipFile("expected a JSON object or a list of objects")
+        rows = [(f"record {i + 1}", r) for i, r in enumerate(items)]
     else:
-        rows = list(csv.DictReader(io.StringIO(text)))
-    for i, row in enumerate(rows):
+        rows = [(f"record {i + 1}", r) for i, r in enumerate(csv.DictReader(io.StringIO(text)))]
+    for i, (where, row) in enumerate(rows):
         body = row.get(config.text_field)
         if not isinstance(body, str) or not body.strip():
             raise _SkipFile(
-                f"record {i + 1} has no text in field {config.text_field!r}; "
+                f"{where} has no text in field {config.text_field!r}; "
                 "set ingest.text_field to the field that holds the text"
             )
+        try:
+            json.dumps(row, ensure_ascii=False, default=str).encode("utf-8")
+            domain = _domain_for(rel, row, config)
+        except (UnicodeEncodeError, ValueError) as exc:
+            reason = "holds text that is not valid Unicode" if isinstance(exc, UnicodeEncodeError) else str(exc)
+            bad.append((f"{rel} {where}", f"{where} {reason}; fix or remove it"))
+            continue
         rid = str(row.get(config.id_field) or i)
         metadata = {k: row[k] for k in config.metadata_fields if k in row}
         source_value = row.get(config.source_field) if config.source_field else row.get("url") or row.get("source")
-        source = _site(str(source_value)) if source_value else rel.as_posix()
+        source = _site(str(source_value)) if source_value else rel
         yield Document(
-            doc_id=f"{rel.as_posix()}#{rid}",
+            doc_id=f"{rel}#{rid}",
             text=body,
             source=source,
-            domain=_domain_for(rel, row, config),
+            domain=domain,
             title=str(row.get(config.title_field) or ""),
-            path=rel.as_posix(),
+            path=rel,
             metadata=metadata,
         )
+    for entry in bad:
+        logger.warning("skipping %s: %s", *entry)
+    if warnings is not None:
+        warnings.extend(bad)
 
 
 def _load_pdf(path: Path) -> str:
@@ -188,35 +265,42 @@ def _load_html(path: Path) -> tuple[str, str]:
     return text, title
 
 
-def load_file(path: Path, root: Path, config: IngestConfig) -> list[Document]:
-    """Documents of one file; raises ``_SkipFile`` for unusable files."""
-    rel = path.relative_to(root) if path != root else Path(path.name)
+def load_file(
+    path: Path, root: Path, config: IngestConfig, warnings: list[tuple[str, str]] | None = None
+) -> list[Document]:
+    """Documents of one file; raises ``_SkipFile`` for unusable files.
+
+    Records dropped from a file that is otherwise kept (a malformed JSONL line) are appended to
+    ``warnings`` as ``(location, reason)``.
+    """
+    rel = safe_relpath(path.relative_to(root) if path != root else Path(path.name))
     size_mb = path.stat().st_size / 2**20
     if size_mb > config.max_file_mb:
         raise _SkipFile(f"{size_mb:.1f} MB exceeds ingest.max_file_mb={config.max_file_mb}; raise the limit")
     suffix = path.suffix.lower()
     if suffix in {".json", ".jsonl", ".csv"}:
-        return list(_load_records(path, rel, config))
+        return list(_load_records(path, rel, config, warnings))
+    stem = rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     if suffix == ".pdf":
-        text, title = _load_pdf(path), path.stem
+        text, title = _load_pdf(path), stem
     elif suffix in {".html", ".htm"}:
         text, title = _load_html(path)
-        title = title or path.stem
+        title = title or stem
     else:
         text = _read_text(path)
-        title = _title_from_markdown(text, path.stem) if suffix in {".md", ".markdown"} else path.stem
+        title = _title_from_markdown(text, stem) if suffix in {".md", ".markdown"} else stem
         if suffix in {".md", ".markdown"}:
             text = re.sub(r"^#+\s*", "", text, flags=re.M)
     if not text.strip():
         raise _SkipFile("no text could be extracted")
     return [
         Document(
-            doc_id=rel.as_posix(),
+            doc_id=rel,
             text=text,
-            source=rel.as_posix(),
+            source=rel,
             domain=_domain_for(rel, None, config),
             title=title,
-            path=rel.as_posix(),
+            path=rel,
         )
     ]
 
@@ -224,26 +308,33 @@ def load_file(path: Path, root: Path, config: IngestConfig) -> list[Document]:
 def load_folder(
     root: str | Path, config: IngestConfig | None = None, report: IngestReport | None = None
 ) -> Iterator[Document]:
-    """Yield the documents under ``root``; skipped files are recorded in ``report``."""
+    """Yield the documents under ``root``; skipped files (and records) are recorded in ``report``."""
     config = config or IngestConfig()
     root = Path(root)
     if not root.exists():
         raise IngestError(f"{root} does not exist; pass a folder or file to ingest")
     report = report if report is not None else IngestReport()
-    files = iter_files(root)
+    link_skips: list[tuple[str, str]] = []
+    files = iter_files(root, follow_symlinks=config.follow_symlinks, skipped=link_skips)
+    for rel, reason in link_skips:
+        report.skip(rel, reason)
     if not files:
         raise IngestError(f"{root} holds no supported files ({', '.join(sorted(SUPPORTED_SUFFIXES))})")
     base = root if root.is_dir() else root.parent
     for path in files:
         report.files_seen += 1
+        rel = safe_relpath(path.relative_to(base))
+        warnings: list[tuple[str, str]] = []
         try:
-            docs = load_file(path, base, config)
+            docs = load_file(path, base, config, warnings=warnings)
         except _SkipFile as exc:
-            report.skip(path.relative_to(base).as_posix(), str(exc))
+            report.skip(rel, str(exc))
             continue
         except OSError as exc:
-            report.skip(path.relative_to(base).as_posix(), f"unreadable ({exc.strerror}); check permissions")
+            report.skip(rel, f"unreadable ({exc.strerror}); check permissions")
             continue
+        finally:
+            report.skipped.extend(SkippedFile(p, r) for p, r in warnings)
         report.files_loaded += 1
         report.documents += len(docs)
         yield from docs

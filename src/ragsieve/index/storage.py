@@ -1,0 +1,381 @@
+"""The on-disk layout of an index folder: marker, generations, pointer, locks and checksums.
+
+An index folder holds immutable *generations* and a small pointer naming the live one::
+
+    .ragsieve-index          marker: proves the folder is a ragsieve index (format id + version)
+    CURRENT                  {"generation": id, "manifest_sha256": ...}, replaced atomically
+    .writer.lock             single-writer lock (filelock)
+    generations/<id>/        one complete, fsynced build; never modified after it is published
+    generations/<id>.lock    readers hold a shared lock on it while they use that generation
+
+A writer builds ``generations/.building-<id>/``, fsyncs every file and folder, renames it to
+``generations/<id>/`` and only then switches ``CURRENT``. A crash at any point leaves the
+previous generation live. Old generations are removed by the next writer once no reader holds
+their lock (the newest previous one is always kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from ragsieve.errors import IndexStoreError, InputError
+from ragsieve.io import atomic_write_text, fsync_dir
+
+logger = logging.getLogger(__name__)
+
+FORMAT_ID = "ragsieve-index"
+FORMAT_VERSION = 2
+MARKER = ".ragsieve-index"
+CURRENT = "CURRENT"
+GENERATIONS = "generations"
+WRITER_LOCK = ".writer.lock"
+MANIFEST = "manifest.json"
+BUILDING_PREFIX = ".building-"
+# Without flock (Windows) nobody can tell whether a reader still uses an old generation, so it
+# is kept this long after it stopped being live.
+NO_LOCK_GRACE_S = 3600.0
+
+_SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+try:  # POSIX advisory locks for readers; absent on Windows
+    import fcntl
+except ImportError:  # pragma: no cover - exercised only on Windows
+    fcntl = None  # type: ignore[assignment]
+
+DirState = Literal["absent", "empty", "index", "legacy", "foreign"]
+
+
+def _reingest_hint(index_dir: Path) -> str:
+    return f"re-ingest it with `ragsieve ingest PATH --index {index_dir}`"
+
+
+# ---------------------------------------------------------------------- names and paths
+def safe_component(name: str, what: str) -> str:
+    """Check that a name read from a manifest or pointer is one plain path component."""
+    if not isinstance(name, str) or not _SAFE_COMPONENT.match(name) or name in {".", ".."}:
+        raise IndexStoreError(f"{what} {name!r} is not a valid name inside an index; the index was tampered with")
+    return name
+
+
+def partition_dirname(domain: str) -> str:
+    """A folder name for a domain: readable, one path component, and distinct for distinct domains.
+
+    Domains come from folder names and record fields, so two of them may sanitise to the same
+    text (``my docs`` and ``my_docs``); the hash of the exact domain keeps them apart.
+    """
+    readable = re.sub(r"[^A-Za-z0-9._-]", "_", domain)[:40].strip("._-") or "d"
+    digest = hashlib.sha256(domain.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{readable}-{digest}"
+
+
+def new_generation_id() -> str:
+    """Sortable by creation time; the random tail separates builds in the same microsecond."""
+    now = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
+    return f"{stamp}{int(now * 1e6) % 1_000_000:06d}-{secrets.token_hex(3)}"
+
+
+def check_index_location(index_dir: Path, corpus: Path | None = None) -> Path:
+    """Refuse index folders that would overwrite or re-ingest the user's own files."""
+    given = str(index_dir)
+    if Path(given).name in {"", ".", ".."}:
+        raise InputError(
+            f"--index {given!r} names the current folder or a parent; pass a new folder for the index, e.g. ./my-index"
+        )
+    target = index_dir.expanduser().resolve()
+    cwd = Path.cwd().resolve()
+    if target == cwd or cwd.is_relative_to(target):
+        raise InputError(
+            f"--index {given} is the working folder or one of its parents ({target}); "
+            "pass a new folder for the index, e.g. ./my-index"
+        )
+    if corpus is not None:
+        root = corpus.expanduser().resolve()
+        if target == root:
+            raise InputError(
+                f"the index folder {given} is the folder being ingested; pass a separate folder, e.g. --index my-index"
+            )
+        if root.is_dir() and target.is_relative_to(root):
+            raise InputError(
+                f"the index folder {given} is inside the folder being ingested ({root}), so each run would "
+                "ingest the index itself; put the index outside it"
+            )
+        if root.is_relative_to(target):
+            raise InputError(
+                f"the folder being ingested ({root}) is inside the index folder {given}; "
+                "put the index in a separate folder"
+            )
+    return target
+
+
+# ---------------------------------------------------------------------- marker and pointer
+def marker_text() -> str:
+    return json.dumps({"format": FORMAT_ID, "format_version": FORMAT_VERSION}) + "\n"
+
+
+def read_marker(index_dir: Path) -> int:
+    """The format version a marker names; a damaged marker is an IndexStoreError."""
+    path = index_dir / MARKER
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT_ID:
+            raise ValueError("not a ragsieve marker")
+        return int(data["format_version"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise IndexStoreError(
+            f"the index marker {path} is unreadable or corrupt ({exc}); if {index_dir} is a ragsieve index, "
+            "delete the folder and re-ingest"
+        ) from exc
+
+
+def dir_state(index_dir: Path) -> DirState:
+    """What is at ``index_dir``: nothing, an empty folder, an index, a format-1 index, or anything else."""
+    if not index_dir.exists() and not index_dir.is_symlink():
+        return "absent"
+    if not index_dir.is_dir():
+        return "foreign"
+    names = {p.name for p in index_dir.iterdir()}
+    if MARKER in names:
+        read_marker(index_dir)
+        return "index"
+    if "manifest.json" in names and "chunks.jsonl" in names:
+        return "legacy"
+    return "empty" if not names else "foreign"
+
+
+def legacy_error(index_dir: Path) -> IndexStoreError:
+    return IndexStoreError(
+        f"{index_dir} was written by an older ragsieve (index format 1, without generations or checksums); "
+        f"this version reads format {FORMAT_VERSION}: delete the folder and re-ingest"
+    )
+
+
+def prepare_target(index_dir: Path, corpus: Path | None = None) -> Path:
+    """Create (or accept) the folder a build writes into; never take over a folder ragsieve did not create."""
+    check_index_location(index_dir, corpus)
+    state = dir_state(index_dir)
+    if state == "foreign":
+        what = "a file" if not index_dir.is_dir() else "a folder that is not a ragsieve index"
+        raise IndexStoreError(
+            f"{index_dir} exists and is {what} (no {MARKER} marker); ragsieve never replaces other files or "
+            "folders: pass a new or empty folder to --index"
+        )
+    if state == "legacy":
+        raise legacy_error(index_dir)
+    if state in ("absent", "empty"):
+        index_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(index_dir / MARKER, marker_text())
+    return index_dir
+
+
+def read_current(index_dir: Path) -> tuple[str, str]:
+    """(generation id, manifest sha256) of the live generation."""
+    path = index_dir / CURRENT
+    if not path.is_file():
+        raise IndexStoreError(
+            f"{index_dir} has no published generation ({CURRENT} missing); {_reingest_hint(index_dir)}"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        gen, digest = data["generation"], data["manifest_sha256"]
+        if not isinstance(digest, str):
+            raise TypeError("manifest_sha256 is not a string")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise IndexStoreError(f"the pointer file {path} is corrupt ({exc}); {_reingest_hint(index_dir)}") from exc
+    return safe_component(gen, "generation"), digest
+
+
+def write_current(index_dir: Path, generation: str, manifest_sha256: str) -> None:
+    atomic_write_text(
+        index_dir / CURRENT, json.dumps({"generation": generation, "manifest_sha256": manifest_sha256}) + "\n"
+    )
+
+
+# ---------------------------------------------------------------------- durability and integrity
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fsync_tree(root: Path) -> None:
+    """Flush every file, then every folder (deepest first), so a published generation is on disk."""
+    folders = []
+    for dirpath, _, filenames in os.walk(root):
+        folders.append(Path(dirpath))
+        for name in filenames:
+            fd = os.open(Path(dirpath) / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    for folder in reversed(folders):
+        fsync_dir(folder)
+
+
+def checksum_tree(root: Path, skip: frozenset[str] = frozenset({MANIFEST})) -> dict[str, dict[str, Any]]:
+    """``{relative path: {"size", "sha256"}}`` for every file under ``root``."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if rel in skip:
+            continue
+        out[rel] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+    return out
+
+
+def verify_files(gen_dir: Path, checksums: Any, index_dir: Path, hashes: bool) -> None:
+    """Sizes always; contents too when ``hashes``. The first bad file raises, naming it."""
+    if not isinstance(checksums, dict) or not checksums:
+        raise IndexStoreError(f"the manifest in {gen_dir} lists no file checksums; {_reingest_hint(index_dir)}")
+    for rel, info in checksums.items():
+        parts = str(rel).split("/")
+        for part in parts:
+            safe_component(part, "file")
+        path = gen_dir.joinpath(*parts)
+        try:
+            size, digest = int(info["size"]), str(info["sha256"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexStoreError(
+                f"the manifest in {gen_dir} has a corrupt entry for {rel}; {_reingest_hint(index_dir)}"
+            ) from exc
+        try:
+            actual = path.stat().st_size
+        except OSError:
+            raise IndexStoreError(f"index file {path} is missing; {_reingest_hint(index_dir)}") from None
+        if actual != size:
+            raise IndexStoreError(
+                f"index file {path} has {actual} bytes, the manifest recorded {size} (truncated or overwritten); "
+                f"{_reingest_hint(index_dir)}"
+            )
+        if hashes and sha256_file(path) != digest:
+            raise IndexStoreError(
+                f"index file {path} does not match its checksum (corrupted on disk); {_reingest_hint(index_dir)}"
+            )
+
+
+# ---------------------------------------------------------------------- locks
+@contextlib.contextmanager
+def writer_lock(index_dir: Path, timeout_s: float) -> Iterator[None]:
+    """Hold the index's single-writer lock; wait for another writer up to ``timeout_s``, then fail."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(index_dir / WRITER_LOCK))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        logger.warning(
+            "another ingest is writing to %s; waiting up to %.0f s for it to finish", index_dir, timeout_s
+        )
+        try:
+            lock.acquire(timeout=timeout_s)
+        except Timeout:
+            raise IndexStoreError(
+                f"another ragsieve ingest kept {index_dir} locked for over {timeout_s:.0f} s "
+                f"({index_dir / WRITER_LOCK}); wait for it to finish, or raise ingest.lock_timeout_s"
+            ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+class GenerationLease:
+    """A reader's shared lock on one generation, so writers do not delete it while it is in use."""
+
+    def __init__(self, index_dir: Path, generation: str) -> None:
+        self._fd: int | None = None
+        if fcntl is None:
+            return
+        path = index_dir / GENERATIONS / f"{generation}.lock"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            # A read-only index (a shared mount) cannot be written by a writer either.
+            logger.debug("cannot create %s; reading without a lease", path)
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError:
+            os.close(fd)
+            return
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.release()
+
+
+def _try_remove_generation(gens: Path, name: str) -> bool:
+    folder = gens / name
+    if fcntl is None:
+        if time.time() - folder.stat().st_mtime < NO_LOCK_GRACE_S:
+            return False
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+    lock_path = gens / f"{name}.lock"
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a reader still uses it
+        # Rename first so a reader never sees a half-deleted generation under its real name.
+        doomed = gens / f"{BUILDING_PREFIX}deleting-{name}"
+        os.replace(folder, doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            lock_path.unlink()
+        return True
+    finally:
+        os.close(fd)
+
+
+def collect_garbage(index_dir: Path, current: str, keep_previous: int = 1) -> list[str]:
+    """Remove unused old generations and leftovers of interrupted builds; call with the writer lock held."""
+    gens = index_dir / GENERATIONS
+    if not gens.is_dir():
+        return []
+    removed = []
+    for leftover in gens.glob(f"{BUILDING_PREFIX}*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    names = sorted(p.name for p in gens.iterdir() if p.is_dir() and _SAFE_COMPONENT.match(p.name))
+    older = [n for n in names if n < current]
+    keep = set(older[-keep_previous:]) if keep_previous > 0 else set()
+    for name in names:
+        if name == current or name in keep:
+            continue
+        if _try_remove_generation(gens, name):
+            removed.append(name)
+    for lock in gens.glob("*.lock"):
+        if not (gens / lock.stem).exists():
+            with contextlib.suppress(OSError):
+                if fcntl is not None:
+                    fd = os.open(lock, os.O_RDWR)
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        lock.unlink()
+                    finally:
+                        os.close(fd)
+    if removed:
+        fsync_dir(gens)
+        logger.info("removed old index generations %s from %s", ", ".join(removed), index_dir)
+    return removed
