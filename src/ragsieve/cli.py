@@ -131,9 +131,18 @@ def ingest(
     text_field: str | None = typer.Option(None, "--text-field", help="JSON/CSV field holding the text."),
     id_field: str | None = typer.Option(None, "--id-field", help="JSON/CSV field holding the record id."),
     dense_kind: str | None = typer.Option(None, "--dense", help="faiss index: flat (exact), ivf or hnsw."),
+    follow_symlinks: bool = typer.Option(
+        False, "--follow-symlinks", help="Also ingest symlinks that point outside the folder."
+    ),
+    lock_timeout: float | None = typer.Option(
+        None, "--lock-timeout", help="Seconds to wait for another ingest writing the same index."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
 ) -> None:
-    """Load, chunk, embed and index a folder; re-running updates only what changed."""
+    """Load, chunk, embed and index a folder; re-running updates only what changed.
+
+    The index folder must be new, empty or an existing ragsieve index; any other folder is refused.
+    """
     from ragsieve.index import BuildReport, Index
 
     cfg = _config(
@@ -146,6 +155,8 @@ def ingest(
             "ingest.text_field": text_field,
             "ingest.id_field": id_field,
             "dense_index.kind": dense_kind,
+            "ingest.follow_symlinks": follow_symlinks or None,
+            "ingest.lock_timeout_s": lock_timeout,
         },
     )
     report = BuildReport()
@@ -155,15 +166,16 @@ def ingest(
         console.print_json(json.dumps({**report.to_dict(), "index": built.stats()}))
         return
     rate = report.chunks_embedded / report.seconds if report.seconds else 0.0
+    n_files = report.files_added + report.files_updated + report.files_unchanged
     console.print(
-        f"[green]indexed[/] {report.chunks} chunks from {report.files_seen - len(report.skipped)} files into {index} "
+        f"[green]indexed[/] {report.chunks} chunks from {n_files} files into {index} "
         f"({report.files_added} added, {report.files_updated} updated, {report.files_unchanged} unchanged, "
         f"{report.files_removed} removed; {report.chunks_embedded} embedded at {rate:.0f} chunks/s, "
         f"{report.seconds:.1f}s)"
     )
     console.print(f"domains: {', '.join(built.domains)}")
     if report.skipped:
-        err_console.print(f"[yellow]skipped {len(report.skipped)} file(s):[/]")
+        err_console.print(f"[yellow]skipped {len(report.skipped)} file(s), link(s) or record(s):[/]")
         for p, reason in report.skipped:
             err_console.print(f"  {p}: {reason}")
 
@@ -181,10 +193,11 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ) -> None:
     """Rank chunks for a query and show each retriever's score."""
-    from ragsieve.index import parse_where
+    from ragsieve.index import parse_where, validate_k
     from ragsieve.pipeline import Pipeline
     from ragsieve.types import Trace
 
+    k = validate_k(k)
     cfg = _config(config, {"index_dir": str(index), "retrieval.mode": mode, "retrieval.fusion": fusion, "route": route})
     pipe = Pipeline.from_config(cfg)
     trace = Trace(query=query)
@@ -338,11 +351,20 @@ def classify(
 
 
 @app.command()
-def info(index: Path = typer.Option(..., "--index", help="Index directory.")) -> None:
-    """Show what an index holds."""
+def info(
+    index: Path = typer.Option(..., "--index", help="Index directory."),
+    verify: bool = typer.Option(False, "--verify", help="Check every file's sha256 against the manifest."),
+    config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file (embedder settings)."),
+) -> None:
+    """Show what an index holds (and, with --verify, that every file is intact)."""
     from ragsieve.index import Index
 
-    console.print_json(json.dumps(Index.open(index).stats()))
+    cfg = _config(config, {})
+    with Index.open(index, verify=verify, embedder_config=cfg.embedder) as opened:
+        stats = opened.stats()
+    if verify:
+        stats["verified"] = True
+    console.print_json(json.dumps(stats))
 
 
 def default_demo_index() -> Path:

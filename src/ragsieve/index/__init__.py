@@ -2,7 +2,7 @@
 
 from ragsieve.index.filters import parse_where, where_mask
 from ragsieve.index.fusion import reciprocal_rank_fusion, weighted_score_fusion
-from ragsieve.index.store import FORMAT_VERSION, BuildReport, Index
+from ragsieve.index.store import FORMAT_VERSION, BuildReport, Index, validate_k
 
 __all__ = [
     "FORMAT_VERSION",
@@ -11,5 +11,6 @@ __all__ = [
     "parse_where",
     "reciprocal_rank_fusion",
     "weighted_score_fusion",
+    "validate_k",
     "where_mask",
 ]

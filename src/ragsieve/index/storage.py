@@ -94,12 +94,6 @@ def check_index_location(index_dir: Path, corpus: Path | None = None) -> Path:
             f"--index {given!r} names the current folder or a parent; pass a new folder for the index, e.g. ./my-index"
         )
     target = index_dir.expanduser().resolve()
-    cwd = Path.cwd().resolve()
-    if target == cwd or cwd.is_relative_to(target):
-        raise InputError(
-            f"--index {given} is the working folder or one of its parents ({target}); "
-            "pass a new folder for the index, e.g. ./my-index"
-        )
     if corpus is not None:
         root = corpus.expanduser().resolve()
         if target == root:
@@ -116,6 +110,12 @@ def check_index_location(index_dir: Path, corpus: Path | None = None) -> Path:
                 f"the folder being ingested ({root}) is inside the index folder {given}; "
                 "put the index in a separate folder"
             )
+    cwd = Path.cwd().resolve()
+    if target == cwd or cwd.is_relative_to(target):
+        raise InputError(
+            f"--index {given} is the working folder or one of its parents ({target}); "
+            "pass a new folder for the index, e.g. ./my-index"
+        )
     return target
 
 

@@ -515,12 +515,20 @@ class Index:
                 )
             if embeddings.dtype != np.float32:
                 raise IndexStoreError(f"{gen_dir / 'embeddings.npy'} is not float32 vectors; re-ingest the index")
-        except IndexStoreError:
+        except IndexStoreError as exc:
             lease.release()
+            _name_the_culprit(gen_dir, manifest, directory, exc)
             raise
         return cls(directory, chunks, embeddings, manifest, embedder, generation, lease)
 
     def _load_partition(self, folder: Path) -> _Partition:
+        try:
+            return self._load_partition_files(folder)
+        except IndexStoreError as exc:
+            _name_the_culprit(self.generation_dir, self.manifest, self.dir, exc)
+            raise
+
+    def _load_partition_files(self, folder: Path) -> _Partition:
         rows = _load_npy(folder / "ids.npy", self.dir, mmap=False)
         if rows.ndim != 1 or rows.dtype != np.int64 or (rows.size and (rows.min() < 0 or rows.max() >= len(self))):
             raise IndexStoreError(f"index file {folder / 'ids.npy'} is corrupt (row ids out of range); re-ingest")
@@ -712,6 +720,14 @@ class Index:
             "generation": self.generation,
             "format_version": self.manifest.get("format_version"),
         }
+
+
+def _name_the_culprit(gen_dir: Path, manifest: dict[str, Any], index_dir: Path, error: IndexStoreError) -> None:
+    """A loader failed: hash the generation's files so the error names the file that changed."""
+    try:
+        storage.verify_files(gen_dir, manifest.get("checksums"), index_dir, hashes=True)
+    except IndexStoreError as named:
+        raise named from error
 
 
 def _read_manifest(index_dir: Path, gen_dir: Path, expected_sha256: str) -> dict[str, Any]:
