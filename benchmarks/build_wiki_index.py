@@ -57,7 +57,7 @@ def main() -> None:
     total = time.perf_counter() - start
     n = len(index)
     size = dir_size(index.dir)
-    emb_bytes = (index.dir / "embeddings.npy").stat().st_size
+    emb_bytes = (index.generation_dir / "embeddings.npy").stat().st_size
     rows = [
         ["sentences (chunks)", f"{n:,}"],
         ["read + make chunks (s)", round(t_load, 2)],

@@ -63,7 +63,9 @@ MAX_KEEP = 8
 
 def index_dir() -> Path:
     full = ROOT / "runs" / "indexes" / "wiki300k"
-    return full if (full / "manifest.json").exists() else ROOT / "runs" / "indexes" / "wiki10k"
+    from ragsieve.index import Index
+
+    return full if Index.exists(full) else ROOT / "runs" / "indexes" / "wiki10k"
 
 
 def read_split(dataset: str, split: str) -> list[dict[str, str]]:
@@ -100,7 +102,7 @@ class Knowledge:
         from ragsieve.index import Index
 
         path = index_dir()
-        self.index = Index.open(path) if (path / "manifest.json").exists() else None
+        self.index = Index.open(path) if Index.exists(path) else None
         if self.index is not None:
             self.index.warm_up()
             self.embedder = self.index.embedder

@@ -62,10 +62,12 @@ MODE_WORDS = {
 
 def real_vectors(embedder: Any, docs: list[Any], wiki: list[Any]) -> np.ndarray:
     """MiniLM vectors: documents embedded here (cached), Wikipedia rows read from the full wiki index."""
+    from ragsieve.index import Index
+
     wiki_index = ROOT / "runs" / "indexes" / "wiki300k"
-    if not (wiki_index / "embeddings.npy").is_file():
+    if not Index.exists(wiki_index):
         raise SystemExit(f"{wiki_index} is missing: run `python benchmarks/build_wiki_index.py` first")
-    full = np.load(wiki_index / "embeddings.npy", mmap_mode="r")
+    full = Index.open(wiki_index, embedder=embedder).embeddings
     rows = [int(c.id.removeprefix("wiki-")) for c in wiki]
     t0 = time.perf_counter()
     doc_vectors = np.empty((len(docs), embedder.dim), dtype=np.float32)
@@ -112,7 +114,7 @@ def main() -> None:
             index_dir = index_dir.with_name("route-quality-real")
     else:
         embedder = SyntheticEmbedder()
-    if args.rebuild or not (index_dir / "manifest.json").exists():
+    if args.rebuild or not Index.exists(index_dir):
         docs = [c for d in QUERY_DOMAINS for c in domain_chunks(d)]
         wiki = wiki_chunks(args.wiki)
         chunks = docs + wiki

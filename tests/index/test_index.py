@@ -170,16 +170,30 @@ def test_missing_corrupt_and_mismatched_indexes_are_clear_errors(built, tmp_path
         Index.open(broken, embedder=embedder)
 
 
-def test_a_format_one_index_is_refused_with_the_fix(tmp_path):
+def test_a_format_one_index_is_searched_read_only(tmp_path):
+    emb = HashEmbedder()
+    chunks = [
+        Chunk(id=f"c{i}", text=f"fact {i} about {d}", doc_id=f"d{i}", source="s", domain=d)
+        for i, d in enumerate(["rivers", "stars", "rivers", "stars"])
+    ]
+    current = Index.from_chunks(chunks, tmp_path / "v2", embedder=emb)
     legacy = tmp_path / "old"
-    legacy.mkdir()
-    (legacy / "manifest.json").write_text('{"format_version": 1}')
-    (legacy / "chunks.jsonl").write_text("")
-    with pytest.raises(IndexStoreError, match="format 1.*delete the folder and re-ingest"):
-        Index.open(legacy)
-    with pytest.raises(IndexStoreError, match="format 1"):
-        Index.from_chunks([Chunk(id="a", text="x", doc_id="a", source="s")], legacy, embedder=HashEmbedder())
-    assert (legacy / "manifest.json").read_text() == '{"format_version": 1}'
+    shutil.copytree(current.generation_dir, legacy)
+    manifest = json.loads((legacy / "manifest.json").read_text())
+    manifest.pop("checksums")
+    manifest["format_version"] = 1
+    manifest["embedder"]["config"] = {"backend": "openai", "base_url": "http://127.0.0.1:9", "api_key_env": "HOME"}
+    (legacy / "manifest.json").write_text(json.dumps(manifest))
+    old = Index.open(legacy, embedder=emb)
+    for domains in (None, ["stars"]):
+        assert [h.chunk.id for h in old.search("fact about stars", k=3, domains=domains)] == [
+            h.chunk.id for h in current.search("fact about stars", k=3, domains=domains)
+        ]
+    assert Index.exists(legacy) and old.generation == "" and old.generation_dir == legacy
+    before = sorted(p.name for p in legacy.iterdir())
+    with pytest.raises(IndexStoreError, match="format 1.*re-ingest into a new folder"):
+        Index.from_chunks(chunks, legacy, embedder=emb)
+    assert sorted(p.name for p in legacy.iterdir()) == before
 
 
 @pytest.mark.parametrize("query, message", [("", "empty"), ("   ", "empty"), ("x" * 3000, "over the limit")])
@@ -219,3 +233,45 @@ def test_hnsw_and_ivf_configs_build(tmp_path):
         assert manifest["dense_index"]["kind"] == kind
         hits = index.search("item 5 word5", k=5, mode="dense")
         assert len(hits) == 5 and np.isfinite([h.score for h in hits]).all()
+
+
+def test_domains_that_sanitise_alike_or_look_like_paths_get_their_own_folders(tmp_path):
+    emb = HashEmbedder()
+    domains = ["my docs", "my_docs", "..", "/", "a/../../b", "\u00e9t\u00e9"]
+    chunks = [
+        Chunk(id=f"c{i}", text=f"note {i} about {d}", doc_id=f"d{i}", source="s", domain=d)
+        for i, d in enumerate(domains)
+    ]
+    index = Index.from_chunks(chunks, tmp_path / "idx", embedder=emb)
+    folders = index.manifest["partition_dirs"]
+    assert len(set(folders.values())) == len(domains)
+    assert all("/" not in f and f not in {".", ".."} for f in folders.values())
+    parts = index.generation_dir / "partitions"
+    assert sorted(p.name for p in parts.iterdir()) == sorted(folders.values())
+    for i, d in enumerate(domains):
+        assert [h.chunk.id for h in index.search(f"note {i}", k=1, domains=[d], mode="sparse")] == [f"c{i}"]
+    assert not (tmp_path / "b").exists()
+
+
+def test_ingest_keeps_good_jsonl_lines_and_non_utf8_names(tmp_path):
+    import os
+    import sys
+
+    corpus = tmp_path / "corpus"
+    (corpus / "my docs").mkdir(parents=True)
+    (corpus / "my_docs").mkdir()
+    (corpus / "my docs" / "a.txt").write_text("Alpha text about rivers.")
+    (corpus / "my_docs" / "b.txt").write_text("Beta text about lakes.")
+    (corpus / "my_docs" / "r.jsonl").write_text('{"id": "1", "text": "good"}\n{oops\n{"id": "3", "text": "ok"}\n')
+    if sys.platform == "linux":
+        with open(os.fsencode(corpus / "my_docs") + b"/caf\xe9.txt", "wb") as fh:
+            fh.write(b"Coffee notes.")
+    report = BuildReport()
+    index = Index.build(corpus, tmp_path / "idx", embedder=HashEmbedder(), report=report)
+    ids = {c.id for c in index.chunks}
+    assert {"my_docs/r.jsonl#1:0", "my_docs/r.jsonl#3:0"} <= ids
+    assert report.skipped == [("my_docs/r.jsonl:2", report.skipped[0][1])]
+    assert set(index.domains) == {"my docs", "my_docs"}
+    if sys.platform == "linux":
+        assert "my_docs/caf\\xe9.txt:0" in ids
+        assert Index.open(index.dir, embedder=HashEmbedder()).get("my_docs/caf\\xe9.txt:0").text == "Coffee notes."

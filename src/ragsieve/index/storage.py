@@ -46,7 +46,7 @@ BUILDING_PREFIX = ".building-"
 # is kept this long after it stopped being live.
 NO_LOCK_GRACE_S = 3600.0
 
-_SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 
 try:  # POSIX advisory locks for readers; absent on Windows
     import fcntl
@@ -157,7 +157,7 @@ def dir_state(index_dir: Path) -> DirState:
 def legacy_error(index_dir: Path) -> IndexStoreError:
     return IndexStoreError(
         f"{index_dir} was written by an older ragsieve (index format 1, without generations or checksums); "
-        f"this version reads format {FORMAT_VERSION}: delete the folder and re-ingest"
+        f"it can still be searched, but not updated: re-ingest into a new folder (or delete it and re-ingest)"
     )
 
 

@@ -120,10 +120,11 @@ class Index:
         embedder: Embedder,
         generation: str = "",
         lease: storage.GenerationLease | None = None,
+        generation_dir: Path | None = None,
     ) -> None:
         self.dir = directory
         self.generation = generation
-        self.generation_dir = directory / storage.GENERATIONS / generation if generation else directory
+        self.generation_dir = generation_dir or (directory / storage.GENERATIONS / generation)
         self.chunks = chunks
         self.embeddings = embeddings
         self.manifest = manifest
@@ -174,7 +175,9 @@ class Index:
     def exists(index_dir: str | Path) -> bool:
         """Whether ``index_dir`` holds a published ragsieve index (without opening it)."""
         d = Path(index_dir)
-        return (d / storage.MARKER).is_file() and (d / storage.CURRENT).is_file()
+        return ((d / storage.MARKER).is_file() and (d / storage.CURRENT).is_file()) or storage.dir_state(
+            d
+        ) == "legacy"
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -454,7 +457,7 @@ class Index:
             raise IndexStoreError(f"no index at {directory}; build one with `ragsieve ingest PATH --index {directory}`")
         if not (directory / storage.MARKER).is_file():
             if (directory / "manifest.json").is_file():
-                raise storage.legacy_error(directory)
+                return cls._open_legacy(directory, embedder, embedder_config)
             raise IndexStoreError(
                 f"{directory} is not a ragsieve index ({storage.MARKER} missing); "
                 f"build one with `ragsieve ingest PATH --index NEW_FOLDER`"
@@ -491,20 +494,12 @@ class Index:
         except IndexStoreError:
             lease.release()
             raise
-        if embedder is None:
-            embedder = load_embedder(embedder_config or EmbedderConfig())
-        if embedder.model_name != model_name:
+        try:
+            embedder = embedder or load_embedder(embedder_config or EmbedderConfig())
+            _check_embedder(embedder, model_name, dim, directory)
+        except BaseException:
             lease.release()
-            raise IndexStoreError(
-                f"the index at {directory} was built with embedding model {model_name!r} but the "
-                f"configured embedder is {embedder.model_name!r}; use the same embedder.model or rebuild the index"
-            )
-        if embedder.dim != dim:
-            lease.release()
-            raise IndexStoreError(
-                f"the index at {directory} holds {dim}-dimensional vectors but the configured embedder "
-                f"{embedder.model_name!r} gives {embedder.dim}; use the embedder the index was built with"
-            )
+            raise
         try:
             chunks = _read_chunks(gen_dir / "chunks.jsonl", directory)
             embeddings = _load_npy(gen_dir / "embeddings.npy", directory, mmap=True)
@@ -520,6 +515,32 @@ class Index:
             _name_the_culprit(gen_dir, manifest, directory, exc)
             raise
         return cls(directory, chunks, embeddings, manifest, embedder, generation, lease)
+
+    @classmethod
+    def _open_legacy(
+        cls, directory: Path, embedder: Embedder | None, embedder_config: EmbedderConfig | None
+    ) -> Index:
+        """Read (never write) a format-1 index: one folder, no generations, no checksums."""
+        path = directory / "manifest.json"
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+            version = manifest["format_version"]
+            model_name, dim = str(manifest["embedder"]["model_name"]), int(manifest["embedder"]["dim"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexStoreError(f"index file {path} is corrupt ({exc}); re-ingest into a new folder") from exc
+        if version != 1:
+            raise IndexStoreError(f"{directory} is not a ragsieve index this version can read (format {version!r})")
+        logger.warning(
+            "%s is a format-1 index: searched read-only and without checksums; re-ingest into a new folder "
+            "to get a crash-safe, verifiable index", directory
+        )
+        embedder = embedder or load_embedder(embedder_config or EmbedderConfig())
+        _check_embedder(embedder, model_name, dim, directory)
+        chunks = _read_chunks(directory / "chunks.jsonl", directory)
+        embeddings = _load_npy(directory / "embeddings.npy", directory, mmap=True)
+        if len(chunks) != manifest.get("n_chunks") or embeddings.shape != (len(chunks), dim):
+            raise IndexStoreError(f"the index at {directory} is inconsistent; re-ingest into a new folder")
+        return cls(directory, chunks, embeddings, manifest, embedder, "", None, generation_dir=directory)
 
     def _load_partition(self, folder: Path) -> _Partition:
         try:
@@ -722,8 +743,23 @@ class Index:
         }
 
 
+def _check_embedder(embedder: Embedder, model_name: str, dim: int, directory: Path) -> None:
+    if embedder.model_name != model_name:
+        raise IndexStoreError(
+            f"the index at {directory} was built with embedding model {model_name!r} but the "
+            f"configured embedder is {embedder.model_name!r}; use the same embedder.model or rebuild the index"
+        )
+    if embedder.dim != dim:
+        raise IndexStoreError(
+            f"the index at {directory} holds {dim}-dimensional vectors but the configured embedder "
+            f"{embedder.model_name!r} gives {embedder.dim}; use the embedder the index was built with"
+        )
+
+
 def _name_the_culprit(gen_dir: Path, manifest: dict[str, Any], index_dir: Path, error: IndexStoreError) -> None:
     """A loader failed: hash the generation's files so the error names the file that changed."""
+    if "checksums" not in manifest:
+        return  # a format-1 index records none
     try:
         storage.verify_files(gen_dir, manifest.get("checksums"), index_dir, hashes=True)
     except IndexStoreError as named:
