@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -124,3 +125,35 @@ def test_kill_9_mid_ingest_keeps_the_previous_index(tmp_path, corpus, hash_embed
     rerun = Index.build(corpus, tmp_path / "idx", config=FAST, embedder=hash_embedder)
     assert "astronomy/venus.txt:0" in {c.id for c in rerun.chunks}
     assert not list((rerun.dir / "generations").glob(".building-*"))
+
+
+@posix_only
+def test_readers_polling_during_reingests_always_see_a_whole_index(tmp_path, corpus, hash_embedder):
+    Index.build(corpus, tmp_path / "idx", config=FAST, embedder=hash_embedder).close()
+    variants = [write_corpus(tmp_path / f"v{i}", extra=f" Variant {i} of the text.") for i in range(3)]
+    done = threading.Event()
+    failures: list[str] = []
+
+    def writers() -> None:
+        for v in variants:
+            proc = start_worker(v, tmp_path / "idx")
+            out, err = proc.communicate(timeout=120)
+            if proc.returncode != 0:
+                failures.append(f"writer failed: {err}")
+        done.set()
+
+    thread = threading.Thread(target=writers)
+    thread.start()
+    reads = 0
+    generations = set()
+    while not done.is_set() or reads < 5:
+        try:
+            with Index.open(tmp_path / "idx", embedder=hash_embedder) as index:
+                assert index.search("planet", k=2, domains=["astronomy"])
+                generations.add(index.generation)
+        except Exception as exc:  # any failure at all is a torn read
+            failures.append(repr(exc))
+        reads += 1
+    thread.join()
+    assert failures == []
+    assert reads > 5 and len(generations) >= 2
