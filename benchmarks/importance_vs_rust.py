@@ -125,10 +125,14 @@ def main() -> None:
             got["reference"].append(ours(data, "reference"))
             got["rust"].append(theirs(args.rust_bin, m))
         med = {k: (float(np.median([w for w, _ in v])), float(np.median([c for _, c in v]))) for k, v in got.items()}
+        cpu = {k: [c for _, c in v] for k, v in got.items()}
         print(m, {k: (round(w, 1), round(c, 1)) for k, (w, c) in med.items()}, flush=True)
         rows.append(
             [f"{m:,}"]
-            + [f"{med[k][0]:,.1f} / {med[k][1]:,.1f}" for k in ("mean-gradient", "reference", "rust")]
+            + [
+                f"{med[k][0]:,.1f} / {med[k][1]:,.1f} [{min(cpu[k]):,.1f}, {max(cpu[k]):,.1f}]"
+                for k in ("mean-gradient", "reference", "rust")
+            ]
             + [f"{med['rust'][1] / med['mean-gradient'][1]:.1f}x", f"{med['rust'][1] / med['reference'][1]:.1f}x"]
         )
     if args.no_write:
@@ -137,9 +141,9 @@ def main() -> None:
 
     headers = [
         "M (positions)",
-        "ragsieve, group_update=mean-gradient: wall / CPU ms",
-        "ragsieve, group_update=reference: wall / CPU ms",
-        "RAGBooster (Rust), grouped: wall / CPU ms",
+        "ragsieve, group_update=mean-gradient: wall / CPU ms [CPU min, max]",
+        "ragsieve, group_update=reference: wall / CPU ms [CPU min, max]",
+        "RAGBooster (Rust), grouped: wall / CPU ms [CPU min, max]",
         "CPU ratio Rust / mean-gradient",
         "CPU ratio Rust / reference",
     ]
@@ -148,8 +152,10 @@ def main() -> None:
         "per-epoch callbacks (5 epochs), for the authors' `mle::mle_importance` (RAGBooster's Rust crate, built "
         "offline from Debian's librust-* crates; see the script's docstring for the steps) the marginal cost "
         "`(5 epochs - 1 epoch) / 4`. One thread each, interleaved per repeat, "
-        f"medians of {args.repeats} repeats. Data: N tuples x 50 items, every position its own item, 1,000 "
-        "sources, binary utilities P(1) = 0.5, K = 10 (the Rust side draws its own data of the same shape). "
+        f"medians of {args.repeats} repeats; the bracket is the CPU range over the repeats (with 5 repeats, "
+        "[min, max] is a 94 % order-statistic interval for the median). Data: N tuples x 50 items, every "
+        "position its own item, 1,000 sources, binary utilities P(1) = 0.5, K = 10 (the Rust side draws its "
+        "own data of the same shape). "
         "The Rust epoch includes its per-item update and the regrouping over all M items; ragsieve's "
         "mean-gradient epoch updates 1,000 source weights, its reference epoch M item weights. "
         f"1-minute load average during the run: {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores "
