@@ -1,4 +1,4 @@
-"""Milliseconds per gradient epoch of the data-importance estimator (issue 7, Section 3.5 shape).
+"""Milliseconds per gradient epoch of the data-importance estimator (the paper's Section 3.5 shape).
 
 Synthetic validation data: N tuples x 50 retrieved items (every position its own item), K = 10,
 binary utilities, items grouped into 1,000 sources; M = N * 50 positions. One epoch = the
@@ -22,9 +22,9 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ragsieve.importance.data import synthetic  # noqa: E402
-from ragsieve.importance.multilinear import gradient_sums  # noqa: E402
+from ragsieve.importance.multilinear import _gradient_sums  # noqa: E402
 
-# The issue's reference figures: the authors' Rust implementation (rayon, exact Algorithm 1),
+# Reference figures quoted for the authors' Rust implementation (rayon, exact Algorithm 1),
 # median ms per epoch with 1 / 2 threads on an idle machine of this kind. NOT measured here.
 REFERENCE_MS = {
     50_000: (6.3, 3.5),
@@ -36,11 +36,13 @@ REFERENCE_MS = {
 
 def time_epochs(data, weights, threads: int, repeats: int, method: str) -> tuple[list[float], list[float]]:
     """Wall-clock and process-CPU milliseconds of ``repeats`` epochs (after one warm-up call)."""
-    gradient_sums(data, weights, k=10, n_jobs=threads, method=method, epsilon=1e-3)  # warm-up / compile
+    # the unchecked epoch DataImportance.fit runs after validating its data once; the public
+    # gradient_sums would add an O(M) validation to every timed call
+    _gradient_sums(data, weights, k=10, n_jobs=threads, method=method, epsilon=1e-3)  # warm-up / compile
     wall, cpu = [], []
     for _ in range(repeats):
         start, start_cpu = time.perf_counter(), time.process_time()
-        gradient_sums(data, weights, k=10, n_jobs=threads, method=method, epsilon=1e-3)
+        _gradient_sums(data, weights, k=10, n_jobs=threads, method=method, epsilon=1e-3)
         wall.append((time.perf_counter() - start) * 1000.0)
         cpu.append((time.process_time() - start_cpu) * 1000.0)
     return wall, cpu
@@ -108,7 +110,7 @@ def main() -> None:
 
     headers = ["M (positions)"]
     headers += [f"exact, {t} thr: min / median ms" for t in threads]
-    headers += [f"issue's reference (Rust), {t} thr: median ms" for t in threads]
+    headers += [f"quoted reference (Rust), {t} thr: median ms" for t in threads]
     headers += [f"approx eps=1e-3, {t} thr: min / median ms" for t in threads]
     headers += ["exact, 1 thr: process CPU ms min / median",
                 "1-thread speed-up vs reference median (wall / CPU)", "peak RSS of the process so far (GiB)"]
@@ -116,13 +118,15 @@ def main() -> None:
         "Synthetic data shaped as the paper's Section 3.5: N tuples x 50 retrieved items, every position its "
         "own item, items assigned uniformly to 1,000 sources, binary utilities (P(1) = 0.5, float32), source "
         "weights uniform in [0.2, 0.8], K = 10. One epoch = the source-level gradient over all tuples "
-        f"(`ragsieve.importance.gradient_sums`, numba `prange` over chunks of tuples). {args.repeats} timed "
+        "(`ragsieve.importance.multilinear._gradient_sums`, the epoch `DataImportance.fit` runs after checking "
+        f"its data once; numba `prange` over chunks of tuples). {args.repeats} timed "
         "repeats after one warm-up call; threads set with `numba.set_num_threads`, OpenMP layer with "
         "`OMP_WAIT_POLICY=PASSIVE`.\n\n"
-        "The reference columns are the figures quoted in issue 7 for the authors' Rust implementation on "
-        "an idle machine of this kind; they were **not measured here** (the Rust crate is not on PyPI and "
-        "cannot be built offline), so the speed-up column compares our median with a number taken under "
-        "different load. 1-minute load average during the run: "
+        "The reference columns are figures quoted for the authors' Rust implementation on an idle machine "
+        "of this kind; they were **not measured by this script**, so the speed-up column compares our median "
+        "with a number taken under different load. The crate is not on PyPI but it does build offline with "
+        "Debian's librust-* crates; `benchmarks/importance_vs_rust.py` measures both side by side on the same "
+        "machine. 1-minute load average during the run: "
         f"{min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores"
         + (
             " (other jobs shared the cores, so 2-thread figures in particular are pessimistic)"

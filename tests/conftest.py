@@ -31,3 +31,12 @@ def embedder():
     model = load_embedder(EmbedderConfig())
     model.warm_up()
     return model
+
+
+@pytest.fixture()
+def fault_server():
+    """A fault-injecting HTTP server on 127.0.0.1 (see ``tests/fault_server.py``)."""
+    from tests.fault_server import serve_faults
+
+    with serve_faults() as server:
+        yield server

@@ -44,7 +44,8 @@ class EmbedderConfig(_Section):
     cache_dir: str | None = None  # content-hash cache of embeddings; None disables it
     base_url: str | None = None  # openai backend
     api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = 60.0
+    # wall-clock limit of each HTTP attempt (see ragsieve.http)
+    timeout_s: float = Field(60.0, gt=0, allow_inf_nan=False)
 
 
 class LLMConfig(_Section):
@@ -60,7 +61,8 @@ class LLMConfig(_Section):
     prefix_states: int = Field(4, ge=0)
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = 60.0
+    # wall-clock limit of each HTTP attempt (see ragsieve.http)
+    timeout_s: float = Field(60.0, gt=0, allow_inf_nan=False)
     max_retries: int = Field(3, ge=0)
 
 
@@ -155,7 +157,12 @@ def load_config(path: str | Path) -> PipelineConfig:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config file {p} does not exist; pass a path to a .toml, .yaml or .json file")
-    text = p.read_text(encoding="utf-8")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {p} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+        ) from exc
     try:
         if p.suffix == ".toml":
             data = tomllib.loads(text)

@@ -1,21 +1,65 @@
-"""JSON over HTTP with retries, shared by the OpenAI-compatible LLM and embedding clients."""
+"""JSON over HTTP with retries, shared by the OpenAI-compatible LLM and embedding clients.
+
+What a caller can rely on:
+
+- every attempt ends within ``timeout_s`` of wall-clock time, however slowly the server sends
+  (httpx's own timeout is per read, so a server dripping a byte a second is never cut off by it);
+- the API key (and any ``Bearer`` token) never appears in an error message or a log line, even
+  when the server echoes it back;
+- ``Retry-After`` is honoured only within ``[0, MAX_RETRY_AFTER_S]``; a negative, non-finite or
+  unparsable value falls back to exponential backoff;
+- replies can be validated against a pydantic model with :func:`parse_reply`, whose error names
+  the server and the field, never the value.
+"""
 
 from __future__ import annotations
 
-import contextlib
+import email.utils
+import json
 import logging
+import math
 import os
 import random
+import re
+import threading
 import time
-from typing import Any
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Any, TypeVar
 
-from ragsieve.errors import ModelError
+from ragsieve.errors import ConfigError, ModelError
 
 logger = logging.getLogger(__name__)
 
+MAX_RETRY_AFTER_S = 60.0
+MAX_BODY_BYTES = 256 * 1024 * 1024
+REDACTED = "[REDACTED]"
+_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
+# keys shorter than this are not redacted as bare substrings (they would mangle ordinary text)
+_MIN_SECRET_LEN = 4
+
+T = TypeVar("T")
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every secret and every ``Bearer <token>`` value replaced by ``[REDACTED]``."""
+    for secret in secrets:
+        if secret and len(secret) >= _MIN_SECRET_LEN:
+            text = text.replace(secret, REDACTED)
+    return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def client_secrets(client: Any) -> list[str]:
+    """The bearer token a client sends (what must never be echoed into errors or logs)."""
+    auth = str(getattr(client, "headers", {}).get("authorization", "") or "")
+    token = auth.split(None, 1)[1].strip() if " " in auth else auth.strip()
+    return [token] if token else []
+
 
 class HTTPStatusError(Exception):
-    """A 4xx answer (other than 429) the caller may handle, e.g. an unsupported parameter."""
+    """A 4xx answer (other than 429) the caller may handle, e.g. an unsupported parameter.
+
+    ``body`` is already redacted."""
 
     def __init__(self, status: int, body: str) -> None:
         super().__init__(f"HTTP {status}: {body[:300]}")
@@ -23,15 +67,96 @@ class HTTPStatusError(Exception):
         self.body = body
 
 
+class _DeadlineError(Exception):
+    """One attempt ran past its wall-clock deadline."""
+
+
 def make_client(base_url: str, api_key_env: str, timeout_s: float) -> Any:
     """An ``httpx.Client`` for ``base_url``, with a bearer token from ``api_key_env`` when it is set."""
     import httpx
 
+    if not (isinstance(timeout_s, int | float) and math.isfinite(timeout_s) and timeout_s > 0):
+        raise ConfigError(f"timeout_s must be a finite number of seconds > 0, not {timeout_s!r}")
     headers = {"Content-Type": "application/json"}
     key = os.environ.get(api_key_env)
     if key:
         headers["Authorization"] = f"Bearer {key}"
     return httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """The server's ``Retry-After`` in seconds, clamped to ``[0, MAX_RETRY_AFTER_S]``; ``None``
+    when absent or unusable (the caller then uses its own backoff)."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = (when - (now or datetime.now(timezone.utc))).total_seconds()
+    if not math.isfinite(seconds):
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def _timeout_of(client: Any) -> float:
+    timeout = getattr(client, "timeout", None)
+    values = [getattr(timeout, name, None) for name in ("read", "connect", "write", "pool")]
+    finite = [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v) and v > 0]
+    return max(finite) if finite else 60.0
+
+
+def _attempt(client: Any, path: str, payload: dict[str, Any], deadline: float) -> tuple[int, Any, bytes]:
+    """One POST, its body read in chunks so the wall-clock ``deadline`` is checked as bytes arrive."""
+    import httpx
+
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise _DeadlineError
+    with client.stream("POST", path, json=payload, timeout=httpx.Timeout(remaining)) as resp:
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in resp.iter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if time.monotonic() > deadline:
+                raise _DeadlineError
+            if size > MAX_BODY_BYTES:
+                raise ModelError(
+                    f"the reply from {client.base_url} exceeds {MAX_BODY_BYTES // (1024 * 1024)} MiB; "
+                    "check that base_url points at an OpenAI-compatible API"
+                )
+        return resp.status_code, resp.headers, b"".join(chunks)
+
+
+def _attempt_within(client: Any, path: str, payload: dict[str, Any], timeout_s: float) -> tuple[int, Any, bytes]:
+    """:func:`_attempt` on a daemon thread, so that even a server dripping its *headers* (which
+    httpx reads before any body chunk) cannot hold the caller past ``timeout_s``. The abandoned
+    thread stops at its own deadline check or at httpx's per-read timeout."""
+    deadline = time.monotonic() + timeout_s
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = _attempt(client, path, payload, deadline)
+        except BaseException as exc:  # handed to the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="ragsieve-http", daemon=True)
+    worker.start()
+    worker.join(timeout_s + 0.05)
+    if worker.is_alive():
+        raise _DeadlineError
+    if "error" in box:
+        raise box["error"]
+    result: tuple[int, Any, bytes] = box["result"]
+    return result
 
 
 def post_json(
@@ -42,38 +167,52 @@ def post_json(
     service: str,
     max_retries: int,
     backoff_s: float,
+    timeout_s: float | None = None,
 ) -> dict[str, Any]:
-    """POST ``payload`` and return the JSON answer.
+    """POST ``payload`` and return the JSON answer (a JSON object).
 
+    Each attempt has a wall-clock deadline of ``timeout_s`` (default: the client's timeout).
     Connection errors, timeouts, 429 and 5xx are retried with exponential backoff
-    (``backoff_s * 2**attempt`` with 10% jitter, or the server's ``Retry-After``, at most 60 s);
-    when retries run out a :class:`ModelError` names ``service`` and the fix. Other 4xx
-    answers raise :class:`HTTPStatusError` at once.
+    (``backoff_s * 2**attempt`` with 10% jitter, or the server's clamped ``Retry-After``); when
+    retries run out a :class:`ModelError` names ``service``, the URL and the fix. Other 4xx
+    answers raise :class:`HTTPStatusError` at once. Nothing raised or logged contains the key.
     """
     import httpx
 
+    secrets = client_secrets(client)
+    limit = _timeout_of(client) if timeout_s is None else float(timeout_s)
     url = str(client.base_url).rstrip("/") + "/" + path.lstrip("/")
     last = ""
     for attempt in range(max_retries + 1):
         wait = backoff_s * (2**attempt) * (1.0 + 0.1 * random.random())
         try:
-            resp = client.post(path, json=payload)
-        except (httpx.ConnectError, httpx.TimeoutException, httpx.RemoteProtocolError) as exc:
-            last = f"{type(exc).__name__}: {exc}"
+            status, headers, raw = _attempt_within(client, path, payload, limit)
+        except (httpx.TimeoutException, _DeadlineError) as exc:
+            last = f"no complete reply within the {limit:g} s timeout"
+            if attempt < max_retries:
+                logger.warning("%s %s: %s; retry %d in %.2fs", service, url, last, attempt + 1, wait)
+                time.sleep(wait)
+                continue
+            raise ModelError(
+                f"{service} at {url} sent no complete reply within timeout_s={limit:g} s "
+                f"({attempt + 1} attempts); raise timeout_s or check the server"
+            ) from (exc if isinstance(exc, httpx.TimeoutException) else None)
+        except (httpx.TransportError, httpx.StreamError) as exc:
+            last = redact(f"{type(exc).__name__}: {exc}", secrets)
             if attempt < max_retries:
                 logger.warning("%s %s: %s; retry %d in %.2fs", service, url, last, attempt + 1, wait)
                 time.sleep(wait)
                 continue
             raise ModelError(
                 f"could not reach {service} at {url} after {attempt + 1} attempts ({last}); start it or fix base_url"
-            ) from exc
-        if resp.status_code == 429 or resp.status_code >= 500:
-            last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+            ) from None
+        text = redact(raw.decode("utf-8", errors="replace"), secrets)
+        if status == 429 or status >= 500:
+            last = f"HTTP {status}: {text[:200]}"
             if attempt < max_retries:
-                retry_after = resp.headers.get("Retry-After")
-                if retry_after is not None:
-                    with contextlib.suppress(ValueError):
-                        wait = min(float(retry_after), 60.0)
+                server_wait = retry_after_seconds(headers.get("Retry-After"))
+                if server_wait is not None:
+                    wait = server_wait
                 logger.warning("%s %s: %s; retry %d in %.2fs", service, url, last, attempt + 1, wait)
                 time.sleep(wait)
                 continue
@@ -81,14 +220,51 @@ def post_json(
                 f"{service} at {url} kept failing ({last}) after {attempt + 1} attempts; "
                 "check the server logs or lower the request rate"
             )
-        if resp.status_code >= 400:
-            raise HTTPStatusError(resp.status_code, resp.text)
+        if status >= 400:
+            raise HTTPStatusError(status, text)
         try:
-            data: dict[str, Any] = resp.json()
-        except ValueError as exc:
+            data = json.loads(raw)
+        except ValueError:
             raise ModelError(
-                f"{service} at {url} returned non-JSON ({resp.text[:200]!r}); "
+                f"{service} at {url} returned non-JSON ({text[:200]!r}); "
                 "check that base_url points at an OpenAI-compatible API"
-            ) from exc
+            ) from None
+        if not isinstance(data, dict):
+            raise ModelError(
+                f"{service} at {url} returned a JSON {type(data).__name__}, not an object; "
+                "check that base_url points at an OpenAI-compatible API"
+            )
         return data
     raise ModelError(f"could not reach {service} at {url}; start it or fix base_url")  # pragma: no cover
+
+
+def parse_reply(model: type[T], data: dict[str, Any], *, service: str) -> T:
+    """``data`` validated as the pydantic ``model``; a mismatch is a :class:`ModelError` naming
+    ``service`` and each bad field (``choices.0.message.content: ...``), never the values."""
+    from pydantic import BaseModel, ValidationError
+
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):  # pragma: no cover - programming error
+        raise TypeError(f"{model!r} is not a pydantic model")
+    try:
+        parsed: T = model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()[:5]
+        )
+        raise ModelError(
+            f"{service} returned a reply of the wrong shape ({problems}); "
+            "check that it is an OpenAI-compatible API and serves this endpoint"
+        ) from None
+    return parsed
+
+
+__all__ = [
+    "MAX_RETRY_AFTER_S",
+    "HTTPStatusError",
+    "client_secrets",
+    "make_client",
+    "parse_reply",
+    "post_json",
+    "redact",
+    "retry_after_seconds",
+]

@@ -106,8 +106,10 @@ def test_bad_training_input() -> None:
 def test_load_missing_or_corrupt(tmp_path: Path) -> None:
     with pytest.raises(IndexStoreError, match="router train"):
         DomainRouter.load(tmp_path)
-    (tmp_path / "router.joblib").write_bytes(b"not a pickle")
-    with pytest.raises(IndexStoreError, match="cannot be read"):
+    texts, labels = _train()
+    DomainRouter().fit(texts, labels).save(tmp_path)
+    (tmp_path / "router.skops").write_bytes(b"not a model")
+    with pytest.raises(IndexStoreError, match="not a skops model.*router train"):
         DomainRouter.load(tmp_path)
 
 

@@ -38,7 +38,7 @@ def test_partitioned_ingestion_by_folder(index: Any) -> None:
 def test_train_from_chunks_persists_beside_the_index(index: Any) -> None:
     router = train_router(index, {"classifier": "logreg"})
     folder = index.dir / ROUTER_DIR
-    assert (folder / "router.joblib").is_file()
+    assert (folder / "router.skops").is_file()
     meta = json.loads((folder / "router.json").read_text())
     assert meta["trained_on"] == "chunks" and meta["n_train"] == sum(len(v) for v in DOMAINS.values())
     loaded = load_router(index)
@@ -69,7 +69,7 @@ def test_route_confident_query_searches_one_partition(index: Any) -> None:
     assert decision.domains == ["code"] and not decision.fallback
     assert set(decision.probabilities) == set(index.domains)
     # the router was trained on first use and saved
-    assert (index.dir / ROUTER_DIR / "router.joblib").is_file()
+    assert (index.dir / ROUTER_DIR / "router.skops").is_file()
 
 
 def test_multi_domain_and_fallback_are_counted(index: Any) -> None:
@@ -134,7 +134,7 @@ def test_resolve_route_modes(index: Any) -> None:
 
 def test_route_query_reuses_the_loaded_router(index: Any) -> None:
     route_query(index, "python json", {})
-    path = index.dir / ROUTER_DIR / "router.joblib"
+    path = index.dir / ROUTER_DIR / "router.skops"
     mtime = path.stat().st_mtime_ns
     route_query(index, "vitamin d bones", {})
     assert path.stat().st_mtime_ns == mtime
@@ -179,4 +179,4 @@ def test_default_classifier_depends_on_training_source(index: Any, labels_file: 
     assert train_router(index, save=False).classifier == "multinomial-nb"
     assert train_router(index, labels=labels_file, save=False).classifier == "logreg"
     assert train_router(index, {"classifier": "linear-svc"}, save=False).classifier == "linear-svc"
-    assert not (index.dir / ROUTER_DIR / "router.joblib").exists()
+    assert not (index.dir / ROUTER_DIR / "router.skops").exists()

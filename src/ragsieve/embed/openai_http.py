@@ -8,12 +8,28 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, NonNegativeInt
 
 from ragsieve.embed.base import EmbeddingCache, embed_with_cache, l2_normalize
 from ragsieve.errors import ConfigError, ModelError
-from ragsieve.http import HTTPStatusError, make_client, post_json
+from ragsieve.http import HTTPStatusError, make_client, parse_reply, post_json
 
 logger = logging.getLogger(__name__)
+
+
+class _Embedding(BaseModel):
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+    index: NonNegativeInt
+    embedding: list[float]
+
+
+class EmbeddingsReply(BaseModel):
+    """``/v1/embeddings``: ``data[].embedding`` (finite floats) and its ``index``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    data: list[_Embedding]
 
 
 class OpenAIEmbedder:
@@ -74,24 +90,27 @@ class OpenAIEmbedder:
                 service="the embedding server",
                 max_retries=self.max_retries,
                 backoff_s=self.backoff_s,
+                timeout_s=self.timeout_s,
             )
         except HTTPStatusError as exc:
             raise ModelError(
                 f"the embedding server at {self.base_url} rejected the request ({exc}); "
                 f"check that model {self.model!r} is served"
             ) from exc
-        try:
-            data = sorted(answer["data"], key=lambda d: d["index"])
-            vectors = np.asarray([d["embedding"] for d in data], dtype=np.float32)
-        except (KeyError, TypeError, ValueError) as exc:
+        reply = parse_reply(EmbeddingsReply, answer, service=f"the embedding server at {self.base_url}/embeddings")
+        data = sorted(reply.data, key=lambda d: d.index)
+        if [d.index for d in data] != list(range(len(texts))):
             raise ModelError(
-                f"the embedding server at {self.base_url} answered without OpenAI-style `data` embeddings; "
-                "check that base_url points at an OpenAI-compatible /v1 API"
-            ) from exc
-        if vectors.ndim != 2 or len(vectors) != len(texts):
-            raise ModelError(
-                f"the embedding server at {self.base_url} returned {len(vectors)} vectors for {len(texts)} texts"
+                f"the embedding server at {self.base_url} returned {len(data)} vectors (indexes "
+                f"{[d.index for d in data][:10]}) for {len(texts)} texts; check that it accepts a list input"
             )
+        lengths = {len(d.embedding) for d in data}
+        if len(lengths) != 1 or 0 in lengths:
+            raise ModelError(
+                f"the embedding server at {self.base_url} returned vectors of lengths {sorted(lengths)}; "
+                f"check that model {self.model!r} is an embedding model"
+            )
+        vectors = np.asarray([d.embedding for d in data], dtype=np.float32)
         return l2_normalize(vectors) if self.normalize else vectors
 
     def _encode(self, texts: list[str]) -> np.ndarray:

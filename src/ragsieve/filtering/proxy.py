@@ -44,8 +44,10 @@ logger = logging.getLogger(__name__)
 Prior = Literal["train", "uniform"]
 PRIORS: tuple[str, ...] = get_args(Prior)
 
-_MODEL_FILE = "proxy.joblib"
+_MODEL_FILE = "proxy.skops"
+_LEGACY_MODEL_FILE = "proxy.joblib"
 _CONFIG_FILE = "proxy.json"
+_RETRAIN = "run `ragsieve filters train --dkf DKF.jsonl --out FOLDER`"
 
 
 def pair_features(q_emb: np.ndarray, k_emb: np.ndarray, ranks: Sequence[int], max_rank: int = 30) -> np.ndarray:
@@ -212,13 +214,14 @@ class ProxyFilter(_Base):
         return cls(**{k: v for k, v in data.items() if k != "name"})
 
     def save(self, path: str | Path) -> Path:
-        """Write ``proxy.joblib`` + ``proxy.json`` into the folder ``path`` (atomically)."""
-        import joblib
+        """Write ``proxy.skops`` (loads without unpickling) + ``proxy.json`` into the folder ``path``
+        (atomically)."""
+        from ragsieve.safe_models import save_estimator
 
         if not hasattr(self, "estimator_"):
             raise ConfigError("cannot save an unfitted ProxyFilter; call fit first")
         with atomic_directory(path) as tmp:
-            joblib.dump(self.estimator_, tmp / _MODEL_FILE)
+            save_estimator(self.estimator_, tmp / _MODEL_FILE)
             (tmp / _CONFIG_FILE).write_text(
                 json.dumps(
                     {**self.to_dict(), "n_features_in": self.n_features_in_, "harmless_rate": self.harmless_rate_},
@@ -230,9 +233,11 @@ class ProxyFilter(_Base):
 
     @classmethod
     def load(cls, path: str | Path) -> ProxyFilter:
-        import joblib
+        from ragsieve.safe_models import CALIBRATED, load_estimator, refuse_legacy
 
         p = Path(path)
+        if not (p / _MODEL_FILE).is_file() and (p / _LEGACY_MODEL_FILE).is_file():
+            raise refuse_legacy(p / _LEGACY_MODEL_FILE, _RETRAIN)
         if not (p / _MODEL_FILE).is_file() or not (p / _CONFIG_FILE).is_file():
             raise InputError(f"{p} is not a saved proxy filter; train one with `ragsieve filters train`")
         cfg = json.loads((p / _CONFIG_FILE).read_text(encoding="utf-8"))
@@ -240,7 +245,7 @@ class ProxyFilter(_Base):
         # proxies saved before the prior option have no rate; their outputs are unchanged
         rate = cfg.pop("harmless_rate", 0.5)
         obj = cls.from_dict(cfg)
-        obj.estimator_ = joblib.load(p / _MODEL_FILE)
+        obj.estimator_ = load_estimator(p / _MODEL_FILE, trusted=CALIBRATED, retrain=_RETRAIN)
         obj.n_features_in_ = int(n)
         obj.harmless_rate_ = float(rate)
         return obj

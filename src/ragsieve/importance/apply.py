@@ -21,6 +21,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from ragsieve.errors import IndexStoreError, InputError
+from ragsieve.importance.checks import check_arrays, check_choice, check_float, check_int
 from ragsieve.importance.data import ValidationData
 from ragsieve.io import atomic_write_json
 from ragsieve.types import SearchHit
@@ -28,6 +29,29 @@ from ragsieve.types import SearchHit
 WEIGHTS_FILE = "source_weights.json"
 Mode = Literal["off", "prune", "reweight"]
 EvalUtility = Literal["additive", "majority"]
+_EVAL_UTILITIES = ("additive", "majority")
+
+
+def _source_weights(weights: np.ndarray, n_sources: int, probabilities: bool) -> np.ndarray:
+    """One finite score per source; in [0, 1] when they are sampling probabilities."""
+    try:
+        w = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"weights must be {n_sources} numbers, one per source") from exc
+    if w.shape != (n_sources,):
+        raise InputError(f"expected {n_sources} source weights, got shape {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise InputError("source weights must be finite numbers; replace NaN/inf values")
+    if probabilities and (np.any(w < 0) or np.any(w > 1)):
+        raise InputError("source weights are sampling probabilities here: every weight must lie in [0, 1]")
+    return w
+
+
+def _known(known: np.ndarray | None, n_sources: int) -> np.ndarray:
+    mask = np.ones(n_sources, dtype=bool) if known is None else np.asarray(known, dtype=bool)
+    if mask.shape != (n_sources,):
+        raise InputError(f"known must have one flag per source ({n_sources}), got shape {mask.shape}")
+    return mask
 
 
 # --------------------------------------------------------------------------- evaluation helpers
@@ -38,8 +62,11 @@ def masked_scores(
 ) -> np.ndarray:
     """Utility of each tuple's top-K prediction from the kept sources; ``keep`` is
     ``(n_sources,)`` or ``(n_samples, n_sources)`` booleans; returns ``(n_samples, n_tuples)``."""
+    check_int("k", k, 1)
+    check_choice("utility", utility, _EVAL_UTILITIES)
+    check_arrays(data)
     keep2 = np.atleast_2d(np.asarray(keep, dtype=np.bool_))
-    if keep2.shape[1] != data.n_sources:
+    if keep2.ndim != 2 or keep2.shape[1] != data.n_sources:
         raise InputError(f"keep mask has {keep2.shape[1]} sources, the data has {data.n_sources}")
     if utility == "majority" and data.answer is None:
         raise InputError("the majority-vote utility needs an answer per item ('answer' field)")
@@ -87,8 +114,10 @@ def tune_prune_threshold(
     that have a weight (others are always kept). Sources are removed in order of weight until
     they cover each ``rate`` of the validation results, as in the paper's experiments.
     """
-    w = np.asarray(weights, dtype=np.float64)
-    known = np.ones(len(w), dtype=bool) if known is None else np.asarray(known, dtype=bool)
+    w = _source_weights(weights, validation.n_sources, probabilities=False)
+    known = _known(known, len(w))
+    for rate in rates:
+        check_float("removal rate", rate, low=0.0, high=1.0, open_high=True)
     counts = np.bincount(validation.source, minlength=validation.n_sources)
     cand = np.flatnonzero(known & (counts > 0))
     order = cand[np.argsort(w[cand], kind="stable")]
@@ -115,11 +144,13 @@ def reweight_scores(
     known: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per tuple, the utility averaged over ``n_samples`` sub-corpora sampled by weight."""
-    w = np.asarray(weights, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    keep = rng.random((n_samples, len(w))) < w
+    check_int("n_samples", n_samples, 1)
+    check_int("seed", seed, 0)
+    w = _source_weights(weights, data.n_sources, probabilities=True)
+    rng = np.random.default_rng(int(seed))
+    keep = rng.random((int(n_samples), len(w))) < w
     if known is not None:
-        keep |= ~np.asarray(known, dtype=bool)
+        keep |= ~_known(known, len(w))
     return masked_scores(data, keep, k, utility).mean(axis=0)
 
 

@@ -53,6 +53,11 @@ class DuplicateOpt(str, Enum):
     first = "first"
 
 
+class GroupUpdateOpt(str, Enum):
+    mean_gradient = "mean-gradient"
+    reference = "reference"
+
+
 class ModeOpt(str, Enum):
     prune = "prune"
     reweight = "reweight"
@@ -86,6 +91,11 @@ def fit(
     threads: int | None = typer.Option(None, help="Threads (default: all numba threads)."),
     on_duplicate: DuplicateOpt = typer.Option(DuplicateOpt.error, help="Repeated item in one list."),
     seed: int = typer.Option(0),
+    group_update: GroupUpdateOpt = typer.Option(
+        GroupUpdateOpt.mean_gradient,
+        help="mean-gradient: step each source by its items' mean gradient, then clip; reference: the "
+        "authors' rule (step and clip each item, then average over every item of the source).",
+    ),
 ) -> None:
     """Learn a weight per source and tune a pruning threshold on the same validation set."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -99,6 +109,7 @@ def fit(
     est = DataImportance(
         k=k, epochs=epochs, learning_rate=learning_rate, init_weight=init_weight, method=method.value,
         epsilon=epsilon, delta=delta, utility=utility.value, seed=seed, n_jobs=threads,
+        group_update=group_update.value,
     )
     with Progress(
         TextColumn("[bold]fitting"), BarColumn(), MofNCompleteColumn(), TextColumn("U~={task.fields[value]}"),

@@ -11,24 +11,53 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragsieve.errors import ConfigError, InputError
+from ragsieve.errors import InputError
 from ragsieve.importance import kernels
+from ragsieve.importance.checks import check_arrays, check_choice, check_float, check_int
 from ragsieve.importance.data import ValidationData
-from ragsieve.importance.multilinear import Method, Utility, gradient_sums, montecarlo_samples
+from ragsieve.importance.multilinear import (
+    LEVELS,
+    UTILITIES,
+    Method,
+    Utility,
+    _gradient_sums,
+    check_gradient_args,
+    montecarlo_samples,
+)
 from ragsieve.io import atomic_write_json
 
 logger = logging.getLogger(__name__)
 
 Level = Literal["source", "item"]
+# "mean-gradient": average the item gradients of a source over its items seen in the data, step,
+# then clip the source weight; "reference": step and clip every item, then average the clipped
+# item weights over every item id of the source (the authors' RAGBooster implementation)
+GroupUpdate = Literal["mean-gradient", "reference"]
+GROUP_UPDATES: tuple[str, ...] = ("mean-gradient", "reference")
 
 
 class DataImportance:
     """Learn a weight in [0, 1] per data source by maximising the multilinear extension.
 
     Projected gradient ascent (Section 2.4 of Lyu et al.): each epoch computes the item
-    gradients of the mean validation utility, averages them within each source, moves every
-    source's weight by ``learning_rate`` times that mean and clips it to [0, 1]. With
-    ``group_by="item"`` every item keeps its own weight instead.
+    gradients of the mean validation utility at the current weights and moves the weights by
+    ``learning_rate`` times them, keeping every weight in [0, 1]. With ``group_by="item"``
+    every item keeps its own weight. With ``group_by="source"`` all items of a source share one
+    weight, and ``group_update`` says how a step on the items becomes a step on the source:
+
+    * ``"mean-gradient"`` (default): average the item gradients over the source's items that
+      occur in the validation data, move the source weight by ``learning_rate`` times that
+      mean, then clip it to [0, 1]. This is projected gradient ascent on the source weights
+      themselves; items never retrieved do not dilute the step.
+    * ``"reference"``: the rule of the authors' implementation (RAGBooster's
+      ``mle_importance``): move every item weight by its own gradient, clip each item to
+      [0, 1], then set the source weight to the mean of its clipped item weights over *every*
+      item id of the source (``validation.item_source``), retrieved or not. Clipping before
+      averaging limits how far one item with a large gradient moves its source, and unseen
+      items pull the source towards its previous weight.
+
+    The two agree when no item weight leaves [0, 1] and every item is seen; otherwise they can
+    differ (see ``tests/importance/test_estimator.py`` for a hand-computed example).
 
     Example::
 
@@ -51,6 +80,7 @@ class DataImportance:
         group_by: Level = "source",
         seed: int = 0,
         n_jobs: int | None = None,
+        group_update: GroupUpdate = "mean-gradient",
     ) -> None:
         self.k = k
         self.epochs = epochs
@@ -63,21 +93,19 @@ class DataImportance:
         self.group_by = group_by
         self.seed = seed
         self.n_jobs = n_jobs
+        self.group_update = group_update
 
     # ------------------------------------------------------------------ fitting
     def _validate_params(self) -> None:
-        if self.k < 1:
-            raise ConfigError(f"k must be >= 1, got {self.k}")
-        if self.epochs < 0:
-            raise ConfigError(f"epochs must be >= 0, got {self.epochs}")
-        if not 0.0 <= self.init_weight <= 1.0:
-            raise ConfigError(f"init_weight must lie in [0, 1], got {self.init_weight}")
-        if self.method not in ("exact", "approx", "montecarlo"):
-            raise ConfigError(f"method must be 'exact', 'approx' or 'montecarlo', got {self.method!r}")
-        if self.group_by not in ("source", "item"):
-            raise ConfigError(f"group_by must be 'source' or 'item', got {self.group_by!r}")
-        if self.utility not in ("additive", "majority"):
-            raise ConfigError(f"utility must be 'additive' or 'majority', got {self.utility!r}")
+        check_choice("group_by", self.group_by, LEVELS)
+        check_choice("group_update", self.group_update, GROUP_UPDATES)
+        check_gradient_args(
+            level=self.group_by, k=self.k, method=self.method, epsilon=self.epsilon, delta=self.delta,
+            utility=self.utility, seed=self.seed, n_jobs=self.n_jobs,
+        )
+        check_int("epochs", self.epochs, 0)
+        check_float("learning_rate", self.learning_rate, low=0.0, open_low=True)
+        check_float("init_weight", self.init_weight, low=0.0, high=1.0)
 
     def fit(
         self,
@@ -92,14 +120,18 @@ class DataImportance:
         value)`` is called after each epoch (value is nan for Monte Carlo).
         """
         self._validate_params()
-        validation.validate()
+        check_arrays(validation)
         if validation.n_tuples == 0:
             raise InputError("the validation set is empty; pass at least one validation tuple")
         start = time.perf_counter()
         level = self.group_by
+        reference = level == "source" and self.group_update == "reference"
         n = validation.n_sources if level == "source" else validation.n_items
         w = np.full(n, float(self.init_weight), dtype=np.float64)
         counts = validation.items_per_source().astype(np.float64) if level == "source" else np.ones(n)
+        # the reference rule averages over every item id of a source, seen in the tuples or not
+        all_items = np.bincount(validation.item_source, minlength=n).astype(np.float64) if reference else counts
+        lr = float(self.learning_rate)
         n_tuples = validation.n_tuples
         n_samples = (
             montecarlo_samples(self.epsilon, self.delta, n_tuples) if self.method == "montecarlo" else None
@@ -113,16 +145,27 @@ class DataImportance:
         history: list[float] = []
         for epoch in range(self.epochs):
             kwargs: dict[str, Any] = dict(
-                level=level, k=self.k, method=self.method, epsilon=self.epsilon, delta=self.delta,
-                utility=self.utility, seed=self.seed + epoch, n_samples=n_samples,
+                level="item" if reference else level, k=int(self.k), method=self.method,
+                epsilon=float(self.epsilon), delta=float(self.delta), utility=self.utility,
+                seed=int(self.seed) + epoch, n_samples=n_samples,
             )
+            at = w[validation.item_source] if reference else w
             if dist is not None:
-                sums, value = dist.gradient_sums(w, **kwargs)
+                sums, value = dist.gradient_sums(at, **kwargs)
             else:
-                sums, value = gradient_sums(validation, w, n_jobs=self.n_jobs, **kwargs)
-            grad = np.divide(sums / n_tuples, counts, out=np.zeros(n), where=counts > 0)
+                sums, value = _gradient_sums(validation, at, n_jobs=self.n_jobs, **kwargs)
             history.append(value / n_tuples)
-            w = np.clip(w + self.learning_rate * grad, 0.0, 1.0)
+            if reference:
+                item_w = np.clip(at + lr * (sums / n_tuples), 0.0, 1.0)
+                total = np.bincount(validation.item_source, weights=item_w, minlength=n)
+                grad = np.divide(
+                    np.bincount(validation.item_source, weights=sums / n_tuples, minlength=n),
+                    all_items, out=np.zeros(n), where=all_items > 0,
+                )
+                w = np.divide(total, all_items, out=w.copy(), where=all_items > 0)
+            else:
+                grad = np.divide(sums / n_tuples, counts, out=np.zeros(n), where=counts > 0)
+                w = np.clip(w + lr * grad, 0.0, 1.0)
             if callback is not None:
                 callback(epoch, value / n_tuples)
         self.weights_ = w
@@ -162,7 +205,7 @@ class DataImportance:
             "k": self.k, "epochs": self.epochs, "learning_rate": self.learning_rate,
             "init_weight": self.init_weight, "method": self.method, "epsilon": self.epsilon,
             "delta": self.delta, "utility": self.utility, "group_by": self.group_by,
-            "seed": self.seed, "n_jobs": self.n_jobs,
+            "seed": self.seed, "n_jobs": self.n_jobs, "group_update": self.group_update,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -209,6 +252,10 @@ def leave_one_out(
     """
     from ragsieve.importance.multilinear import _threads
 
+    check_choice("utility", utility, UTILITIES)
+    check_int("k", k, 1)
+    check_int("n_jobs", n_jobs, None, optional=True)
+    check_arrays(validation)
     if utility == "majority" and validation.answer is None:
         raise InputError("the majority-vote utility needs an answer per item ('answer' field)")
     labels = validation.answer

@@ -10,17 +10,21 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import numpy as np
 
 from ragsieve.errors import ConfigError, InputError
 from ragsieve.importance import kernels
+from ragsieve.importance.checks import check_arrays, check_choice, check_float, check_int
 from ragsieve.importance.data import ValidationData
 
 Method = Literal["exact", "approx", "montecarlo"]
 Utility = Literal["additive", "majority"]
 Level = Literal["item", "source"]
+METHODS: tuple[str, ...] = get_args(Method)
+UTILITIES: tuple[str, ...] = get_args(Utility)
+LEVELS: tuple[str, ...] = get_args(Level)
 
 _MAX_SAMPLES = 1_000_000
 # per-chunk accumulators above this many floats switch to per-position output + bincount
@@ -32,6 +36,38 @@ class Gradients(NamedTuple):
 
     gradient: np.ndarray  # float64, one per weight (item or source)
     value: float  # U~(w) for additive utilities; nan for Monte Carlo
+
+
+def check_gradient_args(
+    *,
+    level: object,
+    k: object,
+    method: object,
+    epsilon: object,
+    delta: object,
+    utility: object,
+    seed: object,
+    n_jobs: object,
+    n_samples: object = None,
+) -> None:
+    """One validation of the public gradient parameters, shared by every entry point."""
+    check_choice("level", level, LEVELS)
+    check_choice("method", method, METHODS)
+    check_choice("utility", utility, UTILITIES)
+    check_int("k", k, 1)
+    check_int("seed", seed, 0)
+    check_int("n_jobs", n_jobs, None, optional=True)
+    check_int("n_samples", n_samples, 1, optional=True)
+    if method == "approx":
+        check_float("epsilon", epsilon, low=0.0, high=1.0, open_low=True, open_high=True)
+    elif method == "montecarlo":
+        check_float("epsilon", epsilon, low=0.0, open_low=True)
+        check_float("delta", delta, low=0.0, high=1.0, open_low=True, open_high=True)
+    else:  # exact ignores them, but a NaN there is still a caller's mistake
+        check_float("epsilon", epsilon, low=0.0)
+        check_float("delta", delta, low=0.0, high=1.0)
+    if utility == "majority" and method != "montecarlo":
+        raise ConfigError("the majority-vote utility is not additive; use method='montecarlo'")
 
 
 def montecarlo_samples(epsilon: float, delta: float, n_tuples: int) -> int:
@@ -71,7 +107,10 @@ def _threads(n_jobs: int | None, n_positions: int | None = None) -> Iterator[int
 def _check(data: ValidationData, weights: np.ndarray, n: int, k: int) -> np.ndarray:
     if k < 1:
         raise ConfigError(f"k must be at least 1, got {k}")
-    w = np.ascontiguousarray(weights, dtype=np.float64)
+    try:
+        w = np.ascontiguousarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"weights must be {n} numbers in [0, 1]; got {type(weights).__name__}") from exc
     if w.shape != (n,):
         raise InputError(f"expected {n} weights, got shape {w.shape}")
     if np.any(w < 0) or np.any(w > 1) or not np.all(np.isfinite(w)):
@@ -79,7 +118,7 @@ def _check(data: ValidationData, weights: np.ndarray, n: int, k: int) -> np.ndar
     return w
 
 
-def gradient_sums(
+def _gradient_sums(
     data: ValidationData,
     weights: np.ndarray,
     *,
@@ -95,10 +134,9 @@ def gradient_sums(
     n_tuples_total: int | None = None,
     tuple_offset: int = 0,
 ) -> tuple[np.ndarray, float]:
-    """Sums over the tuples of ``data`` of the position gradients by item or source (not / N).
-
-    ``data`` must be valid (:meth:`ValidationData.validate`; the compiled kernels do not check
-    index bounds); :func:`gradients` and :meth:`DataImportance.fit` validate it once.
+    """:func:`gradient_sums` without its checks: ``data`` must already be valid (the compiled
+    kernels do not check index bounds) and the parameters checked by the caller, as
+    :func:`gradients`, :meth:`DataImportance.fit` and the distributed workers do once.
 
     The building block of :func:`gradients` and of the distributed version: partial sums over
     disjoint sets of tuples add up. ``weights`` are per item (``level="item"``) or per source.
@@ -141,6 +179,48 @@ def gradient_sums(
         return np.bincount(group, weights=out, minlength=n_groups), float(value)
 
 
+def gradient_sums(
+    data: ValidationData,
+    weights: np.ndarray,
+    *,
+    level: Level = "source",
+    k: int = 10,
+    method: Method = "exact",
+    epsilon: float = 1e-3,
+    delta: float = 0.05,
+    utility: Utility = "additive",
+    seed: int = 0,
+    n_jobs: int | None = None,
+    n_samples: int | None = None,
+    n_tuples_total: int | None = None,
+    tuple_offset: int = 0,
+) -> tuple[np.ndarray, float]:
+    """Sums over the tuples of ``data`` of the position gradients by item or source (not / N).
+
+    Partial sums over disjoint sets of tuples add up (the building block of :func:`gradients`
+    and of the distributed version). ``weights`` are per item (``level="item"``) or per source.
+    ``method="exact"`` ignores ``epsilon``; ``"approx"`` truncates each list at the Chernoff
+    boundary; ``"montecarlo"`` samples (``n_samples`` or the Appendix D bound with
+    ``n_tuples_total``) and supports the ``"majority"`` utility (needs ``data.answer``); its
+    random draws depend on the seed and the global tuple number ``tuple_offset + t``.
+
+    Every argument is checked first (array dtypes, index bounds, parameter types and ranges),
+    so bad input is an :class:`InputError`/:class:`ConfigError`, never a crash in the kernel.
+    """
+    check_gradient_args(
+        level=level, k=k, method=method, epsilon=epsilon, delta=delta, utility=utility, seed=seed,
+        n_jobs=n_jobs, n_samples=n_samples,
+    )
+    check_int("n_tuples_total", n_tuples_total, 1, optional=True)
+    check_int("tuple_offset", tuple_offset, 0)
+    check_arrays(data)
+    return _gradient_sums(
+        data, weights, level=level, k=int(k), method=method, epsilon=float(epsilon), delta=float(delta),
+        utility=utility, seed=int(seed), n_jobs=n_jobs, n_samples=n_samples, n_tuples_total=n_tuples_total,
+        tuple_offset=int(tuple_offset),
+    )
+
+
 def gradients(
     data: ValidationData,
     weights: np.ndarray,
@@ -168,10 +248,14 @@ def gradients(
         >>> g.gradient.shape
         (10,)
     """
-    data.validate()
-    sums, value = gradient_sums(
-        data, weights, level=level, k=k, method=method, epsilon=epsilon, delta=delta,
-        utility=utility, seed=seed, n_jobs=n_jobs, n_samples=n_samples,
+    check_gradient_args(
+        level=level, k=k, method=method, epsilon=epsilon, delta=delta, utility=utility, seed=seed,
+        n_jobs=n_jobs, n_samples=n_samples,
+    )
+    check_arrays(data)
+    sums, value = _gradient_sums(
+        data, weights, level=level, k=int(k), method=method, epsilon=float(epsilon), delta=float(delta),
+        utility=utility, seed=int(seed), n_jobs=n_jobs, n_samples=n_samples,
     )
     n = max(data.n_tuples, 1)
     grad = sums / n

@@ -29,13 +29,77 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+
 from ragsieve.errors import InputError, LLMOutputError, ModelError
-from ragsieve.http import HTTPStatusError, make_client, post_json
+from ragsieve.http import HTTPStatusError, client_secrets, make_client, parse_reply, post_json, redact
 from ragsieve.llm.base import ChatMessage, ContinuationScore, Generation, Prompt, as_messages
 
 logger = logging.getLogger(__name__)
 
 _TOP_LOGPROBS = 20
+
+
+# ---------------------------------------------------------------------- reply schemas
+# Only the fields ragsieve reads are declared; servers add many others, which are ignored.
+class _Reply(BaseModel):
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+
+class _Message(_Reply):
+    content: str | None = None
+
+
+class _Usage(_Reply):
+    prompt_tokens: NonNegativeInt = 0
+    completion_tokens: NonNegativeInt = 0
+
+
+class _TopLogprob(_Reply):
+    token: str
+    logprob: float
+
+
+class _TokenLogprob(_Reply):
+    top_logprobs: list[_TopLogprob]
+
+
+class _ChatLogprobs(_Reply):
+    content: list[_TokenLogprob] = Field(min_length=1)
+
+
+class _ChatChoice(_Reply):
+    message: _Message
+    finish_reason: str | None = None
+    logprobs: _ChatLogprobs | None = None
+
+
+class ChatCompletionReply(_Reply):
+    """``/v1/chat/completions``: ``choices[].message.content``, ``usage``, chat log-probs."""
+
+    choices: list[_ChatChoice] = Field(min_length=1)
+    usage: _Usage | None = None
+
+
+class _EchoLogprobs(_Reply):
+    tokens: list[str]
+    token_logprobs: list[float | None]
+    text_offset: list[int]
+
+
+class _CompletionChoice(_Reply):
+    index: int = 0
+    logprobs: _EchoLogprobs
+
+
+class CompletionReply(_Reply):
+    """``/v1/completions`` with ``echo`` and ``logprobs``: per-token log-probs and offsets."""
+
+    choices: list[_CompletionChoice]
+
+
+class _TemplateReply(_Reply):
+    prompt: str
 
 
 class OpenAICompatibleLLM:
@@ -45,7 +109,7 @@ class OpenAICompatibleLLM:
         model: the served model name.
         base_url: server root, with or without the trailing ``/v1``.
         api_key_env: environment variable holding the API key (unset: no auth header).
-        timeout_s: per-request timeout.
+        timeout_s: wall-clock limit of each attempt (connect, headers and body together).
         max_retries: retries on connection errors, timeouts, 429 and 5xx, with exponential
             backoff (``backoff_s * 2**attempt``, or the server's ``Retry-After``).
         seed: default sampling seed sent with every generation.
@@ -106,8 +170,17 @@ class OpenAICompatibleLLM:
         """POST JSON with retries. 4xx other than 429 raise :class:`HTTPStatusError`."""
         self.warm_up()
         return post_json(
-            self._client, path, payload, service="LLM server", max_retries=self.max_retries, backoff_s=self.backoff_s
+            self._client,
+            path,
+            payload,
+            service="LLM server",
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            timeout_s=self.timeout_s,
         )
+
+    def _redact(self, text: str) -> str:
+        return redact(text, client_secrets(self._client))
 
     def _post_checked(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -123,19 +196,15 @@ class OpenAICompatibleLLM:
         payload = {"model": self.model, "messages": [dict(m) for m in as_messages(prompt)], **params}
         return self._post("/v1/chat/completions", payload)
 
-    @staticmethod
-    def _generation(data: dict[str, Any]) -> Generation:
-        try:
-            choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
-        except (KeyError, IndexError, TypeError) as exc:
-            raise ModelError(f"LLM server answer has no choices[0].message: {str(data)[:200]}") from exc
-        usage = data.get("usage") or {}
+    def _generation(self, data: dict[str, Any]) -> Generation:
+        reply = parse_reply(ChatCompletionReply, data, service=f"LLM server at {self.root_url}/v1/chat/completions")
+        choice = reply.choices[0]
+        usage = reply.usage or _Usage()
         return Generation(
-            text=text,
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
+            text=choice.message.content or "",
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            finish_reason="length" if choice.finish_reason == "length" else "stop",
         )
 
     def generate(
@@ -209,7 +278,7 @@ class OpenAICompatibleLLM:
                 value = json.loads(text)
                 jsonschema.validate(value, schema)
             except (json.JSONDecodeError, jsonschema.ValidationError) as exc:
-                problem = f"{type(exc).__name__}: {str(exc).splitlines()[0]} (output {text[:200]!r})"
+                problem = self._redact(f"{type(exc).__name__}: {str(exc).splitlines()[0]} (output {text[:200]!r})")
                 continue
             if isinstance(value, dict):
                 return value
@@ -241,10 +310,7 @@ class OpenAICompatibleLLM:
             data = self._post("/apply-template", {"messages": [dict(m) for m in messages]})
         except HTTPStatusError:
             return None
-        prompt_text = data.get("prompt")
-        if not isinstance(prompt_text, str):
-            raise ModelError(f"/apply-template at {self.root_url} returned no 'prompt' field: {str(data)[:200]}")
-        return prompt_text
+        return parse_reply(_TemplateReply, data, service=f"LLM server at {self.root_url}/apply-template").prompt
 
     def _echo_logprobs(self, texts: Sequence[str], start: int) -> list[tuple[float, int, float | None]]:
         """Sum, count and first value of the token log-probs of ``text[start:]`` for each text,
@@ -266,15 +332,15 @@ class OpenAICompatibleLLM:
                 f"logprobs was rejected: {exc}); use a vLLM server or the llama-cpp backend"
             ) from exc
         try:
-            choices = sorted(data["choices"], key=lambda c: int(c.get("index", 0)))
-            logprobs = [c["logprobs"] for c in choices]
-            columns = [(lp["tokens"], lp["token_logprobs"], lp["text_offset"]) for lp in logprobs]
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            reply = parse_reply(CompletionReply, data, service=f"LLM server at {self.root_url}/v1/completions")
+        except ModelError as exc:
             self._echo_supported = False
             raise ModelError(
                 f"LLM server at {self.root_url} returned no prompt log-probabilities from /v1/completions "
-                "(echo+logprobs unsupported); use a vLLM server or the llama-cpp backend"
-            ) from exc
+                f"(echo+logprobs unsupported: {exc}); use a vLLM server or the llama-cpp backend"
+            ) from None
+        choices = sorted(reply.choices, key=lambda c: c.index)
+        columns = [(c.logprobs.tokens, c.logprobs.token_logprobs, c.logprobs.text_offset) for c in choices]
         if len(columns) != len(texts):
             raise ModelError(
                 f"LLM server at {self.root_url} answered {len(columns)} choices for {len(texts)} prompts; "
@@ -329,18 +395,19 @@ class OpenAICompatibleLLM:
     def _chat_top_logprobs(self, prompt: Prompt, candidates: Sequence[str]) -> list[float]:
         try:
             data = self._chat(prompt, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=_TOP_LOGPROBS)
-            top = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-            table = {str(t["token"]): float(t["logprob"]) for t in top}
         except HTTPStatusError as exc:
             raise ModelError(
                 f"LLM server at {self.root_url} cannot return log-probabilities ({exc}); "
                 "use a server with logprobs support (vLLM, llama-server) or the llama-cpp backend"
             ) from exc
-        except (KeyError, IndexError, TypeError) as exc:
+        reply = parse_reply(ChatCompletionReply, data, service=f"LLM server at {self.root_url}/v1/chat/completions")
+        logprobs = reply.choices[0].logprobs
+        if logprobs is None:
             raise ModelError(
                 f"LLM server at {self.root_url} returned no log-probabilities for chat completions; "
                 "use a server with logprobs support (vLLM, llama-server) or the llama-cpp backend"
-            ) from exc
+            )
+        table = {t.token: t.logprob for t in logprobs.content[0].top_logprobs}
         if not table:
             raise ModelError(f"LLM server at {self.root_url} returned an empty top_logprobs list")
         floor = min(table.values())

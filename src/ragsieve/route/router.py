@@ -35,8 +35,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragsieve.errors import IndexStoreError, InputError
-from ragsieve.io import atomic_path, atomic_write_json
+from ragsieve.errors import IndexStoreError, InputError, ModelError
+from ragsieve.io import atomic_write_json
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +48,12 @@ CLASSIFIERS: tuple[ClassifierName, ...] = (
     "linear-svc",
     "embedding-logreg",
 )
-MODEL_FILE = "router.joblib"
+MODEL_FILE = "router.skops"
+LEGACY_MODEL_FILE = "router.joblib"
 META_FILE = "router.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# the fix quoted in every load error
+RETRAIN = "run `ragsieve router train INDEX_DIR` (or search with --route all)"
 
 
 def _tfidf(max_features: int, ngram_max: int) -> Any:
@@ -115,7 +118,7 @@ class DomainRouter:
 
     Hyperparameters are set in ``__init__`` and never changed there; ``fit`` learns
     ``model_`` and ``classes_`` (the domains, sorted). The ``embedding-logreg`` variant
-    needs an embedder: pass one with :meth:`set_embedder` (not pickled), or leave it unset
+    needs an embedder: pass one with :meth:`set_embedder` (never saved), or leave it unset
     and the bundled MiniLM is loaded on first use with ``embedder_config``.
     """
 
@@ -274,20 +277,14 @@ class DomainRouter:
         return float(np.mean(self.predict(texts) == np.asarray(domains, dtype=object)))
 
     # -- persistence -----------------------------------------------------------------------
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_embedder"] = None  # models are never pickled; reloaded on use
-        return state
-
     def save(self, folder: str | Path, extra: dict[str, Any] | None = None) -> Path:
-        """Write ``router.joblib`` and ``router.json`` into ``folder``, each atomically."""
-        import joblib
+        """Write ``router.skops`` (the fitted scikit-learn model) and ``router.json`` (parameters,
+        classes), each atomically. The embedder is never saved; it is reattached on load."""
+        from ragsieve.safe_models import save_estimator
 
         self._check_fitted()
         folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        with atomic_path(folder / MODEL_FILE) as tmp:
-            joblib.dump(self, tmp)
+        save_estimator(self.model_, folder / MODEL_FILE)
         meta = {
             "format_version": FORMAT_VERSION,
             "router": self.to_dict(),
@@ -296,28 +293,38 @@ class DomainRouter:
             **(extra or {}),
         }
         atomic_write_json(folder / META_FILE, meta)
+        (folder / LEGACY_MODEL_FILE).unlink(missing_ok=True)
         return folder
 
     @classmethod
     def load(cls, folder: str | Path, embedder: Any = None) -> DomainRouter:
-        import joblib
+        """The router saved in ``folder``; nothing in it is unpickled (see :mod:`ragsieve.safe_models`)."""
+        from ragsieve.safe_models import CALIBRATED, load_estimator, refuse_legacy
 
         folder = Path(folder)
         path = folder / MODEL_FILE
         if not path.is_file():
-            raise IndexStoreError(
-                f"no trained router in {folder}; run `ragsieve router train INDEX_DIR` or use --route all"
-            )
+            if (folder / LEGACY_MODEL_FILE).is_file():
+                raise IndexStoreError(str(refuse_legacy(folder / LEGACY_MODEL_FILE, RETRAIN)))
+            raise IndexStoreError(f"no trained router in {folder}; {RETRAIN}")
         try:
-            router = joblib.load(path)
-        except Exception as exc:  # unpickling errors have many types
+            model = load_estimator(path, trusted=CALIBRATED, retrain=RETRAIN)
+        except ModelError as exc:
+            raise IndexStoreError(str(exc)) from exc
+        try:
+            meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+            router = cls.from_dict(meta["router"])
+            classes = [str(c) for c in meta["classes"]]
+            n_train = int(meta["n_train"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise IndexStoreError(
-                f"router file {path} cannot be read ({exc}); retrain it with `ragsieve router train`"
+                f"router metadata {folder / META_FILE} is missing or malformed ({exc}); {RETRAIN}"
             ) from exc
-        if not isinstance(router, cls):
-            raise IndexStoreError(
-                f"{path} does not hold a DomainRouter; retrain it with `ragsieve router train`"
-            )
+        if [str(c) for c in getattr(model, "classes_", [])] != classes:
+            raise IndexStoreError(f"{path} and {folder / META_FILE} disagree on the domains; {RETRAIN}")
+        router.model_ = model
+        router.classes_ = np.asarray(classes, dtype=object)
+        router.n_train_ = n_train
         if embedder is not None:
             router.set_embedder(embedder)
         return router

@@ -20,7 +20,7 @@ from typing import Any
 
 from ragsieve.errors import IndexStoreError, InputError
 from ragsieve.route.decide import RouteDecision, RouteStats, decide
-from ragsieve.route.router import DomainRouter
+from ragsieve.route.router import LEGACY_MODEL_FILE, MODEL_FILE, DomainRouter
 from ragsieve.route.train import ROUTER_DIR, RouteConfig, check_domains, load_router, train_router
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,10 @@ class QueryRouter:
 
     def warm_up(self) -> None:
         if self.router is None:
-            if (self.index.dir / ROUTER_DIR / "router.joblib").is_file():
+            saved = self.index.dir / ROUTER_DIR
+            # an old pickled router is refused by load_router (with the retrain command) rather
+            # than silently replaced by one trained from chunks
+            if (saved / MODEL_FILE).is_file() or (saved / LEGACY_MODEL_FILE).is_file():
                 self.router = load_router(self.index)
             else:
                 logger.info("no router in %s: training one from the index's chunks", self.index.dir)

@@ -6,8 +6,8 @@ Two sources, so routing works out of the box:
 * the indexed chunks themselves: each chunk's text labelled with its domain, capped per
   domain (a fixed-seed sample) so a large domain does not drown the small ones.
 
-The router is saved to ``<index dir>/router/`` (``router.joblib`` + ``router.json``), each
-file written atomically.
+The router is saved to ``<index dir>/router/`` (``router.skops``, a skops model that loads
+without unpickling, + ``router.json``), each file written atomically.
 """
 
 from __future__ import annotations

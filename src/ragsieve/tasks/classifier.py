@@ -13,9 +13,9 @@ Two families:
 
 from __future__ import annotations
 
+import json
 import logging
 import math
-import pickle
 import re
 import time
 from collections.abc import Sequence
@@ -25,7 +25,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 import numpy as np
 
 from ragsieve.errors import InputError, LLMOutputError, ModelError
-from ragsieve.io import atomic_path
+from ragsieve.io import atomic_write_json
 from ragsieve.llm.base import LLM, ChatMessage
 from ragsieve.tasks.labels import TASK_LABELS, TaskLabel
 
@@ -261,6 +261,14 @@ def name_shape_features(texts: Sequence[str]) -> np.ndarray:
     return out
 
 
+# the one function a saved TfidfTaskClassifier may reference (its FunctionTransformer)
+_NAME_FEATURES = "ragsieve.tasks.classifier.name_shape_features"
+
+
+def _params_path(model_path: Path) -> Path:
+    return model_path.with_name(model_path.name + ".json")
+
+
 class TfidfTaskClassifier:
     """Word + character TF-IDF features with a logistic-regression head (scikit-learn style).
 
@@ -361,21 +369,34 @@ class TfidfTaskClassifier:
         )
 
     def save(self, path: str | Path) -> Path:
+        """Write the fitted model to ``path`` (a skops file, conventionally ``.skops``) and its
+        parameters to ``path`` + ``.json``; neither needs unpickling to load."""
+        from ragsieve.safe_models import save_estimator
+
         self._check()
-        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            pickle.dump({"params": self.to_dict(), "model": self.model_}, fh)
-        return Path(path)
+        path = Path(path)
+        save_estimator(self.model_, path)
+        atomic_write_json(_params_path(path), self.to_dict())
+        return path
 
     @classmethod
     def load(cls, path: str | Path) -> TfidfTaskClassifier:
+        from ragsieve.safe_models import load_estimator
+
         p = Path(path)
+        retrain = f"run `ragsieve tasks train --out {p}`"
         if not p.is_file():
             raise InputError(f"task classifier file {p} does not exist; train one with `ragsieve tasks train`")
-        with open(p, "rb") as fh:
-            data = pickle.load(fh)  # noqa: S301 - a file the user trained themselves
-        obj = cls.from_dict(data["params"])
-        obj.model_ = data["model"]
-        obj.classes_ = list(obj.model_.classes_)
+        model = load_estimator(p, trusted=(_NAME_FEATURES,), retrain=retrain)
+        try:
+            params = json.loads(_params_path(p).read_text(encoding="utf-8"))
+            obj = cls.from_dict(params)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ModelError(
+                f"task classifier parameters {_params_path(p)} are missing or malformed; {retrain}"
+            ) from exc
+        obj.model_ = model
+        obj.classes_ = [str(c) for c in model.classes_]
         return obj
 
     def to_dict(self) -> dict[str, Any]:
