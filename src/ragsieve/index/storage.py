@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragsieve.errors import IndexStoreError, InputError
-from ragsieve.io import atomic_write_text, fsync_dir
+from ragsieve.io import atomic_write_text, fsync_dir, sha256_file
 
 logger = logging.getLogger(__name__)
 
@@ -203,14 +203,6 @@ def write_current(index_dir: Path, generation: str, manifest_sha256: str) -> Non
 
 
 # ---------------------------------------------------------------------- durability and integrity
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def fsync_tree(root: Path) -> None:
     """Flush every file, then every folder (deepest first), so a published generation is on disk."""
     folders = []
