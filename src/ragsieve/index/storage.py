@@ -149,20 +149,56 @@ def dir_state(index_dir: Path) -> DirState:
     if MARKER in names:
         read_marker(index_dir)
         return "index"
-    if "manifest.json" in names and "chunks.jsonl" in names:
+    if _is_format_one(index_dir, names):
         return "legacy"
     return "empty" if not names else "foreign"
 
 
-def legacy_error(index_dir: Path) -> IndexStoreError:
-    return IndexStoreError(
-        f"{index_dir} was written by an older ragsieve (index format 1, without generations or checksums); "
-        f"it can still be searched, but not updated: re-ingest into a new folder (or delete it and re-ingest)"
+# What a format-1 index kept at its top level; an upgrade removes exactly these, nothing else.
+LEGACY_FILES = ("manifest.json", "chunks.jsonl", "embeddings.npy", "files.json")
+LEGACY_DIRS = ("global", "partitions")
+
+
+def _is_format_one(index_dir: Path, names: set[str]) -> bool:
+    """Only a manifest with format 1's exact signature proves the folder is an old ragsieve index."""
+    if not {"manifest.json", "chunks.jsonl", "embeddings.npy"} <= names:
+        return False
+    try:
+        manifest = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(manifest, dict)
+        and manifest.get("format_version") == 1
+        and isinstance(manifest.get("embedder"), dict)
+        and {"n_chunks", "domains", "partitioned"} <= set(manifest)
     )
 
 
+def finish_upgrade(index_dir: Path) -> None:
+    """After the first generation of a format-1 folder is live: mark the folder, drop the old files.
+
+    Until the marker is written the folder still reads as format 1, so a crash at any point of an
+    upgrade leaves a searchable index.
+    """
+    if (index_dir / MARKER).exists():
+        return
+    atomic_write_text(index_dir / MARKER, marker_text())
+    for name in LEGACY_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            (index_dir / name).unlink()
+    for name in LEGACY_DIRS:
+        shutil.rmtree(index_dir / name, ignore_errors=True)
+    fsync_dir(index_dir)
+    logger.info("upgraded %s from index format 1 to %d", index_dir, FORMAT_VERSION)
+
+
 def prepare_target(index_dir: Path, corpus: Path | None = None) -> Path:
-    """Create (or accept) the folder a build writes into; never take over a folder ragsieve did not create."""
+    """Create (or accept) the folder a build writes into; never take over a folder ragsieve did not create.
+
+    A format-1 index is accepted: the build writes its first generation beside the old files and
+    :func:`finish_upgrade` removes them once that generation is live.
+    """
     check_index_location(index_dir, corpus)
     state = dir_state(index_dir)
     if state == "foreign":
@@ -171,8 +207,6 @@ def prepare_target(index_dir: Path, corpus: Path | None = None) -> Path:
             f"{index_dir} exists and is {what} (no {MARKER} marker); ragsieve never replaces other files or "
             "folders: pass a new or empty folder to --index"
         )
-    if state == "legacy":
-        raise legacy_error(index_dir)
     if state in ("absent", "empty"):
         index_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(index_dir / MARKER, marker_text())
