@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from ragsieve.errors import IndexStoreError, InputError
 from ragsieve.io import atomic_write_text, fsync_dir, sha256_file
+from ragsieve.io import fsync_tree as fsync_tree  # re-exported: writers flush a generation with it
 
 logger = logging.getLogger(__name__)
 
@@ -237,21 +238,6 @@ def write_current(index_dir: Path, generation: str, manifest_sha256: str) -> Non
 
 
 # ---------------------------------------------------------------------- durability and integrity
-def fsync_tree(root: Path) -> None:
-    """Flush every file, then every folder (deepest first), so a published generation is on disk."""
-    folders = []
-    for dirpath, _, filenames in os.walk(root):
-        folders.append(Path(dirpath))
-        for name in filenames:
-            fd = os.open(Path(dirpath) / name, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    for folder in reversed(folders):
-        fsync_dir(folder)
-
-
 def checksum_tree(root: Path, skip: frozenset[str] = frozenset({MANIFEST})) -> dict[str, dict[str, Any]]:
     """``{relative path: {"size", "sha256"}}`` for every file under ``root``."""
     out: dict[str, dict[str, Any]] = {}
