@@ -55,3 +55,21 @@ def test_read_json_file_names_missing_and_malformed_files(tmp_path):
         read_json_file(bad, "weights file", "run fit")
     atomic_write_json(bad, {"ok": True})
     assert read_json_file(bad, "weights file", "run fit") == {"ok": True}
+
+
+def test_atomic_directory_never_replaces_a_folder_it_did_not_write(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    with pytest.raises(InputError, match="did not write .*thesis.tex"), atomic_directory(mine) as d:
+        (d / "model.json").write_text("{}")
+    assert [p.name for p in mine.iterdir()] == ["thesis.tex"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+    # A folder whose every entry the new build rewrites loses nothing, so it may be replaced.
+    (mine / "model.json").write_text("old")
+    (mine / "thesis.tex").unlink()
+    with atomic_directory(mine) as d:
+        (d / "model.json").write_text("new")
+    assert (mine / "model.json").read_text() == "new"
+    with pytest.raises(InputError, match="'.' or '..'"), atomic_directory(tmp_path / ".."):
+        pass

@@ -6,14 +6,25 @@ the rename itself is flushed to disk (the folder is fsynced) before the call ret
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def fsync_dir(path: str | Path) -> None:
@@ -102,24 +113,59 @@ def read_json_file(path: str | Path, what: str, how_to_create: str) -> Any:
         raise InputError(f"{what} {p} is not valid JSON ({exc.msg}); recreate it: {how_to_create}") from exc
 
 
+def fsync_tree(root: str | Path) -> None:
+    """Flush every file, then every folder (deepest first), so a finished tree survives a power loss."""
+    folders = []
+    for dirpath, _, filenames in os.walk(root):
+        folders.append(Path(dirpath))
+        for name in filenames:
+            fd = os.open(Path(dirpath) / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    for folder in reversed(folders):
+        fsync_dir(folder)
+
+
+# Written into every folder atomic_directory builds: proves a later call may replace that folder.
+ARTIFACT_MARKER = ".ragsieve-artifact"
+
+
 @contextmanager
 def atomic_directory(target: str | Path) -> Iterator[Path]:
     """Build a directory in a temporary sibling, then swap it into place.
 
-    The old directory is kept until the new one is complete, so an interrupted build
-    leaves the previous version usable.
+    The old directory is kept until the new one is complete and flushed to disk, so an
+    interrupted build leaves the previous version usable. An existing folder is replaced only
+    when ragsieve wrote it (it holds the marker file) or when the new build rewrites every
+    entry in it; anything else raises before a byte is written, so a user's folder is never lost.
     """
+    from ragsieve.errors import InputError
+
     target = Path(target)
+    if target.name in {"", ".", ".."}:
+        raise InputError(f"{target} names a folder by '.' or '..'; pass a new folder name to write into")
+    if target.exists() and not target.is_dir():
+        raise InputError(f"{target} exists and is a file; pass a folder path that is new or was written by ragsieve")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".building", dir=target.parent))
     try:
         yield tmp
-        old = target.with_name(f".{target.name}.old")
-        if old.exists():
-            shutil.rmtree(old)
+        (tmp / ARTIFACT_MARKER).write_text("written by ragsieve; this folder is replaced on the next save\n")
+        if target.is_dir() and not (target / ARTIFACT_MARKER).is_file():
+            foreign = sorted(p.name for p in target.iterdir() if not (tmp / p.name).exists())
+            if foreign:
+                raise InputError(
+                    f"{target} already holds files ragsieve did not write ({', '.join(foreign[:5])}); "
+                    "save into a new folder, or move those files away first"
+                )
+        fsync_tree(tmp)
+        old = target.with_name(f".{target.name}.{os.getpid()}-{time.monotonic_ns()}.old")
         if target.exists():
             os.replace(target, old)
         os.replace(tmp, target)
+        fsync_dir(target.parent)
         if old.exists():
             shutil.rmtree(old)
     finally:

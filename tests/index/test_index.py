@@ -170,30 +170,54 @@ def test_missing_corrupt_and_mismatched_indexes_are_clear_errors(built, tmp_path
         Index.open(broken, embedder=embedder)
 
 
-def test_a_format_one_index_is_searched_read_only(tmp_path):
-    emb = HashEmbedder()
-    chunks = [
-        Chunk(id=f"c{i}", text=f"fact {i} about {d}", doc_id=f"d{i}", source="s", domain=d)
-        for i, d in enumerate(["rivers", "stars", "rivers", "stars"])
-    ]
-    current = Index.from_chunks(chunks, tmp_path / "v2", embedder=emb)
-    legacy = tmp_path / "old"
-    shutil.copytree(current.generation_dir, legacy)
-    manifest = json.loads((legacy / "manifest.json").read_text())
+def _format_one_copy(index: Index, dest) -> None:
+    """What an older ragsieve wrote: the same files at the top level, a version-1 manifest."""
+    shutil.copytree(index.generation_dir, dest)
+    manifest = json.loads((dest / "manifest.json").read_text())
     manifest.pop("checksums")
+    manifest.pop("generation")
     manifest["format_version"] = 1
     manifest["embedder"]["config"] = {"backend": "openai", "base_url": "http://127.0.0.1:9", "api_key_env": "HOME"}
-    (legacy / "manifest.json").write_text(json.dumps(manifest))
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_format_one_index_is_searched_then_upgraded_by_a_reingest(tmp_path):
+    emb = HashEmbedder()
+    corpus = copy_corpus(tmp_path)
+    cfg = PipelineConfig(ingest=IngestConfig(extract_entities=False))
+    current = Index.build(corpus, tmp_path / "v2", embedder=emb, config=cfg)
+    legacy = tmp_path / "old"
+    _format_one_copy(current, legacy)
+    (legacy / "source_weights.json").write_text('{"weights": {"x": 0.5}}')
+    (legacy / "my-notes.txt").write_text("a file the user put there")
     old = Index.open(legacy, embedder=emb)
-    for domains in (None, ["stars"]):
-        assert [h.chunk.id for h in old.search("fact about stars", k=3, domains=domains)] == [
-            h.chunk.id for h in current.search("fact about stars", k=3, domains=domains)
+    for domains in (None, ["astronomy"]):
+        assert [h.chunk.id for h in old.search("planet storms", k=3, domains=domains)] == [
+            h.chunk.id for h in current.search("planet storms", k=3, domains=domains)
         ]
     assert Index.exists(legacy) and old.generation == "" and old.generation_dir == legacy
-    before = sorted(p.name for p in legacy.iterdir())
-    with pytest.raises(IndexStoreError, match="format 1.*re-ingest into a new folder"):
-        Index.from_chunks(chunks, legacy, embedder=emb)
-    assert sorted(p.name for p in legacy.iterdir()) == before
+
+    report = BuildReport()
+    upgraded = Index.build(corpus, legacy, embedder=emb, config=cfg, report=report)
+    assert report.chunks_embedded == 0 and report.files_unchanged == report.files_seen  # reused the old vectors
+    assert upgraded.generation and (legacy / ".ragsieve-index").is_file()
+    assert sorted(p.name for p in legacy.iterdir()) == [
+        ".ragsieve-index", ".writer.lock", "CURRENT", "generations", "my-notes.txt", "source_weights.json"
+    ]
+    assert upgraded.source_weights == {"x": 0.5}
+    assert [h.chunk.id for h in upgraded.search("planet storms", k=3)] == [
+        h.chunk.id for h in current.search("planet storms", k=3)
+    ]
+
+
+def test_a_folder_that_only_looks_like_a_format_one_index_is_not_replaced(tmp_path):
+    other = tmp_path / "other-tool-output"
+    other.mkdir()
+    for name, text in [("manifest.json", '{"format_version": 1}'), ("chunks.jsonl", "{}"), ("embeddings.npy", "x")]:
+        (other / name).write_text(text)
+    with pytest.raises(IndexStoreError, match="not a ragsieve index"):
+        Index.from_chunks([Chunk(id="a", text="x", doc_id="a", source="s")], other, embedder=HashEmbedder())
+    assert sorted(p.name for p in other.iterdir()) == ["chunks.jsonl", "embeddings.npy", "manifest.json"]
 
 
 @pytest.mark.parametrize("query, message", [("", "empty"), ("   ", "empty"), ("x" * 3000, "over the limit")])

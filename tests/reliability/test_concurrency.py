@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -157,3 +158,26 @@ def test_readers_polling_during_reingests_always_see_a_whole_index(tmp_path, cor
     thread.join()
     assert failures == []
     assert reads > 5 and len(generations) >= 2
+
+
+@posix_only
+def test_kill_9_while_upgrading_a_format_one_index_keeps_it_searchable(tmp_path, corpus, hash_embedder):
+    with Index.build(corpus, tmp_path / "v2", config=FAST, embedder=hash_embedder) as current:
+        expected = hits(current)
+        legacy = tmp_path / "old"
+        shutil.copytree(current.generation_dir, legacy)
+    manifest = json.loads((legacy / "manifest.json").read_text())
+    manifest.pop("checksums")
+    manifest["format_version"] = 1
+    (legacy / "manifest.json").write_text(json.dumps(manifest))
+    signal_file = tmp_path / "reached"
+    proc = start_worker(corpus, legacy, "--stall-write", "30", "--signal", str(signal_file))
+    wait_for(signal_file, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+
+    still_old = Index.open(legacy, embedder=hash_embedder)
+    assert still_old.generation == "" and hits(still_old) == expected
+    upgraded = Index.build(corpus, legacy, config=FAST, embedder=hash_embedder)
+    assert upgraded.generation and hits(upgraded) == expected
+    assert not (legacy / "manifest.json").exists() and not list((legacy / "generations").glob(".building-*"))

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragsieve.errors import IndexStoreError, InputError
-from ragsieve.io import atomic_write_text, fsync_dir
+from ragsieve.io import atomic_write_text, fsync_dir, sha256_file
+from ragsieve.io import fsync_tree as fsync_tree  # re-exported: writers flush a generation with it
 
 logger = logging.getLogger(__name__)
 
@@ -149,20 +150,56 @@ def dir_state(index_dir: Path) -> DirState:
     if MARKER in names:
         read_marker(index_dir)
         return "index"
-    if "manifest.json" in names and "chunks.jsonl" in names:
+    if _is_format_one(index_dir, names):
         return "legacy"
     return "empty" if not names else "foreign"
 
 
-def legacy_error(index_dir: Path) -> IndexStoreError:
-    return IndexStoreError(
-        f"{index_dir} was written by an older ragsieve (index format 1, without generations or checksums); "
-        f"it can still be searched, but not updated: re-ingest into a new folder (or delete it and re-ingest)"
+# What a format-1 index kept at its top level; an upgrade removes exactly these, nothing else.
+LEGACY_FILES = ("manifest.json", "chunks.jsonl", "embeddings.npy", "files.json")
+LEGACY_DIRS = ("global", "partitions")
+
+
+def _is_format_one(index_dir: Path, names: set[str]) -> bool:
+    """Only a manifest with format 1's exact signature proves the folder is an old ragsieve index."""
+    if not {"manifest.json", "chunks.jsonl", "embeddings.npy"} <= names:
+        return False
+    try:
+        manifest = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(manifest, dict)
+        and manifest.get("format_version") == 1
+        and isinstance(manifest.get("embedder"), dict)
+        and {"n_chunks", "domains", "partitioned"} <= set(manifest)
     )
 
 
+def finish_upgrade(index_dir: Path) -> None:
+    """After the first generation of a format-1 folder is live: mark the folder, drop the old files.
+
+    Until the marker is written the folder still reads as format 1, so a crash at any point of an
+    upgrade leaves a searchable index.
+    """
+    if (index_dir / MARKER).exists():
+        return
+    atomic_write_text(index_dir / MARKER, marker_text())
+    for name in LEGACY_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            (index_dir / name).unlink()
+    for name in LEGACY_DIRS:
+        shutil.rmtree(index_dir / name, ignore_errors=True)
+    fsync_dir(index_dir)
+    logger.info("upgraded %s from index format 1 to %d", index_dir, FORMAT_VERSION)
+
+
 def prepare_target(index_dir: Path, corpus: Path | None = None) -> Path:
-    """Create (or accept) the folder a build writes into; never take over a folder ragsieve did not create."""
+    """Create (or accept) the folder a build writes into; never take over a folder ragsieve did not create.
+
+    A format-1 index is accepted: the build writes its first generation beside the old files and
+    :func:`finish_upgrade` removes them once that generation is live.
+    """
     check_index_location(index_dir, corpus)
     state = dir_state(index_dir)
     if state == "foreign":
@@ -171,8 +208,6 @@ def prepare_target(index_dir: Path, corpus: Path | None = None) -> Path:
             f"{index_dir} exists and is {what} (no {MARKER} marker); ragsieve never replaces other files or "
             "folders: pass a new or empty folder to --index"
         )
-    if state == "legacy":
-        raise legacy_error(index_dir)
     if state in ("absent", "empty"):
         index_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(index_dir / MARKER, marker_text())
@@ -203,29 +238,6 @@ def write_current(index_dir: Path, generation: str, manifest_sha256: str) -> Non
 
 
 # ---------------------------------------------------------------------- durability and integrity
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def fsync_tree(root: Path) -> None:
-    """Flush every file, then every folder (deepest first), so a published generation is on disk."""
-    folders = []
-    for dirpath, _, filenames in os.walk(root):
-        folders.append(Path(dirpath))
-        for name in filenames:
-            fd = os.open(Path(dirpath) / name, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    for folder in reversed(folders):
-        fsync_dir(folder)
-
-
 def checksum_tree(root: Path, skip: frozenset[str] = frozenset({MANIFEST})) -> dict[str, dict[str, Any]]:
     """``{relative path: {"size", "sha256"}}`` for every file under ``root``."""
     out: dict[str, dict[str, Any]] = {}

@@ -250,7 +250,7 @@ class Index:
         from ragsieve.ingest.loaders import _SkipFile, safe_relpath
 
         previous: Index | None = None
-        if (index_dir / storage.CURRENT).exists():
+        if cls.exists(index_dir):
             try:
                 previous = cls.open(index_dir, embedder=embedder)
             except IndexStoreError as exc:
@@ -433,6 +433,7 @@ class Index:
 
         fsync_dir(gens)
         storage.write_current(index_dir, generation, hashlib.sha256(data).hexdigest())
+        storage.finish_upgrade(index_dir)
         logger.info("published generation %s of %s", generation, index_dir)
         storage.collect_garbage(index_dir, generation)
         return cls.open(index_dir, embedder=embedder)
@@ -520,7 +521,7 @@ class Index:
     def _open_legacy(
         cls, directory: Path, embedder: Embedder | None, embedder_config: EmbedderConfig | None
     ) -> Index:
-        """Read (never write) a format-1 index: one folder, no generations, no checksums."""
+        """Read a format-1 index: one folder, no generations, no checksums (a re-ingest upgrades it)."""
         path = directory / "manifest.json"
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -531,8 +532,10 @@ class Index:
         if version != 1:
             raise IndexStoreError(f"{directory} is not a ragsieve index this version can read (format {version!r})")
         logger.warning(
-            "%s is a format-1 index: searched read-only and without checksums; re-ingest into a new folder "
-            "to get a crash-safe, verifiable index", directory
+            "%s is a format-1 index, searched without checksums; re-ingest it (`ragsieve ingest PATH --index %s`) "
+            "to upgrade it to a crash-safe, verifiable index",
+            directory,
+            directory,
         )
         embedder = embedder or load_embedder(embedder_config or EmbedderConfig())
         _check_embedder(embedder, model_name, dim, directory)

@@ -7,7 +7,6 @@ warning and counted in :class:`IngestReport`; they are never dropped silently.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import logging
@@ -20,6 +19,7 @@ from urllib.parse import urlparse
 
 from ragsieve.config import IngestConfig
 from ragsieve.errors import IngestError
+from ragsieve.io import sha256_file
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +63,8 @@ class _SkipFile(Exception):  # noqa: N818 - control flow, never escapes the load
 
 
 def file_hash(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """Content hash that decides whether a re-ingest must re-chunk a file."""
+    return sha256_file(path)
 
 
 def safe_relpath(rel: Path) -> str:
