@@ -13,12 +13,12 @@ def _ids_and_texts(evidence: Sequence[SearchHit] | Sequence[str]) -> tuple[list[
     ids: list[str] = []
     texts: list[str] = []
     for i, e in enumerate(evidence, 1):
-        if isinstance(e, str):
-            ids.append(str(i))
-            texts.append(e)
-        else:
+        if isinstance(e, SearchHit):
             ids.append(e.chunk.id)
             texts.append(e.chunk.text)
+        else:
+            ids.append(str(i))
+            texts.append(str(e))
     return ids, texts
 
 
