@@ -213,8 +213,16 @@ def search(
 
 
 def _clip_line(text: str, width: int) -> str:
-    text = " ".join(text.split())
+    text = " ".join(text.splitlines())
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _clip_middle(text: str, width: int) -> str:
+    """Shorten an id in the middle so its start (folder) and end (chunk number) stay readable."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 def _candidate_status(decisions: list[dict[str, Any]], cid: str) -> str:
@@ -251,16 +259,21 @@ def render_answer(answer: Any, width: int = 80) -> list[str]:
     retrieved: list[dict[str, Any]] = next((e["candidates"] for e in t.stage("retrieve") if e.get("candidates")), [])
     if retrieved:
         used = {h.chunk.id for h in answer.evidence}
-        lines.append(f"candidates ({len(retrieved)}; * = shown to the generator):")
+        lines.append(f"candidates ({len(retrieved)}; * = in the answer's evidence):")
+        for ev in t.stage("judge")[:1]:
+            lines.append(
+                _clip_line(
+                    f" judge {ev['judge']}: relevant >= {ev['upper']:.2f}, irrelevant < {ev['lower']:.2f}", width
+                )
+            )
         for c in retrieved:
             status = _candidate_status(t.decisions, c["id"])
             mark = "*" if c["id"] in used else " "
-            source = c.get("source", "")
+            source = str(c.get("source", ""))
             # Ids of file chunks start with their source: print the source only when it adds to the id.
-            where = c["id"] if str(c["id"]).startswith(source) else f"{c['id']} {source}"
-            prefix = f"{mark}{status} {where} {c.get('score', 0.0):.3f} "
-            if len(prefix) > width - 20:
-                prefix = _clip_line(prefix, width - 21) + " "
+            where = str(c["id"]) if str(c["id"]).startswith(source) else f"{c['id']} {source}"
+            room = max(width - len(status) - 2 - 7 - 16, 12)  # leave at least 16 columns of text
+            prefix = f"{mark}{status} {_clip_middle(where, room)} {c.get('score', 0.0):.3f} "
             first = (c.get("text") or "").strip().splitlines()[0] if (c.get("text") or "").strip() else ""
             lines.append(_clip_line(prefix + first, width))
     if answer.claims:
@@ -274,10 +287,11 @@ def render_answer(answer: Any, width: int = 80) -> list[str]:
             lines.append(_clip_line(f"regeneration skipped: {ev.get('reason', '')}", width))
         else:
             lines.append(_clip_line(f"regenerated with {', '.join(ev['evidence'])}: {ev['reason']}", width))
-    stage_ms = list(t.timings_ms.items())
-    total = sum(v for k, v in stage_ms if k in SIEVE_STAGES)
-    parts = " ".join(f"{k} {v:.0f}" for k, v in stage_ms if k in SIEVE_STAGES)
-    lines.append(_clip_line(f"ms: {parts} | total {total:.0f} | LLM calls {t.llm_calls}", width))
+    stage_ms = [(k, v) for k, v in t.timings_ms.items() if k in SIEVE_STAGES]
+    total = sum(v for _, v in stage_ms)
+    parts = " ".join(f"{k} {v:.0f}" for k, v in stage_ms)
+    calls = f"{t.llm_calls} LLM call{'s' if t.llm_calls != 1 else ''}"
+    lines.append(_clip_line(f"{total:.0f} ms, {calls}: {parts}", width))
     return lines
 
 
@@ -388,8 +402,17 @@ def classify(
         from ragsieve.filtering.cli import classify_filtered
 
         classify_filtered(
-            llm, clf, text, index_dir=index, filter_name=filter_name, fusion=fusion, template=template,
-            proxy=proxy, dkf=dkf, as_json=as_json, out=console,
+            llm,
+            clf,
+            text,
+            index_dir=index,
+            filter_name=filter_name,
+            fusion=fusion,
+            template=template,
+            proxy=proxy,
+            dkf=dkf,
+            as_json=as_json,
+            out=console,
         )
         return
     start = time.perf_counter()

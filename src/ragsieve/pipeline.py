@@ -353,11 +353,11 @@ class JudgeStage(_StageBase):
         for h, s in zip(candidates, scores, strict=True):
             verdict: Verdict
             if s >= upper:
-                label, verdict, reason = "relevant", "kept", f"relevant {s:.2f}>={upper:.2f}"
+                label, verdict, reason = "relevant", "kept", f"relevant {s:.2f}"
             elif s >= lower:
-                label, verdict, reason = "ambiguous", "flagged", f"ambiguous {lower:.2f}<={s:.2f}<{upper:.2f}"
+                label, verdict, reason = "ambiguous", "flagged", f"ambiguous {s:.2f}"
             else:
-                label, verdict, reason = "irrelevant", "dropped", f"irrelevant {s:.2f}<{lower:.2f}"
+                label, verdict, reason = "irrelevant", "dropped", f"irrelevant {s:.2f}"
             state.relevance_labels[h.chunk.id] = label
             trace.decide("judge", h.chunk.id, verdict, reason, s, judge=judge.name)
             if verdict != "dropped":
@@ -936,6 +936,11 @@ class Pipeline:
             if isinstance(out, Answer):
                 return out
             candidates = out
+        if state.confidence is None and self.is_sieve and state.relevance:
+            # verify switched off: the evidence's relevance alone orders the answers.
+            state.confidence = answer_confidence(
+                [], max((state.relevance.get(h.chunk.id, 0.0) for h in state.evidence), default=None)
+            )
         return Answer(
             question=question,
             text=state.text,
