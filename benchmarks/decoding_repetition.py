@@ -13,10 +13,12 @@ python benchmarks/decoding_repetition.py --penalties 1.0,1.1,1.3 --stride 1 --th
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,19 +82,32 @@ def main() -> None:
     llm.warm_up()
     questions = demo_questions()[:: args.stride]
     results: dict[float, dict[str, list[float]]] = {p: {"d2": [], "rep3": [], "cut": [], "acc": []} for p in penalties}
+    # Generations are cached per (question, penalty, max_tokens) so an interrupted run resumes.
+    cache_path = args.index.parent / "decoding_repetition.jsonl"
+    cache: dict[str, dict[str, Any]] = {}
+    if cache_path.is_file():
+        for line in cache_path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            cache[row["key"]] = row
     start = time.perf_counter()
     for qi, q in enumerate(questions):
         trace = Trace(q["question"])
         hits = pipe.retrieve(q["question"], trace)[: cfg.retrieval.k]
         messages = build_answer_messages(q["question"], hits, cfg.generation.max_evidence_chars)
         for p in penalties:
-            llm.repeat_penalty = p  # type: ignore[attr-defined]
-            out = llm.generate(messages, max_tokens=args.max_tokens, temperature=0.0)
+            key = f"{q['id']}|{p}|{args.max_tokens}"
+            if key not in cache:
+                llm.repeat_penalty = p  # type: ignore[attr-defined]
+                out = llm.generate(messages, max_tokens=args.max_tokens, temperature=0.0)
+                cache[key] = {"key": key, "text": out.text, "finish_reason": out.finish_reason}
+                with cache_path.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(cache[key]) + "\n")
+            text, finish = cache[key]["text"], cache[key]["finish_reason"]
             r = results[p]
-            r["d2"].append(distinct_n(out.text, 2) if len(out.text.split()) > 1 else 1.0)
-            r["rep3"].append(repeated_trigram_rate(out.text))
-            r["cut"].append(float(out.finish_reason == "length"))
-            r["acc"].append(float(contains_answer(out.text, q["answer_aliases"])))
+            r["d2"].append(distinct_n(text, 2) if len(text.split()) > 1 else 1.0)
+            r["rep3"].append(repeated_trigram_rate(text))
+            r["cut"].append(float(finish == "length"))
+            r["acc"].append(float(contains_answer(text, q["answer_aliases"])))
         print(f"{qi + 1}/{len(questions)} {time.perf_counter() - start:.0f}s", flush=True)
 
     base = results[1.0]
