@@ -524,6 +524,11 @@ class TaskAdaptivePipeline(Pipeline):
     def retriever(self) -> Retriever | None:
         return self.parts.retriever
 
+    @retriever.setter
+    def retriever(self, retriever: Retriever | None) -> None:
+        # Benchmarks swap in one in-memory pool per question.
+        self.parts.retriever = retriever
+
     @property
     def classifier(self) -> TaskClassifier:
         return self.parts.classifier
