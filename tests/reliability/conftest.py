@@ -34,15 +34,3 @@ def fake_embedder(monkeypatch: pytest.MonkeyPatch) -> HashEmbedder:
     monkeypatch.setattr("ragsieve.embed.load_embedder", lambda config=None: emb)
     monkeypatch.setattr("ragsieve.index.store.load_embedder", lambda config=None: emb)
     return emb
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    from ragsieve.cli import main
-
-    code = 0
-    try:
-        main([str(a) for a in args])
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, " ".join(out.err.split())

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from ragsieve.config import PipelineConfig
 
@@ -45,3 +46,16 @@ def start_worker(corpus: Path, index: Path, *args: str) -> subprocess.Popen[str]
         env=worker_env(),
         cwd=REPO,
     )
+
+
+def run_cli(capsys: Any, *args: object) -> tuple[int, str, str]:
+    """Run the CLI in-process; returns (exit code, stdout, stderr with whitespace collapsed)."""
+    from ragsieve.cli import main
+
+    code = 0
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, " ".join(out.err.split())

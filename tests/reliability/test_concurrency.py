@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 from tests.helpers import HashEmbedder
-from tests.reliability.conftest import run_cli
-from tests.reliability.support import FAST, start_worker, write_corpus
+from tests.reliability.support import FAST, run_cli, start_worker, write_corpus
 
 from ragsieve.errors import IndexStoreError
 from ragsieve.index import Index

@@ -7,8 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.reliability.conftest import run_cli
-from tests.reliability.support import FAST
+from tests.reliability.support import FAST, run_cli
 
 from ragsieve.errors import IndexStoreError, InputError
 from ragsieve.index import Index

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.helpers import HashEmbedder
-from tests.reliability.conftest import run_cli
-from tests.reliability.support import FAST, write_corpus
+from tests.reliability.support import FAST, run_cli, write_corpus
 
 from ragsieve.errors import InputError
 from ragsieve.index import Index

@@ -167,3 +167,19 @@ def test_a_pointer_outside_the_generations_folder_is_refused(small_index, genera
     (small_index.dir / CURRENT).write_text(json.dumps({"generation": generation, "manifest_sha256": "x"}))
     with pytest.raises(IndexStoreError, match="not a valid name inside an index"):
         Index.open(small_index.dir, embedder=HashEmbedder())
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX named pipes")
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_an_index_file_that_is_a_link_or_pipe_is_refused_without_reading_it(small_index, kind):
+    target = small_index.generation_dir / "chunks.jsonl"
+    size = target.stat().st_size
+    target.unlink()
+    if kind == "symlink":
+        outside = small_index.dir.parent / "elsewhere.jsonl"
+        outside.write_bytes(b"x" * size)
+        target.symlink_to(outside)
+    else:
+        os.mkfifo(target)  # opening it for reading would block forever
+    with pytest.raises(IndexStoreError, match="chunks.jsonl is not a regular file"):
+        Index.open(small_index.dir, embedder=HashEmbedder(), verify=True)

@@ -24,6 +24,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -265,9 +266,15 @@ def verify_files(gen_dir: Path, checksums: Any, index_dir: Path, hashes: bool) -
                 f"the manifest in {gen_dir} has a corrupt entry for {rel}; {_reingest_hint(index_dir)}"
             ) from exc
         try:
-            actual = path.stat().st_size
+            st = path.lstat()
         except OSError:
             raise IndexStoreError(f"index file {path} is missing; {_reingest_hint(index_dir)}") from None
+        if not stat.S_ISREG(st.st_mode):
+            # A link could point anywhere, and reading a pipe or device could block forever.
+            raise IndexStoreError(
+                f"index file {path} is not a regular file (a link, pipe or device); {_reingest_hint(index_dir)}"
+            )
+        actual = st.st_size
         if actual != size:
             raise IndexStoreError(
                 f"index file {path} has {actual} bytes, the manifest recorded {size} (truncated or overwritten); "
