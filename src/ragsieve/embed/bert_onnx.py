@@ -127,7 +127,8 @@ def build_bert_graph(model_dir: Path) -> Any:
     positions = g.op("Unsqueeze", [positions, axis0])
     emb = g.op("Gather", [g.const(f32("embeddings.word_embeddings.weight")), "input_ids"], axis=0)
     emb = g.op("Add", [emb, g.op("Gather", [g.const(f32("embeddings.position_embeddings.weight")), positions])])
-    emb = g.op("Add", [emb, g.op("Gather", [g.const(f32("embeddings.token_type_embeddings.weight")), "token_type_ids"])])
+    token_types = g.op("Gather", [g.const(f32("embeddings.token_type_embeddings.weight")), "token_type_ids"])
+    emb = g.op("Add", [emb, token_types])
     h = layer_norm(emb, "embeddings.LayerNorm")
 
     # Additive attention mask: 0 where attended, the float32 minimum where padded (as transformers does).
@@ -153,10 +154,12 @@ def build_bert_graph(model_dir: Path) -> Any:
         scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k]), scale]), additive])
         context = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v])
         context = g.op("Reshape", [g.op("Transpose", [context], perm=[0, 2, 1, 3]), merge_heads])
-        h = layer_norm(g.op("Add", [linear(context, f"{p}.attention.output.dense"), h]), f"{p}.attention.output.LayerNorm")
+        attended = g.op("Add", [linear(context, f"{p}.attention.output.dense"), h])
+        h = layer_norm(attended, f"{p}.attention.output.LayerNorm")
         inner = linear(h, f"{p}.intermediate.dense")
         # exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)), which BERT's "gelu" is
-        gelu = g.op("Mul", [g.op("Mul", [inner, half]), g.op("Add", [one, g.op("Erf", [g.op("Mul", [inner, inv_sqrt2])])])])
+        erf = g.op("Erf", [g.op("Mul", [inner, inv_sqrt2])])
+        gelu = g.op("Mul", [g.op("Mul", [inner, half]), g.op("Add", [one, erf])])
         h = layer_norm(g.op("Add", [linear(gelu, f"{p}.output.dense"), h]), f"{p}.output.LayerNorm")
 
     # Mean over the attended tokens.

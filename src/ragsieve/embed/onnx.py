@@ -3,9 +3,10 @@
 The bundled model ships as safetensors only, so the first warm-up writes it as an ONNX graph
 once and caches the file. BERT-family models (the bundled MiniLM among them) are written straight
 from their weights with ``onnx`` and numpy (:mod:`ragsieve.embed.bert_onnx`), so the core install
-needs no torch; other architectures go through torch's exporter (``pip install 'ragsieve[torch]'``). Tokenisation uses the model
-folder's ``tokenizer.json`` through the ``tokenizers`` library and mean pooling follows the
-folder's ``1_Pooling`` config, so the vectors match sentence-transformers' to float precision.
+needs no torch; other architectures go through torch's exporter (``pip install 'ragsieve[torch]'``).
+Tokenisation uses the model folder's ``tokenizer.json`` through the ``tokenizers`` library and
+mean pooling follows the folder's ``1_Pooling`` config, so the vectors match
+sentence-transformers' to float precision.
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ def export_to_onnx(model_dir: Path, target: Path) -> None:
     except ImportError as exc:
         raise ModelError("exporting the embedder to ONNX needs the onnx package: pip install onnx") from exc
 
-    class MeanPooledEncoder(torch.nn.Module):
+    module_base: Any = torch.nn.Module
+
+    class MeanPooledEncoder(module_base):
         def __init__(self, encoder: Any) -> None:
             super().__init__()
             self.encoder = encoder
