@@ -28,6 +28,9 @@ from pathlib import Path
 
 import tomllib
 
+# Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from benchmarks._report import ROOT, markdown_table, write_section
 
 # As scripts/install.sh: the CPU build that the project is tested with, not PyPI's CUDA default.
