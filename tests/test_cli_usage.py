@@ -183,3 +183,22 @@ def test_hit_block_fits_80_columns_and_shows_the_first_line():
 def test_hit_block_of_a_short_hit_is_not_cut():
     lines = hit_block(_hit("Short text."), width=60)
     assert lines[-1].strip() == "Short text." and lines[1].startswith("  1. astronomy/moon.txt:0")
+
+
+# ---------------------------------------------------------------- ingest progress
+def test_ingest_progress_moves_per_batch_and_times_the_embedder(tmp_path):
+    from tests.helpers import HashEmbedder
+
+    from ragsieve.index import BuildReport, Index
+
+    corpus = tmp_path / "corpus" / "notes"
+    corpus.mkdir(parents=True)
+    for i in range(300):
+        (corpus / f"{i:03d}.txt").write_text(f"Note {i} is about topic {i % 7} and nothing else.")
+    updates: list[tuple[str, int, int]] = []
+    report = BuildReport()
+    Index.build(tmp_path / "corpus", tmp_path / "idx", embedder=HashEmbedder(),
+                progress=lambda stage, done, total: updates.append((stage, done, total)), report=report)
+    embed_done = [done for stage, done, _ in updates if stage == "embed"]
+    assert len(embed_done) >= 3 and embed_done == sorted(embed_done) and embed_done[-1] == 300
+    assert 0 < report.embed_seconds <= report.seconds
