@@ -128,10 +128,11 @@ def measure_rows(parent: Path, groups: list[tuple[str, list[str]]]) -> list[Row]
         for requirement in requirements:
             before, size = installed(venv), tree_megabytes(venv)
             seconds, out = pip(venv, "install", requirement)
+            cpu = LAST_CPU[0]
             after = installed(venv)
-            rows.append(Row(group, requirement, seconds, LAST_CPU[0], tree_megabytes(venv) - size,
+            rows.append(Row(group, requirement, seconds, cpu, tree_megabytes(venv) - size,
                             len(after - before), built_wheels(out)))
-            print(f"{group:12s} {requirement:45s} {seconds:7.1f} s {LAST_CPU[0]:7.1f} cpu-s "
+            print(f"{group:12s} {requirement:45s} {seconds:7.1f} s {cpu:7.1f} cpu-s "
                   f"{rows[-1].megabytes:8.1f} MB {os.getloadavg()[0]:5.1f} load", flush=True)
     for requirement in MODEL_PACKAGES:
         size = tree_megabytes(venv)
