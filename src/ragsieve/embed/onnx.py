@@ -1,10 +1,12 @@
 """Sentence embeddings through ONNX Runtime: the same vectors as the torch backend, faster on a CPU.
 
-The bundled model ships as safetensors only, so the first warm-up exports it to ONNX once
-(this needs torch and onnx, which ragsieve already installs) and caches the file; later runs
-load the cached graph and need neither torch nor transformers. Tokenisation uses the model
-folder's ``tokenizer.json`` through the ``tokenizers`` library and mean pooling follows the
-folder's ``1_Pooling`` config, so the vectors match sentence-transformers' to float precision.
+The bundled model ships as safetensors only, so the first warm-up writes it as an ONNX graph
+once and caches the file. BERT-family models (the bundled MiniLM among them) are written straight
+from their weights with ``onnx`` and numpy (:mod:`ragsieve.embed.bert_onnx`), so the core install
+needs no torch; other architectures go through torch's exporter (``pip install 'ragsieve[torch]'``).
+Tokenisation uses the model folder's ``tokenizer.json`` through the ``tokenizers`` library and
+mean pooling follows the folder's ``1_Pooling`` config, so the vectors match
+sentence-transformers' to float precision.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ragsieve.embed.base import EmbeddingCache, embed_with_cache, l2_normalize
+from ragsieve.embed.bert_onnx import export_bert_to_onnx, is_supported
 from ragsieve.embed.local import BUNDLED_MODEL_NAME, local_model_dir
 from ragsieve.errors import ModelError
 from ragsieve.io import atomic_path, user_cache_dir
@@ -68,20 +71,19 @@ def read_sentence_transformers_settings(model_dir: Path) -> tuple[int, str]:
 
 def export_to_onnx(model_dir: Path, target: Path) -> None:
     """Export a transformers encoder plus mean pooling to ``target`` (atomically)."""
-    try:
-        import torch
-        from transformers import AutoModel
-    except ImportError as exc:
-        raise ModelError(
-            "exporting the embedder to ONNX needs torch and transformers once; install them or use "
-            "embedder.backend = 'sentence-transformers'"
-        ) from exc
+    from ragsieve.extras import require
+
+    purpose = f"exporting {model_dir.name} to ONNX (only BERT models are written without torch)"
+    torch = require("torch", "torch", purpose)
+    AutoModel = require("transformers", "torch", purpose).AutoModel  # noqa: N806
     try:
         import onnx  # noqa: F401  # torch's exporter needs it and fails with a vaguer message
     except ImportError as exc:
         raise ModelError("exporting the embedder to ONNX needs the onnx package: pip install onnx") from exc
 
-    class MeanPooledEncoder(torch.nn.Module):
+    module_base: Any = torch.nn.Module
+
+    class MeanPooledEncoder(module_base):
         def __init__(self, encoder: Any) -> None:
             super().__init__()
             self.encoder = encoder
@@ -189,7 +191,10 @@ class OnnxEmbedder:
         path = self.onnx_path(model_dir)
         if not path.is_file():
             logger.info("exporting %s to ONNX (once; cached at %s)", self.model_name, path)
-            export_to_onnx(model_dir, path)
+            if is_supported(model_dir):
+                export_bert_to_onnx(model_dir, path)
+            else:
+                export_to_onnx(model_dir, path)
         options = ort.SessionOptions()
         options.inter_op_num_threads = 1
         if self.threads:

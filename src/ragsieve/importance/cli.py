@@ -179,8 +179,9 @@ def report(
     top: int = typer.Option(15, min=1, help="How many top and bottom sources to list."),
 ) -> None:
     """Histogram of the weights (PNG) and the top and bottom sources (markdown + console)."""
-    import matplotlib
+    from ragsieve.extras import require
 
+    matplotlib = require("matplotlib", "plots", "the importance histogram")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

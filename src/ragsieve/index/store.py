@@ -82,6 +82,7 @@ class BuildReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
     generation: str = ""
+    embed_seconds: float = 0.0  # the embedder's share of ``seconds``, for chunks/s
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "skipped": [{"path": p, "reason": r} for p, r in self.skipped]}
@@ -360,7 +361,9 @@ class Index:
             else:
                 todo.append(i)
         if todo:
+            embed_start = time.perf_counter()
             embeddings[todo] = _embed_all([chunks[i].text for i in todo], embedder, progress)
+            report.embed_seconds = time.perf_counter() - embed_start
         report.chunks = len(chunks)
         report.chunks_embedded = len(todo)
         extra = {"source": str(corpus.resolve()), "files": new_files}
@@ -831,7 +834,8 @@ def _check_query(query: str, max_chars: int) -> str:
     return query.strip()
 
 
-def _embed_all(texts: list[str], embedder: Embedder, progress: ProgressFn | None, batch: int = 1024) -> np.ndarray:
+def _embed_all(texts: list[str], embedder: Embedder, progress: ProgressFn | None, batch: int = 128) -> np.ndarray:
+    # Small batches so a progress bar moves during embedding; the embedder batches internally anyway.
     embedder.warm_up()
     out = np.empty((len(texts), embedder.dim), dtype=np.float32)
     for start in range(0, len(texts), batch):

