@@ -117,7 +117,7 @@ def test_shell_completion_completes_commands_and_choices():
 
 
 def test_unexpected_errors_are_one_line(monkeypatch, capsys):
-    def broken(index: Path) -> Any:
+    def broken(index: Path, **kwargs: Any) -> Any:
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr("ragsieve.index.Index.open", broken)
