@@ -57,6 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--penalties", default="1.0,1.1,1.3", help="comma-separated repeat_penalty values")
     parser.add_argument("--stride", type=int, default=1, help="every n-th answerable demo question")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many questions")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--index", type=Path, default=Path("runs/demo-index"))
@@ -80,7 +81,7 @@ def main() -> None:
     pipe = Pipeline(cfg, index=index)
     llm = load_llm(cfg.llm)
     llm.warm_up()
-    questions = demo_questions()[:: args.stride]
+    questions = demo_questions()[:: args.stride][: args.limit]
     results: dict[float, dict[str, list[float]]] = {p: {"d2": [], "rep3": [], "cut": [], "acc": []} for p in penalties}
     # Generations are cached per (question, penalty, max_tokens) so an interrupted run resumes.
     cache_path = args.index.parent / "decoding_repetition.jsonl"
