@@ -49,6 +49,7 @@ SUBAPPS = [
     ("ragsieve.tasks.cli", "app", "tasks"),
     ("ragsieve.coe.cli", "app", "coe"),
     ("ragsieve.importance.cli", "app", "importance"),
+    ("ragsieve.serve.cli", "app", "trace"),
 ]
 
 
@@ -379,6 +380,10 @@ def demo(
     pipe = Pipeline(cfg, index=built)
     _print_answer(pipe.ask(question))
 
+
+from ragsieve.serve.cli import serve as _serve  # noqa: E402  (light: fastapi loads when it runs)
+
+app.command("serve")(_serve)
 
 _MOUNTED = False
 
