@@ -14,8 +14,8 @@ import logging
 import re
 import time
 import uuid
-from concurrent.futures import Future
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,7 +282,8 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error_json(exc.status_code, str(exc.detail), "invalid_request_error", headers=exc.headers)
+        headers = dict(exc.headers) if exc.headers else None
+        return _error_json(exc.status_code, str(exc.detail), "invalid_request_error", headers=headers)
 
     @app.exception_handler(ServiceError)
     async def _service(request: Request, exc: ServiceError) -> JSONResponse:
@@ -387,7 +388,9 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
         if not body.stream:
             return {
                 "id": ident, "object": "chat.completion", "created": created, "model": body.model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
                 "usage": usage, "ragsieve_trace": answer,
             }
 

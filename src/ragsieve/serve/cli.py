@@ -37,9 +37,12 @@ def read_api_key(key_file: Path | None, env: str = API_KEY_ENV) -> str | None:
     """The API key from ``key_file`` (first line) or the environment variable ``env``."""
     if key_file is not None:
         try:
-            key = key_file.read_text(encoding="utf-8").strip().splitlines()[0].strip() if key_file.stat().st_size else ""
+            lines = key_file.read_text(encoding="utf-8").strip().splitlines()
         except OSError as exc:
-            raise ConfigError(f"cannot read the API key file {key_file} ({exc}); check the path and permissions") from exc
+            raise ConfigError(
+                f"cannot read the API key file {key_file} ({exc}); check the path and permissions"
+            ) from exc
+        key = lines[0].strip() if lines else ""
         if not key:
             raise ConfigError(f"the API key file {key_file} is empty; write the key on its first line")
         return key

@@ -159,7 +159,9 @@ class Engine:
             fresh = Snapshot(index, index_generation(index, self.index_dir), signature)
             if current is not None:
                 self.reloads += 1
-                logger.info("index %s changed: generation %s -> %s", self.index_dir, current.generation, fresh.generation)
+                logger.info(
+                    "index %s changed: generation %s -> %s", self.index_dir, current.generation, fresh.generation
+                )
                 if self.on_reload is not None:
                     self.on_reload()
             self.problem = None

@@ -66,6 +66,7 @@ class LLMQueue:
         self.default_service_s = default_service_s
         self._executor: ThreadPoolExecutor | None = None
         self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.waiting = 0
         self.running = 0
         self._mean_service_s: float | None = None
@@ -74,8 +75,11 @@ class LLMQueue:
         # Created lazily inside the serving event loop (an asyncio.Lock binds to its loop).
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragsieve-llm")
-        if self._lock is None:
+        loop = asyncio.get_running_loop()
+        if self._lock is None or (self._loop is not loop and self.depth == 0):
+            # An app driven by successive event loops (test clients) gets a lock per loop.
             self._lock = asyncio.Lock()
+            self._loop = loop
         return self._executor, self._lock
 
     @property
@@ -105,16 +109,16 @@ class LLMQueue:
         that completes when the client goes away (it then cancels the wait).
         """
         executor, lock = self._ensure()
-        if self.waiting >= self.capacity:
-            raise QueueFullError(self.capacity, self.retry_after_s())
-        self.waiting += 1
-        acquired = False
-        try:
-            acquired = await self._acquire(lock, deadline, deadline_s, disconnected)
-        finally:
-            self.waiting -= 1
-        if not acquired:  # pragma: no cover - _acquire raises instead
-            raise DeadlineExceededError(deadline_s, "waiting for the model")
+        if lock.locked() or self.waiting:
+            if self.waiting >= self.capacity:
+                raise QueueFullError(self.capacity, self.retry_after_s())
+            self.waiting += 1
+            try:
+                await self._acquire(lock, deadline, deadline_s, disconnected)
+            finally:
+                self.waiting -= 1
+        else:
+            await lock.acquire()  # free: taken at once, without yielding to the loop
         loop = asyncio.get_running_loop()
         self.running += 1
         start = time.perf_counter()
@@ -146,7 +150,7 @@ class LLMQueue:
         deadline: float,
         deadline_s: float,
         disconnected: Callable[[], Awaitable[Any]] | None,
-    ) -> bool:
+    ) -> None:
         acquire = asyncio.ensure_future(lock.acquire())
         watchers: set[asyncio.Future[Any]] = {acquire}
         gone: asyncio.Future[Any] | None = None
@@ -157,7 +161,7 @@ class LLMQueue:
             remaining = max(deadline - time.monotonic(), 0.001)
             done, _ = await asyncio.wait(watchers, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
             if acquire in done:
-                return True
+                return
             if gone is not None and gone in done:
                 raise ClientGoneError()
             raise DeadlineExceededError(deadline_s, "waiting in the LLM queue")
@@ -175,8 +179,9 @@ class LLMQueue:
     def submit(self, fn: Callable[[], T]) -> Future[T]:
         """Start ``fn`` on the LLM thread without waiting for it (the model load at start-up:
         requests that arrive meanwhile run after it)."""
-        executor, _ = self._ensure()
-        return executor.submit(fn)
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragsieve-llm")
+        return self._executor.submit(fn)
 
     def shutdown(self, wait: bool = True) -> None:
         """Let the running job finish (graceful shutdown), then stop the worker."""
