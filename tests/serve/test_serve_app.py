@@ -9,7 +9,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import pytest
@@ -17,6 +17,8 @@ from fastapi.testclient import TestClient
 from tests.serve.fakes import FakePipeline, ServerThread, fake_engine, write_index_dir
 
 from ragsieve.serve.app import ServeSettings, answer_content, create_app
+from ragsieve.serve.engine import DEFAULT_MODEL_NAME, PIPELINE_NAMES
+from ragsieve.serve.schemas import PipelineName
 
 ASK = "/v1/ask"
 CHAT = "/v1/chat/completions"
@@ -145,8 +147,7 @@ def test_malformed_bodies_and_paths_get_json_errors(index_dir: Path) -> None:
     assert not_json.status_code == 422 and "error" in not_json.json()
     assert unknown_field.status_code == 422 and unknown_field.json()["error"]["param"] == "temperature"
     assert unsupported.status_code == 400 and "does not take route" in unsupported.json()["error"]["message"]
-    assert unknown_pipeline.status_code == 400
-    assert "unknown pipeline 'nope'" in unknown_pipeline.json()["error"]["message"]
+    assert unknown_pipeline.status_code == 422 and unknown_pipeline.json()["error"]["param"] == "pipeline"
     assert missing.status_code == 404 and missing.json()["error"]["message"]
     assert wrong_method.status_code == 405 and wrong_method.json()["error"]["message"]
 
@@ -191,6 +192,10 @@ def test_api_key_is_required_everywhere_but_health_and_page(index_dir: Path) -> 
         ok = client.post(ASK, json={"question": "graphene"}, headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200
         assert client.get("/metrics", headers={"X-API-Key": "s3cret"}).status_code == 200
+
+
+def test_request_pipeline_names_follow_the_config() -> None:
+    assert set(get_args(PipelineName)) == {DEFAULT_MODEL_NAME, *PIPELINE_NAMES}
 
 
 def test_answer_content_lists_only_cited_sources() -> None:

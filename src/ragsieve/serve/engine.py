@@ -218,7 +218,7 @@ class Engine:
         unsupported = [key for key in wanted if key not in params]
         if unsupported:
             raise InputError(
-                f"pipeline {name} does not take {', '.join(unsupported)}; leave it out or use pipeline direct"
+                f"pipeline {name} does not take {', '.join(unsupported)}; leave it out of the request"
             )
         answer = pipe.ask(question, **wanted)
         out: dict[str, Any] = answer.to_dict()

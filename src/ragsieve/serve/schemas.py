@@ -15,11 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 MAX_TEXT_CHARS = 20_000
 MAX_K = 100
 
+# Names a request may use for a pipeline: "ragsieve" is the server's default.
+PipelineName = Literal["ragsieve", "plain", "direct", "task-adaptive", "sieve"]
 WhereValue = str | int | float | bool | list[str | int | float | bool]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: 0 is not false and "3" is not 3, so the spec and the validation agree.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ErrorDetail(BaseModel):
@@ -77,7 +80,7 @@ class Claim(BaseModel):
 # ---------------------------------------------------------------------- /v1/ask
 class AskRequest(_Strict):
     question: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, examples=["What is graphene made of?"])
-    pipeline: str | None = Field(None, description="plain, direct, task-adaptive or sieve; default: the server's.")
+    pipeline: PipelineName | None = Field(None, description="Default: the server's pipeline.")
     k: int | None = Field(None, ge=1, le=MAX_K, description="Evidence pieces to use.")
     route: str | None = Field(None, max_length=200, description="all, auto or a domain name.")
     no_retrieval: bool = Field(False, description="Answer from the model alone.")
@@ -160,13 +163,13 @@ class HealthResponse(BaseModel):
 
 # ---------------------------------------------------------------------- /v1/chat/completions
 class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     type: str
     text: str | None = None
 
 
 class ChatMessageIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
 
@@ -175,7 +178,7 @@ class ChatCompletionRequest(BaseModel):
     """OpenAI's chat completion request. The last user message is the question; sampling
     parameters are accepted for compatibility and ignored (the pipeline's config decides)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     model: str = Field(examples=["ragsieve"], description="\"ragsieve\" (the server's pipeline) or a pipeline name.")
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=200)
     stream: bool = False
