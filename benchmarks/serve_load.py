@@ -300,7 +300,7 @@ def main() -> None:
     goal_p95 = ratios[95][0] <= 2.0
     body = f"""Data: the bundled demo corpus ({len(questions)} demo questions, drawn at random per request), index built
 with the default config, answers capped at {args.max_tokens} tokens; models: bundled all-MiniLM-L6-v2
-(ONNX) and SmolLM2-135M-Instruct Q4_1 with
+(ONNX) and SmolLM2-135M-Instruct Q4_1, pipeline `{PipelineConfig().pipeline}` (the default), with
 {args.threads} llama.cpp thread(s). {args.clients} concurrent clients, {args.ask_fraction:.0%} `/v1/ask` and the rest
 `/v1/search` (k={args.k}); {args.duration:g} s per phase (HTTP phase ran {http_s:.1f} s, in-process {inproc_s:.1f} s);
 LLM queue size {args.queue_size}. Clients back off for `Retry-After` after a 429. Load average (1/5/15 min) before:

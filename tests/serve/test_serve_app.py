@@ -320,6 +320,27 @@ def test_reingested_index_is_picked_up_without_restart(tmp_path: Path) -> None:
     assert "ragsieve_index_reloads_total 1.0" in metrics
 
 
+def test_a_broken_reingest_keeps_the_previous_index_serving(tmp_path: Path) -> None:
+    index_dir = write_index_dir(tmp_path / "idx", n_docs=3)
+    with TestClient(create_app(fake_engine(index_dir), ServeSettings())) as client:
+        first = client.post("/v1/search", json={"query": "graphene"}).json()
+        chunks = (index_dir / "chunks.json").read_text(encoding="utf-8")
+        (index_dir / "chunks.json").unlink()
+        write_manifest = json.dumps({"n_chunks": 3, "t": time.time_ns()})
+        (index_dir / "manifest.json").write_text(write_manifest + " ", encoding="utf-8")
+        during = client.post("/v1/search", json={"query": "graphene"})
+        health = client.get("/v1/health").json()
+        (index_dir / "chunks.json").write_text(chunks, encoding="utf-8")
+        (index_dir / "manifest.json").write_text(write_manifest, encoding="utf-8")
+        after = client.get("/v1/health").json()
+        client.post("/v1/search", json={"query": "graphene"})
+        recovered = client.get("/v1/health").json()
+    assert during.status_code == 200 and during.json()["index_generation"] == first["index_generation"]
+    assert health["status"] == "degraded" and "still serving the previous one" in health["problem"]
+    assert after["status"] == "degraded"  # health itself does not reload; the next request does
+    assert recovered["status"] == "ok" and recovered["index_generation"] != first["index_generation"]
+
+
 def test_metrics_count_requests_errors_and_stage_latency(index_dir: Path) -> None:
     with _client(index_dir) as client:
         client.post(ASK, json={"question": "graphene"})

@@ -66,7 +66,14 @@ def serve(
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
 ) -> None:
     """Serve the index over HTTP: OpenAI-compatible chat, /v1/ask, /v1/search, /metrics and a trace page."""
-    import uvicorn
+    try:
+        import fastapi  # noqa: F401
+        import prometheus_client  # noqa: F401
+        import uvicorn
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            f"`ragsieve serve` needs {exc.name}, which is not installed; run `pip install 'ragsieve[serve]'`"
+        ) from exc
 
     from ragsieve.cli import _config
     from ragsieve.serve.app import ServeSettings, create_app

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from ragsieve.config import PipelineConfig, apply_overrides
-from ragsieve.errors import ConfigError, InputError, RagsieveError
+from ragsieve.errors import ConfigError, InputError
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +150,8 @@ class Engine:
                 return current
             try:
                 index = self._open_index()
-            except RagsieveError as exc:
+            except Exception as exc:
+                # A half-written or broken re-ingest must not take down a working service.
                 if current is None:
                     raise
                 self.problem = f"reloading the re-ingested index failed ({exc}); still serving the previous one"
