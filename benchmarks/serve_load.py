@@ -9,7 +9,8 @@ demo questions (`/v1/search` with probability 0.9, `/v1/ask` otherwise) until `-
 seconds or `--max-requests` requests. The server's RSS is sampled every 0.5 s.
 Phase 2 runs the same mix with the same number of threads through `Engine.search` /
 `Engine.ask` in this process (asks serialised, as the server does), for the same duration,
-so the overhead ratio compares the two paths in one run. 429s (LLM queue full) are counted
+with the same bounded LLM queue (a full queue is a 429 and the thread backs off), so the
+overhead ratio compares the two paths in one run. 429s (LLM queue full) are counted
 apart from errors. Percentile intervals are 95% bootstrap intervals over requests.
 """
 
@@ -42,6 +43,8 @@ from ragsieve.demo import demo_corpus_dir, demo_questions
 # apart: they are the run's cut-off, not failures.
 CUT = -1
 GRACE_S = 5.0
+# Clients wait Retry-After seconds after a 429, at most this long (the in-process phase waits this long).
+RETRY_AFTER_CAP_S = 5.0
 
 
 def percentile_ci(
@@ -124,7 +127,7 @@ async def http_phase(url: str, args: argparse.Namespace, questions: list[str], r
                 resp = await asyncio.wait_for(http.post(f"/v1/{endpoint}", json=body), timeout=remaining)
                 status = resp.status_code
                 if status == 429:
-                    await asyncio.sleep(min(float(resp.headers.get("Retry-After", "1")), 5.0))
+                    await asyncio.sleep(min(float(resp.headers.get("Retry-After", "1")), RETRY_AFTER_CAP_S))
             except asyncio.TimeoutError:
                 status = CUT
             except Exception:  # noqa: BLE001 - a failed request is a measured error, not a crash
@@ -150,6 +153,7 @@ def inprocess_phase(args: argparse.Namespace, questions: list[str], rec: Recorde
     stop_at = time.monotonic() + args.duration
     budget = [args.max_requests]
     budget_lock = threading.Lock()
+    waiting = [0]
 
     def worker(i: int) -> None:
         rng = random.Random(args.seed * 1000 + i)
@@ -164,18 +168,31 @@ def inprocess_phase(args: argparse.Namespace, questions: list[str], rec: Recorde
             try:
                 status = 200
                 if ask:
-                    if llm_lock.acquire(timeout=max(stop_at + GRACE_S - time.monotonic(), 0.0)):
-                        try:
-                            engine.ask(question)
-                        finally:
-                            llm_lock.release()
+                    # The server's bounded queue, so that threads are released the same way.
+                    with budget_lock:
+                        full = waiting[0] >= args.queue_size
+                        if not full:
+                            waiting[0] += 1
+                    if full:
+                        status = 429
                     else:
-                        status = CUT
+                        acquired = llm_lock.acquire(timeout=max(stop_at + GRACE_S - time.monotonic(), 0.0))
+                        with budget_lock:
+                            waiting[0] -= 1
+                        if acquired:
+                            try:
+                                engine.ask(question)
+                            finally:
+                                llm_lock.release()
+                        else:
+                            status = CUT
                 else:
                     engine.search(question, k=args.k)
             except Exception:  # noqa: BLE001
                 status = 0
             rec.add("ask" if ask else "search", status, (time.perf_counter() - start) * 1000)
+            if status == 429:
+                time.sleep(RETRY_AFTER_CAP_S)
 
     start = time.monotonic()
     with ThreadPoolExecutor(args.clients) as pool:
@@ -279,6 +296,12 @@ def main() -> None:
     http = summarise(http_rec, http_s, rng)
     lib = summarise(inproc_rec, inproc_s, rng)
     rss = [r for _, r in samples if r == r]
+    t0 = samples[0][0] if samples else 0.0
+    windows: dict[int, list[float]] = {}
+    for t, r in samples:
+        if r == r:
+            windows.setdefault(int((t - t0) // 10), []).append(r)
+    rss_windows = ", ".join(f"{np.mean(v):.0f}" for _, v in sorted(windows.items()))
     tenth = max(1, len(rss) // 10)
     rss_first, rss_last = float(np.mean(rss[:tenth])), float(np.mean(rss[-tenth:]))
     ratios = {q: ratio_ci(http["endpoints"]["search"]["latencies"], lib["endpoints"]["search"]["latencies"], q, rng)
@@ -317,7 +340,8 @@ LLM queue size {args.queue_size}. Clients back off for `Retry-After` after a 429
   p95 ratio {ratios[95][0]:.2f} [{ratios[95][1]:.2f}, {ratios[95][2]:.2f}]
   (goal ≤ 2: {"met" if goal_p95 else "not met"}).
 - Server RSS: {rss_warm:.0f} MB warm, peak {max(rss):.0f} MB under load; mean of the first tenth of the run
-  {rss_first:.0f} MB, of the last tenth {rss_last:.0f} MB ({len(rss)} samples, every 0.5 s).
+  {rss_first:.0f} MB, of the last tenth {rss_last:.0f} MB ({len(rss)} samples, every 0.5 s); mean per 10 s:
+  {rss_windows} MB.
 - The server's own `/metrics` after the run: LLM queue depth
   {_metric(metrics, "ragsieve_llm_queue_depth")}, 429s counted by the server
   {_metric(metrics, 'ragsieve_http_rejected_total{endpoint="/v1/ask"}')}.

@@ -16,9 +16,9 @@ import pytest
 from fastapi.testclient import TestClient
 from tests.serve.fakes import FakePipeline, ServerThread, fake_engine, write_index_dir
 
-from ragsieve.serve.app import ServeSettings, answer_content, create_app
+from ragsieve.serve.app import ServeSettings, answer_content, create_app, fast_json
 from ragsieve.serve.engine import DEFAULT_MODEL_NAME, PIPELINE_NAMES
-from ragsieve.serve.schemas import PipelineName
+from ragsieve.serve.schemas import PipelineName, SearchResponse
 
 ASK = "/v1/ask"
 CHAT = "/v1/chat/completions"
@@ -196,6 +196,15 @@ def test_api_key_is_required_everywhere_but_health_and_page(index_dir: Path) -> 
 
 def test_request_pipeline_names_follow_the_config() -> None:
     assert set(get_args(PipelineName)) == {DEFAULT_MODEL_NAME, *PIPELINE_NAMES}
+
+
+def test_fast_json_validates_and_writes_nan_as_null() -> None:
+    hit = {"id": "a", "rank": 1, "score": float("nan"), "scores": {"dense": float("inf")}}
+    resp = fast_json(SearchResponse, {"query": "q", "hits": [hit], "trace": {}})
+    body = json.loads(resp.body)
+    assert body["hits"][0]["score"] is None and body["hits"][0]["scores"]["dense"] is None
+    with pytest.raises(ValueError):
+        fast_json(SearchResponse, {"query": "q"})
 
 
 def test_answer_content_lists_only_cited_sources() -> None:
