@@ -3,15 +3,16 @@
     python benchmarks/serve_load.py                       # 50 clients, 60 s, 90% search / 10% ask
     python benchmarks/serve_load.py --duration 10 --clients 10 --no-write   # a quick look
 
-Phase 1 starts `ragsieve serve` on the demo index with the bundled models in a subprocess,
-waits until it is warm, then runs `--clients` asyncio+httpx clients, each looping over the
-demo questions (`/v1/search` with probability 0.9, `/v1/ask` otherwise) until `--duration`
-seconds or `--max-requests` requests. The server's RSS is sampled every 0.5 s.
-Phase 2 runs the same mix with the same number of threads through `Engine.search` /
-`Engine.ask` in this process (asks serialised, as the server does), for the same duration,
-with the same bounded LLM queue (a full queue is a 429 and the thread backs off), so the
-overhead ratio compares the two paths in one run. 429s (LLM queue full) are counted
-apart from errors. Percentile intervals are 95% bootstrap intervals over requests.
+The run starts `ragsieve serve` on the demo index with the bundled models in a subprocess and
+loads the same library in this process. It then alternates `--slices` slices of each path, for
+`--duration` seconds of load per path in all:
+- HTTP: `--clients` asyncio+httpx clients, each looping over the demo questions (`/v1/search`
+  with probability 0.9, `/v1/ask` otherwise);
+- in-process: as many threads doing the same through `Engine.search` / `Engine.ask`, with the
+  server's concurrency (asks on one LLM thread behind the same bounded queue; full: a 429).
+Requests still running a few seconds after a slice ends are abandoned and counted apart, as are
+429s. The server's RSS is sampled every 0.5 s. Percentile intervals are 95% bootstrap intervals
+over requests.
 """
 
 from __future__ import annotations
@@ -99,105 +100,114 @@ def ensure_index(index: Path) -> None:
 class Recorder:
     def __init__(self) -> None:
         self.rows: list[tuple[str, int, float, float]] = []  # endpoint, status (0 = exception), ms, t
+        self.exceptions: dict[str, int] = {}
         self.lock = threading.Lock()
 
-    def add(self, endpoint: str, status: int, ms: float) -> None:
+    def add(self, endpoint: str, status: int, ms: float, exc: BaseException | None = None) -> None:
         with self.lock:
             self.rows.append((endpoint, status, ms, time.monotonic()))
+            if exc is not None:
+                name = type(exc).__name__
+                self.exceptions[name] = self.exceptions.get(name, 0) + 1
 
 
-async def http_phase(url: str, args: argparse.Namespace, questions: list[str], rec: Recorder) -> float:
+async def http_slice(
+    url: str, args: argparse.Namespace, questions: list[str], rec: Recorder, seconds: float, seed: int
+) -> None:
     import httpx
 
-    stop_at = time.monotonic() + args.duration
-    budget = [args.max_requests]
+    stop_at = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
 
     async def client(i: int, http: Any) -> None:
-        rng = random.Random(args.seed * 1000 + i)
-        while time.monotonic() < stop_at and budget[0] > 0:
-            budget[0] -= 1
+        rng = random.Random(seed * 1000 + i)
+        while time.monotonic() < stop_at:
             question = rng.choice(questions)
             ask = rng.random() < args.ask_fraction
             endpoint = "ask" if ask else "search"
             body = {"question": question} if ask else {"query": question, "k": args.k}
             start = time.perf_counter()
+            error: BaseException | None = None
             try:
                 remaining = stop_at + GRACE_S - time.monotonic()
                 resp = await asyncio.wait_for(http.post(f"/v1/{endpoint}", json=body), timeout=remaining)
                 status = resp.status_code
-                if status == 429:
-                    await asyncio.sleep(min(float(resp.headers.get("Retry-After", "1")), RETRY_AFTER_CAP_S))
             except asyncio.TimeoutError:
                 status = CUT
-            except Exception:  # noqa: BLE001 - a failed request is a measured error, not a crash
-                status = 0
-            rec.add(endpoint, status, (time.perf_counter() - start) * 1000)
+            except Exception as exc:  # noqa: BLE001 - a failed request is a measured error, not a crash
+                status, error = 0, exc
+            rec.add(endpoint, status, (time.perf_counter() - start) * 1000, error)
+            if status == 429:
+                await asyncio.sleep(min(float(resp.headers.get("Retry-After", "1")), RETRY_AFTER_CAP_S))
 
-    start = time.monotonic()
     async with httpx.AsyncClient(base_url=url, timeout=args.request_timeout, limits=limits) as http:
         await asyncio.gather(*(client(i, http) for i in range(args.clients)))
-    return time.monotonic() - start
 
 
-def inprocess_phase(args: argparse.Namespace, questions: list[str], rec: Recorder) -> float:
-    from ragsieve.serve.engine import Engine
+class InProcess:
+    """The library called directly, with the server's concurrency: searches on worker threads,
+    asks on one LLM thread behind a bounded queue (full: a 429), abandoned at the slice end."""
 
-    cfg = apply_overrides(
-        PipelineConfig(index_dir=str(args.index)),
-        {"llm.n_threads": args.threads, "generation.max_tokens": args.max_tokens},
-    )
-    engine = Engine(cfg)
-    engine.warm_up()
-    llm_lock = threading.Lock()
-    stop_at = time.monotonic() + args.duration
-    budget = [args.max_requests]
-    budget_lock = threading.Lock()
-    waiting = [0]
+    def __init__(self, args: argparse.Namespace) -> None:
+        from ragsieve.serve.engine import Engine
 
-    def worker(i: int) -> None:
-        rng = random.Random(args.seed * 1000 + i)
-        while time.monotonic() < stop_at:
-            with budget_lock:
-                if budget[0] <= 0:
-                    return
-                budget[0] -= 1
-            question = rng.choice(questions)
-            ask = rng.random() < args.ask_fraction
-            start = time.perf_counter()
-            try:
+        cfg = apply_overrides(
+            PipelineConfig(index_dir=str(args.index)),
+            {"llm.n_threads": args.threads, "generation.max_tokens": args.max_tokens},
+        )
+        self.engine = Engine(cfg)
+        self.engine.warm_up()
+        self.args = args
+        self.llm = ThreadPoolExecutor(1, thread_name_prefix="bench-llm")
+        self.pending = 0
+        self.lock = threading.Lock()
+
+    def _done(self, _: Any) -> None:
+        with self.lock:
+            self.pending -= 1
+
+    def run_slice(self, questions: list[str], rec: Recorder, seconds: float, seed: int) -> None:
+        args = self.args
+        stop_at = time.monotonic() + seconds
+
+        def worker(i: int) -> None:
+            rng = random.Random(seed * 1000 + i)
+            while time.monotonic() < stop_at:
+                question = rng.choice(questions)
+                ask = rng.random() < args.ask_fraction
+                start = time.perf_counter()
+                error: BaseException | None = None
                 status = 200
-                if ask:
-                    # The server's bounded queue, so that threads are released the same way.
-                    with budget_lock:
-                        full = waiting[0] >= args.queue_size
-                        if not full:
-                            waiting[0] += 1
-                    if full:
-                        status = 429
-                    else:
-                        acquired = llm_lock.acquire(timeout=max(stop_at + GRACE_S - time.monotonic(), 0.0))
-                        with budget_lock:
-                            waiting[0] -= 1
-                        if acquired:
-                            try:
-                                engine.ask(question)
-                            finally:
-                                llm_lock.release()
+                try:
+                    if ask:
+                        with self.lock:
+                            # pending counts the running ask too; the server's queue_size excludes it
+                            full = self.pending > args.queue_size
+                            if not full:
+                                self.pending += 1
+                        if full:
+                            status = 429
                         else:
-                            status = CUT
-                else:
-                    engine.search(question, k=args.k)
-            except Exception:  # noqa: BLE001
-                status = 0
-            rec.add("ask" if ask else "search", status, (time.perf_counter() - start) * 1000)
-            if status == 429:
-                time.sleep(RETRY_AFTER_CAP_S)
+                            future = self.llm.submit(self.engine.ask, question)
+                            future.add_done_callback(self._done)
+                            try:
+                                future.result(timeout=max(stop_at + GRACE_S - time.monotonic(), 0.0))
+                            except TimeoutError:
+                                future.cancel()  # as a client disconnect cancels queued work
+                                status = CUT
+                    else:
+                        self.engine.search(question, k=args.k)
+                except Exception as exc:  # noqa: BLE001
+                    status, error = 0, exc
+                rec.add("ask" if ask else "search", status, (time.perf_counter() - start) * 1000, error)
+                if status == 429:
+                    time.sleep(min(RETRY_AFTER_CAP_S, max(stop_at - time.monotonic(), 0.0)))
 
-    start = time.monotonic()
-    with ThreadPoolExecutor(args.clients) as pool:
-        list(pool.map(worker, range(args.clients)))
-    return time.monotonic() - start
+        with ThreadPoolExecutor(args.clients) as pool:
+            list(pool.map(worker, range(args.clients)))
+
+    def close(self) -> None:
+        self.llm.shutdown(wait=True, cancel_futures=True)
 
 
 def summarise(rec: Recorder, seconds: float, rng: np.random.Generator) -> dict[str, Any]:
@@ -225,8 +235,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", type=Path, default=ROOT / "runs" / "serve-load" / "demo-index")
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds per phase")
-    parser.add_argument("--max-requests", type=int, default=100_000, help="request cap per phase")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load per path")
+    parser.add_argument("--slices", type=int, default=6, help="alternate HTTP and in-process this many times")
     parser.add_argument("--ask-fraction", type=float, default=0.1)
     parser.add_argument("-k", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
@@ -252,6 +262,7 @@ def main() -> None:
     )
     samples: list[tuple[float, float]] = []
     sampling = threading.Event()
+    library = InProcess(args)
     try:
         import httpx
 
@@ -277,9 +288,19 @@ def main() -> None:
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         load_before = os.getloadavg()
-        http_rec = Recorder()
-        http_s = asyncio.run(http_phase(url, args, questions, http_rec))
-        load_after_http = os.getloadavg()
+        http_rec, inproc_rec = Recorder(), Recorder()
+        http_s = inproc_s = 0.0
+        slice_s = args.duration / args.slices
+        # Alternating short slices of each path keep the shared machine's drifting load from
+        # favouring one of them.
+        for i in range(args.slices):
+            t = time.monotonic()
+            asyncio.run(http_slice(url, args, questions, http_rec, slice_s, seed=args.seed * 100 + i))
+            http_s += time.monotonic() - t
+            t = time.monotonic()
+            library.run_slice(questions, inproc_rec, slice_s, seed=args.seed * 100 + i)
+            inproc_s += time.monotonic() - t
+        load_after = os.getloadavg()
         sampling.set()
         sampler.join()
         metrics = httpx.get(url + "/metrics", timeout=10).text
@@ -289,9 +310,7 @@ def main() -> None:
             server.wait(timeout=60)
         except subprocess.TimeoutExpired:
             server.kill()
-    inproc_rec = Recorder()
-    inproc_s = inprocess_phase(args, questions, inproc_rec)
-    load_after = os.getloadavg()
+        library.close()
 
     http = summarise(http_rec, http_s, rng)
     lib = summarise(inproc_rec, inproc_s, rng)
@@ -325,11 +344,12 @@ def main() -> None:
 with the default config, answers capped at {args.max_tokens} tokens; models: bundled all-MiniLM-L6-v2
 (ONNX) and SmolLM2-135M-Instruct Q4_1, pipeline `{PipelineConfig().pipeline}` (the default), with
 {args.threads} llama.cpp thread(s). {args.clients} concurrent clients, {args.ask_fraction:.0%} `/v1/ask` and the rest
-`/v1/search` (k={args.k}); {args.duration:g} s per phase (HTTP phase ran {http_s:.1f} s, in-process {inproc_s:.1f} s);
-LLM queue size {args.queue_size}. Clients back off for `Retry-After` after a 429. Load average (1/5/15 min) before:
-{load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f}, after the HTTP phase:
-{load_after_http[0]:.2f}/{load_after_http[1]:.2f}/{load_after_http[2]:.2f}, after both:
-{load_after[0]:.2f}/{load_after[1]:.2f}/{load_after[2]:.2f} (the machine is shared with other jobs).
+`/v1/search` (k={args.k}); {args.duration:g} s of load per path in {args.slices} alternating slices (HTTP
+slices took {http_s:.1f} s, in-process {inproc_s:.1f} s, each including up to {GRACE_S:g} s to finish);
+LLM queue size {args.queue_size}. Clients back off for `Retry-After` (at most {RETRY_AFTER_CAP_S:g} s) after a 429.
+Load average (1/5/15 min) before: {load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f}, after:
+{load_after[0]:.2f}/{load_after[1]:.2f}/{load_after[2]:.2f} on {os.cpu_count()} cores (the machine is shared
+with other jobs). Client exceptions over HTTP: {http_rec.exceptions or "none"}.
 
 {table}
 
@@ -339,9 +359,9 @@ LLM queue size {args.queue_size}. Clients back off for `Retry-After` after a 429
 - Search latency, HTTP over in-process: p50 ratio {ratios[50][0]:.2f} [{ratios[50][1]:.2f}, {ratios[50][2]:.2f}],
   p95 ratio {ratios[95][0]:.2f} [{ratios[95][1]:.2f}, {ratios[95][2]:.2f}]
   (goal ≤ 2: {"met" if goal_p95 else "not met"}).
-- Server RSS: {rss_warm:.0f} MB warm, peak {max(rss):.0f} MB under load; mean of the first tenth of the run
-  {rss_first:.0f} MB, of the last tenth {rss_last:.0f} MB ({len(rss)} samples, every 0.5 s); mean per 10 s:
-  {rss_windows} MB.
+- Server RSS (sampled through the whole run): {rss_warm:.0f} MB warm, peak {max(rss):.0f} MB; mean of the first
+  tenth of the run {rss_first:.0f} MB, of the last tenth {rss_last:.0f} MB ({len(rss)} samples, every 0.5 s);
+  mean per 10 s: {rss_windows} MB.
 - The server's own `/metrics` after the run: LLM queue depth
   {_metric(metrics, "ragsieve_llm_queue_depth")}, 429s counted by the server
   {_metric(metrics, 'ragsieve_http_rejected_total{endpoint="/v1/ask"}')}.

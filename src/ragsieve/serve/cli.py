@@ -99,6 +99,9 @@ def serve(
         application, host=host, port=port, log_level="warning",
         # In-flight requests get up to one deadline to finish after SIGTERM/Ctrl-C.
         timeout_graceful_shutdown=int(deadline) + 1,
+        # Longer than a client's usual pause (a 429's Retry-After): a keep-alive connection closed
+        # by the server just as the client reuses it fails that request.
+        timeout_keep_alive=30,
     )
 
 
