@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import json
 import logging
+import os
 import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -79,6 +83,9 @@ class ServeSettings:
     queue_size: int = 16
     deadline_s: float = 120.0
     warm_up: bool = True
+    # Searches running at once; more wait on the event loop. Beyond the core count, extra threads
+    # only contend for the GIL with the event loop that parses requests and writes answers.
+    search_threads: int = field(default_factory=lambda: max(2, os.cpu_count() or 2))
 
 
 class ServiceError(Exception):
@@ -313,9 +320,14 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
             fn, deadline=time.monotonic() + deadline_s, deadline_s=deadline_s, disconnected=_until_disconnect(request)
         )
 
+    search_limiter = anyio.CapacityLimiter(settings.search_threads)
+
     async def in_threadpool(fn: Callable[..., Any], **kwargs: Any) -> Any:
+        call = functools.partial(fn, **kwargs)
         try:
-            return await asyncio.wait_for(run_in_threadpool(fn, **kwargs), timeout=settings.deadline_s)
+            return await asyncio.wait_for(
+                anyio.to_thread.run_sync(call, limiter=search_limiter), timeout=settings.deadline_s
+            )
         except asyncio.TimeoutError as exc:
             raise DeadlineExceededError(settings.deadline_s, "searching") from exc
 
