@@ -237,6 +237,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load per path")
     parser.add_argument("--slices", type=int, default=6, help="alternate HTTP and in-process this many times")
+    parser.add_argument("--baseline", type=float, default=10.0, help="seconds per path of 1-client searches (0: skip)")
     parser.add_argument("--ask-fraction", type=float, default=0.1)
     parser.add_argument("-k", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
@@ -301,6 +302,15 @@ def main() -> None:
             library.run_slice(questions, inproc_rec, slice_s, seed=args.seed * 100 + i)
             inproc_s += time.monotonic() - t
         load_after = os.getloadavg()
+        # One client, searches only: the per-request cost of HTTP without contention.
+        solo = argparse.Namespace(**{**vars(args), "clients": 1, "ask_fraction": 0.0})
+        solo_http, solo_lib = Recorder(), Recorder()
+        if args.baseline > 0:
+            library.args = solo
+            for i in range(2):
+                asyncio.run(http_slice(url, solo, questions, solo_http, args.baseline / 2, seed=10_000 + i))
+                library.run_slice(questions, solo_lib, args.baseline / 2, seed=10_000 + i)
+            library.args = args
         sampling.set()
         sampler.join()
         metrics = httpx.get(url + "/metrics", timeout=10).text
@@ -340,6 +350,7 @@ def main() -> None:
          "errors", "429s", "cut at end"], rows)
     errors = sum(http["endpoints"][e]["errors"] for e in ("search", "ask"))
     goal_p95 = ratios[95][0] <= 2.0
+    baseline = _baseline(solo_http, solo_lib, rng)
     body = f"""Data: the bundled demo corpus ({len(questions)} demo questions, drawn at random per request), index built
 with the default config, answers capped at {args.max_tokens} tokens; models: bundled all-MiniLM-L6-v2
 (ONNX) and SmolLM2-135M-Instruct Q4_1, pipeline `{PipelineConfig().pipeline}` (the default), with
@@ -359,7 +370,7 @@ with other jobs). Client exceptions over HTTP: {http_rec.exceptions or "none"}.
 - Search latency, HTTP over in-process: p50 ratio {ratios[50][0]:.2f} [{ratios[50][1]:.2f}, {ratios[50][2]:.2f}],
   p95 ratio {ratios[95][0]:.2f} [{ratios[95][1]:.2f}, {ratios[95][2]:.2f}]
   (goal ≤ 2: {"met" if goal_p95 else "not met"}).
-- Server RSS (sampled through the whole run): {rss_warm:.0f} MB warm, peak {max(rss):.0f} MB; mean of the first
+{baseline}- Server RSS (sampled all through): {rss_warm:.0f} MB warm, peak {max(rss):.0f} MB; mean of the first
   tenth of the run {rss_first:.0f} MB, of the last tenth {rss_last:.0f} MB ({len(rss)} samples, every 0.5 s);
   mean per 10 s: {rss_windows} MB.
 - The server's own `/metrics` after the run: LLM queue depth
@@ -374,6 +385,19 @@ with other jobs). Client exceptions over HTTP: {http_rec.exceptions or "none"}.
         raw.write_text(
             json.dumps({"http": http_rec.rows, "inprocess": inproc_rec.rows, "rss": samples}), encoding="utf-8"
         )
+
+
+def _baseline(http_rec: Recorder, lib_rec: Recorder, rng: np.random.Generator) -> str:
+    http = [r[2] for r in http_rec.rows if r[1] == 200]
+    lib = [r[2] for r in lib_rec.rows if r[1] == 200]
+    if not http or not lib:
+        return ""
+    p50, p95 = ratio_ci(http, lib, 50, rng), ratio_ci(http, lib, 95, rng)
+    return (
+        f"- Without contention (1 client, searches only, {len(http)} HTTP / {len(lib)} in-process requests): p50 "
+        f"{np.percentile(http, 50):.1f} ms over HTTP vs {np.percentile(lib, 50):.1f} ms in-process (ratio "
+        f"{p50[0]:.2f} [{p50[1]:.2f}, {p50[2]:.2f}]), p95 ratio {p95[0]:.2f} [{p95[1]:.2f}, {p95[2]:.2f}].\n"
+    )
 
 
 def _metric(text: str, name: str) -> str:
