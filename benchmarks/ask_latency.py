@@ -34,7 +34,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     index_dir = args.index or Path(tempfile.mkdtemp()) / "demo-index"
-    cfg = apply_overrides(PipelineConfig(index_dir=str(index_dir)), {"llm.n_threads": args.threads})
+    cfg = apply_overrides(PipelineConfig(index_dir=str(index_dir), pipeline="plain"), {"llm.n_threads": args.threads})
     t0 = time.perf_counter()
     index = Index.build(demo_corpus_dir(), index_dir, config=cfg)
     build_s = time.perf_counter() - t0

@@ -52,6 +52,7 @@ def main() -> None:
 
     cfg = PipelineConfig(
         index_dir=args.index_dir,
+        pipeline="plain",
         llm=LLMConfig(n_threads=1),
         retrieval=RetrievalConfig(k=args.k),
         generation=GenerationConfig(max_tokens=args.max_tokens, temperature=0.0),

@@ -78,7 +78,10 @@ def test_ingest_counts_skipped_files(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_ask_json_has_the_full_trace(cli_index, capsys):
-    code, out, _ = run(capsys, "ask", "What do ribosomes build?", "--index", str(cli_index), "--json", "--threads", "1")
+    code, out, _ = run(
+        capsys, "ask", "What do ribosomes build?", "--index", str(cli_index), "--json", "--threads", "1",
+        "--pipeline", "plain",
+    )
     assert code == 0
     data = json.loads(out)
     assert data["answer"]

@@ -164,3 +164,30 @@ def test_refine_keeps_best_sentences_in_order(evaluator_path) -> None:
             None,
             TaskAdaptiveConfig(classifier="tfidf", evaluator_path=evaluator_path),
         ).ask(" ")
+
+
+def test_task_adaptive_is_a_preset_of_the_one_pipeline(evaluator_path) -> None:
+    from ragsieve.pipeline import Pipeline
+
+    pipe, _ = make(evaluator_path, texts=["Frank Herbert [1]."], upper=0.0, lower=0.0)
+    assert isinstance(pipe, Pipeline) and pipe.preset == "task-adaptive"
+    assert [s.name for s in pipe.stages] == ["need", "retrieve", "judge", "generate"]
+    emb = HashEmbedder()
+    pipe.retriever = ListRetriever(CHUNKS[2:], emb)  # benchmarks swap the pool per question
+    ans = pipe.ask("When was Dune published?")
+    assert {h.chunk.id for h in ans.evidence} <= {"b1"}
+    judged = [d for d in ans.trace.decisions if d["check"] == "judge"]
+    assert [d["id"] for d in judged] == ["b1"] and "score" in judged[0]
+    assert {"need", "retrieve", "judge", "generate"} <= set(ans.trace.timings_ms)
+
+
+def test_task_adaptive_ablation_skips_the_evaluator(evaluator_path) -> None:
+    emb = HashEmbedder()
+    conf = TaskAdaptiveConfig(
+        classifier="fixed", fixed_task="information_retrieval", evaluator_path=evaluator_path, hyde=False
+    )
+    pipe = TaskAdaptivePipeline(
+        ScriptedLLM(texts=["Herbert [1]."]), emb, ListRetriever(CHUNKS, emb), conf, k=2, ablate=["judge"]
+    )
+    ans = pipe.ask("Who wrote the novel Dune?")
+    assert "retrieval_evaluation" not in stages(ans) and len(ans.evidence) == 2
