@@ -164,7 +164,7 @@ def test_search_ranks_with_per_retriever_scores_and_filters(index_dir: Path) -> 
     assert {"dense", "sparse", "fused"} <= set(hits[0]["scores"])
     assert hits[0]["title"] in {"Graphene", "Diamond"}
     assert {h["domain"] for h in filtered.json()["hits"]} == {"physics"}
-    assert resp.json()["trace"]["timings_ms"]["retrieve"] >= 0
+    assert resp.json()["trace"]["timings_ms"]["search"] >= 0
     assert bad_k.status_code == 422 and bad_mode.status_code == 422
     assert bad_route.status_code == 400 and "unknown domain 'biology'" in bad_route.json()["error"]["message"]
 

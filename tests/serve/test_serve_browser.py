@@ -12,7 +12,11 @@ from tests.serve.fakes import ServerThread, fake_engine, write_index_dir
 
 from ragsieve.serve.app import ServeSettings, create_app
 
-DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "trace-page.png"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS_SCREENSHOT = ROOT / "docs" / "img" / "trace-page.png"
+DOCS_SIEVE_SCREENSHOT = ROOT / "docs" / "img" / "trace-page-sieve.png"
+# A real answer of the sieve pipeline on the demo index (`ragsieve ask --json`, bundled models).
+SIEVE_ANSWER = ROOT / "tests" / "fixtures" / "serve" / "sieve-answer.json"
 
 
 def _chromium() -> str:
@@ -60,5 +64,37 @@ def test_page_shows_answer_with_kept_and_dropped_evidence(tmp_path: Path) -> Non
             assert shot.stat().st_size > 10_000
             if os.environ.get("RAGSIEVE_UPDATE_SCREENSHOT"):
                 shutil.copyfile(shot, DOCS_SCREENSHOT)
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
+def test_trace_view_page_renders_a_real_sieve_trace(tmp_path: Path) -> None:
+    playwright = pytest.importorskip("playwright.sync_api")
+    executable = _chromium()
+    from ragsieve.cli import main
+
+    out = tmp_path / "trace.html"
+    main(["trace", "view", str(SIEVE_ANSWER), "-o", str(out)])
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1300})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(out.resolve().as_uri())
+            page.wait_for_selector("body[data-rendered=true]", timeout=20_000)
+            assert page.locator("#ask-form").is_hidden()  # a static view: no question box
+            assert page.locator("tr[data-status=selected]").count() == 1
+            assert page.locator("tr[data-status=dropped]").count() == 9
+            assert page.locator("#candidates .badge.flagged").count() >= 1
+            assert page.locator(".claim.supported").count() == 1
+            assert "top 2 domains" in page.inner_text("#route")
+            stages = page.locator("#timings .bar").count()
+            assert stages == 10 and errors == []
+            shot = tmp_path / "sieve.png"
+            page.screenshot(path=str(shot))
+            if os.environ.get("RAGSIEVE_UPDATE_SCREENSHOT"):
+                shutil.copyfile(shot, DOCS_SIEVE_SCREENSHOT)
         finally:
             browser.close()

@@ -244,8 +244,9 @@ class Engine:
         cfg = self.config if mode is None else apply_overrides(self.config, {"retrieval.mode": mode})
         pipe = Pipeline(cfg, index=snap.index)
         trace = Trace(query=query)
-        domains = pipe.resolve_domains(query, trace, route)
-        hits = pipe.retrieve(query, trace, k=k, domains=domains, where=where or None)[:k]
+        with trace.timed("search"):
+            domains = pipe.resolve_domains(query, trace, route)
+            hits = pipe.retrieve(query, trace, k=k, domains=domains, where=where or None)[:k]
         return {
             "query": query,
             "hits": [h.to_dict() for h in hits],

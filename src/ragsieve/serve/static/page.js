@@ -190,7 +190,7 @@
         }),
         el("td", { class: "text" }, [
           c.title ? el("div", { class: "title", text: c.title }) : null,
-          el("div", { text: short(c.text || "", 400) }),
+          el("div", { text: short(c.text || "", 240) }),
           el("div", { class: "src", text: [c.source, c.domain, id].filter(Boolean).join(" · ") }),
         ]),
       ]);
