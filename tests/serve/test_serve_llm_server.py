@@ -125,18 +125,41 @@ def tiny_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "index"
 
 
-def test_cli_ask_with_llm_url(llm_server: str, tiny_index: Path, tmp_path: Path) -> None:
+def _cli_ask(llm_server: str, index: Path, tmp_path: Path, pipeline: str) -> subprocess.CompletedProcess[str]:
     config = tmp_path / "short.toml"
     config.write_text("[generation]\nmax_tokens = 32\n", encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, "-m", "ragsieve.cli", "ask", "What do astronomers study?", "--index", str(tiny_index),
-         "--llm-url", llm_server + "/v1", "--model", "smollm2", "--config", str(config), "-k", "2", "--json"],
+    return subprocess.run(
+        [sys.executable, "-m", "ragsieve.cli", "ask", "What do astronomers study?", "--index", str(index),
+         "--llm-url", llm_server + "/v1", "--model", "smollm2", "--config", str(config), "-k", "2", "--json",
+         "--pipeline", pipeline],
         capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "400"},
     )
+
+
+def test_cli_ask_with_llm_url(llm_server: str, tiny_index: Path, tmp_path: Path) -> None:
+    proc = _cli_ask(llm_server, tiny_index, tmp_path, "plain")  # chat only: what this server offers
     assert proc.returncode == 0, proc.stderr[-2000:]
     answer = json.loads(proc.stdout)
     assert answer["answer"].strip() and answer["evidence"]
     assert answer["trace"]["llm_calls"] >= 1
+
+
+def test_sieve_over_the_server_names_the_missing_feature(llm_server: str, tiny_index: Path, tmp_path: Path) -> None:
+    # The sieve's checks score prompts by log-probability, which llama_cpp.server cannot do
+    # without the model's chat template.
+    proc = _cli_ask(llm_server, tiny_index, tmp_path, "sieve")
+    assert proc.returncode == 2
+    assert "apply-template" in " ".join(proc.stderr.split())
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the error for a missing server feature names the feature (/apply-template, log-prob "
+    "scoring) but not the pipeline stage that needs it",
+)
+def test_sieve_error_names_the_stage(llm_server: str, tiny_index: Path, tmp_path: Path) -> None:
+    err = " ".join(_cli_ask(llm_server, tiny_index, tmp_path, "sieve").stderr.split())
+    assert any(stage in err for stage in ("need", "judge", "filter", "verify", "stage"))
 
 
 def test_service_uses_the_llm_server(llm_server: str, tiny_index: Path) -> None:
@@ -147,9 +170,12 @@ def test_service_uses_the_llm_server(llm_server: str, tiny_index: Path) -> None:
     })
     app = create_app(Engine(cfg), ServeSettings())
     with ServerThread(app) as server:
-        resp = httpx.post(server.url + "/v1/chat/completions", timeout=300, json={
-            "model": "ragsieve", "messages": [{"role": "user", "content": "What do astronomers study?"}]})
+        question = [{"role": "user", "content": "What do astronomers study?"}]
+        chat = server.url + "/v1/chat/completions"
+        resp = httpx.post(chat, timeout=300, json={"model": "plain", "messages": question})
+        sieve = httpx.post(chat, timeout=300, json={"model": "sieve", "messages": question})
         health = httpx.get(server.url + "/v1/health").json()
     assert resp.status_code == 200, resp.text
+    assert sieve.status_code == 503 and "apply-template" in sieve.json()["error"]["message"]
     assert resp.json()["choices"][0]["message"]["content"].strip()
     assert health["model_loaded"] and health["model"] == "smollm2"
