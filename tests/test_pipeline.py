@@ -357,3 +357,49 @@ def test_custom_stage_list(hash_index):
 
     pipe = Pipeline(PipelineConfig(pipeline="plain"), index=hash_index, llm=QueueLLM("x"), stages=[Shout()])
     assert pipe.ask("hi there").text == "HI THERE"
+
+
+def test_filter_stage_drops_what_the_knowledge_filter_calls_harmful(hash_index):
+    import numpy as np
+
+    class MoonOnly:
+        name = "moon-only"
+        threshold = 0.5
+
+        def score_many(self, query, candidates, *, query_embedding=None):
+            return np.asarray([0.9 if "moon" in c.text.lower() else 0.2 for c in candidates])
+
+        def to_dict(self):
+            return {"name": self.name}
+
+    judge = KeywordJudge(relevant=("apollo",), ambiguous=("sun", "mars"))
+    pipe = sieve(hash_index, QueueLLM("Apollo 11 landed on the Moon in July 1969 [1]."), judge)
+    pipe.config = validate_config({**pipe.config.to_dict(), "stages": {"filtering": {"filter": "direct"}}})
+    next(s for s in pipe.stages if s.name == "filter").filter = MoonOnly()
+    ans = pipe.ask(MOON_Q)
+    filtered = {d["id"]: d["verdict"] for d in ans.trace.decisions if d["check"] == "filter"}
+    assert filtered["astronomy/moon.txt:0"] == "kept" and "dropped" in filtered.values()
+    assert ans.trace.stage("filter")[0]["applied"] is True
+    assert all(filtered[h.chunk.id] == "kept" for h in ans.evidence)
+
+
+def test_cross_encoder_judge_maps_logits_to_probabilities(monkeypatch):
+    import sys
+    import types
+
+    from ragsieve.pipeline import CrossEncoderJudge, Judge
+
+    class FakeCrossEncoder:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def predict(self, pairs):
+            return [4.0 if "moon" in p.lower() else -4.0 for _, p in pairs]
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", types.SimpleNamespace(CrossEncoder=FakeCrossEncoder))
+    judge = CrossEncoderJudge("my/reranker")
+    assert isinstance(judge, Judge)
+    hi, lo = judge.score("q", ["The Moon orbits Earth.", "Bananas."])
+    assert hi > 0.98 and lo < 0.02
+    with pytest.raises(ConfigError, match="judge_model"):
+        Pipeline(validate_config({"sieve": {"judge": "cross-encoder"}})).ready_judge()

@@ -22,6 +22,11 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+# Penalty on tokens already in the context when generating (llama.cpp's repeat_penalty; 1.0 is
+# off). Chosen by docs/results.md, "Decoding: repetition penalty"; LLMConfig and the llama.cpp
+# backend both default to it so a model built either way decodes alike.
+DEFAULT_REPEAT_PENALTY = 1.0
+
 # The stage list every pipeline preset is drawn from, in execution order.
 SIEVE_STAGES: tuple[str, ...] = ("route", "need", "retrieve", "judge", "filter", "select", "generate", "verify")
 
@@ -66,7 +71,7 @@ class LLMConfig(_Section):
     # 135M model loops on one phrase under greedy decoding; the default is the setting that
     # removed most repetition at no accuracy cost on the demo questions (docs/results.md,
     # "Decoding: repetition penalty"). The OpenAI-compatible backend leaves it to the server.
-    repeat_penalty: float = Field(1.0, ge=1.0, le=2.0)
+    repeat_penalty: float = Field(DEFAULT_REPEAT_PENALTY, ge=1.0, le=2.0)
 
 
 class ChunkingConfig(_Section):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ragsieve.config import SIEVE_STAGES, PipelineConfig
-from ragsieve.errors import ConfigError, InputError
+from ragsieve.errors import ConfigError, InputError, RagsieveError
 from ragsieve.generate.answer import build_answer_messages, cite_evidence
 from ragsieve.index import Index
 from ragsieve.llm.base import LLM
@@ -252,10 +252,12 @@ class NeedStage(_StageBase):
     best score over a probe retrieval decides instead, so questions about long-tail entities
     (which read like general questions) still retrieve when the index knows them.
 
-    Why retrieval scores and not the model's own confidence: a 135M model is confidently wrong
-    about obscure entities, while the index either has a relevant passage or not; the probe
-    reuses the retrieval the question needs anyway (its hits go on to the judge), so the signal
-    costs no extra LLM call.
+    Why the retrieval signal rather than the model's own answer confidence: the probe reuses the
+    retrieval the question needs anyway (its hits and judge scores go on to the judge stage), so
+    it costs no LLM call, while a confidence signal needs a closed-book draft first. Which of
+    the two separates "needs retrieval" from "does not" better has not been measured yet on
+    held-out questions; the closed-book path records the model's answer likelihood as its
+    confidence, so both signals are in the trace for that comparison.
     """
 
     name = "need"
@@ -472,8 +474,6 @@ class GenerateStage(_StageBase):
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         evidence = candidates if state.retrieve else []
-        if not state.retrieve and not self.pipe.is_sieve:
-            evidence = []
         text, cited = self.pipe.generate(question, evidence, trace)
         state.evidence, state.text, state.cited = list(evidence), text, cited
         return candidates
@@ -892,7 +892,11 @@ class Pipeline:
         if not text.strip():
             return None
         llm = self.ready_llm()
-        score = llm.continuation_logprobs(build_answer_messages(question, []), [text])[0]
+        try:
+            score = llm.continuation_logprobs(build_answer_messages(question, []), [text])[0]
+        except RagsieveError as exc:  # a server without prompt log-probabilities
+            logger.info("no answer likelihood for the closed-book answer: %s", exc)
+            return None
         return round(math.exp(score.mean_logprob), 6)
 
     # ------------------------------------------------------------------ entry point

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 
+from ragsieve.config import DEFAULT_REPEAT_PENALTY
 from ragsieve.errors import ConfigError, InputError, LLMOutputError, ModelError
 from ragsieve.llm.base import ChatMessage, ContinuationScore, Generation, Prompt, as_messages
 from ragsieve.llm.bundled import BUNDLED_MODEL_NAME, bundled_gguf_path
@@ -148,7 +149,7 @@ class LlamaCppLLM:
         seed: int = 0,
         prefix_cache: bool = True,
         prefix_states: int = 4,
-        repeat_penalty: float = 1.0,
+        repeat_penalty: float = DEFAULT_REPEAT_PENALTY,
     ) -> None:
         if chat_format is not None and chat_format not in get_args(ChatFormatName):
             raise ConfigError(
