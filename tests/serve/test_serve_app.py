@@ -241,7 +241,7 @@ def test_searches_run_while_the_llm_is_busy(index_dir: Path) -> None:
 
     async def scenario(url: str) -> tuple[float, int, int]:
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-            slow = asyncio.ensure_future(client.post(ASK, json={"question": "sleep:1.0 graphene"}))
+            slow = asyncio.ensure_future(client.post(ASK, json={"question": "sleep:3.0 graphene"}))
             await asyncio.sleep(0.2)
             start = time.perf_counter()
             found = await asyncio.gather(*(client.post("/v1/search", json={"query": "carbon"}) for _ in range(4)))
@@ -251,7 +251,7 @@ def test_searches_run_while_the_llm_is_busy(index_dir: Path) -> None:
     with ServerThread(app) as server:
         elapsed, slow_status, ok = asyncio.run(scenario(server.url))
     assert ok == 4 and slow_status == 200
-    assert elapsed < 0.6  # did not wait for the 1 s answer
+    assert elapsed < 2.0  # did not wait for the 3 s answer
 
 
 def test_deadline_answers_504(index_dir: Path) -> None:
