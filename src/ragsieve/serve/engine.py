@@ -1,0 +1,313 @@
+"""What the service runs: the library's operations over one index snapshot, reloaded when it changes.
+
+The engine owns the shared heavy objects (the LLM, the embedder, the open index) and builds one
+pipeline per preset on demand, all sharing them. Every request takes a *snapshot* (index +
+pipelines) at its start and keeps it to the end, so a re-ingest that swaps the index directory
+mid-request changes nothing for that request; new requests see the new index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_args
+
+from ragsieve.config import PipelineConfig, apply_overrides
+from ragsieve.errors import ConfigError, InputError
+
+logger = logging.getLogger(__name__)
+
+# "ragsieve" is the name OpenAI clients use for the server's default pipeline.
+DEFAULT_MODEL_NAME = "ragsieve"
+PIPELINE_NAMES: tuple[str, ...] = tuple(get_args(PipelineConfig.model_fields["pipeline"].annotation))
+
+PipelineFactory = Callable[[PipelineConfig], Any]
+IndexOpener = Callable[[str], Any]
+
+
+def manifest_signature(index_dir: str | Path) -> tuple[int, int, int] | None:
+    """Identity of the index directory's current manifest (None while a swap is in progress).
+
+    A re-ingest swaps in a new directory, so the inode changes even within one mtime tick."""
+    try:
+        st = (Path(index_dir) / "manifest.json").stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def index_generation(index: Any, index_dir: str | Path) -> str | None:
+    """The index's snapshot id: its own ``generation`` when it has one, else a manifest digest."""
+    generation = getattr(index, "generation", None)
+    if generation is not None:
+        return str(generation)
+    try:
+        return hashlib.sha256((Path(index_dir) / "manifest.json").read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+@dataclass
+class Snapshot:
+    """One open index and the pipelines built over it."""
+
+    index: Any
+    generation: str | None
+    signature: tuple[int, int, int] | None
+    pipelines: dict[str, Any] = field(default_factory=dict)
+
+
+class Engine:
+    """The library behind the HTTP service.
+
+    Args:
+        config: the pipeline config (``index_dir`` must be set).
+        pipeline_factory: builds a pipeline from a config (default
+            :func:`ragsieve.pipeline.build_pipeline`); its result needs ``ask(question)``.
+        index_opener: opens the index directory (default: :meth:`ragsieve.index.Index.open`
+            with one embedder shared across reloads).
+        llm: an already-built LLM (default: :func:`ragsieve.llm.load_llm` on ``config.llm``).
+
+    Example:
+        >>> engine = Engine(PipelineConfig(index_dir="demo-index"))  # doctest: +SKIP
+        >>> engine.warm_up()                                          # doctest: +SKIP
+        >>> engine.search("graphene", k=3)["hits"][0]["id"]           # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        *,
+        pipeline_factory: PipelineFactory | None = None,
+        index_opener: IndexOpener | None = None,
+        llm: Any | None = None,
+    ) -> None:
+        if not config.index_dir:
+            raise ConfigError("the service needs an index; pass --index DIR (build one with `ragsieve ingest`)")
+        self.config = config
+        self.index_dir = str(config.index_dir)
+        self._pipeline_factory = pipeline_factory
+        self._index_opener = index_opener
+        self.llm = llm
+        self._embedder: Any = None
+        self._snapshot: Snapshot | None = None
+        self._reload_lock = threading.Lock()
+        self._classifiers: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self.model_loaded = False
+        self.problem: str | None = None
+        self.reloads = 0
+        self.on_reload: Callable[[], None] | None = None
+
+    @property
+    def default_pipeline(self) -> str:
+        return str(self.config.pipeline)
+
+    # ------------------------------------------------------------------ loading
+    def warm_up(self) -> None:
+        """Open the index and load the LLM (idempotent)."""
+        self.snapshot()
+        self._ready_llm()
+
+    def _ready_llm(self) -> Any:
+        if self.llm is None:
+            from ragsieve.llm import load_llm
+
+            self.llm = load_llm(self.config.llm)
+        if not self.model_loaded:
+            self.llm.warm_up()
+            self.model_loaded = True
+        return self.llm
+
+    def _open_index(self) -> Any:
+        if self._index_opener is not None:
+            return self._index_opener(self.index_dir)
+        from ragsieve.embed import load_embedder
+        from ragsieve.index import Index
+
+        if self._embedder is None:
+            self._embedder = load_embedder(self.config.embedder)
+        index = Index.open(self.index_dir, embedder=self._embedder)
+        index.warm_up()
+        return index
+
+    def snapshot(self) -> Snapshot:
+        """The current index snapshot, reopened first if the directory was re-ingested."""
+        current = self._snapshot
+        signature = manifest_signature(self.index_dir)
+        if current is not None and (signature is None or signature == current.signature):
+            return current  # unchanged, or mid-swap: keep serving the snapshot we have
+        with self._reload_lock:
+            current = self._snapshot
+            signature = manifest_signature(self.index_dir)
+            if current is not None and (signature is None or signature == current.signature):
+                return current
+            try:
+                index = self._open_index()
+            except Exception as exc:
+                # A half-written or broken re-ingest must not take down a working service.
+                if current is None:
+                    raise
+                self.problem = f"reloading the re-ingested index failed ({exc}); still serving the previous one"
+                logger.warning(self.problem)
+                return current
+            fresh = Snapshot(index, index_generation(index, self.index_dir), signature)
+            if current is not None:
+                self.reloads += 1
+                logger.info(
+                    "index %s changed: generation %s -> %s", self.index_dir, current.generation, fresh.generation
+                )
+                if self.on_reload is not None:
+                    self.on_reload()
+            self.problem = None
+            self._snapshot = fresh
+            return fresh
+
+    def pipeline_name(self, requested: str | None) -> str:
+        """Resolve a request's pipeline or model name; unknown names raise :class:`InputError`."""
+        if requested is None or requested == DEFAULT_MODEL_NAME:
+            return self.default_pipeline
+        if requested not in PIPELINE_NAMES:
+            raise InputError(
+                f"unknown pipeline {requested!r}; use {DEFAULT_MODEL_NAME!r} (the server's default, "
+                f"{self.default_pipeline}) or one of {', '.join(PIPELINE_NAMES)}"
+            )
+        return requested
+
+    def _pipeline(self, snap: Snapshot, name: str) -> Any:
+        pipe = snap.pipelines.get(name)
+        if pipe is None:
+            if self._pipeline_factory is None:
+                from ragsieve.pipeline import build_pipeline
+
+                factory: PipelineFactory = build_pipeline
+            else:
+                factory = self._pipeline_factory
+            pipe = factory(apply_overrides(self.config, {"pipeline": name}))
+            # Share the open index and the loaded model instead of each pipeline loading its own.
+            for attr, value in (("index", snap.index), ("llm", self._ready_llm())):
+                if hasattr(pipe, attr):
+                    setattr(pipe, attr, value)
+            snap.pipelines[name] = pipe
+        return pipe
+
+    # ------------------------------------------------------------------ operations
+    def ask(
+        self,
+        question: str,
+        *,
+        pipeline: str | None = None,
+        k: int | None = None,
+        route: str | None = None,
+        no_retrieval: bool = False,
+    ) -> dict[str, Any]:
+        """``Answer.to_dict()`` of the named pipeline, plus the pipeline and index generation.
+
+        Runs on the LLM thread (the caller serialises)."""
+        name = self.pipeline_name(pipeline)
+        snap = self.snapshot()
+        pipe = self._pipeline(snap, name)
+        options = {"k": k, "route": route, "no_retrieval": no_retrieval or None}
+        wanted = {key: value for key, value in options.items() if value is not None}
+        params = inspect.signature(pipe.ask).parameters
+        unsupported = [key for key in wanted if key not in params]
+        if unsupported:
+            raise InputError(
+                f"pipeline {name} does not take {', '.join(unsupported)}; leave it out of the request"
+            )
+        answer = pipe.ask(question, **wanted)
+        out: dict[str, Any] = answer.to_dict()
+        out["pipeline"] = name
+        out["index_generation"] = snap.generation
+        return out
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        mode: str | None = None,
+        route: str | None = None,
+        where: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Ranked hits with each retriever's score, as ``ragsieve search --json``. Thread-safe."""
+        from ragsieve.pipeline import Pipeline
+        from ragsieve.types import Trace
+
+        snap = self.snapshot()
+        cfg = self.config if mode is None else apply_overrides(self.config, {"retrieval.mode": mode})
+        pipe = Pipeline(cfg, index=snap.index)
+        trace = Trace(query=query)
+        with trace.timed("search"):
+            domains = pipe.resolve_domains(query, trace, route)
+            hits = pipe.retrieve(query, trace, k=k, domains=domains, where=where or None)[:k]
+        return {
+            "query": query,
+            "hits": [h.to_dict() for h in hits],
+            "trace": trace.to_dict(),
+            "index_generation": snap.generation,
+        }
+
+    def classify(
+        self,
+        text: str,
+        labels: list[str],
+        *,
+        template: str | None = None,
+        knowledge: list[str] | None = None,
+        calibrate: bool = True,
+    ) -> dict[str, Any]:
+        """A label distribution from the LLM's log-probabilities. Runs on the LLM thread."""
+        from ragsieve.generate.classify import LabelClassifier
+
+        llm = self._ready_llm()
+        key = (tuple(labels), template, calibrate)
+        clf = self._classifiers.get(key)
+        if clf is None:
+            kwargs: dict[str, Any] = {"calibrate": calibrate}
+            if template:
+                kwargs["template"] = template
+            clf = LabelClassifier(labels, **kwargs)
+            if calibrate:
+                clf.fit_calibration(llm)
+            self._classifiers[key] = clf
+            # Calibration costs LLM calls; keep the classifiers of recent label sets.
+            while len(self._classifiers) > 32:
+                self._classifiers.popitem(last=False)
+        else:
+            self._classifiers.move_to_end(key)
+        start = time.perf_counter()
+        dist = clf.predict_proba(llm, text, knowledge=knowledge or None)
+        ms = (time.perf_counter() - start) * 1000
+        return {
+            "text": text,
+            "labels": dist,
+            "prediction": max(dist, key=lambda lab: dist[lab]),
+            "calibrated": calibrate,
+            "ms": round(ms, 2),
+        }
+
+    def health(self) -> dict[str, Any]:
+        snap = self._snapshot
+        model = getattr(self.llm, "model_name", None) if self.llm is not None else None
+        if self.problem:
+            status = "degraded"
+        elif snap is None or not self.model_loaded:
+            status = "starting"
+        else:
+            status = "ok"
+        return {
+            "status": status,
+            "index_generation": snap.generation if snap else None,
+            "index_dir": self.index_dir,
+            "model_loaded": self.model_loaded,
+            "model": str(model) if model is not None else None,
+            "pipeline": self.default_pipeline,
+            "problem": self.problem,
+        }

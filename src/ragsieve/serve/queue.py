@@ -1,0 +1,190 @@
+"""One local model, many clients: a bounded FIFO queue in front of a single LLM worker thread.
+
+llama.cpp holds one KV cache and is not safe to call from two threads, so every request that
+needs the LLM runs on one worker. Waiting requests are bounded (a full queue answers 429 with a
+``Retry-After`` estimated from recent service times), carry a deadline, and leave the queue as
+soon as their client disconnects. A job that has started cannot be interrupted inside llama.cpp:
+past its deadline the client gets 504 and the worker frees up when the job returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from ragsieve.errors import RagsieveError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class QueueFullError(RagsieveError):
+    """The LLM queue is full; the client should retry after ``retry_after_s``."""
+
+    def __init__(self, capacity: int, retry_after_s: int) -> None:
+        super().__init__(
+            f"the LLM queue is full ({capacity} requests waiting); retry after {retry_after_s} s "
+            "or raise --queue-size on the server"
+        )
+        self.retry_after_s = retry_after_s
+
+
+class DeadlineExceededError(RagsieveError):
+    """A request ran past its deadline (waiting in the queue or running)."""
+
+    def __init__(self, deadline_s: float, where: str) -> None:
+        super().__init__(
+            f"the request ran past its {deadline_s:g} s deadline while {where}; "
+            "retry later, or raise --deadline on the server"
+        )
+
+
+class ClientGoneError(Exception):
+    """The client disconnected while its request waited; nobody is left to answer."""
+
+
+class LLMQueue:
+    """Serialise LLM work on one thread with a bounded, deadline-aware, cancellable wait.
+
+    Args:
+        capacity: requests allowed to wait (the running one not counted).
+        default_service_s: service-time guess for ``Retry-After`` before any job has finished.
+
+    Example:
+        >>> q = LLMQueue(capacity=8)
+        >>> # await q.run(lambda: llm.generate("hi"), deadline=time.monotonic() + 30)  # doctest: +SKIP
+    """
+
+    def __init__(self, capacity: int = 16, default_service_s: float = 2.0) -> None:
+        self.capacity = capacity
+        self.default_service_s = default_service_s
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.waiting = 0
+        self.running = 0
+        self._mean_service_s: float | None = None
+
+    def _ensure(self) -> tuple[ThreadPoolExecutor, asyncio.Lock]:
+        # Created lazily inside the serving event loop (an asyncio.Lock binds to its loop).
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragsieve-llm")
+        loop = asyncio.get_running_loop()
+        if self._lock is None or (self._loop is not loop and self.depth == 0):
+            # An app driven by successive event loops (test clients) gets a lock per loop.
+            self._lock = asyncio.Lock()
+            self._loop = loop
+        return self._executor, self._lock
+
+    @property
+    def depth(self) -> int:
+        return self.waiting + self.running
+
+    def retry_after_s(self) -> int:
+        mean = self._mean_service_s if self._mean_service_s is not None else self.default_service_s
+        return max(1, math.ceil(mean * (self.waiting + 1)))
+
+    def _observe(self, seconds: float) -> None:
+        # An exponential average follows load changes without keeping a history.
+        prev = self._mean_service_s
+        self._mean_service_s = seconds if prev is None else 0.8 * prev + 0.2 * seconds
+
+    async def run(
+        self,
+        fn: Callable[[], T],
+        *,
+        deadline: float,
+        deadline_s: float,
+        disconnected: Callable[[], Awaitable[Any]] | None = None,
+    ) -> T:
+        """Run ``fn`` on the LLM thread once it is free.
+
+        ``deadline`` is a ``time.monotonic()`` instant; ``disconnected`` an awaitable factory
+        that completes when the client goes away (it then cancels the wait).
+        """
+        executor, lock = self._ensure()
+        if lock.locked() or self.waiting:
+            if self.waiting >= self.capacity:
+                raise QueueFullError(self.capacity, self.retry_after_s())
+            self.waiting += 1
+            try:
+                await self._acquire(lock, deadline, deadline_s, disconnected)
+            finally:
+                self.waiting -= 1
+        else:
+            await lock.acquire()  # free: taken at once, without yielding to the loop
+        loop = asyncio.get_running_loop()
+        self.running += 1
+        start = time.perf_counter()
+
+        def _timed() -> T:
+            try:
+                return fn()
+            finally:
+                self._observe(time.perf_counter() - start)
+
+        future = loop.run_in_executor(executor, _timed)
+
+        def _release(_: Any) -> None:
+            self.running -= 1
+            lock.release()
+
+        # The lock is held until the thread returns, even if this request gives up waiting:
+        # a second llama.cpp call must never start beside a running one.
+        future.add_done_callback(_release)
+        remaining = deadline - time.monotonic()
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0.001))
+        except asyncio.TimeoutError as exc:
+            raise DeadlineExceededError(deadline_s, "the model was answering") from exc
+
+    @staticmethod
+    async def _acquire(
+        lock: asyncio.Lock,
+        deadline: float,
+        deadline_s: float,
+        disconnected: Callable[[], Awaitable[Any]] | None,
+    ) -> None:
+        acquire = asyncio.ensure_future(lock.acquire())
+        watchers: set[asyncio.Future[Any]] = {acquire}
+        gone: asyncio.Future[Any] | None = None
+        if disconnected is not None:
+            gone = asyncio.ensure_future(disconnected())
+            watchers.add(gone)
+        try:
+            remaining = max(deadline - time.monotonic(), 0.001)
+            done, _ = await asyncio.wait(watchers, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            if acquire in done:
+                return
+            if gone is not None and gone in done:
+                raise ClientGoneError()
+            raise DeadlineExceededError(deadline_s, "waiting in the LLM queue")
+        except BaseException:
+            # Give the lock back if it was granted in the same instant we gave up.
+            if acquire.done() and not acquire.cancelled() and acquire.exception() is None:
+                lock.release()
+            else:
+                acquire.cancel()
+            raise
+        finally:
+            if gone is not None:
+                gone.cancel()
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """Start ``fn`` on the LLM thread without waiting for it (the model load at start-up:
+        requests that arrive meanwhile run after it)."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragsieve-llm")
+        return self._executor.submit(fn)
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Let the running job finish (graceful shutdown), then stop the worker."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=wait)
+            self._executor = None
