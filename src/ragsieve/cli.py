@@ -692,11 +692,15 @@ def main(argv: list[str] | None = None) -> None:
 
     click's standalone mode handles every usage error itself (missing argument, no command,
     bad choice: usage and the message, exit 2; ``--help``: exit 0) whichever click typer bundles.
-    ``RAGSIEVE_DEBUG=1`` lets unexpected exceptions through with their traceback.
+    ``RAGSIEVE_DEBUG=1`` lets unexpected exceptions through with their traceback. A command that
+    succeeds returns normally, so ``main([...])`` can be called from Python.
     """
     command = cli_command()
     try:
         command.main(args=argv, prog_name="ragsieve", standalone_mode=True)
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise
     except RagsieveError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
         raise SystemExit(2) from None
