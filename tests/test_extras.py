@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from ragsieve.errors import MissingExtraError
-from ragsieve.extras import EXTRA_MODULES, require
+from ragsieve.extras import EXTRA_MODULES, EXTRA_ONLY_MODULES, require
 
 # Run in a fresh interpreter that cannot import any extra's library, as in a core-only install.
 BLOCKER = textwrap.dedent(
@@ -39,7 +39,17 @@ def test_every_module_imports_without_the_extras():
     result = _run_core_only(
         """
         import importlib, pkgutil, ragsieve
+        from ragsieve.errors import MissingExtraError
+        from ragsieve.extras import EXTRA_ONLY_MODULES, install_hint
         for info in pkgutil.walk_packages(ragsieve.__path__, "ragsieve."):
+            if info.name in EXTRA_ONLY_MODULES:
+                try:
+                    importlib.import_module(info.name)
+                except MissingExtraError as exc:
+                    assert install_hint(EXTRA_ONLY_MODULES[info.name]) in str(exc), exc
+                    print("NAMED", info.name)
+                    continue
+                raise SystemExit(f"{info.name} imported without its extra")
             importlib.import_module(info.name)
         loaded = sorted(n for n in sys.modules if n.split(".")[0] in BLOCKED)
         print("LOADED", loaded)
@@ -47,6 +57,7 @@ def test_every_module_imports_without_the_extras():
     )
     assert result.returncode == 0, result.stderr
     assert "LOADED []" in result.stdout
+    assert all(f"NAMED {name}" in result.stdout for name in EXTRA_ONLY_MODULES)
 
 
 def test_cli_help_works_without_the_extras():

@@ -28,6 +28,12 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "serve": ("fastapi", "uvicorn", "prometheus_client"),
 }
 
+# ragsieve modules that are an extra's implementation (they import its library at module level):
+# importing one without the extra raises MissingExtraError naming the extra.
+EXTRA_ONLY_MODULES: dict[str, str] = {
+    "ragsieve.serve.app": "serve",
+}
+
 
 def install_hint(extra: str) -> str:
     """The command that installs ``extra``."""

@@ -21,6 +21,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragsieve.extras import require
+
+# The service is the serve extra: without it, importing this module names the extra to install.
+require("fastapi", "serve", "the ragsieve HTTP service")
+
 import anyio
 import anyio.to_thread
 from fastapi import FastAPI, Request

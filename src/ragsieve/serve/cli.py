@@ -66,14 +66,11 @@ def serve(
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
 ) -> None:
     """Serve the index over HTTP: OpenAI-compatible chat, /v1/ask, /v1/search, /metrics and a trace page."""
-    try:
-        import fastapi  # noqa: F401
-        import prometheus_client  # noqa: F401
-        import uvicorn
-    except ModuleNotFoundError as exc:
-        raise ConfigError(
-            f"`ragsieve serve` needs {exc.name}, which is not installed; run `pip install 'ragsieve[serve]'`"
-        ) from exc
+    from ragsieve.extras import require
+
+    for module in ("fastapi", "prometheus_client"):
+        require(module, "serve", "`ragsieve serve`")
+    uvicorn = require("uvicorn", "serve", "`ragsieve serve`")
 
     from ragsieve.cli import _config
     from ragsieve.serve.app import ServeSettings, create_app
