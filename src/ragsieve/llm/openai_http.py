@@ -254,7 +254,9 @@ class OpenAICompatibleLLM:
                 try:
                     data = self._chat(messages, response_format=fmt, **params)
                     self._json_schema_supported = True
-                except HTTPStatusError as exc:
+                except (HTTPStatusError, ModelError) as exc:
+                    # Some servers (llama_cpp.server) answer an unsupported response format with a 5xx,
+                    # so a server fault here is also read as "json_schema not supported".
                     logger.info("server rejected json_schema (%s); falling back to json_object", exc)
                     self._json_schema_supported = False
             if data is None:
@@ -268,10 +270,12 @@ class OpenAICompatibleLLM:
                         response_format={"type": "json_object"},
                         **params,
                     )
-                except HTTPStatusError as exc:
+                except (HTTPStatusError, ModelError) as exc:
                     raise ModelError(
                         f"LLM server at {self.root_url} supports neither json_schema nor json_object "
-                        f"response formats ({exc}); use the llama-cpp backend for JSON output"
+                        f"response formats ({exc}); schema-constrained JSON output is needed by the task "
+                        "classifier's llm-json mode, the LLM retrieval evaluator and the chain-of-evidence LLM "
+                        "features: use the llama-cpp backend or a server with structured output (vLLM)"
                     ) from exc
             text = self._generation(data).text
             try:
@@ -325,11 +329,16 @@ class OpenAICompatibleLLM:
         }
         try:
             data = self._post("/v1/completions", payload)
-        except HTTPStatusError as exc:
+        except (HTTPStatusError, ModelError) as exc:
+            # A rejection (4xx) or a server fault on every retry (llama_cpp.server answers a list of
+            # prompts with a 5xx) both mean the feature is missing there.
             self._echo_supported = False
             raise ModelError(
-                f"LLM server at {self.root_url} cannot score prompt tokens (/v1/completions with echo and "
-                f"logprobs was rejected: {exc}); use a vLLM server or the llama-cpp backend"
+                f"LLM server at {self.root_url} cannot score prompt tokens: /v1/completions with a list of "
+                f"prompts, echo and logprobs failed ({exc}); prompt log-probabilities are needed by "
+                "continuation scoring (multi-token labels in classify and the knowledge filters, the task "
+                "classifier's log-prob mode, the sieve's closed-book confidence probe): use a vLLM server "
+                "or the llama-cpp backend"
             ) from exc
         try:
             reply = parse_reply(CompletionReply, data, service=f"LLM server at {self.root_url}/v1/completions")
