@@ -99,7 +99,7 @@ def main() -> None:
             for mode in ("dense", "sparse", "hybrid"):
                 for name, s in stores.items():
                     t0 = time.perf_counter()
-                    s.search(q, k=args.k, mode=mode, query_vector=v)  # type: ignore[arg-type]
+                    s.search(q, k=args.k, mode=mode, query_vector=v)
                     times.setdefault((name, mode), []).append((time.perf_counter() - t0) * 1000)
         folder.close()
         milvus.close()

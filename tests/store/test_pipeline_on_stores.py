@@ -27,7 +27,8 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Store]:
 
 
 def ask(store: Store, question: str, **retrieval: object) -> tuple[list[str], list[str]]:
-    config = PipelineConfig(retrieval=RetrievalConfig(**retrieval))  # type: ignore[arg-type]
+    config = PipelineConfig(retrieval=RetrievalConfig(**retrieval))
+    # Pipeline is annotated with Index but reads only the Store side of it.
     pipe = Pipeline(config, index=store, llm=ScriptedLLM("Mitochondria make ATP [1]."))  # type: ignore[arg-type]
     answer = pipe.ask(question, k=3)
     assert answer.trace.stage("retrieve"), "the retrieve stage must be traced"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from ragsieve.errors import IndexStoreError, InputError
 from ragsieve.store import FolderStore, MilvusStore, Store
 from ragsieve.types import Chunk
 
-TEXTS = {
+TEXTS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "p1": ("physics", "Graphene is a single layer of carbon atoms in a hexagonal lattice.", {"year": 2004}),
     "p2": ("physics", "Superconductors carry current with zero electrical resistance.", {"year": 1911}),
     "p3": ("physics", "Neutron stars are the collapsed cores of massive stars.", {"year": 1967}),

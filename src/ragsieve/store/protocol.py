@@ -41,9 +41,14 @@ class Store(Protocol):
       (``source_weights.json``, ``router/``).
     """
 
-    dir: Path
-    embedder: Embedder
-    source_weights: dict[str, float] | None
+    @property
+    def dir(self) -> Path: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def source_weights(self) -> dict[str, float] | None: ...
 
     @property
     def generation(self) -> str: ...
