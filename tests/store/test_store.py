@@ -183,3 +183,19 @@ def test_milvus_state_survives_reopening(tmp_path: Path) -> None:
     assert again.generation == generation and again.domains == ["biology", "physics"]
     assert [c.id for c in again.chunks] == sorted(TEXTS)
     again.close()
+
+
+def test_milvus_reader_sees_another_writer_after_refresh(tmp_path: Path) -> None:
+    pytest.importorskip("milvus_lite")
+    writer = MilvusStore(str(tmp_path / "store.db"), HashEmbedder())
+    writer.add(make_chunks()[:3])
+    reader = MilvusStore(str(tmp_path / "store.db"), HashEmbedder())
+    before = reader.generation
+    writer.add(make_chunks()[3:])
+    assert reader.generation == before and reader.domains == ["physics"]
+    reader.refresh()
+    assert reader.generation == writer.generation != before
+    assert reader.domains == ["biology", "physics"] and len(reader) == 6
+    assert reader.search("ribosomes protein", k=1, mode="sparse")[0].chunk.id == "b1"
+    writer.close()
+    reader.close()

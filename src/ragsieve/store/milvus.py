@@ -211,8 +211,15 @@ class MilvusStore:
         self.state["generation"] = int(self.state["generation"]) + 1
         self.client.upsert(self._meta, [{"key": _META_KEY, "value": self.state, "unused": [0.0, 0.0]}])
 
+    def refresh(self) -> None:
+        """Re-read the shared state (domains, counts, generation) that another writer may have changed."""
+        rows = self.client.query(self._meta, ids=[_META_KEY], output_fields=["value"])
+        if rows:
+            self._state = rows[0]["value"]
+
     @property
     def generation(self) -> str:
+        """The state as of opening, this store's last write or :meth:`refresh`."""
         return f"milvus-{self.state['generation']}"
 
     @property
