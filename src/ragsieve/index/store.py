@@ -605,15 +605,7 @@ class Index:
 
     # ------------------------------------------------------------------ source weights
     def _read_source_weights(self) -> dict[str, float] | None:
-        path = self.dir / "source_weights.json"
-        if not path.is_file():
-            return None
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise IndexStoreError(f"{path} is corrupt ({exc}); re-run `ragsieve importance apply`") from exc
-        weights = data.get("weights", data)
-        return {str(k): float(v) for k, v in weights.items()}
+        return read_source_weights(self.dir)
 
     def _source_mask(self, threshold: float) -> np.ndarray:
         key = f"__prune__{threshold}"
@@ -747,6 +739,19 @@ class Index:
             "generation": self.generation,
             "format_version": self.manifest.get("format_version"),
         }
+
+
+def read_source_weights(directory: Path) -> dict[str, float] | None:
+    """The per-source weights that ``ragsieve importance apply`` wrote beside an index, if any."""
+    path = directory / "source_weights.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise IndexStoreError(f"{path} is corrupt ({exc}); re-run `ragsieve importance apply`") from exc
+    weights = data.get("weights", data)
+    return {str(k): float(v) for k, v in weights.items()}
 
 
 def _check_embedder(embedder: Embedder, model_name: str, dim: int, directory: Path) -> None:
