@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +23,51 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import markdown_table, write_section  # noqa: E402
 from benchmarks.decoding_repetition import mean_ci  # noqa: E402
+
+
+def report(
+    args: argparse.Namespace,
+    pipes: dict[str, Any],
+    questions: list[str],
+    totals: dict[str, dict[int, list[float]]],
+    stages: dict[str, dict[str, list[float]]],
+    abstained: int,
+    n_chunks: int,
+    rounds: int,
+) -> None:
+    """Write the section from the asks so far (after every repeat, so a cut-short run still reports)."""
+    from ragsieve.config import SIEVE_STAGES
+
+    rows = []
+    for name in pipes:
+        all_ms = np.concatenate([np.asarray(v) for v in totals[name].values()])
+        med_total = float(np.median(all_ms))
+        rows.append([name, "total", f"{all_ms.min():.0f}", f"{med_total:.0f}", "100%"])
+        for stage in SIEVE_STAGES:
+            if not any(s.name == stage for s in pipes[name].stages):
+                continue
+            v = np.asarray(stages[name][stage])
+            rows.append(
+                [name, stage, f"{v.min():.0f}", f"{np.median(v):.0f}", f"{100 * v.mean() / all_ms.mean():.0f}%"]
+            )
+    per_q = np.asarray([np.median(totals["sieve"][i]) / np.median(totals["plain"][i]) for i in range(len(questions))])
+    ratio, lo, hi = mean_ci(per_q)
+    body = (
+        f"Demo corpus ({n_chunks} chunks), {args.answerable} answerable + {args.unanswerable} unanswerable demo "
+        f"questions, {rounds} of {args.repeats} repeats per preset done, after one warm-up ask each. "
+        "Bundled SmolLM2-135M-Instruct "
+        f"(llama.cpp, {args.threads} threads, greedy, at most 128 new tokens) and all-MiniLM-L6-v2; sieve defaults "
+        f"(evaluator judge, rule-feature ScopeCoE, lexical-embedding claim judge). The sieve abstained on "
+        f"{abstained} of {len(questions)} questions (an abstention by the judge skips generation). Share = a "
+        "stage's mean time / the mean total. 1-min load average at the end: "
+        f"{os.getloadavg()[0]:.1f} (this machine is shared; compare the presets, not absolute times).\n\n"
+        + markdown_table(["preset", "stage", "min ms", "median ms", "share"], rows)
+        + f"\n\nSieve / plain seconds per question (mean over questions of the ratio of medians): **{ratio:.2f}x** "
+        f"(bootstrap 95% interval {lo:.2f}-{hi:.2f}, n = {len(questions)} questions); goal: <= 3x "
+        f"({'met' if hi <= 3.0 else 'not met' if lo > 3.0 else 'not shown either way'})."
+    )
+    write_section("benchmarks.md", "sieve-latency", "Sieve vs plain RAG: each stage's share of ask latency", body)
+    print(body, flush=True)
 
 
 def main() -> None:
@@ -68,35 +114,7 @@ def main() -> None:
                 abstained += int(name == "sieve" and r == 0 and answer.abstained)
             print(f"repeat {r + 1} question {i + 1}/{len(questions)} {time.perf_counter() - start:.0f}s", flush=True)
 
-    rows = []
-    for name in pipes:
-        all_ms = np.concatenate([np.asarray(v) for v in totals[name].values()])
-        med_total = float(np.median(all_ms))
-        rows.append([name, "total", f"{all_ms.min():.0f}", f"{med_total:.0f}", "100%"])
-        for stage in SIEVE_STAGES:
-            if not any(s.name == stage for s in pipes[name].stages):
-                continue
-            v = np.asarray(stages[name][stage])
-            rows.append(
-                [name, stage, f"{v.min():.0f}", f"{np.median(v):.0f}", f"{100 * v.mean() / all_ms.mean():.0f}%"]
-            )
-    per_q = np.asarray([np.median(totals["sieve"][i]) / np.median(totals["plain"][i]) for i in range(len(questions))])
-    ratio, lo, hi = mean_ci(per_q)
-    body = (
-        f"Demo corpus ({len(index)} chunks), {args.answerable} answerable + {args.unanswerable} unanswerable demo "
-        f"questions, {args.repeats} repeats per preset after one warm-up ask each. Bundled SmolLM2-135M-Instruct "
-        f"(llama.cpp, {args.threads} threads, greedy, at most 128 new tokens) and all-MiniLM-L6-v2; sieve defaults "
-        f"(evaluator judge, rule-feature ScopeCoE, lexical-embedding claim judge). The sieve abstained on "
-        f"{abstained} of {len(questions)} questions (an abstention by the judge skips generation). Share = a "
-        "stage's mean time / the mean total. 1-min load average at the end: "
-        f"{os.getloadavg()[0]:.1f} (this machine is shared; compare the presets, not absolute times).\n\n"
-        + markdown_table(["preset", "stage", "min ms", "median ms", "share"], rows)
-        + f"\n\nSieve / plain seconds per question (mean over questions of the ratio of medians): **{ratio:.2f}x** "
-        f"(bootstrap 95% interval {lo:.2f}-{hi:.2f}, n = {len(questions)} questions); goal: <= 3x "
-        f"({'met' if hi <= 3.0 else 'not met' if lo > 3.0 else 'not shown either way'})."
-    )
-    write_section("benchmarks.md", "sieve-latency", "Sieve vs plain RAG: each stage's share of ask latency", body)
-    print(body)
+        report(args, pipes, questions, totals, stages, abstained, len(index), rounds=r + 1)
 
 
 if __name__ == "__main__":

@@ -383,7 +383,8 @@ def render_answer(answer: Any, width: int = 80) -> list[str]:
             lines.append(_clip_line(f"regenerated with {', '.join(ev['evidence'])}: {ev['reason']}", width))
     stage_ms = [(k, v) for k, v in t.timings_ms.items() if k in SIEVE_STAGES]
     total = sum(v for _, v in stage_ms)
-    parts = " ".join(f"{k} {v:.0f}" for k, v in stage_ms)
+    # Stages that took under a millisecond are left out so the line fits.
+    parts = " ".join(f"{k} {v:.0f}" for k, v in stage_ms if v >= 1.0)
     calls = f"{t.llm_calls} LLM call{'s' if t.llm_calls != 1 else ''}"
     lines.append(_clip_line(f"{total:.0f} ms, {calls}: {parts}", width))
     return lines

@@ -23,8 +23,11 @@ else:  # pragma: no cover
 
 
 # Penalty on tokens already in the context when generating (llama.cpp's repeat_penalty; 1.0 is
-# off). Chosen by docs/results.md, "Decoding: repetition penalty"; LLMConfig and the llama.cpp
-# backend both default to it so a model built either way decodes alike.
+# off). docs/results.md, "Decoding: repetition penalty", n=5 demo questions (too few to decide):
+# 1.1 had no answer running on to the token limit (1.0: 2 of 5; interval of the difference
+# includes 0) at equal distinct-2, but llama.cpp penalises the prompt's last tokens too and 1.1
+# cut the demo's graphene answer to "The answer is: Graphene."; so the default stays off until
+# a larger run decides. LLMConfig and the llama.cpp backend share it so both decode alike.
 DEFAULT_REPEAT_PENALTY = 1.0
 
 # The stage list every pipeline preset is drawn from, in execution order.
@@ -70,9 +73,8 @@ class LLMConfig(_Section):
     timeout_s: float = Field(60.0, gt=0, allow_inf_nan=False)
     max_retries: int = Field(3, ge=0)
     # llama-cpp: penalty on tokens already in the context while generating (1.0: off). The bundled
-    # 135M model loops on one phrase under greedy decoding; the default is the setting that
-    # removed most repetition at no accuracy cost on the demo questions (docs/results.md,
-    # "Decoding: repetition penalty"). The OpenAI-compatible backend leaves it to the server.
+    # 135M model loops on one phrase under greedy decoding; see DEFAULT_REPEAT_PENALTY for how the
+    # default was chosen. The OpenAI-compatible backend leaves it to the server.
     repeat_penalty: float = Field(DEFAULT_REPEAT_PENALTY, ge=1.0, le=2.0)
 
 

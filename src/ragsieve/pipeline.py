@@ -463,7 +463,8 @@ class SelectStage(_StageBase):
                 if h.chunk.id in kept_ids:
                     trace.decide("select", h.chunk.id, "kept", f"in the {self.method} selection")
                 else:
-                    trace.decide("select", h.chunk.id, "dropped", f"not needed by {self.method} (k={k})")
+                    why = "not needed for the minimal cover" if self.method == "scope-coe" else f"beyond the top {k}"
+                    trace.decide("select", h.chunk.id, "dropped", why)
         return chosen
 
 
