@@ -319,20 +319,20 @@ def _clip_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
-def _candidate_status(decisions: list[dict[str, Any]], cid: str) -> str:
-    """``dropped (check: reason)`` if any check dropped the candidate, else ``flagged (...)``,
-    else ``kept``."""
+def _candidate_status(decisions: list[dict[str, Any]], cid: str) -> tuple[str, str]:
+    """The candidate's verdict and why: ``dropped`` with the first check that dropped it, else
+    ``flagged`` with the check that flagged it, else ``kept`` (or ``unjudged``)."""
     mine = [d for d in decisions if d.get("id") == cid]
     for verdict in ("dropped", "flagged"):
         hit = next((d for d in mine if d["verdict"] == verdict), None)
         if hit is not None:
-            return f"{verdict} ({hit['check']}: {hit['reason']})"
-    return "kept" if mine else "not judged"
+            return verdict, f"{hit['check']}: {hit['reason']}"
+    return ("kept" if mine else "unjudged"), ""
 
 
 def render_answer(answer: Any, width: int = 80) -> list[str]:
     """The answer and its trace as terminal lines of at most ``width`` characters: the answer
-    (or the abstention and why), one line per candidate, one per answer sentence, timings."""
+    (or the abstention and why), two lines per candidate, one per answer sentence, timings."""
     import textwrap
 
     t = answer.trace
@@ -360,16 +360,19 @@ def render_answer(answer: Any, width: int = 80) -> list[str]:
                     f" judge {ev['judge']}: relevant >= {ev['upper']:.2f}, irrelevant < {ev['lower']:.2f}", width
                 )
             )
+        # Two lines a candidate: verdict, score and id; then why (for a dropped or flagged one) and
+        # the first line of its text, so ids and reasons stay readable at 80 columns.
         for c in retrieved:
-            status = _candidate_status(t.decisions, c["id"])
+            verdict, why = _candidate_status(t.decisions, c["id"])
             mark = "*" if c["id"] in used else " "
             source = str(c.get("source", ""))
             # Ids of file chunks start with their source: print the source only when it adds to the id.
-            where = str(c["id"]) if str(c["id"]).startswith(source) else f"{c['id']} {source}"
-            room = max(width - len(status) - 2 - 7 - 16, 12)  # leave at least 16 columns of text
-            prefix = f"{mark}{status} {_clip_middle(where, room)} {c.get('score', 0.0):.3f} "
-            first = (c.get("text") or "").strip().splitlines()[0] if (c.get("text") or "").strip() else ""
-            lines.append(_clip_line(prefix + first, width))
+            where = str(c["id"]) if str(c["id"]).startswith(source) else f"{c['id']} ({source})"
+            head = f"{mark}{verdict:<8} {c.get('score', 0.0):.3f} "
+            lines.append(head + _clip_middle(where, max(width - len(head), 12)))
+            text = (c.get("text") or "").strip()
+            first = text.splitlines()[0] if text else ""
+            lines.append(_clip_line(" " * 10 + (f"[{why}] " if why else "") + first, width))
     if answer.claims:
         lines.append(f"answer sentences (judge: {answer.claims[0].judge}):")
         for v in answer.claims:
