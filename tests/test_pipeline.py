@@ -296,9 +296,19 @@ def test_ablations_still_answer(hash_index):
     assert no_select.trace.stage("select")[0]["method"] == "top-k"
 
 
+def test_need_never_answers_closed_book_by_default(hash_index):
+    pipe = sieve(hash_index, QueueLLM("Paris."), KeywordJudge(relevant=("paris",)), sieve={"need": "auto"})
+    next(s for s in pipe.stages if s.name == "need").classifier = FixedTaskClassifier("general_qa")
+    ans = pipe.ask("What is the capital of France?")
+    rec = ans.trace.stage("need")[0]
+    assert rec["retrieve"] is True and "evidence only" in rec["reason"]
+    assert ans.trace.stage("retrieve")[-1]["reused"] == "need probe"
+    assert ans.abstained and "judge" in (ans.abstain_reason or "")  # every candidate is irrelevant
+
+
 def test_need_answers_closed_book_only_when_nothing_is_relevant(hash_index):
     def general_qa(judge: KeywordJudge) -> Pipeline:
-        pipe = sieve(hash_index, QueueLLM("Paris."), judge, sieve={"need": "auto"})
+        pipe = sieve(hash_index, QueueLLM("Paris."), judge, sieve={"need": "auto", "closed_book": "allow"})
         next(s for s in pipe.stages if s.name == "need").classifier = FixedTaskClassifier("general_qa")
         return pipe
 

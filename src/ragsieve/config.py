@@ -139,6 +139,13 @@ class SieveConfig(_Section):
     # "always" always retrieves.
     need: Literal["auto", "always"] = "auto"
     need_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    # closed_book: what the sieve does when ``need`` finds no relevant passage for a request the
+    # task router would answer directly. "never" (default) still goes on with the probe's
+    # candidates, so the judge abstains when they are all irrelevant: the sieve answers from
+    # evidence only. "allow" answers from the model alone (the task-adaptive behaviour). Measured
+    # with `ragsieve eval --ablate need` on the 12 unanswerable demo questions: "allow" answered 8
+    # of them closed-book; always retrieving abstained on all 12 (and on 1 of 12 answerable ones).
+    closed_book: Literal["never", "allow"] = "never"
     candidates: int = Field(10, ge=1)  # retrieved candidates the judge sees
     # judge: "evaluator" (the bundled CRAG-style evaluator) or "cross-encoder" (judge_model names
     # a sentence-transformers CrossEncoder). relevant >= upper, ambiguous in [lower, upper),

@@ -302,6 +302,18 @@ class NeedStage(_StageBase):
                 f"({best:.2f} >= {sc.need_threshold})",
             )
             return candidates
+        if sc.closed_book == "never":
+            trace.record(
+                "need",
+                retrieve=True,
+                task=pred.label,
+                signal="retrieval",
+                best_relevance=round(best, 4),
+                reason=f"task router says answer directly and no passage is relevant ({best:.2f} < "
+                f"{sc.need_threshold}), but the sieve answers from evidence only (sieve.closed_book=never): "
+                "the judge decides",
+            )
+            return candidates
         state.retrieve = False
         state.probe = None
         trace.record(
