@@ -380,6 +380,9 @@ def demo(
     _print_answer(pipe.ask(question))
 
 
+app.command("eval")(importlib.import_module("ragsieve.eval.cli").eval_command)
+
+
 _MOUNTED = False
 
 
