@@ -65,7 +65,7 @@ def eval_command(
     ablate: list[str] = typer.Option([], "--ablate", help="Sieve row without these stages, e.g. verify,judge."),
     only: str | None = typer.Option(None, "--only", help="Comma-separated configurations to run (default all)."),
     limit: int | None = typer.Option(None, "--limit", help="Evaluate the first N questions."),
-    judge: str = typer.Option("llm-logprob", "--judge", help="Faithfulness judge: llm-logprob, lexical-embedding, none."),
+    judge: str = typer.Option("llm-logprob", "--judge", help="Faithfulness judge: llm-logprob, lexical-embedding."),
     cache: Path | None = typer.Option(None, "--cache", help="Resumable JSONL of per-question outputs."),
     plot: Path | None = typer.Option(None, "--plot", help="Write the risk-coverage curves to this PNG."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),
@@ -99,7 +99,8 @@ def eval_command(
         wanted = [s.strip() for s in only.split(",") if s.strip()]
         missing = [w for w in wanted if w not in {s.name for s in specs}]
         if missing:
-            raise InputError(f"--only names unknown configuration {missing[0]!r}; have {', '.join(s.name for s in specs)}")
+            have = ", ".join(s.name for s in specs)
+            raise InputError(f"--only names unknown configuration {missing[0]!r}; choose from {have}")
         specs = [s for s in specs if s.name in wanted]
     if not cfg.index_dir and any(not s.no_retrieval for s in specs):
         raise InputError("no index given; pass --index DIR (build one with `ragsieve ingest`) or --only no-retrieval")

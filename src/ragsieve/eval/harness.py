@@ -19,7 +19,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +41,6 @@ __all__ = [
     "run_eval",
 ]
 
-_MARKER_RE = re.compile(r"\[(\d{1,3})\]")
 # A sentence is faithful when the fixed judge's support probability reaches this.
 SUPPORT_THRESHOLD = 0.5
 
@@ -54,7 +52,7 @@ class FaithfulnessJudge(Protocol):
 
     def warm_up(self) -> None: ...
 
-    def support(self, claim: str, evidence: str) -> float: ...
+    def support(self, claim: str, evidence: Sequence[str]) -> float: ...
 
 
 @dataclass
@@ -135,7 +133,7 @@ class EvalCache:
                 try:
                     rec = json.loads(line)
                 except json.JSONDecodeError:
-                    logger.warning("eval cache %s:%d is incomplete (interrupted write); recomputing it", self.path, lineno)
+                    logger.warning("eval cache %s:%d is a torn write; recomputing that output", self.path, lineno)
                     continue
                 if isinstance(rec, dict) and "key" in rec:
                     self.records[rec["key"]] = rec
@@ -166,19 +164,14 @@ def _sentence_citations(answer: Answer) -> list[tuple[str, list[int]]]:
     A sentence without ``[n]`` markers inherits the answer-level attribution (``cited_ids``),
     which is how the pipeline attributes answers of models that omit markers.
     """
-    from ragsieve.ingest.chunking import split_sentences
+    from ragsieve.verify.claims import cited_indices, split_claim_markers, strip_markers
 
     ids = [h.chunk.id for h in answer.evidence]
     fallback = [ids.index(c) for c in answer.cited_ids if c in ids]
-    out: list[tuple[str, list[int]]] = []
-    for sentence in split_sentences(answer.text):
-        marks = [int(m) - 1 for m in _MARKER_RE.findall(sentence)]
-        cited = [m for m in dict.fromkeys(marks) if 0 <= m < len(ids)]
-        clean = " ".join(_MARKER_RE.sub("", sentence).split())
-        if not re.search(r"\w", clean):
-            continue
-        out.append((clean, cited if marks else fallback))
-    return out
+    return [
+        (strip_markers(claim.text), cited_indices(claim.markers, len(ids)) if claim.markers else fallback)
+        for claim in split_claim_markers(answer.text)
+    ]
 
 
 def judge_faithfulness(answer: Answer, judge: FaithfulnessJudge) -> list[dict[str, Any]]:
@@ -188,11 +181,7 @@ def judge_faithfulness(answer: Answer, judge: FaithfulnessJudge) -> list[dict[st
     """
     rows: list[dict[str, Any]] = []
     for sentence, cited in _sentence_citations(answer):
-        if cited:
-            evidence = "\n".join(answer.evidence[i].chunk.text for i in cited)
-            score = float(judge.support(sentence, evidence))
-        else:
-            score = 0.0
+        score = float(judge.support(sentence, [answer.evidence[i].chunk.text for i in cited])) if cited else 0.0
         rows.append(
             {
                 "sentence": sentence,

@@ -41,6 +41,7 @@ from ragsieve.eval.selective import (
     risk_coverage_curve,
     selective_accuracy,
 )
+from ragsieve.verify.claims import strip_markers
 
 __all__ = ["ItemScores", "score_all", "score_records"]
 
@@ -58,14 +59,16 @@ class ItemScores:
         self.answerable = np.array([i.answerable for i in items], dtype=bool)
         self.abstained = np.array([bool(r["abstained"]) for r in records], dtype=bool)
         answered = ~self.abstained
+        # Citation markers are not part of the answer's wording.
+        texts = [strip_markers(r["answer"]) for r in records]
         self.contains = np.array(
-            [bool(i.answers) and contains_answer(r["answer"], i.answers) for i, r in zip(items, records, strict=True)]
+            [bool(i.answers) and contains_answer(t, i.answers) for i, t in zip(items, texts, strict=True)]
         )
         self.em = np.array(
-            [bool(i.references) and exact_match(r["answer"], i.references) for i, r in zip(items, records, strict=True)]
+            [bool(i.references) and exact_match(t, i.references) for i, t in zip(items, texts, strict=True)]
         )
         self.f1 = np.array(
-            [token_f1(r["answer"], i.references) if i.references else 0.0 for i, r in zip(items, records, strict=True)]
+            [token_f1(t, i.references) if i.references else 0.0 for i, t in zip(items, texts, strict=True)]
         )
         self.correct = answered & self.contains
         self.outcome = np.where(self.answerable, self.correct, self.abstained)
