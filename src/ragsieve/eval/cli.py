@@ -80,7 +80,7 @@ def eval_command(
     from ragsieve.cli import _config, _progress, console
     from ragsieve.eval.data import load_qa
     from ragsieve.eval.harness import EvalCache, default_specs, run_eval
-    from ragsieve.eval.report import format_rows, plot_risk_coverage
+    from ragsieve.eval.report import plot_risk_coverage
     from ragsieve.eval.scoring import score_all
 
     if judge not in JUDGES:
@@ -132,19 +132,30 @@ def eval_command(
         }
         console.print_json(json.dumps(payload))
         return
-    _print_table(console, scores, len(items), judge_name, cache_path, elapsed, format_rows)
+    _print_table(console, scores, len(items), judge_name, cache_path, elapsed)
 
 
-def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache: Path, secs: float, fmt: Any) -> None:
+def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache: Path, secs: float) -> None:
+    """Two narrow tables (quality, then cost and the comparison) so each fits an 80-column terminal."""
     from rich.table import Table
 
-    header, rows = fmt(scores, with_intervals=False)
-    table = Table(title=f"ragsieve eval: {n} questions (percentages; faithfulness judge: {judge})")
-    for col in header:
-        table.add_column(col, no_wrap=True)
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    from ragsieve.eval.report import COLUMNS, format_rows
+
+    quality = [c for c in COLUMNS if c[2] != "cost"]
+    cost = [c for c in COLUMNS if c[2] == "cost"]
+    for title, cols, last in (
+        (f"ragsieve eval: {n} questions, % (faithfulness judge: {judge})", quality, False),
+        ("cost per question, and selective accuracy vs plain RAG at matched coverage", cost, True),
+    ):
+        header, rows = format_rows(scores, with_intervals=False, columns=cols)
+        if not last:
+            header, rows = header[:-1], [r[:-1] for r in rows]
+        table = Table(title=title, title_justify="left")
+        for col in header:
+            table.add_column(col, no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
     for name, m in scores.items():
         ivs = m.get("intervals", {})
         parts = [
@@ -156,6 +167,7 @@ def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache
             parts.append(f"aurc [{ivs['aurc'][0]:.3f},{ivs['aurc'][1]:.3f}]")
         console.print(f"  {name}: 95% intervals " + ", ".join(parts))
     console.print(
-        f"sel-acc Δ: selective accuracy minus plain RAG's at the lower of the two coverages, paired bootstrap 95% "
-        f"interval. abst U/A: abstention on unanswerable/answerable questions. cache: {cache} ({secs:.0f}s)"
+        "sel-acc Δ: selective accuracy minus plain RAG's at the lower of the two coverages (paired bootstrap 95% "
+        "interval). abst U/A: abstention on unanswerable / answerable questions. cite P/R: citation precision / "
+        f"recall against gold evidence. Outputs cached in {cache} ({secs:.0f}s)."
     )

@@ -60,12 +60,18 @@ def _matched(metrics: dict[str, Any]) -> str:
     return f"@{100 * m['coverage']:.0f}%: {100 * m['difference']:+.0f} [{100 * lo:+.0f},{100 * hi:+.0f}]"
 
 
-def format_rows(scores: dict[str, dict[str, Any]], with_intervals: bool = True) -> tuple[list[str], list[list[str]]]:
-    """Header and one row of strings per configuration (percentages, 95% intervals in brackets)."""
-    header = ["config", "n", *(c[0] for c in COLUMNS), "sel-acc Δ vs plain"]
+def format_rows(
+    scores: dict[str, dict[str, Any]], with_intervals: bool = True, columns: list[tuple[str, str, str]] | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """Header and one row of strings per configuration (percentages, 95% intervals in brackets).
+
+    ``columns`` picks a subset of :data:`COLUMNS`; the matched-coverage comparison always ends the row.
+    """
+    cols = COLUMNS if columns is None else columns
+    header = ["config", "n", *(c[0] for c in cols), "sel-acc Δ vs plain"]
     rows = []
     for name, m in scores.items():
-        rows.append([name, str(m["n"]), *(_cell(m, k, kind, with_intervals) for _, k, kind in COLUMNS), _matched(m)])
+        rows.append([name, str(m["n"]), *(_cell(m, k, kind, with_intervals) for _, k, kind in cols), _matched(m)])
     return header, rows
 
 
