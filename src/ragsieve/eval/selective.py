@@ -35,6 +35,7 @@ __all__ = [
     "rank_scores",
     "risk_coverage_curve",
     "selective_accuracy",
+    "wilson_interval",
 ]
 
 # Rank of an answer without a confidence: below every real confidence in [0, 1], above abstentions.
@@ -133,3 +134,14 @@ def paired_bootstrap_interval(
 ) -> tuple[float, float]:
     """Interval of ``a - b`` where both statistics see the same resampled items each round."""
     return bootstrap_interval(n, lambda idx: statistic_a(idx) - statistic_b(idx), n_boot, seed, level)
+
+
+def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``k/n`` (95% for the default ``z``)."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
