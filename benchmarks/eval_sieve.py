@@ -273,14 +273,17 @@ def main() -> None:
     cache = EvalCache(out / f"{args.model}.jsonl").load()
     judge = make_judge(args.judge, cfg)
     judge_name = judge.name if judge is not None else "none"
+    cached_before = len(cache.records)
+    start = time.perf_counter()
     if not args.report_only:
-        start = time.perf_counter()
 
         def progress(done: int, total: int) -> None:
             if done % len(specs) == 0:
                 logger.info("%s: %d/%d outputs (%.0fs)", args.set, done, total, time.perf_counter() - start)
 
         run_eval(items, specs, cache, judge, progress=progress)
+    wall = time.perf_counter() - start
+    new_outputs = len(cache.records) - cached_before
     done_items, records = cached_records(items, specs, cache, judge_name)
     if not done_items:
         raise SystemExit(f"no question has outputs from every configuration yet in {cache.path}")
@@ -288,6 +291,12 @@ def main() -> None:
     if args.plot is not None:
         plot_risk_coverage(scores, args.plot, title=f"{args.set}, {args.model}, n={len(done_items)}")
     body = render(scores, len(done_items), len(items), desc, MODELS[args.model]["label"], judge_name)
+    if new_outputs:
+        body += (
+            f"\n\nWall time of the run that wrote this section: {wall / 60:.1f} min for {new_outputs} new outputs "
+            f"({len(specs)} configurations; {cached_before} outputs were already cached), llama.cpp with "
+            f"{args.threads} thread(s), on a machine shared with other jobs."
+        )
     section = f"eval-sieve-{args.set}" + ("" if args.model == "smollm2" else f"-{args.model}")
     title = f"The sieve vs plain RAG: {args.set}" + ("" if args.model == "smollm2" else f" ({args.model})")
     write_section("results.md", section, title, body)
