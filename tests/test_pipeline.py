@@ -56,7 +56,7 @@ class ScriptedLLM:
 
 def test_citation_markers_map_to_evidence_ids(fixture_index):
     llm = ScriptedLLM("Mitochondria make ATP [1]. Ribosomes build proteins [2] [9].")
-    pipe = Pipeline(PipelineConfig(), index=fixture_index, llm=llm)
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), index=fixture_index, llm=llm)
     answer = pipe.ask("What do mitochondria produce?", k=3)
     assert answer.cited_ids == [answer.evidence[0].chunk.id, answer.evidence[1].chunk.id]
     assert answer.trace.stage("generate")[0]["citation_method"] == "markers"
@@ -66,13 +66,14 @@ def test_citation_markers_map_to_evidence_ids(fixture_index):
 
 def test_similarity_attribution_when_the_model_gives_no_markers(fixture_index):
     llm = ScriptedLLM("The first crewed Moon landing was Apollo 11 in July 1969.")
-    answer = Pipeline(PipelineConfig(), index=fixture_index, llm=llm).ask("When did people first land on the Moon?")
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), index=fixture_index, llm=llm)
+    answer = pipe.ask("When did people first land on the Moon?")
     assert answer.cited_ids[0] == "astronomy/moon.txt:0"
     assert answer.trace.stage("generate")[0]["citation_method"] == "similarity"
 
 
 def test_fixed_route_and_unknown_route(fixture_index):
-    pipe = Pipeline(PipelineConfig(), index=fixture_index, llm=ScriptedLLM("ok"))
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), index=fixture_index, llm=ScriptedLLM("ok"))
     answer = pipe.ask("energy", route="biology")
     assert {h.chunk.domain for h in answer.evidence} == {"biology"}
     assert answer.trace.stage("route")[0]["searched"] == ["biology"]
@@ -82,7 +83,7 @@ def test_fixed_route_and_unknown_route(fixture_index):
 
 @pytest.mark.parametrize("question, message", [("", "empty"), ("  \n", "empty"), ("why " * 1000, "over the limit")])
 def test_bad_questions(fixture_index, question, message):
-    pipe = Pipeline(PipelineConfig(), index=fixture_index, llm=ScriptedLLM("ok"))
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), index=fixture_index, llm=ScriptedLLM("ok"))
     with pytest.raises(InputError, match=message):
         pipe.ask(question)
 
@@ -104,7 +105,7 @@ def test_reweighting_by_source_weights(fixture_index, tmp_path):
 
 @pytest.mark.slow
 def test_ask_end_to_end_with_the_bundled_models(fixture_index, llm):
-    pipe = Pipeline(PipelineConfig(), index=fixture_index, llm=llm)
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), index=fixture_index, llm=llm)
     answer = pipe.ask("What does nuclear fusion in the Sun's core turn hydrogen into?")
     assert answer.text.strip()
     assert answer.cited_ids, "the answer should be attributed to at least one evidence chunk"
@@ -120,7 +121,7 @@ def test_ask_end_to_end_with_the_bundled_models(fixture_index, llm):
 
 @pytest.mark.slow
 def test_no_retrieval_answers_from_the_model_alone(llm):
-    pipe = Pipeline(PipelineConfig(), llm=llm)
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), llm=llm)
     answer = pipe.ask("What is the capital of France?", no_retrieval=True)
     assert answer.text.strip() and answer.evidence == [] and answer.cited_ids == []
     assert answer.trace.stage("retrieve")[0]["skipped"] is True
