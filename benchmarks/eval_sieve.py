@@ -237,7 +237,10 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200, help="questions (hotpotqa, popqa); the demo set is used whole")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model", choices=sorted(MODELS), default="smollm2")
-    ap.add_argument("--judge", default="lexical-embedding", help="fixed faithfulness judge (see ragsieve eval)")
+    ap.add_argument(
+        "--judge", default="llm-logprob",
+        help="fixed faithfulness judge; keep it different from the sieve's own verify judge (lexical-embedding)",
+    )
     ap.add_argument("--only", default="sieve,plain,no-retrieval", help="configurations to run")
     ap.add_argument("--ablate", action="append", default=[], help="sieve rows without these stages")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads per model")
