@@ -214,7 +214,8 @@ def render(scores: dict[str, dict[str, Any]], n_run: int, n_target: int, desc: s
     )
     partial = (
         f"**n = {n_run} of the {n_target} planned questions** (the run did not finish in the time available; "
-        "every configuration has exactly these questions, so the comparisons stay paired). "
+        "questions are answered in a fixed-seed random order, so these are a random subset, and every "
+        "configuration has exactly these questions, so the comparisons stay paired). "
         if n_run < n_target
         else f"n = {n_run} questions. "
     )
@@ -273,6 +274,9 @@ def main() -> None:
     wanted = [w.strip() for w in args.only.split(",")] + [s.name for s in specs if s.name.startswith("sieve -")]
     specs = [s for s in specs if s.name in wanted]
     items = load_qa(data)
+    # A fixed-seed random order, so that a run stopped early has answered a random subset (the demo file
+    # lists its unanswerable questions last; the HotpotQA sample lists bridge before comparison questions).
+    random.Random(args.seed).shuffle(items)
     cache = EvalCache(out / f"{args.model}.jsonl").load()
     judge = make_judge(args.judge, cfg)
     judge_name = judge.name if judge is not None else "none"
