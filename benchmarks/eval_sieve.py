@@ -178,13 +178,13 @@ def render(scores: dict[str, dict[str, Any]], n_run: int, n_target: int, desc: s
                 fmt_pct(m, "coverage"),
                 fmt_pct(m, "answered_accuracy"),
                 aurc,
-                fmt_pct(m, "faithfulness"),
+                f"{fmt_pct(m, 'faithfulness')} ({fmt_pct(m, 'faithfulness_grounded').split(' [')[0]})",
                 abst,
                 cite,
                 f"{m['llm_calls_per_question']:.1f} / {m['tokens_per_question']:.0f} / {m['seconds_per_question']:.2f}",
             ]
         )
-    head = ["configuration", "accuracy %", "coverage %", "answered acc. %", "AURC", "faithfulness %",
+    head = ["configuration", "accuracy %", "coverage %", "answered acc. %", "AURC", "faithfulness % (grounded only)",
             "abstain % (unans. / ans.)" if any(m.get("abstain_unanswerable") is not None for m in scores.values())
             else "abstain % (answerable)", "citation P / R %", "LLM calls / tokens / s per q"]
     from _report import markdown_table
@@ -223,7 +223,8 @@ def render(scores: dict[str, dict[str, Any]], n_run: int, n_target: int, desc: s
         f"Data: {desc}. Model: {model}. {partial}Faithfulness judge (the same for every configuration): "
         f"`{judge}`; a sentence is faithful when the judge's support for it given the evidence it cites is >= 0.5 "
         "(a sentence citing nothing is unfaithful); the score is the mean share of faithful sentences over answered "
-        "questions that used evidence. Accuracy: normalised gold-answer containment, abstentions count as wrong on "
+        "questions, an answer given without evidence (closed book) scoring 0; in brackets the same over answers "
+        "that used evidence only. Accuracy: normalised gold-answer containment, abstentions count as wrong on "
         "answerable questions. AURC: area under the risk-coverage curve (outcomes ranked by `Answer.confidence`, "
         "abstentions last; lower is better). 95% percentile-bootstrap intervals over questions (1000 resamples); "
         "paired differences use the same resampled questions for both configurations. Matched coverage = the lower "

@@ -64,7 +64,8 @@ def test_eval_on_three_demo_questions_end_to_end(tmp_path, capsys) -> None:  # t
         assert all(key in scores for key in REQUIRED), name
         assert scores["n"] == 3 and 0.0 <= scores["coverage"] <= 1.0
         assert scores["llm_calls_per_question"] >= 1 and scores["seconds_per_question"] > 0
-    assert configs["no-retrieval"]["faithfulness"] is None  # nothing cited without evidence
+    assert configs["no-retrieval"]["faithfulness"] == 0.0  # nothing cited without evidence
+    assert configs["no-retrieval"]["faithfulness_grounded"] is None
     assert configs["sieve"]["vs_baseline"]["selective_accuracy_matched"]["coverage"] > 0
     assert plot.stat().st_size > 1000 and plot.read_bytes()[:4] == b"\x89PNG"
     assert len(cache.read_text(encoding="utf-8").splitlines()) == 12

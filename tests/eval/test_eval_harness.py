@@ -133,6 +133,7 @@ def test_every_metric_matches_the_hand_computation(tmp_path: Path) -> None:
     assert p["accuracy"] == 0.5 and p["coverage"] == 1.0 and p["abstain_unanswerable"] == 0.0
     assert p["aurc"] == pytest.approx(0.6, abs=1e-4)
     assert p["faithfulness"] == pytest.approx(2 / 5, abs=1e-4)
+    assert p["faithfulness_grounded"] == p["faithfulness"]  # every plain answer used evidence
     assert "vs_baseline" not in p
     # Matched coverage 0.6 (3 items): sieve 2/3 right, plain 3 x 2/5 expected right of 3 -> 0.4.
     matched = s["vs_baseline"]["selective_accuracy_matched"]
@@ -184,12 +185,17 @@ def test_no_retrieval_spec_asks_without_retrieval(tmp_path: Path) -> None:
     built: dict[str, FakePipeline] = {}
     spec = EvalSpec("no-retrieval", PipelineConfig(pipeline="plain"), no_retrieval=True)
 
+    closed_book = {q: (text, [], [], abst, conf) for q, (text, _, _, abst, conf) in PLAIN.items()}
+
     def build(s: EvalSpec) -> FakePipeline:
-        built[s.name] = FakePipeline(PLAIN)
+        built[s.name] = FakePipeline(closed_book)
         return built[s.name]
 
-    run_eval(ITEMS[:2], [spec], EvalCache(tmp_path / "c.jsonl"), None, build=build)
+    records = run_eval(ITEMS, [spec], EvalCache(tmp_path / "c.jsonl"), WordJudge(), build=build)
     assert all(flag for _, flag in built["no-retrieval"].calls)
+    scores = score_all(ITEMS, records, baseline=None, n_boot=50)["no-retrieval"]
+    # Answers without evidence cite nothing: faithfulness 0, and no grounded answer to score.
+    assert scores["faithfulness"] == 0.0 and scores["faithfulness_grounded"] is None
 
 
 def test_default_specs_and_ablations() -> None:

@@ -14,8 +14,9 @@ Definitions (per configuration, over the items every configuration answered):
   for this configuration and for the baseline, so configurations that abstain are compared with
   the baseline at the same coverage; the paired bootstrap interval of the difference uses the
   same resampled items for both.
-- ``faithfulness``: over answered questions that used evidence, the mean share of answer
-  sentences the fixed judge finds supported by the evidence they cite.
+- ``faithfulness``: over answered questions, the mean share of answer sentences the fixed judge
+  finds supported by the evidence they cite; an answer given without evidence (closed book)
+  scores 0. ``faithfulness_grounded``: the same over answers that used evidence only.
 - citation precision/recall (only when gold evidence ids are given): cited chunks whose id or
   document id is gold, over cited chunks; gold ids cited, over gold ids.
 - cost: LLM calls, prompt + completion tokens and seconds per question (model loading excluded).
@@ -74,11 +75,18 @@ class ItemScores:
         self.outcome = np.where(self.answerable, self.correct, self.abstained)
         self.scores = np.array(rank_scores([r["confidence"] for r in records], list(self.abstained)), dtype=float)
         faith = np.full(n, np.nan)
+        grounded = np.full(n, np.nan)
         for j, r in enumerate(records):
+            if r["abstained"] or r.get("error"):
+                continue
             rows = r.get("faithfulness")
-            if rows and not r["abstained"]:
-                faith[j] = float(np.mean([bool(x["supported"]) for x in rows]))
+            if rows:
+                faith[j] = grounded[j] = float(np.mean([bool(x["supported"]) for x in rows]))
+            elif not r.get("evidence_ids"):
+                # Answered without evidence (closed book): no sentence is supported by cited evidence.
+                faith[j] = 0.0
         self.faithfulness = faith
+        self.faithfulness_grounded = grounded
         prec, rec = np.full(n, np.nan), np.full(n, np.nan)
         for j, (item, r) in enumerate(zip(items, records, strict=True)):
             if not item.gold_ids or r["abstained"]:
@@ -120,6 +128,7 @@ class ItemScores:
             "abstain_unanswerable": self._mean(self.abstained.astype(float), ~self.answerable),
             "aurc": lambda idx: aurc(list(self.outcome[idx]), list(self.scores[idx])),
             "faithfulness": self._mean(self.faithfulness),
+            "faithfulness_grounded": self._mean(self.faithfulness_grounded),
             "citation_precision": self._mean(self.citation_precision),
             "citation_recall": self._mean(self.citation_recall),
             "llm_calls_per_question": self._mean(self.llm_calls),
@@ -173,7 +182,9 @@ def score_records(
             }
         }
         own_stats, base_stats = own.stats(), base.stats()
-        for name in ("accuracy", "answered_accuracy", "aurc", "faithfulness", "seconds_per_question"):
+        for name in (
+            "accuracy", "answered_accuracy", "aurc", "faithfulness", "faithfulness_grounded", "seconds_per_question"
+        ):
             a, b = own_stats[name](everything), base_stats[name](everything)
             if math.isnan(a) or math.isnan(b):
                 continue
