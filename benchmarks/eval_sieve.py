@@ -248,6 +248,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads per model")
     ap.add_argument("--report-only", action="store_true", help="score what the cache holds; answer nothing new")
     ap.add_argument("--plot", type=Path, default=None, help="also write the risk-coverage curves (PNG)")
+    ap.add_argument("--section", default=None, help="results.md section name (default: eval-sieve-<set>[-<model>])")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("faiss", "bm25s", "httpx", "urllib3", "filelock"):
@@ -305,8 +306,10 @@ def main() -> None:
             f"({len(specs)} configurations; {cached_before} outputs were already cached), llama.cpp with "
             f"{args.threads} thread(s), on a machine shared with other jobs."
         )
-    section = f"eval-sieve-{args.set}" + ("" if args.model == "smollm2" else f"-{args.model}")
+    section = args.section or f"eval-sieve-{args.set}" + ("" if args.model == "smollm2" else f"-{args.model}")
     title = f"The sieve vs plain RAG: {args.set}" + ("" if args.model == "smollm2" else f" ({args.model})")
+    if args.section:
+        title += f" ({', '.join(s.name for s in specs)})"
     write_section("results.md", section, title, body)
     (out / f"{args.model}-scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
     print(body)
