@@ -622,8 +622,8 @@ def demo(
 from ragsieve.serve.cli import serve as _serve  # noqa: E402  (light: fastapi loads when it runs)
 
 app.command("serve")(_serve)
+app.command("eval")(importlib.import_module("ragsieve.eval.cli").eval_command)
 
-_MOUNTED = False
 _TYPE_METAVARS = {Path: "PATH", str: "TEXT", int: "INT", float: "NUMBER"}
 
 

@@ -65,3 +65,27 @@ def test_candidates_limit_and_roundtrip():
     assert any("beyond 2 candidates" in d["reason"] for d in trace.stage("select")[0]["dropped"])
     again = ScopeCoESelector.from_dict(sel.to_dict())
     assert again.config == sel.config
+
+
+def test_plain_text_snippets_and_chunks_are_accepted():
+    sel = ScopeCoESelector(
+        {"keyword_judge": "lexical", "intent_threshold": -1.0}, llm=FakeLLM([IK, REL]), embedder=BagEmbedder()
+    )
+    trace = Trace(Q)
+    kept = sel.select(Q, list(TEXTS), trace)
+    assert kept == [TEXTS[1], TEXTS[3]]
+    rec = trace.stage("select")[0]
+    assert rec["kept"] == ["s2", "s4"] and {d["id"] for d in rec["dropped"]} == {"s1", "s3"}
+    chunks = [h.chunk for h in hits()]
+    sel2 = ScopeCoESelector(
+        {"keyword_judge": "lexical", "intent_threshold": -1.0}, llm=FakeLLM([IK, REL]), embedder=BagEmbedder()
+    )
+    assert [c.id for c in sel2.select(Q, chunks)] == ["c1", "c3"]  # no trace needed
+
+
+def test_other_candidate_types_are_refused():
+    from ragsieve.errors import InputError
+
+    sel = ScopeCoESelector({"keyword_judge": "lexical"}, llm=FakeLLM([IK, REL]), embedder=BagEmbedder())
+    with pytest.raises(InputError, match="pass SearchHit, Chunk or str"):
+        sel.select(Q, [42])  # type: ignore[list-item]

@@ -32,7 +32,7 @@ from .filters import (
 )
 from .fusion import FusionResult, fuse, fusion_weights
 from .proxy import ProxyFilter, pair_features
-from .tasks import TASKS, TaskTemplate, custom_task, get_task
+from .tasks import TASKS, TaskSpec, TaskTemplate, custom_task, get_task, resolve_task
 
 __all__ = [
     "TASKS",
@@ -55,6 +55,8 @@ __all__ = [
     "TaskTemplate",
     "candidates_from_hits",
     "custom_task",
+    "resolve_task",
+    "TaskSpec",
     "decide",
     "ensemble_combine",
     "fuse",

@@ -227,11 +227,13 @@ def classify_filtered(
     out = out or console
     if index_dir is None:
         raise InputError("--filter and --fusion retrieve knowledge: pass --index DIR (built with `ragsieve ingest`)")
-    task = FILTER_TASK_FOR_PRESET.get(template or "sentiment")
-    if task is None:
-        raise InputError(
-            f"--filter needs a task preset for its prompt; pass --template one of {sorted(FILTER_TASK_FOR_PRESET)}"
-        )
+    from ragsieve.filtering.tasks import get_task
+
+    preset = FILTER_TASK_FOR_PRESET.get(template or "sentiment")
+    task: str | dict[str, Any] | None = preset
+    if preset is None or get_task(preset).labels != list(classifier.labels):
+        # The user's own labels or prompt: the filters and fusion work on any label set.
+        task = {"labels": list(classifier.labels), "template": classifier.template_text()}
     try:
         cfg = FilteringConfig.model_validate(
             {

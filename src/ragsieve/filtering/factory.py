@@ -28,7 +28,8 @@ class FilteringConfig(BaseModel):
 
     filter: FilterName = "none"
     fusion: bool = False
-    task: str = "sst-2"
+    # A built-in task name, or a custom task's fields (labels, instruction, template; see resolve_task).
+    task: str | dict[str, Any] = "sst-2"
     alpha: float = Field(0.5, ge=0.0, le=1.0)
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     ensemble_theta: float = Field(0.8, ge=0.5, le=1.0)

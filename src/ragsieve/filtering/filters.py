@@ -30,7 +30,7 @@ from ragsieve.errors import ConfigError, InputError
 from ragsieve.llm.base import LLM, ChatMessage
 
 from .annotate import KfDataset, KfPair
-from .tasks import TaskTemplate, get_task
+from .tasks import TaskSpec, TaskTemplate, resolve_task, task_spec
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +155,10 @@ class DirectFilter(_Base):
 
     name = "direct"
 
-    def __init__(self, task: str = "sst-2", threshold: float = 0.5, calibration: Calibration = "content-free") -> None:
+    def __init__(
+        self, task: TaskSpec = "sst-2", threshold: float = 0.5, calibration: Calibration = "content-free"
+    ) -> None:
+        # A built-in task name, a TaskTemplate, or a custom task's fields (labels, instruction, template).
         self.task = task
         self.threshold = threshold
         self.calibration = calibration
@@ -166,7 +169,7 @@ class DirectFilter(_Base):
 
     @property
     def template(self) -> TaskTemplate:
-        return get_task(self.task)
+        return resolve_task(self.task)
 
     def _messages(self, query: str, knowledge: str) -> list[ChatMessage]:
         return [ChatMessage(role="user", content=self.template.filter_prompt(query, knowledge))]
@@ -189,7 +192,7 @@ class DirectFilter(_Base):
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "task": self.task,
+            "task": task_spec(self.task),
             "threshold": self.threshold,
             "calibration": self.calibration,
         }
@@ -218,7 +221,7 @@ class ICLFilter(DirectFilter):
 
     def __init__(
         self,
-        task: str = "sst-2",
+        task: TaskSpec = "sst-2",
         threshold: float = 0.5,
         calibration: Calibration = "content-free",
         n_demos: int = 4,

@@ -18,7 +18,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from collections.abc import Mapping
+from typing import Any, Literal, NamedTuple
 
 from ragsieve.errors import InputError
 
@@ -34,10 +35,14 @@ class TaskTemplate(NamedTuple):
     instruction: str  # label prediction instruction, placed before the text
     text_name: str  # "Review", "Question", "Sentence"
     goal: str  # what the knowledge should help with, used in the filter question
+    # A user's str.format prompt with {text} and optionally {knowledge}, {options}; None: built-in layout.
+    template: str | None = None
 
     def classify_prompt(self, text: str, knowledge: list[str] | None = None) -> str:
         """The label-prediction prompt; the knowledge comes last so the rest is a shared prefix."""
         options = ", ".join(self.verbalizers[label] for label in self.labels)
+        if self.template is not None:
+            return self.template.format(text=text, knowledge=" ".join(knowledge or []), options=options).rstrip()
         head = f"{self.instruction} Answer with one word ({options}).\n{self.text_name}: {text}"
         if knowledge:
             head += "\nKnowledge: " + " ".join(knowledge)
@@ -53,6 +58,17 @@ class TaskTemplate(NamedTuple):
     def filter_prompt(self, text: str, knowledge: str) -> str:
         """Multiple-choice filter question; only the knowledge differs between pieces."""
         return f"{self.filter_prefix(text)}Knowledge: {knowledge}"
+
+    @property
+    def builtin(self) -> bool:
+        return TASKS.get(self.name) == self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self._asdict(), "labels": list(self.labels), "verbalizers": dict(self.verbalizers)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskTemplate:
+        return resolve_task(data)
 
 
 _SENTIMENT2 = {"negative": "negative", "positive": "positive"}
@@ -123,16 +139,82 @@ def get_task(name: str) -> TaskTemplate:
         raise InputError(f"unknown task {name!r}; choose one of {sorted(TASKS)}") from None
 
 
+# How a task is named wherever one is accepted: a built-in name, a template, or a custom task's fields.
+TaskSpec = str | TaskTemplate | Mapping[str, Any]
+
+_KINDS: dict[str, str] = {"sentiment": "sst-2", "question": "trec", "grammar": "cola"}
+
+
 def custom_task(
     labels: list[str],
     verbalizers: dict[str, str] | None = None,
     kind: TaskKind = "sentiment",
     instruction: str | None = None,
+    template: str | None = None,
+    name: str = "custom",
+    text_name: str | None = None,
+    goal: str | None = None,
 ) -> TaskTemplate:
-    """A template for a user-given label set (used by ``ragsieve classify``)."""
-    if len(labels) < 2:
-        raise InputError("a label set needs at least two labels; pass e.g. --labels positive,negative")
+    """A template for a user's own task: labels, an instruction and optionally a prompt template.
+
+    ``template`` is a ``str.format`` string with ``{text}`` and optionally ``{knowledge}`` and
+    ``{options}`` (as for ``ragsieve classify --template``); without it the prompt is the
+    instruction followed by the text. ``kind`` only picks default wording for the filter question.
+
+    Example:
+        >>> t = custom_task(["spam", "ham"], instruction="Is this e-mail spam or ham?", goal="spotting spam")
+        >>> t.classify_prompt("Win a prize!").splitlines()[0]
+        'Is this e-mail spam or ham? Answer with one word (spam, ham).'
+    """
+    labels = [str(x) for x in labels]
+    if len(labels) < 2 or len(set(labels)) != len(labels):
+        raise InputError("a task needs at least two distinct labels; pass e.g. labels=['positive', 'negative']")
+    if kind not in _KINDS:
+        raise InputError(f"unknown task kind {kind!r}; use one of {sorted(_KINDS)}")
+    if template is not None:
+        if "{text}" not in template:
+            raise InputError("a custom task template needs a {text} field, e.g. 'Text: {text}\\nLabel:'")
+        try:
+            template.format(text="t", knowledge="k", options="o")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise InputError(
+                f"the custom task template has an unknown field or bad braces ({exc}); "
+                "use only {text}, {knowledge} and {options}, and double literal braces"
+            ) from None
     verb = {label: (verbalizers or {}).get(label, label) for label in labels}
-    base = {"sentiment": TASKS["sst-2"], "question": TASKS["trec"], "grammar": TASKS["cola"]}[kind]
+    base = TASKS[_KINDS[kind]]
     instr = instruction or f"Classify the text as one of: {', '.join(labels)}."
-    return TaskTemplate("custom", kind, list(labels), verb, instr, base.text_name, base.goal)
+    goal = goal or f"classifying the text ({instr})"
+    return TaskTemplate(name, kind, labels, verb, instr, text_name or base.text_name, goal, template)
+
+
+def resolve_task(task: TaskSpec) -> TaskTemplate:
+    """A task template from a built-in name, a template, or a custom task's fields.
+
+    A mapping needs ``labels`` and may give ``instruction``, ``template``, ``verbalizers``,
+    ``kind``, ``name``, ``text_name`` and ``goal`` (see :func:`custom_task`); it is what a
+    filter's ``to_dict`` writes for a custom task, so saved filters load back.
+
+    Example:
+        >>> resolve_task({"labels": ["spam", "ham"], "instruction": "Spam or ham?"}).labels
+        ['spam', 'ham']
+    """
+    if isinstance(task, TaskTemplate):
+        return task
+    if isinstance(task, str):
+        return get_task(task)
+    if isinstance(task, Mapping):
+        known = {"labels", "verbalizers", "kind", "instruction", "template", "name", "text_name", "goal"}
+        unknown = sorted(set(task) - known)
+        if unknown:
+            raise InputError(f"custom task has unknown field(s) {unknown}; use {sorted(known)}")
+        if "labels" not in task:
+            raise InputError("a custom task needs 'labels' (at least two), plus an 'instruction' or 'template'")
+        return custom_task(**dict(task))
+    raise InputError(f"a task is a name ({sorted(TASKS)}), a TaskTemplate or a dict with labels; got {type(task)}")
+
+
+def task_spec(task: TaskSpec) -> str | dict[str, Any]:
+    """JSON-ready form of a task: a built-in's name, or a custom task's fields."""
+    t = resolve_task(task)
+    return t.name if t.builtin else t.to_dict()

@@ -1,0 +1,173 @@
+"""``ragsieve eval``: measure the sieve, plain RAG, no retrieval and ablations on a question file."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ragsieve.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+JUDGES = ("llm-logprob", "lexical-embedding", "none")
+
+
+def make_judge(name: str, config: Any) -> Any:
+    """The fixed faithfulness judge: one for every configuration, so their scores compare."""
+    if name == "none":
+        return None
+    from ragsieve.verify import LexicalEmbeddingJudge, LLMLogprobJudge
+
+    if name == "llm-logprob":
+        from ragsieve.llm import load_llm
+
+        return LLMLogprobJudge(load_llm(config.llm))
+    if name == "lexical-embedding":
+        from ragsieve.embed import load_embedder
+
+        return LexicalEmbeddingJudge(load_embedder(config.embedder))
+    raise InputError(f"unknown faithfulness judge {name!r}; use one of {', '.join(JUDGES)}")
+
+
+def default_cache_path(data: Path, index: Path | None) -> Path:
+    import hashlib
+
+    from ragsieve.io import user_cache_dir
+
+    tag = hashlib.sha256(f"{data.resolve()}\n{index.resolve() if index else ''}".encode()).hexdigest()[:12]
+    return user_cache_dir() / "eval" / f"{data.stem}-{tag}.jsonl"
+
+
+def parse_ablations(values: list[str]) -> list[list[str]]:
+    """``--ablate verify --ablate judge,filter`` -> ``[["verify"], ["judge", "filter"]]``."""
+    from ragsieve.config import SIEVE_STAGES
+
+    out = []
+    for value in values:
+        stages = [s.strip() for s in value.split(",") if s.strip()]
+        unknown = [s for s in stages if s not in SIEVE_STAGES]
+        if not stages or unknown:
+            raise InputError(
+                f"--ablate {value!r} names no known stage; use comma-separated stages from {', '.join(SIEVE_STAGES)}"
+            )
+        out.append(stages)
+    return out
+
+
+def eval_command(
+    data: Path = typer.Option(..., "--data", help="JSONL with question and answer/answers/golden_answers."),
+    index: Path | None = typer.Option(None, "--index", help="Index directory the pipelines retrieve from."),
+    ablate: list[str] = typer.Option([], "--ablate", help="Sieve row without these stages, e.g. verify,judge."),
+    only: str | None = typer.Option(None, "--only", help="Comma-separated configurations to run (default all)."),
+    limit: int | None = typer.Option(None, "--limit", help="Evaluate the first N questions."),
+    judge: str = typer.Option("llm-logprob", "--judge", help="Faithfulness judge: llm-logprob, lexical-embedding."),
+    cache: Path | None = typer.Option(None, "--cache", help="Resumable JSONL of per-question outputs."),
+    plot: Path | None = typer.Option(None, "--plot", help="Write the risk-coverage curves to this PNG."),
+    model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),
+    chat_format: str | None = typer.Option(None, "--chat-format", help="llama.cpp chat format, e.g. gemma."),
+    llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible server base URL."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
+    config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
+    boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95% intervals."),
+    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+) -> None:
+    """Score the sieve, plain RAG, no retrieval and ablations: accuracy, coverage, AURC, faithfulness, cost."""
+    from ragsieve.cli import _config, _progress, console
+    from ragsieve.eval.data import load_qa
+    from ragsieve.eval.harness import EvalCache, default_specs, run_eval
+    from ragsieve.eval.report import plot_risk_coverage
+    from ragsieve.eval.scoring import score_all
+
+    if judge not in JUDGES:
+        raise InputError(f"unknown faithfulness judge {judge!r}; use one of {', '.join(JUDGES)}")
+    overrides: dict[str, Any] = {
+        "index_dir": str(index) if index else None,
+        "llm.model": model,
+        "llm.chat_format": chat_format,
+        "llm.n_threads": threads,
+    }
+    if llm_url:
+        overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
+    cfg = _config(config, overrides)
+    specs = default_specs(cfg, parse_ablations(ablate))
+    if only:
+        wanted = [s.strip() for s in only.split(",") if s.strip()]
+        missing = [w for w in wanted if w not in {s.name for s in specs}]
+        if missing:
+            have = ", ".join(s.name for s in specs)
+            raise InputError(f"--only names unknown configuration {missing[0]!r}; choose from {have}")
+        specs = [s for s in specs if s.name in wanted]
+    if not cfg.index_dir and any(not s.no_retrieval for s in specs):
+        raise InputError("no index given; pass --index DIR (build one with `ragsieve ingest`) or --only no-retrieval")
+    items = load_qa(data, limit)
+    cache_path = cache or default_cache_path(data, index)
+    store = EvalCache(cache_path).load()
+    fixed_judge = make_judge(judge, cfg)
+    start = time.perf_counter()
+    with _progress() as progress:
+        task = progress.add_task(f"evaluating {len(specs)} configurations", total=len(items) * len(specs))
+        records = run_eval(
+            items, specs, store, fixed_judge, progress=lambda done, total: progress.update(task, completed=done)
+        )
+    elapsed = time.perf_counter() - start
+    baseline = "plain" if "plain" in records else None
+    scores = score_all(items, records, baseline=baseline, n_boot=boot)
+    judge_name = fixed_judge.name if fixed_judge is not None else "none"
+    if plot is not None:
+        plot_risk_coverage(scores, plot, title=f"{data.name}, n={len(items)}")
+    if as_json:
+        payload = {
+            "data": str(data),
+            "n": len(items),
+            "faithfulness_judge": judge_name,
+            "model": cfg.llm.model or "bundled SmolLM2-135M-Instruct",
+            "cache": str(cache_path),
+            "seconds": round(elapsed, 1),
+            "configurations": {s.name: {**scores[s.name], "spec": s.to_dict()} for s in specs},
+        }
+        console.print_json(json.dumps(payload))
+        return
+    _print_table(console, scores, len(items), judge_name, cache_path, elapsed)
+
+
+def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache: Path, secs: float) -> None:
+    """Two narrow tables (quality, then cost and the comparison) so each fits an 80-column terminal."""
+    from rich.table import Table
+
+    from ragsieve.eval.report import COLUMNS, format_rows
+
+    quality = [c for c in COLUMNS if c[2] != "cost"]
+    cost = [c for c in COLUMNS if c[2] == "cost"]
+    for title, cols, last in (
+        (f"ragsieve eval: {n} questions, % (faithfulness judge: {judge})", quality, False),
+        ("cost per question, and selective accuracy vs plain RAG at matched coverage", cost, True),
+    ):
+        header, rows = format_rows(scores, with_intervals=False, columns=cols)
+        if not last:
+            header, rows = header[:-1], [r[:-1] for r in rows]
+        table = Table(title=title, title_justify="left")
+        for col in header:
+            table.add_column(col, no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    for name, m in scores.items():
+        ivs = m.get("intervals", {})
+        parts = [
+            f"{k} [{100 * ivs[k][0]:.0f},{100 * ivs[k][1]:.0f}]"
+            for k in ("accuracy", "coverage", "faithfulness")
+            if k in ivs
+        ]
+        if "aurc" in ivs:
+            parts.append(f"aurc [{ivs['aurc'][0]:.3f},{ivs['aurc'][1]:.3f}]")
+        console.print(f"  {name}: 95% intervals " + ", ".join(parts))
+    console.print(
+        "sel-acc Δ: selective accuracy minus plain RAG's at the lower of the two coverages (paired bootstrap 95% "
+        "interval). abst U/A: abstention on unanswerable / answerable questions. cite P/R: citation precision / "
+        f"recall against gold evidence. Outputs cached in {cache} ({secs:.0f}s)."
+    )

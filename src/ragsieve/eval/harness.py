@@ -1,0 +1,321 @@
+"""Run pipeline configurations over a question set and keep every output in a resumable cache.
+
+A configuration (:class:`EvalSpec`) is a named :class:`~ragsieve.config.PipelineConfig` plus
+how ``ask`` is called (``no_retrieval``). :func:`run_eval` answers each question with every
+configuration in turn (item-major, so an interrupted run leaves every configuration with the
+same items and paired comparisons stay paired), judges each answer's faithfulness with one
+fixed claim judge, and appends one JSONL record per (configuration, question) to an
+:class:`EvalCache`. Re-running skips what the cache already holds.
+
+Example:
+    >>> from ragsieve.config import PipelineConfig
+    >>> from ragsieve.eval.harness import EvalSpec
+    >>> EvalSpec("plain", PipelineConfig(pipeline="plain")).key("q1", "Who?")[:8]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ragsieve.config import PipelineConfig
+from ragsieve.errors import ConfigError, InputError, RagsieveError
+from ragsieve.eval.data import QAItem
+from ragsieve.types import Answer
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "EvalCache",
+    "EvalSpec",
+    "FaithfulnessJudge",
+    "default_specs",
+    "judge_faithfulness",
+    "run_eval",
+]
+
+# A sentence is faithful when the fixed judge's support probability reaches this.
+SUPPORT_THRESHOLD = 0.5
+
+
+class FaithfulnessJudge(Protocol):
+    """The part of ``ragsieve.verify.ClaimJudge`` the evaluator uses."""
+
+    name: str
+
+    def warm_up(self) -> None: ...
+
+    def support(self, claim: str, evidence: Sequence[str]) -> float: ...
+
+
+@dataclass
+class EvalSpec:
+    """One row of the evaluation table: a named pipeline configuration."""
+
+    name: str
+    config: PipelineConfig
+    no_retrieval: bool = False
+    ask_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def config_hash(self) -> str:
+        payload = {"config": self.config.to_dict(), "no_retrieval": self.no_retrieval, "kwargs": self.ask_kwargs}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+    def key(self, item_id: str, question: str, judge: str | None = None) -> str:
+        """Cache key: the configuration, the question, and the faithfulness judge that scored it."""
+        digest = hashlib.sha256(f"{self.config_hash()}\n{judge}\n{item_id}\n{question}".encode()).hexdigest()
+        return digest[:24]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "config": self.config.to_dict(),
+            "no_retrieval": self.no_retrieval,
+            "ask_kwargs": dict(self.ask_kwargs),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalSpec:
+        from ragsieve.config import validate_config
+
+        return cls(
+            name=data["name"],
+            config=validate_config(data["config"]),
+            no_retrieval=bool(data.get("no_retrieval", False)),
+            ask_kwargs=dict(data.get("ask_kwargs", {})),
+        )
+
+
+def default_specs(base: PipelineConfig, ablations: Sequence[Sequence[str]] = ()) -> list[EvalSpec]:
+    """The sieve, plain RAG, no retrieval, and one sieve row per ablation set."""
+    sieve = base.model_copy(update={"pipeline": "sieve", "ablate": []})
+    plain = base.model_copy(update={"pipeline": "plain", "ablate": []})
+    specs = [
+        EvalSpec("sieve", sieve),
+        EvalSpec("plain", plain),
+        EvalSpec("no-retrieval", plain, no_retrieval=True),
+    ]
+    for stages in ablations:
+        cfg = PipelineConfig.model_validate({**sieve.to_dict(), "ablate": list(stages)})
+        specs.append(EvalSpec("sieve -" + "-".join(stages), cfg))
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise InputError("the same --ablate set is given twice; pass each set of stages once")
+    return specs
+
+
+class EvalCache:
+    """Append-only JSONL of per-question outputs, keyed by configuration hash and question.
+
+    Each record is written as one ``write`` of a whole line, flushed and fsynced, so a killed
+    run loses at most the line being written; a torn last line is ignored on reading.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.records: dict[str, dict[str, Any]] = {}
+
+    def load(self) -> EvalCache:
+        self.records = {}
+        if not self.path.exists():
+            return self
+        with open(self.path, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    logger.warning("eval cache %s:%d is a torn write; recomputing that output", self.path, lineno)
+                    continue
+                if isinstance(rec, dict) and "key" in rec:
+                    self.records[rec["key"]] = rec
+        return self
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.records.get(key)
+
+    def put(self, record: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        # A previous run killed mid-line leaves no trailing newline; start a fresh line after it.
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with open(self.path, "rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    line = "\n" + line
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.records[record["key"]] = record
+
+
+def _sentence_citations(answer: Answer) -> list[tuple[str, list[int]]]:
+    """Answer sentences (markers stripped) with the evidence positions each one cites.
+
+    A sentence without ``[n]`` markers inherits the answer-level attribution (``cited_ids``),
+    which is how the pipeline attributes answers of models that omit markers.
+    """
+    from ragsieve.verify.claims import cited_indices, split_claim_markers, strip_markers
+
+    ids = [h.chunk.id for h in answer.evidence]
+    fallback = [ids.index(c) for c in answer.cited_ids if c in ids]
+    return [
+        (strip_markers(claim.text), cited_indices(claim.markers, len(ids)) if claim.markers else fallback)
+        for claim in split_claim_markers(answer.text)
+    ]
+
+
+def judge_faithfulness(answer: Answer, judge: FaithfulnessJudge) -> list[dict[str, Any]]:
+    """Each answer sentence with the fixed judge's support for it given the evidence it cites.
+
+    A sentence citing nothing is unsupported (score 0) without calling the judge.
+    """
+    rows: list[dict[str, Any]] = []
+    for sentence, cited in _sentence_citations(answer):
+        score = float(judge.support(sentence, [answer.evidence[i].chunk.text for i in cited])) if cited else 0.0
+        rows.append(
+            {
+                "sentence": sentence,
+                "cited": [answer.evidence[i].chunk.id for i in cited],
+                "score": round(score, 6),
+                "supported": score >= SUPPORT_THRESHOLD,
+            }
+        )
+    return rows
+
+
+def _record(
+    key: str, spec: EvalSpec, item: QAItem, answer: Answer, seconds: float, faith: list[dict[str, Any]] | None
+) -> dict[str, Any]:
+    by_id = {h.chunk.id: h.chunk for h in answer.evidence}
+    return {
+        "key": key,
+        "config": spec.name,
+        "config_hash": spec.config_hash(),
+        "item_id": item.id,
+        "question": item.question,
+        "answer": answer.text,
+        "abstained": bool(answer.abstained),
+        "abstain_reason": answer.abstain_reason,
+        "confidence": answer.confidence,
+        "cited_ids": list(answer.cited_ids),
+        "cited_doc_ids": [by_id[c].doc_id for c in answer.cited_ids if c in by_id],
+        "evidence_ids": [h.chunk.id for h in answer.evidence],
+        "llm_calls": answer.trace.llm_calls,
+        "prompt_tokens": answer.trace.prompt_tokens,
+        "completion_tokens": answer.trace.completion_tokens,
+        "seconds": round(seconds, 4),
+        "faithfulness": faith,
+        "error": None,
+    }
+
+
+def _error_record(key: str, spec: EvalSpec, item: QAItem, exc: Exception, seconds: float) -> dict[str, Any]:
+    return {
+        "key": key,
+        "config": spec.name,
+        "config_hash": spec.config_hash(),
+        "item_id": item.id,
+        "question": item.question,
+        "answer": "",
+        "abstained": False,
+        "abstain_reason": None,
+        "confidence": None,
+        "cited_ids": [],
+        "cited_doc_ids": [],
+        "evidence_ids": [],
+        "llm_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "seconds": round(seconds, 4),
+        "faithfulness": None,
+        "error": f"{type(exc).__name__}: {exc}",
+    }
+
+
+def _build(spec: EvalSpec) -> Any:
+    from ragsieve.pipeline import build_pipeline
+
+    return build_pipeline(spec.config)
+
+
+def _warmed(pipe: Any) -> Any:
+    """Load the pipeline's models before the first timed question, so seconds per question exclude loading."""
+    warm = getattr(pipe, "warm_up", None)
+    if callable(warm):
+        try:
+            warm()
+        except ConfigError as exc:  # e.g. no index for a no-retrieval row: ask() loads what it needs
+            logger.info("warm-up skipped (%s); the first question includes loading", exc)
+    return pipe
+
+
+def run_eval(
+    items: Sequence[QAItem],
+    specs: Sequence[EvalSpec],
+    cache: EvalCache,
+    judge: FaithfulnessJudge | None,
+    *,
+    build: Callable[[EvalSpec], Any] = _build,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Answer every item with every spec (cached outputs reused); records per spec name, item order.
+
+    ``judge`` scores faithfulness of answers that used evidence; ``None`` skips it (the field is
+    then ``None`` and faithfulness is reported as not measured).
+    """
+    pipes: dict[str, Any] = {}
+    judge_name = judge.name if judge is not None else None
+    judge_ready = False
+    total = len(items) * len(specs)
+    done = 0
+    out: dict[str, list[dict[str, Any]]] = {s.name: [] for s in specs}
+    for item in items:
+        for spec in specs:
+            key = spec.key(item.id, item.question, judge_name)
+            rec = cache.get(key)
+            if rec is None:
+                if spec.name not in pipes:
+                    pipes[spec.name] = _warmed(build(spec))
+                start = time.perf_counter()
+                try:
+                    answer = pipes[spec.name].ask(item.question, no_retrieval=True) if spec.no_retrieval else (
+                        pipes[spec.name].ask(item.question, **spec.ask_kwargs)
+                    )
+                except RagsieveError as exc:
+                    logger.warning("%s failed on %s: %s", spec.name, item.id, exc)
+                    rec = _error_record(key, spec, item, exc, time.perf_counter() - start)
+                else:
+                    # Loading models is a one-off cost, not a per-question one.
+                    seconds = time.perf_counter() - start - answer.trace.timings_ms.get("warm_up", 0.0) / 1000.0
+                    faith = None
+                    if judge is not None and answer.evidence and not answer.abstained:
+                        if not judge_ready:
+                            judge.warm_up()
+                            judge_ready = True
+                        faith = judge_faithfulness(answer, judge)
+                    rec = _record(key, spec, item, answer, seconds, faith)
+                    rec["judge"] = judge_name
+                cache.put(rec)
+            out[spec.name].append(rec)
+            done += 1
+            if progress is not None:
+                progress(done, total)
+    return out
+
+
+def cached_records(
+    items: Iterable[QAItem], specs: Sequence[EvalSpec], cache: EvalCache, judge: str | None
+) -> tuple[list[QAItem], dict[str, list[dict[str, Any]]]]:
+    """Items every spec has a cached record for, and those records (for partial-n reports)."""
+    have = [i for i in items if all(cache.get(s.key(i.id, i.question, judge)) is not None for s in specs)]
+    return have, {s.name: [cache.records[s.key(i.id, i.question, judge)] for i in have] for s in specs}
