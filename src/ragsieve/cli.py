@@ -49,6 +49,7 @@ SUBAPPS = [
     ("ragsieve.tasks.cli", "app", "tasks"),
     ("ragsieve.coe.cli", "app", "coe"),
     ("ragsieve.importance.cli", "app", "importance"),
+    ("ragsieve.attack.cli", "app", "attack"),
 ]
 
 
