@@ -1,16 +1,22 @@
-"""End-to-end: ingest a fixture folder, search, and ask with the real bundled models."""
+"""The pipeline: plain RAG end to end, the sieve's checks, presets and ablations (fakes), and
+the terminal view; tests marked slow use the real bundled models."""
 
 from __future__ import annotations
 
-import pytest
-from tests.helpers import copy_corpus
+import json
 
-from ragsieve.config import PipelineConfig
-from ragsieve.errors import InputError
+import pytest
+from tests.helpers import HashEmbedder, copy_corpus
+
+from ragsieve.config import SIEVE_STAGES, PipelineConfig, validate_config
+from ragsieve.errors import ConfigError, InputError
 from ragsieve.index import Index
 from ragsieve.io import atomic_write_json
 from ragsieve.llm.base import ContinuationScore, Generation
-from ragsieve.pipeline import Pipeline, reweight_hits
+from ragsieve.pipeline import Pipeline, PipelineState, Stage, build_pipeline, preset_stages, reweight_hits
+from ragsieve.tasks.pipeline import FixedTaskClassifier
+from ragsieve.types import Trace
+from ragsieve.verify import LexicalEmbeddingJudge
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +62,7 @@ class ScriptedLLM:
 
 def test_citation_markers_map_to_evidence_ids(fixture_index):
     llm = ScriptedLLM("Mitochondria make ATP [1]. Ribosomes build proteins [2] [9].")
-    pipe = Pipeline(PipelineConfig(), index=fixture_index, llm=llm)
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), index=fixture_index, llm=llm)
     answer = pipe.ask("What do mitochondria produce?", k=3)
     assert answer.cited_ids == [answer.evidence[0].chunk.id, answer.evidence[1].chunk.id]
     assert answer.trace.stage("generate")[0]["citation_method"] == "markers"
@@ -66,13 +72,14 @@ def test_citation_markers_map_to_evidence_ids(fixture_index):
 
 def test_similarity_attribution_when_the_model_gives_no_markers(fixture_index):
     llm = ScriptedLLM("The first crewed Moon landing was Apollo 11 in July 1969.")
-    answer = Pipeline(PipelineConfig(), index=fixture_index, llm=llm).ask("When did people first land on the Moon?")
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), index=fixture_index, llm=llm)
+    answer = pipe.ask("When did people first land on the Moon?")
     assert answer.cited_ids[0] == "astronomy/moon.txt:0"
     assert answer.trace.stage("generate")[0]["citation_method"] == "similarity"
 
 
 def test_fixed_route_and_unknown_route(fixture_index):
-    pipe = Pipeline(PipelineConfig(), index=fixture_index, llm=ScriptedLLM("ok"))
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), index=fixture_index, llm=ScriptedLLM("ok"))
     answer = pipe.ask("energy", route="biology")
     assert {h.chunk.domain for h in answer.evidence} == {"biology"}
     assert answer.trace.stage("route")[0]["searched"] == ["biology"]
@@ -82,7 +89,7 @@ def test_fixed_route_and_unknown_route(fixture_index):
 
 @pytest.mark.parametrize("question, message", [("", "empty"), ("  \n", "empty"), ("why " * 1000, "over the limit")])
 def test_bad_questions(fixture_index, question, message):
-    pipe = Pipeline(PipelineConfig(), index=fixture_index, llm=ScriptedLLM("ok"))
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), index=fixture_index, llm=ScriptedLLM("ok"))
     with pytest.raises(InputError, match=message):
         pipe.ask(question)
 
@@ -104,7 +111,7 @@ def test_reweighting_by_source_weights(fixture_index, tmp_path):
 
 @pytest.mark.slow
 def test_ask_end_to_end_with_the_bundled_models(fixture_index, llm):
-    pipe = Pipeline(PipelineConfig(), index=fixture_index, llm=llm)
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), index=fixture_index, llm=llm)
     answer = pipe.ask("What does nuclear fusion in the Sun's core turn hydrogen into?")
     assert answer.text.strip()
     assert answer.cited_ids, "the answer should be attributed to at least one evidence chunk"
@@ -120,7 +127,233 @@ def test_ask_end_to_end_with_the_bundled_models(fixture_index, llm):
 
 @pytest.mark.slow
 def test_no_retrieval_answers_from_the_model_alone(llm):
-    pipe = Pipeline(PipelineConfig(), llm=llm)
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), llm=llm)
     answer = pipe.ask("What is the capital of France?", no_retrieval=True)
     assert answer.text.strip() and answer.evidence == [] and answer.cited_ids == []
     assert answer.trace.stage("retrieve")[0]["skipped"] is True
+
+
+# ---------------------------------------------------------------------------- the sieve (fakes)
+
+
+class QueueLLM(ScriptedLLM):
+    """Replies from a queue (the last reply repeats); counts generations."""
+
+    def __init__(self, *replies: str) -> None:
+        super().__init__(replies[-1])
+        self.replies = list(replies)
+
+    def generate(self, prompt, *, max_tokens=256, temperature=0.0, stop=None, seed=None) -> Generation:
+        self.prompts.append(prompt)
+        reply = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        return Generation(reply, 100, 10, "stop")
+
+
+class KeywordJudge:
+    """Relevant when a passage has a ``relevant`` word, ambiguous with an ``ambiguous`` word."""
+
+    name = "keyword"
+    upper = 0.6
+    lower = 0.3
+
+    def __init__(self, relevant: tuple[str, ...] = (), ambiguous: tuple[str, ...] = ()) -> None:
+        self.relevant = relevant
+        self.ambiguous = ambiguous
+        self.calls = 0
+
+    def warm_up(self) -> None:
+        pass
+
+    def score(self, question, passages):
+        self.calls += 1
+        out = []
+        for p in passages:
+            low = p.lower()
+            out.append(
+                0.9 if any(w in low for w in self.relevant) else 0.45 if any(w in low for w in self.ambiguous) else 0.1
+            )
+        return out
+
+
+@pytest.fixture(scope="module")
+def hash_index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sieve")
+    return Index.build(copy_corpus(root), root / "idx", embedder=HashEmbedder())
+
+
+def sieve(index, llm, judge, **overrides) -> Pipeline:
+    data = {"sieve": {"need": "always", "route": "all", "select": "top-k", **overrides.pop("sieve", {})}, **overrides}
+    cfg = validate_config(data)
+    return Pipeline(cfg, index=index, llm=llm, judge=judge, claim_judge=LexicalEmbeddingJudge(embedding_weight=0.0))
+
+
+MOON_Q = "When did Apollo 11 land on the Moon?"
+
+
+def test_presets_are_stage_lists_of_one_pipeline():
+    assert PipelineConfig().pipeline == "sieve"
+    assert preset_stages(PipelineConfig(pipeline="plain")) == ["route", "retrieve", "select", "generate"]
+    assert preset_stages(PipelineConfig(pipeline="direct")) == preset_stages(PipelineConfig(pipeline="plain"))
+    assert preset_stages(PipelineConfig()) == list(SIEVE_STAGES)
+    assert preset_stages(PipelineConfig(ablate=["verify", "judge"])) == [
+        "route",
+        "need",
+        "retrieve",
+        "filter",
+        "select",
+        "generate",
+    ]
+    for name in ("plain", "task-adaptive", "sieve"):
+        assert type(build_pipeline(PipelineConfig(pipeline=name))) is Pipeline
+    names = [s.name for s in Pipeline(PipelineConfig(ablate=["select"])).stages]
+    assert names.count("select") == 1 and names.index("select") == names.index("generate") - 1  # top-k fallback
+    assert all(isinstance(s, Stage) for s in Pipeline(PipelineConfig()).stages)
+    with pytest.raises(ConfigError, match="generate"):
+        Pipeline(PipelineConfig(ablate=["generate"])).build_stages()
+    with pytest.raises(ConfigError, match="unknown stage"):
+        validate_config({"ablate": ["rerank"]})
+
+
+def test_sieve_accepts_a_supported_answer_and_records_every_check(hash_index):
+    llm = QueueLLM("Apollo 11 landed on the Moon in July 1969 [1].")
+    judge = KeywordJudge(relevant=("apollo",), ambiguous=("sun",))
+    ans = sieve(hash_index, llm, judge).ask(MOON_Q)
+    assert not ans.abstained and ans.text.startswith("Apollo 11")
+    assert ans.evidence[0].chunk.id == "astronomy/moon.txt:0"
+    assert [c.supported for c in ans.claims] == [True] and ans.claims[0].cited_ids == ["astronomy/moon.txt:0"]
+    assert ans.confidence == pytest.approx((ans.claims[0].score * 0.9) ** 0.5, abs=1e-5)
+    verdicts = {(d["check"], d["id"]): d["verdict"] for d in ans.trace.decisions}
+    assert verdicts[("judge", "astronomy/moon.txt:0")] == "kept"
+    assert verdicts[("judge", "astronomy/sun.md:0")] == "flagged"
+    assert "dropped" in {v for (check, _), v in verdicts.items() if check == "judge"}
+    dropped = [d["id"] for d in ans.trace.decisions if d["check"] == "judge" and d["verdict"] == "dropped"]
+    assert not set(dropped) & {h.chunk.id for h in ans.evidence}
+    assert [e["stage"] for e in ans.trace.events][0] == "pipeline"
+    assert set(SIEVE_STAGES) - {"route", "need"} <= set(ans.trace.timings_ms)
+    assert ans.trace.stage("filter")[0]["applied"] is False
+    assert ans.trace.stage("verify")[0]["supported"] is True
+    assert llm.replies and len(llm.prompts) == 1
+    json.dumps(ans.to_dict())  # the whole answer is JSON
+
+
+def test_sieve_abstains_without_generating_when_every_candidate_is_irrelevant(hash_index):
+    llm = QueueLLM("should not be asked")
+    ans = sieve(hash_index, llm, KeywordJudge()).ask("Who invented the cyclotron?")
+    assert ans.abstained and ans.abstain_reason.startswith("judge: all")
+    assert "none of the" in ans.text and "closest passage" in ans.text
+    assert llm.prompts == [] and ans.evidence == []
+    assert all(d["verdict"] == "dropped" for d in ans.trace.decisions)
+    assert ans.confidence == pytest.approx(0.1)
+
+
+def test_sieve_regenerates_once_with_only_the_supported_evidence(hash_index):
+    llm = QueueLLM(
+        "Apollo 11 landed on the Moon in July 1969 [1]. Mitochondria are made of cheese [2].",
+        "Apollo 11 landed on the Moon in July 1969 [1].",
+    )
+    judge = KeywordJudge(relevant=("apollo", "mitochondria"))
+    ans = sieve(hash_index, llm, judge).ask(MOON_Q + " And what do mitochondria do?")
+    regen = ans.trace.stage("regenerate")[0]
+    assert regen["evidence"] == ["astronomy/moon.txt:0"] and "1 of 2" in regen["reason"]
+    assert len(llm.prompts) == 2 and "[2]" not in llm.prompts[1][-1]["content"]
+    assert not ans.abstained and [c.supported for c in ans.claims] == [True]
+    assert [h.chunk.id for h in ans.evidence] == ["astronomy/moon.txt:0"]
+    attempts = [e["attempt"] for e in ans.trace.stage("verify") if "attempt" in e]
+    assert attempts == [0, 0, 1]
+
+
+def test_sieve_drops_unsupported_sentences_it_cannot_fix(hash_index):
+    reply = "Apollo 11 landed on the Moon in July 1969 [1]. It was filmed in Hollywood [1]."
+    ans = sieve(hash_index, QueueLLM(reply), KeywordJudge(relevant=("apollo",))).ask(MOON_Q)
+    assert ans.trace.stage("regenerate")[0]["skipped"] is True  # same evidence: nothing to change
+    assert not ans.abstained and ans.text == "Apollo 11 landed on the Moon in July 1969 [1]."
+    assert [c.supported for c in ans.claims] == [True, False]
+    assert ans.trace.stage("verify")[-1]["removed"] == ["It was filmed in Hollywood [1]."]
+
+
+@pytest.mark.parametrize(
+    "reply, reason", [("Bananas grow on trees in Brazil.", "none of 1"), ("I don't know.", "no answer")]
+)
+def test_sieve_abstains_on_unsupported_or_declined_answers(hash_index, reply, reason):
+    ans = sieve(hash_index, QueueLLM(reply), KeywordJudge(relevant=("apollo",))).ask(MOON_Q)
+    assert ans.abstained and reason in ans.abstain_reason
+    assert ans.text.startswith("I can't give an answer the evidence supports")
+    assert "astronomy/moon.txt:0" in ans.text  # says what the evidence does say
+    assert ans.trace.stage("abstain")[0]["check"] == "verify"
+
+
+def test_ablations_still_answer(hash_index):
+    judge = KeywordJudge(relevant=("apollo",))
+    reply = "Apollo 11 landed on the Moon in July 1969 [1]."
+    unverified = sieve(hash_index, QueueLLM(reply), judge, ablate=["verify"]).ask(MOON_Q)
+    assert unverified.claims == [] and not unverified.abstained and unverified.confidence == pytest.approx(0.9)
+    unjudged = sieve(hash_index, QueueLLM(reply), KeywordJudge(), ablate=["judge"]).ask(MOON_Q)
+    assert not unjudged.abstained and not [d for d in unjudged.trace.decisions if d["check"] == "judge"]
+    assert len(unjudged.evidence) == 5  # top-k of every candidate
+    no_select = sieve(hash_index, QueueLLM(reply), judge, ablate=["select"], retrieval={"k": 1}).ask(MOON_Q)
+    assert [h.chunk.id for h in no_select.evidence] == ["astronomy/moon.txt:0"]
+    assert no_select.trace.stage("select")[0]["method"] == "top-k"
+
+
+def test_need_answers_closed_book_only_when_nothing_is_relevant(hash_index):
+    def general_qa(judge: KeywordJudge) -> Pipeline:
+        pipe = sieve(hash_index, QueueLLM("Paris."), judge, sieve={"need": "auto"})
+        next(s for s in pipe.stages if s.name == "need").classifier = FixedTaskClassifier("general_qa")
+        return pipe
+
+    closed = general_qa(KeywordJudge(relevant=("paris",))).ask("What is the capital of France?")
+    rec = closed.trace.stage("need")[0]
+    assert rec["retrieve"] is False and "no passage is relevant" in rec["reason"]
+    assert closed.evidence == [] and closed.trace.stage("retrieve")[-1]["skipped"] is True
+    assert closed.confidence == pytest.approx(1.0)  # the fake scores every answer token at log p = 0
+    pipe = general_qa(KeywordJudge(relevant=("apollo",)))
+    long_tail = pipe.ask("Who was on Apollo 11?")
+    rec = long_tail.trace.stage("need")[0]
+    assert rec["retrieve"] is True and rec["best_relevance"] == pytest.approx(0.9)
+    assert long_tail.trace.stage("retrieve")[0]["reused"] == "need probe"
+    assert long_tail.evidence and pipe.judge.calls == 1  # the judge stage reused the probe's scores
+
+
+def test_route_searches_both_domains_when_close(hash_index):
+    judge = KeywordJudge(relevant=("apollo",))
+    close = sieve(hash_index, QueueLLM("x"), judge, sieve={"route": "auto", "route_close_margin": 1.0})
+    close.ask(MOON_Q)
+    trace = close.ask(MOON_Q).trace
+    rec = trace.stage("route")[0]
+    assert sorted(rec["searched"]) == ["astronomy", "biology"] and "searched both" in rec["reason"]
+    far = sieve(hash_index, QueueLLM("x"), judge, sieve={"route": "auto", "route_close_margin": 0.0})
+    assert far.ask(MOON_Q).trace.stage("route")[0]["searched"] == ["astronomy"]
+
+
+def test_terminal_view_fits_80_columns(hash_index):
+    from ragsieve.cli import render_answer
+
+    llm = QueueLLM("Apollo 11 landed on the Moon in July 1969 [1]. It was filmed in Hollywood [1].")
+    ans = sieve(hash_index, llm, KeywordJudge(relevant=("apollo",), ambiguous=("sun",))).ask(MOON_Q)
+    lines = render_answer(ans, 80)
+    assert all(len(line) <= 80 for line in lines)
+    text = "\n".join(lines)
+    assert lines[1].startswith("A: Apollo 11")
+    assert "*kept astronomy/moon.txt:0" in text and "dropped (judge: irrelevant" in text
+    assert "flagged (judge: ambiguous" in text
+    assert "  supported   0.83 [astronomy/moon.txt:0] Apollo 11" in text and "unsupported" in text
+    assert " ms, 1 LLM call: route" in lines[-1] or " ms, 2 LLM calls: route" in lines[-1]
+    abstained = sieve(hash_index, QueueLLM("x"), KeywordJudge()).ask("Who invented the cyclotron?")
+    view = render_answer(abstained, 80)
+    assert view[1].startswith("A (abstained): ") and any(v.strip().startswith("why: judge") for v in view)
+
+
+def test_custom_stage_list(hash_index):
+    class Shout:
+        name = "generate"
+
+        def warm_up(self) -> None:
+            pass
+
+        def run(self, question, candidates, trace: Trace, state: PipelineState):
+            trace.record("generate", shout=True)
+            state.text = question.upper()
+            return candidates
+
+    pipe = Pipeline(PipelineConfig(pipeline="plain"), index=hash_index, llm=QueueLLM("x"), stages=[Shout()])
+    assert pipe.ask("hi there").text == "HI THERE"

@@ -29,7 +29,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from ragsieve.config import PipelineConfig, apply_overrides, load_config
+from ragsieve.config import SIEVE_STAGES, PipelineConfig, apply_overrides, load_config
 from ragsieve.errors import RagsieveError
 
 app = typer.Typer(
@@ -213,26 +213,102 @@ def search(
     console.print(table)
 
 
-def _print_answer(answer: Any) -> None:
-    console.print(f"\n[bold]Q:[/] {answer.question}")
-    console.print(f"[bold green]A:[/] {answer.text}\n")
-    if answer.evidence:
-        table = Table(title="evidence used")
-        for col in ("#", "id", "source", "score", "cited", "text"):
-            table.add_column(col, overflow="fold")
-        for i, h in enumerate(answer.evidence, 1):
-            table.add_row(
-                str(i),
-                h.chunk.id,
-                h.chunk.source,
-                f"{h.score:.4f}",
-                "yes" if h.chunk.id in answer.cited_ids else "",
-                h.chunk.text[:140],
-            )
-        console.print(table)
+def _clip_line(text: str, width: int) -> str:
+    text = " ".join(text.splitlines())
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _clip_middle(text: str, width: int) -> str:
+    """Shorten an id in the middle so its start (folder) and end (chunk number) stay readable."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def _candidate_status(decisions: list[dict[str, Any]], cid: str) -> str:
+    """``dropped (check: reason)`` if any check dropped the candidate, else ``flagged (...)``,
+    else ``kept``."""
+    mine = [d for d in decisions if d.get("id") == cid]
+    for verdict in ("dropped", "flagged"):
+        hit = next((d for d in mine if d["verdict"] == verdict), None)
+        if hit is not None:
+            return f"{verdict} ({hit['check']}: {hit['reason']})"
+    return "kept" if mine else "not judged"
+
+
+def render_answer(answer: Any, width: int = 80) -> list[str]:
+    """The answer and its trace as terminal lines of at most ``width`` characters: the answer
+    (or the abstention and why), one line per candidate, one per answer sentence, timings."""
+    import textwrap
+
     t = answer.trace
-    timings = ", ".join(f"{k} {v:.0f} ms" for k, v in t.timings_ms.items())
-    console.print(f"timings: {timings}; LLM calls: {t.llm_calls}; prompt tokens: {t.prompt_tokens}")
+    lines = textwrap.wrap(f"Q: {answer.question}", width, subsequent_indent="   ")
+    head = "A (abstained): " if answer.abstained else "A: "
+    lines += textwrap.wrap(head + (answer.text or "(empty)"), width, subsequent_indent="   ")
+    facts = []
+    if answer.abstained and answer.abstain_reason:
+        facts.append(f"why: {answer.abstain_reason}")
+    if answer.confidence is not None:
+        facts.append(f"confidence {answer.confidence:.2f}")
+    for ev in t.stage("route")[:1]:
+        facts.append("searched " + ", ".join(ev.get("searched") or ["<global>"]))
+    for ev in t.stage("need")[:1]:
+        facts.append(("retrieved" if ev.get("retrieve") else "no retrieval") + f": {ev.get('reason', '')}")
+    for fact in facts:
+        lines += textwrap.wrap(fact, width, initial_indent="   ", subsequent_indent="     ")
+    retrieved: list[dict[str, Any]] = next((e["candidates"] for e in t.stage("retrieve") if e.get("candidates")), [])
+    if retrieved:
+        used = {h.chunk.id for h in answer.evidence}
+        lines.append(f"candidates ({len(retrieved)}; * = in the answer's evidence):")
+        for ev in t.stage("judge")[:1]:
+            lines.append(
+                _clip_line(
+                    f" judge {ev['judge']}: relevant >= {ev['upper']:.2f}, irrelevant < {ev['lower']:.2f}", width
+                )
+            )
+        for c in retrieved:
+            status = _candidate_status(t.decisions, c["id"])
+            mark = "*" if c["id"] in used else " "
+            source = str(c.get("source", ""))
+            # Ids of file chunks start with their source: print the source only when it adds to the id.
+            where = str(c["id"]) if str(c["id"]).startswith(source) else f"{c['id']} {source}"
+            room = max(width - len(status) - 2 - 7 - 16, 12)  # leave at least 16 columns of text
+            prefix = f"{mark}{status} {_clip_middle(where, room)} {c.get('score', 0.0):.3f} "
+            first = (c.get("text") or "").strip().splitlines()[0] if (c.get("text") or "").strip() else ""
+            lines.append(_clip_line(prefix + first, width))
+    if answer.claims:
+        lines.append(f"answer sentences (judge: {answer.claims[0].judge}):")
+        for v in answer.claims:
+            cited = ",".join(v.cited_ids) if v.cited_ids else f"against {v.against}"
+            tag = "supported  " if v.supported else "unsupported"
+            lines.append(_clip_line(f"  {tag} {v.score:.2f} [{cited}] {v.sentence}", width))
+    for ev in t.stage("regenerate"):
+        if ev.get("skipped"):
+            lines.append(_clip_line(f"regeneration skipped: {ev.get('reason', '')}", width))
+        else:
+            lines.append(_clip_line(f"regenerated with {', '.join(ev['evidence'])}: {ev['reason']}", width))
+    stage_ms = [(k, v) for k, v in t.timings_ms.items() if k in SIEVE_STAGES]
+    total = sum(v for _, v in stage_ms)
+    parts = " ".join(f"{k} {v:.0f}" for k, v in stage_ms)
+    calls = f"{t.llm_calls} LLM call{'s' if t.llm_calls != 1 else ''}"
+    lines.append(_clip_line(f"{total:.0f} ms, {calls}: {parts}", width))
+    return lines
+
+
+def _print_answer(answer: Any) -> None:
+    width = min(console.width or 80, 80)
+    for i, line in enumerate(render_answer(answer, width)):
+        style = "bold" if i == 0 else None
+        if line.startswith("A (abstained)"):
+            style = "bold yellow"
+        elif line.startswith("A: "):
+            style = "bold green"
+        console.print(Text(line, style=style or ""), soft_wrap=True, overflow="crop", no_wrap=True)
+
+
+def _ablate_list(ablate: str | None) -> list[str] | None:
+    return [x.strip() for x in ablate.split(",") if x.strip()] if ablate else None
 
 
 @app.command()
@@ -243,23 +319,28 @@ def ask(
     k: int | None = typer.Option(None, "-k", help="Evidence pieces to use."),
     mode: str | None = typer.Option(None, "--mode", help="dense, sparse or hybrid retrieval."),
     route: str | None = typer.Option(None, "--route", help="all, auto (router) or a domain name."),
-    pipeline: str | None = typer.Option(None, "--pipeline", help="direct or task-adaptive."),
-    select: str | None = typer.Option(None, "--select", help="top-k or scope-coe."),
+    pipeline: str | None = typer.Option(
+        None, "--pipeline", help="sieve (default: every check, verified), plain (RAG) or task-adaptive."
+    ),
+    ablate: str | None = typer.Option(
+        None, "--ablate", help="Comma-separated stages to switch off: " + ", ".join(SIEVE_STAGES) + "."
+    ),
+    select: str | None = typer.Option(None, "--select", help="top-k or scope-coe (plain pipeline)."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),
     llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible server base URL."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
     as_json: bool = typer.Option(False, "--json", help="Print the answer and full trace as JSON."),
 ) -> None:
-    """Answer a question from the index's evidence with the local (or a remote) LLM."""
+    """Answer a question from the index, checking the evidence and the answer (the sieve)."""
     from ragsieve.pipeline import build_pipeline
 
     overrides: dict[str, Any] = {
         "index_dir": str(index) if index else None,
         "retrieval.k": k,
         "retrieval.mode": mode,
-        "route": route,
         "pipeline": pipeline,
+        "ablate": _ablate_list(ablate),
         "select": select,
         "llm.model": model,
         "llm.n_threads": threads,
@@ -270,7 +351,7 @@ def ask(
     if not no_retrieval and not cfg.index_dir:
         raise RagsieveError("no index given; pass --index DIR (build one with `ragsieve ingest`) or --no-retrieval")
     pipe = build_pipeline(cfg)
-    answer = pipe.ask(question, no_retrieval=no_retrieval)
+    answer = pipe.ask(question, no_retrieval=no_retrieval, k=k, route=route)
     if as_json:
         console.print_json(json.dumps(answer.to_dict(), default=str))
     else:
@@ -322,8 +403,17 @@ def classify(
         from ragsieve.filtering.cli import classify_filtered
 
         classify_filtered(
-            llm, clf, text, index_dir=index, filter_name=filter_name, fusion=fusion, template=template,
-            proxy=proxy, dkf=dkf, as_json=as_json, out=console,
+            llm,
+            clf,
+            text,
+            index_dir=index,
+            filter_name=filter_name,
+            fusion=fusion,
+            template=template,
+            proxy=proxy,
+            dkf=dkf,
+            as_json=as_json,
+            out=console,
         )
         return
     start = time.perf_counter()
@@ -354,20 +444,23 @@ def default_demo_index() -> Path:
 
 @app.command()
 def demo(
-    question: str = typer.Option(
-        "What is graphene made of?", "--question", "-q", help="Question to ask the demo corpus."
+    question: list[str] = typer.Option(
+        [],
+        "--question",
+        "-q",
+        help="Question to ask the demo corpus (repeatable); default: one it answers, one it should abstain on.",
     ),
     index: Path | None = typer.Option(None, "--index", help="Where to build the demo index."),
+    pipeline: str = typer.Option("sieve", "--pipeline", help="sieve (default), plain or task-adaptive."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
 ) -> None:
-    """Build an index of the bundled demo corpus and answer a question with the bundled models."""
-    from ragsieve.demo import demo_corpus_dir
+    """Build an index of the bundled demo corpus and answer questions with the bundled models."""
+    from ragsieve.demo import DEMO_SHOWCASE, demo_corpus_dir
     from ragsieve.index import BuildReport, Index
     from ragsieve.pipeline import Pipeline
 
     index_dir = index or default_demo_index()
-    cfg = PipelineConfig(index_dir=str(index_dir))
-    cfg = apply_overrides(cfg, {"llm.n_threads": threads})
+    cfg = apply_overrides(PipelineConfig(index_dir=str(index_dir)), {"llm.n_threads": threads, "pipeline": pipeline})
     report = BuildReport()
     with _progress() as progress:
         built = Index.build(
@@ -375,10 +468,12 @@ def demo(
         )
     console.print(
         f"demo index: {report.chunks} chunks in {len(built.domains)} domains at {index_dir} "
-        f"({report.chunks_embedded} embedded, {report.seconds:.1f}s)"
+        f"({report.chunks_embedded} embedded, {report.seconds:.1f}s); pipeline: {cfg.pipeline}"
     )
     pipe = Pipeline(cfg, index=built)
-    _print_answer(pipe.ask(question))
+    for q in question or list(DEMO_SHOWCASE):
+        console.print()
+        _print_answer(pipe.ask(q))
 
 
 _MOUNTED = False

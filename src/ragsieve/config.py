@@ -62,6 +62,11 @@ class LLMConfig(_Section):
     api_key_env: str = "OPENAI_API_KEY"
     timeout_s: float = 60.0
     max_retries: int = Field(3, ge=0)
+    # llama-cpp: penalty on tokens already in the context while generating (1.0: off). The bundled
+    # 135M model loops on one phrase under greedy decoding; the default is the setting that
+    # removed most repetition at no accuracy cost on the demo questions (docs/results.md,
+    # "Decoding: repetition penalty"). The OpenAI-compatible backend leaves it to the server.
+    repeat_penalty: float = Field(1.0, ge=1.0, le=2.0)
 
 
 class ChunkingConfig(_Section):
@@ -109,13 +114,48 @@ class GenerationConfig(_Section):
     max_evidence_chars: int = Field(600, ge=1)
 
 
+class SieveConfig(_Section):
+    """Settings of the ``sieve`` preset's checks (``PipelineConfig.sieve``)."""
+
+    # route: "auto" (the domain router), "all" or a domain name; ``ask(route=...)`` overrides it.
+    route: str = "auto"
+    # Search the second domain too when its router probability is within this of the first's.
+    route_close_margin: float = Field(0.2, ge=0.0, le=1.0)
+    # need: "auto" asks the task router, and when it says "answer without retrieval" still
+    # retrieves if the judge finds a passage scoring >= need_threshold (long-tail entities);
+    # "always" always retrieves.
+    need: Literal["auto", "always"] = "auto"
+    need_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    candidates: int = Field(10, ge=1)  # retrieved candidates the judge sees
+    # judge: "evaluator" (the bundled CRAG-style evaluator) or "cross-encoder" (judge_model names
+    # a sentence-transformers CrossEncoder). relevant >= upper, ambiguous in [lower, upper),
+    # irrelevant < lower; None takes the judge's own thresholds.
+    judge: Literal["evaluator", "cross-encoder"] = "evaluator"
+    judge_model: str | None = None
+    upper: float | None = Field(None, ge=0.0, le=1.0)
+    lower: float | None = Field(None, ge=0.0, le=1.0)
+    # When the judge finds every candidate irrelevant, abstain instead of answering from them.
+    abstain_when_all_irrelevant: bool = True
+    select: Literal["scope-coe", "top-k"] = "scope-coe"
+    # ScopeCoE's question features (intent, keywords, relations): "rules" extracts them without
+    # the LLM; "llm" asks the model (two schema-constrained generations per question, which cost
+    # more than the answer itself on the bundled model; see docs/benchmarks.md).
+    coe_features: Literal["rules", "llm"] = "rules"
+    # verify: which ClaimJudge checks the answer sentences, and the support score a sentence
+    # needs to count as supported.
+    claim_judge: Literal["lexical-embedding", "llm-logprob"] = "lexical-embedding"
+    support_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    regenerate: bool = True  # once, with only the supported evidence
+    min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # abstain below this answer confidence
+
+
 class PipelineConfig(_Section):
     """Everything a :class:`ragsieve.pipeline.Pipeline` needs."""
 
     index_dir: str | None = None
     # One stage list, three presets: "plain" (alias "direct") retrieves and answers; "task-adaptive"
     # adds the task router, HyDE and the CRAG-style evaluator; "sieve" runs every check and verifies.
-    pipeline: Literal["plain", "direct", "task-adaptive", "sieve"] = "direct"
+    pipeline: Literal["plain", "direct", "task-adaptive", "sieve"] = "sieve"
     # Stage names switched off in the chosen preset (``ragsieve eval --ablate``); see SIEVE_STAGES.
     ablate: list[str] = Field(default_factory=list)
     select: Literal["top-k", "scope-coe"] = "top-k"
@@ -126,6 +166,7 @@ class PipelineConfig(_Section):
     dense_index: DenseIndexConfig = DenseIndexConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
     generation: GenerationConfig = GenerationConfig()
+    sieve: SieveConfig = SieveConfig()
     # Stage sections owned by their sub-packages; kept as plain dicts here so each stage
     # validates its own section with its own model.
     stages: dict[str, dict[str, Any]] = Field(default_factory=dict)

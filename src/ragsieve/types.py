@@ -139,6 +139,9 @@ class ClaimVerdict:
     supported: bool
     score: float  # the judge's support probability or similarity, in [0, 1]
     judge: str  # which judge decided (e.g. "llm-logprob", "lexical-embedding")
+    # What the sentence was checked against: "cited" (the evidence its [n] markers name),
+    # "all" (it cites nothing, so every evidence piece) or "none" (there was no evidence).
+    against: str = "cited"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

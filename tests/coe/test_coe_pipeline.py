@@ -25,6 +25,7 @@ def test_pipeline_uses_scope_coe(tmp_path):
     emb = BagEmbedder()
     index = Index.from_chunks(chunks, tmp_path / "idx", embedder=emb)
     cfg = validate_config({
+        "pipeline": "plain",
         "select": "scope-coe",
         "retrieval": {"k": 5, "candidates": 5},
         "stages": {"coe": {"keyword_judge": "lexical", "intent_threshold": -1.0, "cover": "exact"}},

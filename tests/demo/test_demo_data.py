@@ -150,6 +150,34 @@ def test_question_is_supported_by_its_documents(q: dict) -> None:
         assert alias.lower() in q["answer"].lower(), f"alias {alias!r} not in the reference answer"
 
 
+UNANSWERABLE = [q for q in demo_questions(include_unanswerable=True) if q.get("answerable") is False]
+# The term each unanswerable question hinges on: no corpus file may mention it.
+HINGES = {
+    "u01": "cyclotron", "u02": "technetium", "u03": "chandrasekhar", "u04": "nikola", "u05": "saturn",
+    "u06": "aspirin", "u07": "caffeine", "u08": "bismuth", "u09": "insulin", "u10": "spider",
+    "u11": "grey goo", "u12": "tardigrade",
+}
+
+
+def test_unanswerable_rows_are_marked_and_separate() -> None:
+    assert len(UNANSWERABLE) >= 10
+    assert len(demo_questions(include_unanswerable=True)) == len(QUESTIONS) + len(UNANSWERABLE)
+    assert all(q.get("answerable", True) for q in QUESTIONS)
+    ids = [q["id"] for q in demo_questions(include_unanswerable=True)]
+    assert len(set(ids)) == len(ids)
+    for q in UNANSWERABLE:
+        assert q["answer"] == "" and q["answer_aliases"] == [] and q["doc_ids"] == []
+        assert q["question"].strip().endswith("?") and q["domain"] in DEMO_DOMAINS
+
+
+def test_unanswerable_questions_are_not_covered_by_the_corpus() -> None:
+    corpus = " ".join(p.read_text(encoding="utf-8").lower() for p in FILES)
+    assert {q["id"] for q in UNANSWERABLE} == set(HINGES)
+    for q in UNANSWERABLE:
+        assert HINGES[q["id"]] in q["question"].lower()
+        assert HINGES[q["id"]] not in corpus, f"{q['id']}: the corpus mentions {HINGES[q['id']]!r}"
+
+
 def test_writing_requests() -> None:
     reqs = demo_writing_requests()
     assert len(reqs) == 20

@@ -25,7 +25,7 @@ from typing import Any
 from ragsieve.errors import ConfigError, InputError
 from ragsieve.io import read_jsonl
 
-__all__ = ["DEMO_DOMAINS", "demo_corpus_dir", "demo_questions", "demo_writing_requests"]
+__all__ = ["DEMO_DOMAINS", "DEMO_SHOWCASE", "demo_corpus_dir", "demo_questions", "demo_writing_requests"]
 
 DEMO_DOMAINS: tuple[str, ...] = ("physics", "chemistry", "nanoscience")
 
@@ -54,15 +54,28 @@ def _read_jsonl(name: str) -> list[dict[str, Any]]:
         raise ConfigError(f"bundled demo data is damaged: {exc}; reinstall ragsieve") from exc
 
 
-def demo_questions() -> list[dict[str, Any]]:
-    """The 40 demo questions.
+def demo_questions(include_unanswerable: bool = False) -> list[dict[str, Any]]:
+    """The 40 answerable demo questions, and with ``include_unanswerable`` the 12 the corpus
+    cannot answer.
 
     Each record has ``id``, ``question``, ``domain`` (one domain, or two joined by ``+`` for
     questions that span domains), ``answer`` (a short reference answer), ``answer_aliases``
     (strings a correct answer contains) and ``doc_ids`` (supporting files, relative to
-    :func:`demo_corpus_dir`, e.g. ``"physics/029-superconductivity.md"``).
+    :func:`demo_corpus_dir`, e.g. ``"physics/029-superconductivity.md"``). Unanswerable rows
+    (ids ``u01``...) carry ``"answerable": false``, an empty ``answer`` and no aliases or
+    documents: plausible questions in a demo domain that no corpus file answers, for measuring
+    abstention.
     """
-    return _read_jsonl("questions.jsonl")
+    rows = _read_jsonl("questions.jsonl")
+    return rows if include_unanswerable else [r for r in rows if r.get("answerable", True)]
+
+
+# What ``ragsieve demo`` asks by default: a question the corpus answers (the judge drops the
+# off-topic candidates) and one it cannot answer (the sieve should abstain).
+DEMO_SHOWCASE: tuple[str, ...] = (
+    "What is graphene made of?",
+    "Who invented the cyclotron, and in which year?",
+)
 
 
 def demo_writing_requests() -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ def _build_llama_cpp(config: LLMConfig) -> LlamaCppLLM:
         chat_format=config.chat_format,
         seed=config.seed,
         prefix_states=config.prefix_states,
+        repeat_penalty=config.repeat_penalty,
     )
 
 

@@ -126,6 +126,8 @@ class LlamaCppLLM:
         prefix_cache: reuse the KV cache of the longest shared token prefix between calls.
         prefix_states: how many discarded KV prefixes to keep for later calls (see the module
             docstring); 0 keeps only the live cache.
+        repeat_penalty: llama.cpp's penalty on tokens already in the context when generating
+            (1.0: off); scoring calls never use it.
 
     Example:
         >>> llm = LlamaCppLLM(n_threads=1)  # doctest: +SKIP
@@ -146,6 +148,7 @@ class LlamaCppLLM:
         seed: int = 0,
         prefix_cache: bool = True,
         prefix_states: int = 4,
+        repeat_penalty: float = 1.0,
     ) -> None:
         if chat_format is not None and chat_format not in get_args(ChatFormatName):
             raise ConfigError(
@@ -160,6 +163,7 @@ class LlamaCppLLM:
         self.seed = seed
         self.prefix_cache = prefix_cache
         self.prefix_states = prefix_states
+        self.repeat_penalty = repeat_penalty
         self._llama: Llama | None = None
         # token prefix -> KV bytes of sequence 0 holding exactly those tokens
         self._saved: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
@@ -493,7 +497,14 @@ class LlamaCppLLM:
         seed: int | None = None,
     ) -> Generation:
         """Sample the assistant's reply (``temperature=0``: greedy, deterministic)."""
-        return self._complete(prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, seed=seed)
+        return self._complete(
+            prompt,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=stop,
+            seed=seed,
+            repeat_penalty=self.repeat_penalty,
+        )
 
     def _complete(
         self,
@@ -504,6 +515,7 @@ class LlamaCppLLM:
         stop: Sequence[str] | None,
         seed: int | None,
         grammar: Any = None,
+        repeat_penalty: float = 1.0,
     ) -> Generation:
         if max_tokens < 1:
             raise InputError(f"max_tokens must be at least 1, got {max_tokens}")
@@ -526,7 +538,8 @@ class LlamaCppLLM:
                 top_p=1.0 if temperature == 0 else 0.95,
                 top_k=40,
                 min_p=0.05,
-                repeat_penalty=1.0,
+                # JSON under a grammar repeats braces and quotes by design: callers pass 1.0 there.
+                repeat_penalty=repeat_penalty,
                 stop=stops or None,
                 seed=self.seed if seed is None else seed,
                 grammar=grammar,
@@ -586,6 +599,7 @@ class LlamaCppLLM:
                 "seed": self.seed,
                 "prefix_cache": self.prefix_cache,
                 "prefix_states": self.prefix_states,
+                "repeat_penalty": self.repeat_penalty,
             },
         }
 

@@ -1,4 +1,4 @@
-"""The task-adaptive pipeline (Task-Classifying RAG on top of CRAG).
+"""The task-adaptive preset of the pipeline (Task-Classifying RAG on top of CRAG).
 
 * general_qa: answer directly (no retrieval, no reflection);
 * information_retrieval: retrieve (HyDE when on) → evaluate evidence → act (refine / corrective
@@ -19,10 +19,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from ragsieve.config import PipelineConfig
-from ragsieve.errors import ConfigError, InputError
+from ragsieve.errors import ConfigError
 from ragsieve.expand.hyde import HyDEExpander, merge_hits
 from ragsieve.generate.answer import build_answer_messages, cite_evidence
 from ragsieve.llm.base import LLM, ChatMessage
+from ragsieve.pipeline import Pipeline
 from ragsieve.tasks.classifier import LLMTaskClassifier, TaskClassifier, TaskPrediction, TfidfTaskClassifier
 from ragsieve.tasks.config import TaskAdaptiveConfig
 from ragsieve.tasks.evaluator import (
@@ -108,16 +109,15 @@ WRITING_SYSTEM = (
 )
 
 
-class TaskAdaptivePipeline:
-    """Task router + HyDE + CRAG-style evaluator + generation reflection.
+class TaskAdaptiveParts:
+    """What the task-adaptive stages share: task router, HyDE, CRAG-style evaluator and its
+    actions, generation reflection (built once per pipeline).
 
     Example::
 
-        from ragsieve.config import PipelineConfig
-        cfg = PipelineConfig(index_dir="my-index", pipeline="task-adaptive",
-                             stages={"tasks": {"hyde": True, "evaluator": "trained"}})
-        answer = TaskAdaptivePipeline.from_config(cfg).ask("Write a short note on our remote-work policy")
-        answer.trace.stage("task")
+        parts = TaskAdaptiveParts.from_config(PipelineConfig(index_dir="my-index"))
+        parts.evaluate("Who wrote Dune?", parts.retrieve("Who wrote Dune?", Trace("q"), hyde=False,
+                       k=5, domains=None, label="retrieval"), Trace("q")).verdict
     """
 
     def __init__(
@@ -167,7 +167,6 @@ class TaskAdaptivePipeline:
             max_rounds=c.max_rounds,
         )
 
-    # ------------------------------------------------------------------ construction
     @classmethod
     def from_config(
         cls,
@@ -175,7 +174,8 @@ class TaskAdaptivePipeline:
         retriever: Retriever | None = None,
         llm: LLM | None = None,
         embedder: Any = None,
-    ) -> TaskAdaptivePipeline:
+    ) -> TaskAdaptiveParts:
+        """The components for ``config`` (loads the embedder and LLM when none are given)."""
         from ragsieve.embed import load_embedder
         from ragsieve.llm import load_llm
 
@@ -188,8 +188,8 @@ class TaskAdaptivePipeline:
 
             index = Index.open(config.index_dir, embedder=embedder)
             retriever = IndexRetriever(index, config)
-            if stage.domains is None and config.route not in ("all", "auto"):
-                stage = stage.model_copy(update={"domains": [config.route]})
+        if retriever is not None and stage.domains is None and config.route not in ("all", "auto"):
+            stage = stage.model_copy(update={"domains": [config.route]})
         if llm is None:
             llm = load_llm(config.llm)
         llm.warm_up()
@@ -334,69 +334,8 @@ class TaskAdaptivePipeline:
             )
         return [ChatMessage(role="system", content=WRITING_SYSTEM), ChatMessage(role="user", content=user)]
 
-    # ------------------------------------------------------------------ ask
-    def ask(self, question: str, task: TaskLabel | None = None, no_retrieval: bool = False) -> Answer:
-        """Answer ``question``; ``task`` forces a path; ``no_retrieval`` forces the direct path."""
-        if not question.strip():
-            raise InputError("the question is empty; pass a question or instruction")
-        trace = Trace(query=question)
-        c = self.config
-        if no_retrieval:
-            task = "general_qa"
-        elif self.retriever is None:
-            trace.record("retrieval", note="no index configured; retrieval returns nothing")
-        with trace.timed("task"):
-            pred = self.classifier.classify(question) if task is None else FixedTaskClassifier(task).classify(question)
-        if pred.method.startswith("llm"):
-            trace.count_llm()
-        trace.record("task", **pred.to_dict())
-        label = pred.label
-
-        if label == "general_qa":
-            text = self._generate(build_answer_messages(question, []), self.max_tokens, trace)
-            trace.record("generation", path="direct", evidence=0)
-            return Answer(question, text, [], [], trace)
-
-        hits = self.retrieve(question, trace, hyde=c.hyde, k=self.k, domains=c.domains, label="retrieval")
-        if c.evaluator == "off":
-            evidence = hits
-            trace.record("retrieval_action", verdict=None, action="none (evaluator off)", n_evidence=len(hits))
-        else:
-            verdict = self.evaluate(question, hits, trace)
-            trace.record("retrieval_evaluation", **verdict.to_dict())
-            evidence = self.act(question, hits, verdict, trace, used_hyde=c.hyde)
-        if not evidence:
-            trace.record(
-                "generation",
-                path="no-evidence",
-                note="retrieval found no usable evidence; answered without evidence",
-            )
-
-        if label == "information_retrieval" or not evidence:
-            msgs = build_answer_messages(question, evidence, self.max_evidence_chars)
-            max_tokens = self.max_tokens if label == "information_retrieval" else c.text_max_tokens
-            text = self._generate(msgs, max_tokens, trace)
-            if evidence:
-                trace.record("generation", path=label, evidence=len(evidence))
-            return self._answer(question, text, evidence, trace)
-
-        # text_generation
-        def gen(missing: list[str]) -> str:
-            return self._generate(self.writing_messages(question, evidence, missing), c.text_max_tokens, trace)
-
-        with trace.timed("generation"):
-            if c.generation_reflection:
-                res = self.reflector.run([h.chunk.text for h in evidence], gen, self.embedder, trace)
-                text = res.text
-                trace.record("generation", path=label, evidence=len(evidence), rounds=len(res.rounds))
-            else:
-                text = gen([])
-                trace.record("generation", path=label, evidence=len(evidence), rounds=1)
-        return self._answer(question, text, evidence, trace)
-
-
-    def _answer(self, question: str, text: str, evidence: Sequence[SearchHit], trace: Trace) -> Answer:
-        """The answer with its cited evidence (markers, else similarity attribution), as in direct RAG."""
+    def cite(self, text: str, evidence: Sequence[SearchHit], trace: Trace) -> list[str]:
+        """Cited evidence ids (markers, else similarity attribution), as in plain RAG."""
         with trace.timed("attribute"):
             cited, method, similarities = cite_evidence(text, evidence, self.embedder)
         trace.record(
@@ -405,7 +344,224 @@ class TaskAdaptivePipeline:
             cited=cited,
             attribution=[{"id": cid, "similarity": round(s, 4)} for cid, s in similarities],
         )
-        return Answer(question, text, list(evidence), cited, trace)
+        return cited
+
+
+# ---------------------------------------------------------------------------- stages
+# The task-adaptive preset of :class:`ragsieve.pipeline.Pipeline`: need (task router) →
+# retrieve (HyDE) → judge (CRAG-style evaluator and its actions) → generate (with reflection).
+
+
+class _TaskStage:
+    name = "stage"
+
+    def __init__(self, pipe: Any) -> None:
+        self.pipe = pipe
+
+    @property
+    def parts(self) -> TaskAdaptiveParts:
+        parts: TaskAdaptiveParts = self.pipe.task_parts()
+        return parts
+
+    def warm_up(self) -> None:
+        self.pipe.task_parts()
+
+
+class TaskRouteStage(_TaskStage):
+    """need: the task router picks general_qa (answer directly), information_retrieval or
+    text_generation; ``ask(task=...)`` forces a path."""
+
+    name = "need"
+
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: Any) -> list[SearchHit]:
+        parts = self.parts
+        task: TaskLabel | None = "general_qa" if state.forced_no_retrieval else state.task
+        if not state.forced_no_retrieval and parts.retriever is None:
+            trace.record("retrieval", note="no index configured; retrieval returns nothing")
+        with trace.timed("task"):
+            pred = parts.classifier.classify(question) if task is None else FixedTaskClassifier(task).classify(question)
+        if pred.method.startswith("llm"):
+            trace.count_llm()
+        trace.record("task", **pred.to_dict())
+        state.extra["task"] = pred.label
+        state.retrieve = pred.label != "general_qa"
+        return candidates
+
+
+class TaskRetrieveStage(_TaskStage):
+    """retrieve: the first pass, with HyDE when ``stages.tasks.hyde`` is on."""
+
+    name = "retrieve"
+
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: Any) -> list[SearchHit]:
+        if not state.retrieve:
+            return []
+        c = self.parts.config
+        return self.parts.retrieve(
+            question, trace, hyde=c.hyde, k=state.k or self.parts.k, domains=c.domains, label="retrieval"
+        )
+
+
+class CragStage(_TaskStage):
+    """judge: the retrieval evaluator's verdict and CRAG's action (refine, corrective
+    retrieval, or both)."""
+
+    name = "judge"
+
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: Any) -> list[SearchHit]:
+        if not state.retrieve:
+            return []
+        parts = self.parts
+        if parts.config.evaluator == "off":
+            trace.record("retrieval_action", verdict=None, action="none (evaluator off)", n_evidence=len(candidates))
+            return candidates
+        verdict = parts.evaluate(question, candidates, trace)
+        trace.record("retrieval_evaluation", **verdict.to_dict())
+        for h, s in zip(candidates, verdict.scores, strict=False):
+            trace.decide("judge", h.chunk.id, "kept", f"scored by the {verdict.method} evaluator", s)
+        evidence = parts.act(question, candidates, verdict, trace, used_hyde=parts.config.hyde)
+        state.extra["evaluator_verdict"] = verdict.verdict
+        return evidence
+
+
+class TaskGenerateStage(_TaskStage):
+    """generate: direct (general_qa), a cited answer (information_retrieval) or a longer text
+    with the coverage/distinct-2 reflection loop (text_generation)."""
+
+    name = "generate"
+
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: Any) -> list[SearchHit]:
+        parts = self.parts
+        c = parts.config
+        label = state.extra.get("task", "information_retrieval")
+        if not state.retrieve:
+            state.text = parts._generate(build_answer_messages(question, []), parts.max_tokens, trace)
+            trace.record("generation", path="direct", evidence=0)
+            return candidates
+        evidence = candidates
+        if not evidence:
+            trace.record(
+                "generation",
+                path="no-evidence",
+                note="retrieval found no usable evidence; answered without evidence",
+            )
+        if label == "information_retrieval" or not evidence:
+            msgs = build_answer_messages(question, evidence, parts.max_evidence_chars)
+            max_tokens = parts.max_tokens if label == "information_retrieval" else c.text_max_tokens
+            text = parts._generate(msgs, max_tokens, trace)
+            if evidence:
+                trace.record("generation", path=label, evidence=len(evidence))
+        else:
+
+            def gen(missing: list[str]) -> str:
+                return parts._generate(parts.writing_messages(question, evidence, missing), c.text_max_tokens, trace)
+
+            with trace.timed("generation"):
+                if c.generation_reflection:
+                    res = parts.reflector.run([h.chunk.text for h in evidence], gen, parts.embedder, trace)
+                    text = res.text
+                    trace.record("generation", path=label, evidence=len(evidence), rounds=len(res.rounds))
+                else:
+                    text = gen([])
+                    trace.record("generation", path=label, evidence=len(evidence), rounds=1)
+        state.text, state.evidence = text, list(evidence)
+        state.cited = parts.cite(text, evidence, trace)
+        return candidates
+
+
+def task_adaptive_stages(pipe: Any, names: Sequence[str]) -> list[Any]:
+    """The task-adaptive preset's stages among ``names`` (ablation removes the others)."""
+    factories = {
+        "need": TaskRouteStage,
+        "retrieve": TaskRetrieveStage,
+        "judge": CragStage,
+        "generate": TaskGenerateStage,
+    }
+    return [factories[n](pipe) for n in names if n in factories]
+
+
+class TaskAdaptivePipeline(Pipeline):
+    """:class:`ragsieve.pipeline.Pipeline` with the task-adaptive preset and its components
+        given directly (tests, benchmarks with in-memory retrievers).
+
+        Example::
+
+            from ragsieve.config import PipelineConfig
+    from ragsieve.pipeline import Pipeline
+            cfg = PipelineConfig(index_dir="my-index", pipeline="task-adaptive",
+                                 stages={"tasks": {"hyde": True, "evaluator": "trained"}})
+            answer = TaskAdaptivePipeline.from_config(cfg).ask("Write a short note on our remote-work policy")
+            answer.trace.stage("task")
+    """
+
+    def __init__(
+        self,
+        llm: LLM,
+        embedder: Any,
+        retriever: Retriever | None,
+        config: TaskAdaptiveConfig | None = None,
+        k: int = 5,
+        max_tokens: int = 128,
+        max_evidence_chars: int = 600,
+        classifier: TaskClassifier | None = None,
+        ablate: Sequence[str] = (),
+    ) -> None:
+        parts = TaskAdaptiveParts(llm, embedder, retriever, config, k, max_tokens, max_evidence_chars, classifier)
+        cfg = PipelineConfig.model_validate(
+            {
+                "pipeline": "task-adaptive",
+                "ablate": list(ablate),
+                "retrieval": {"k": parts.k},
+                "generation": {"max_tokens": max_tokens, "max_evidence_chars": max_evidence_chars},
+                "stages": {"tasks": parts.config.model_dump(mode="json")},
+            }
+        )
+        super().__init__(cfg, llm=parts.llm)
+        self.parts = parts
+        self.config_tasks = parts.config
+
+    @property
+    def retriever(self) -> Retriever | None:
+        return self.parts.retriever
+
+    @property
+    def classifier(self) -> TaskClassifier:
+        return self.parts.classifier
+
+    def task_parts(self) -> TaskAdaptiveParts:
+        return self.parts
+
+    def warm_up(self, need_index: bool = True) -> None:
+        # The components were given: nothing to open.
+        for stage in self.stages:
+            stage.warm_up()
+
+    @classmethod
+    def from_config(
+        cls,
+        config: PipelineConfig,
+        retriever: Retriever | None = None,
+        llm: LLM | None = None,
+        embedder: Any = None,
+    ) -> TaskAdaptivePipeline:
+        parts = TaskAdaptiveParts.from_config(config, retriever=retriever, llm=llm, embedder=embedder)
+        return cls(
+            parts.llm,
+            parts.embedder,
+            parts.retriever,
+            parts.config,
+            k=config.retrieval.k,
+            max_tokens=config.generation.max_tokens,
+            max_evidence_chars=config.generation.max_evidence_chars,
+            classifier=parts.classifier,
+            ablate=config.ablate,
+        )
+
+    def ask(  # type: ignore[override]
+        self, question: str, task: TaskLabel | None = None, no_retrieval: bool = False, k: int | None = None
+    ) -> Answer:
+        """Answer ``question``; ``task`` forces a path; ``no_retrieval`` forces the direct path."""
+        return super().ask(question, task=task, no_retrieval=no_retrieval, k=k)
 
 
 class IndexRetriever:

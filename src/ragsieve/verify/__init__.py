@@ -1,0 +1,37 @@
+"""Answer verification: split an answer into claims and check each against its evidence.
+
+* :func:`split_claims` – the sentences of an answer;
+* :class:`ClaimJudge` – the protocol a support judge implements (``name``, ``warm_up()``,
+  ``support(claim, evidence) -> float`` in [0, 1]); :class:`LLMLogprobJudge` (yes/no by
+  next-token log-probabilities) and :class:`LexicalEmbeddingJudge` (no LLM) implement it, and
+  a user's NLI or larger model plugs in the same way (see ``ragsieve.verify.judges``);
+* :func:`verify_answer` – one :class:`ragsieve.types.ClaimVerdict` per sentence.
+
+Example::
+
+    from ragsieve.verify import LexicalEmbeddingJudge, verify_answer
+    judge = LexicalEmbeddingJudge()
+    judge.warm_up()
+    for v in verify_answer(answer.text, answer.evidence, judge):
+        print(v.supported, round(v.score, 2), v.sentence)
+"""
+
+from ragsieve.verify.claims import split_claims
+from ragsieve.verify.judges import (
+    JUDGES,
+    ClaimJudge,
+    LexicalEmbeddingJudge,
+    LLMLogprobJudge,
+    build_claim_judge,
+)
+from ragsieve.verify.verifier import verify_answer
+
+__all__ = [
+    "JUDGES",
+    "ClaimJudge",
+    "LLMLogprobJudge",
+    "LexicalEmbeddingJudge",
+    "build_claim_judge",
+    "split_claims",
+    "verify_answer",
+]

@@ -1,0 +1,61 @@
+"""Check each sentence of an answer against the evidence it cites."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragsieve.types import ClaimVerdict, SearchHit
+from ragsieve.verify.claims import cited_indices, split_claim_markers, strip_markers
+from ragsieve.verify.judges import ClaimJudge
+
+
+def _ids_and_texts(evidence: Sequence[SearchHit] | Sequence[str]) -> tuple[list[str], list[str]]:
+    ids: list[str] = []
+    texts: list[str] = []
+    for i, e in enumerate(evidence, 1):
+        if isinstance(e, SearchHit):
+            ids.append(e.chunk.id)
+            texts.append(e.chunk.text)
+        else:
+            ids.append(str(i))
+            texts.append(str(e))
+    return ids, texts
+
+
+def verify_answer(
+    text: str,
+    evidence: Sequence[SearchHit] | Sequence[str],
+    judge: ClaimJudge,
+    threshold: float = 0.5,
+) -> list[ClaimVerdict]:
+    """One verdict per answer sentence.
+
+    A sentence with ``[n]`` markers is judged against the evidence those markers name
+    (``against="cited"``); a sentence that cites nothing against all of the evidence
+    (``against="all"``, ``cited_ids`` empty); with no evidence at all nothing can support it
+    (``against="none"``, score 0). ``evidence`` is numbered from 1 as in the answer prompt and
+    may be :class:`SearchHit` objects or plain strings (ids are then ``"1"``, ``"2"``, ...).
+
+    Example:
+        >>> from ragsieve.verify import LexicalEmbeddingJudge, verify_answer
+        >>> judge = LexicalEmbeddingJudge(embedding_weight=0.0)
+        >>> [v.supported for v in verify_answer("Dune is by Frank Herbert [1].", ["Frank Herbert wrote Dune."], judge)]
+        [True]
+    """
+    ids, texts = _ids_and_texts(evidence)
+    verdicts: list[ClaimVerdict] = []
+    for claim in split_claim_markers(text):
+        bare = strip_markers(claim.text)
+        positions = cited_indices(claim.markers, len(texts))
+        if not texts:
+            verdicts.append(ClaimVerdict(claim.text, [], False, 0.0, judge.name, "none"))
+            continue
+        if positions:
+            score = judge.support(bare, [texts[p] for p in positions])
+            cited, against = [ids[p] for p in positions], "cited"
+        else:
+            score = judge.support(bare, texts)
+            cited, against = [], "all"
+        score = float(min(max(score, 0.0), 1.0))
+        verdicts.append(ClaimVerdict(claim.text, cited, score >= threshold, round(score, 6), judge.name, against))
+    return verdicts
