@@ -43,8 +43,9 @@ from ragsieve.attack.poison import Target, choose_targets  # noqa: E402
 
 logger = logging.getLogger("attack_poisoning")
 RUNS = ROOT / "runs" / "attack"
-LLM_DEFENCES = ["plain", "poison-judge", "source-prune", "source-reweight", "evaluator", "scope-coe",
-                "sieve:judge", "sieve:filter", "sieve:select", "sieve:verify", "sieve"]
+LLM_DEFENCES = ["plain", "poison-judge", "sieve", "sieve+poison-judge", "source-prune", "source-reweight",
+                "sieve:judge", "sieve:verify", "sieve:select", "evaluator"]
+EMB_CACHE = ROOT / "runs" / "attack" / "emb-cache"
 
 
 # ---------------------------------------------------------------- data
@@ -113,7 +114,7 @@ def build_clean(name: str, chunks: list[Any], embedder: Any, val: list[dict], k:
 
 def poisoned_copy(name: str, clean: Any, targets: list[Target], n: int, writer: Any, spread: str, seed: int,
                   tag: str = "", extra: list[Any] | None = None) -> Any:
-    from ragsieve.attack.poison import assign_sources, inject, inject_sources_for
+    from ragsieve.attack.poison import assign_sources, inject, inject_sources_for, target_domains
     from ragsieve.index import Index
 
     folder = RUNS / name / f"poison-{writer.name}-{spread}-n{n}{tag}"
@@ -123,7 +124,8 @@ def poisoned_copy(name: str, clean: Any, targets: list[Target], n: int, writer: 
         return index
     passages = [p for t in targets for p in writer.write(t, n)]
     inj = inject_sources_for(clean, targets, seed=seed) if spread == "inject" else None
-    passages = assign_sources(passages, spread, seed=seed, inject_sources=inj) + list(extra or [])
+    doms = target_domains(clean, targets)
+    passages = assign_sources(passages, spread, seed=seed, inject_sources=inj, domains=doms) + list(extra or [])
     index = inject(clean, passages, folder, targets=targets,
                    attack={"n": n, "spread": spread, "seed": seed, "writer": writer.to_dict()})
     index.warm_up()
@@ -164,7 +166,7 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
     has_sieve = sieve_available()
     defences = [d for d in args.defences if has_sieve or not d.startswith("sieve")]
     skipped = [d for d in args.defences if d not in defences]
-    log_path = RUNS / "log.jsonl"
+    log_path = RUNS / f"log-{name}.jsonl"
     done = load_log(log_path)
     clean_answers: dict[str, dict[str, tuple[str, bool]]] = {}
     for row_cells in done.values():
@@ -173,32 +175,56 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
                 r["clean_answer"], bool(r.get("clean_abstained", False)))
     info = {"chunks": len(clean), "targets": len(targets), "validation": len(val), "skipped": skipped,
             "weights": json.loads((clean.dir / "source_weights.json").read_text())["metadata"]}
-    for n in sorted(args.ns, reverse=True):  # the largest N first: the goal is stated there
-        pois = poisoned_copy(name, clean, targets, n, writer, args.spread, args.seed)
+    copies = {n: poisoned_copy(name, clean, targets, n, writer, args.spread, args.seed) for n in args.ns}
+    for n, d in job_order(args.ns, defences):
+        pois = copies[n]
         ids = {c.id for c in pois.chunks if c.metadata.get("poisoned")}
-        for d in defences:
-            cell = (name, args.writer, args.spread, str(n), d)
-            if cell in done and len(done[cell]) >= len(targets):
-                rows = done[cell][: len(targets)]
-            else:
-                t0 = time.perf_counter()
-                cache = clean_answers.setdefault(f"{name}|{d}", {})
-                outcomes, log = evaluate_defence(defence_config(d, base), clean, pois, targets, ids, llm,
-                                                 clean_answers=cache)
-                rows = []
-                for o, lg in zip(outcomes, log, strict=True):
-                    rows.append({"cell": list(cell), "defence": d, **o.to_dict(), **lg,
-                                 "target": o.target_id, "clean_abstained": o.clean_abstained})
-                with open(log_path, "a", encoding="utf-8") as fh:
-                    for r in rows:
-                        fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-                logger.info("%s N=%d %s: %.0fs, ASR %.2f, cache %d hits / %d misses", name, n, d,
-                            time.perf_counter() - t0, sum(r["attacked"] for r in rows) / len(rows),
-                            llm.hits, llm.misses)
-            results[cell] = [Outcome(**{k: r[k] for k in ("target_id", "retrieved", "attacked", "clean_correct",
-                                                          "abstained", "clean_abstained")}) for r in rows]
+        cell = (name, args.writer, args.spread, str(n), d)
+        have = {r["target"] for r in done.get(cell, [])}
+        todo = [t for t in targets if t.id not in have]
+        t0 = time.perf_counter()
+        cache = clean_answers.setdefault(f"{name}|{d}", {})
+        # a few questions at a time, appended to the log, so a stopped run keeps what it measured
+        for start in range(0, len(todo), args.chunk):
+            part = todo[start:start + args.chunk]
+            outcomes, log = evaluate_defence(defence_config(d, base), clean, pois, part, ids, llm,
+                                             clean_answers=cache)
+            rows = [{"cell": list(cell), "defence": d, **o.to_dict(), **lg, "target": o.target_id}
+                    for o, lg in zip(outcomes, log, strict=True)]
+            with open(log_path, "a", encoding="utf-8") as fh:
+                for r in rows:
+                    fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+            done.setdefault(cell, []).extend(rows)
+        if todo:
+            rows = done[cell]
+            logger.info("%s N=%d %s: %.0fs, ASR %.2f over %d, cache %d hits / %d misses", name, n, d,
+                        time.perf_counter() - t0, sum(r["attacked"] for r in rows) / len(rows), len(rows),
+                        llm.hits, llm.misses)
+    for cell, rows in done.items():
+        if cell[0] == name and "val. poisoned" not in cell[-1]:
+            order = {t.id: i for i, t in enumerate(targets)}
+            rows = sorted({r["target"]: r for r in rows if r["target"] in order}.values(),
+                          key=lambda r: order[r["target"]])
+            results[cell] = [to_outcome(r) for r in rows]
             results[("log",) + cell] = rows
     return info
+
+
+def to_outcome(r: dict[str, Any]) -> Outcome:
+    return Outcome(**{k: r[k] for k in ("target_id", "retrieved", "attacked", "clean_correct", "abstained",
+                                        "clean_abstained") if k in r})
+
+
+def job_order(ns: list[int], defences: list[str]) -> list[tuple[int, str]]:
+    """(N, defence) cells, most informative first: every defence at the largest N, then the
+    N curve of plain RAG and the full sieve, then the rest."""
+    top = max(ns)
+    key = ["plain", "poison-judge", "sieve+poison-judge", "sieve"]
+    jobs = [(top, d) for d in defences if d in key]
+    jobs += [(n, d) for n in sorted(ns) if n != top for d in defences if d in key]
+    jobs += [(top, d) for d in defences if d not in key]
+    jobs += [(n, d) for n in sorted(ns) if n != top for d in defences if d not in key]
+    return jobs
 
 
 def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, results: dict) -> dict[str, Any]:
@@ -206,7 +232,7 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
     correctly (to earn trust) or with wrong answers; weights are re-learned on the poisoned
     index, then source-prune is measured on the targets."""
     from ragsieve.attack.evaluate import defence_config, evaluate_defence, fit_source_weights
-    from ragsieve.attack.poison import PoisonedPassage, TemplateWriter, assign_sources
+    from ragsieve.attack.poison import PoisonedPassage, TemplateWriter, assign_sources, target_domains
     from ragsieve.importance import save_source_weights
     from ragsieve.index import Index
 
@@ -227,7 +253,8 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
             for p in writer.write(Target(t.id, t.question, t.answers, said), n):
                 extra.append(PoisonedPassage(id=p.id.replace("poison:", "val:"), target_id=t.id, text=p.text,
                                              wrong=said, writer=p.writer))
-        extra = assign_sources(extra, args.spread, seed=args.seed)
+        extra = assign_sources(extra, args.spread, seed=args.seed,
+                               domains=target_domains(clean, val_targets))
         pois = poisoned_copy("hotpotqa", clean, targets, n, writer, args.spread, args.seed, tag=f"-val{mode}",
                              extra=extra)
         if not json.loads((pois.dir / "source_weights.json").read_text()).get("metadata", {}).get("poisoned_val"):
@@ -240,18 +267,17 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
         info[mode] = {"attacker_weights": att, "threshold": sw.get("threshold")}
         ids = {c.id for c in pois.chunks if c.metadata.get("poisoned") and c.id.startswith("poison:")}
         cell = ("hotpotqa", "template", args.spread, str(n), f"source-prune (val. poisoned: {mode})")
-        done = load_log(RUNS / "log.jsonl")
+        done = load_log(RUNS / "log-hotpotqa.jsonl")
         if cell in done and len(done[cell]) >= len(targets):
             rows = done[cell][: len(targets)]
         else:
             outcomes, log = evaluate_defence(defence_config("source-prune", base), clean, pois, targets, ids, llm)
             rows = [{"cell": list(cell), "defence": cell[-1], **o.to_dict(), **lg, "target": o.target_id}
                     for o, lg in zip(outcomes, log, strict=True)]
-            with open(RUNS / "log.jsonl", "a", encoding="utf-8") as fh:
+            with open(RUNS / "log-hotpotqa.jsonl", "a", encoding="utf-8") as fh:
                 for r in rows:
                     fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        results[cell] = [Outcome(**{k: r[k] for k in ("target_id", "retrieved", "attacked", "clean_correct",
-                                                      "abstained")}) for r in rows]
+        results[cell] = [to_outcome(r) for r in rows]
     return info
 
 
@@ -432,10 +458,11 @@ def main() -> None:
     ap.add_argument("--sets", default="hotpotqa,popqa,wikifact")
     ap.add_argument("--targets", type=int, default=100)
     ap.add_argument("--val", type=int, default=100, help="validation questions for the source weights")
-    ap.add_argument("--ns", default="1,3,5")
+    ap.add_argument("--ns", default=None, help="N values (default 1,3,5; --quick 1,5)")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--answer-tokens", type=int, default=32)
-    ap.add_argument("--defences", default=",".join(LLM_DEFENCES))
+    ap.add_argument("--chunk", type=int, default=10, help="questions per logged batch")
+    ap.add_argument("--defences", default=None, help=f"default {','.join(LLM_DEFENCES)}")
     ap.add_argument("--writer", default="template", choices=["template", "llm"])
     ap.add_argument("--spread", default="sources", choices=["sources", "one", "inject"])
     ap.add_argument("--seed", type=int, default=0)
@@ -446,9 +473,11 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     if args.quick:
-        args.targets, args.val, args.ns = min(args.targets, 20), min(args.val, 40), "1,5"
-        args.defences = "plain,source-prune,poison-judge,sieve"
-        args.wf_targets = 100
+        args.targets, args.val, args.wf_targets = min(args.targets, 20), min(args.val, 40), 100
+        args.ns = args.ns or "1,5"
+        args.defences = args.defences or "plain,poison-judge,sieve,sieve+poison-judge,source-prune"
+    args.ns = args.ns or "1,3,5"
+    args.defences = args.defences or ",".join(LLM_DEFENCES)
     args.ns = [int(x) for x in args.ns.split(",")]
     args.defences = [d for d in args.defences.split(",") if d]
     args.wikifact_relations = args.wikifact_relations.split(",")
@@ -464,21 +493,25 @@ def main() -> None:
     results: dict = {}
     infos: dict[str, Any] = {}
     llm_sets = [s for s in sets if s in ("hotpotqa", "popqa")]
-    llm = None
+    caches: list[Any] = []
     if llm_sets:
         from ragsieve.attack.evaluate import CachedLLM
         from ragsieve.config import EmbedderConfig, LLMConfig
         from ragsieve.embed import load_embedder
         from ragsieve.llm import load_llm
 
-        embedder = load_embedder(EmbedderConfig(cache_dir=str(RUNS.parent / "emb-cache")))
+        embedder = load_embedder(EmbedderConfig(cache_dir=str(EMB_CACHE)))
         embedder.warm_up()
-        llm = CachedLLM(load_llm(LLMConfig(n_threads=1)), RUNS.parent / "llm-cache.jsonl")
-        llm.warm_up()
+        base_llm = load_llm(LLMConfig(n_threads=1))
+        caches = []
         for s in llm_sets:
+            # one cache file per set, so the sets can run as parallel processes
+            llm = CachedLLM(base_llm, RUNS / f"llm-cache-{s}.jsonl")
+            llm.warm_up()
+            caches.append(llm)
             infos[s] = run_llm_set(args, s, embedder, llm, results)
         if "hotpotqa" in llm_sets and not args.no_val_poison:
-            infos["val_poison"] = validation_poisoning(args, embedder, llm, results)
+            infos["val_poison"] = validation_poisoning(args, embedder, caches[llm_sets.index("hotpotqa")], results)
     wf_table, curves = wikifact(args) if "wikifact" in sets else ("", {})
     total = time.perf_counter() - t_start
 
@@ -540,8 +573,8 @@ def main() -> None:
         "answer (abstentions never count); retrieval success = at least one poisoned passage in the evidence "
         "given to the generator; clean accuracy = the clean-corpus answer contains a gold answer; intervals: "
         "Wilson 95 % for rates, paired bootstrap (2000 resamples) for the clean-accuracy cost vs plain RAG. "
-        f"Runtime of this run: {total / 60:.1f} min (LLM cache: {getattr(llm, 'hits', 0)} hits, "
-        f"{getattr(llm, 'misses', 0)} new calls)."
+        f"Runtime of this run: {total / 60:.1f} min (LLM cache: {sum(c.hits for c in caches)} hits, "
+        f"{sum(c.misses for c in caches)} new calls)."
     )
     logger.info("done in %.0fs", total)
     if not args.no_write:

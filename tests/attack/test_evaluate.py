@@ -34,6 +34,7 @@ def test_defence_configs_are_valid_pipeline_configs():
         cfg = defence_config(name, base)
         assert cfg.retrieval.k == 3
     alone = defence_config("sieve:verify")
+    assert "sieve:filter" not in DEFENCES
     assert alone.pipeline == "sieve" and set(SIEVE_STAGES) - set(alone.ablate) == {"retrieve", "generate", "verify"}
     assert defence_config("source-prune").retrieval.use_source_weights == "prune"
     with pytest.raises(InputError, match="unknown defence"):
@@ -97,9 +98,20 @@ def test_make_pipeline_refuses_a_missing_preset(attacked, monkeypatch):
     clean, *_ = attacked
     import ragsieve.pipeline as pipeline_module
 
-    monkeypatch.setattr(pipeline_module, "build_pipeline", lambda cfg: pipeline_module.Pipeline(cfg))
+    monkeypatch.setattr(pipeline_module, "PRESETS", {"plain": ()})
     from ragsieve.errors import ConfigError
 
     with pytest.raises(ConfigError, match="not available"):
         make_pipeline(PipelineConfig(pipeline="sieve"), clean, EchoLLM())
     assert json.dumps(make_pipeline(defence_config("poison-judge"), clean, EchoLLM()).selector.to_dict())
+
+
+def test_poison_judge_runs_as_a_sieve_stage(attacked):
+    clean, pois, targets, ids = attacked
+    cfg = defence_config("sieve+poison-judge", PipelineConfig(retrieval={"k": 3}))
+    pipe = make_pipeline(cfg, pois, EchoLLM())
+    names = [s.name for s in pipe.stages]
+    assert names.index("poison") == names.index("judge") + 1
+    outcomes, log = evaluate_defence(cfg, clean, pois, targets, ids, EchoLLM())
+    assert not any(o.retrieved for o in outcomes)
+    assert any(d["check"] == "poison" for row in log for d in row["decisions_on_poison"])

@@ -91,6 +91,7 @@ def test_inject_never_modifies_the_original(tmp_path):
     assert copy.source_weights == {"art.org": 0.9}
     new = [c for c in copy.chunks if c.metadata.get("poisoned")]
     assert all(c.source.startswith("attacker-") for c in new)
+    assert {c.domain for c in new} == {"facts"}  # ingested into the topic's partition
     # old chunks keep their stored embeddings
     assert (copy.embeddings[: len(index)] == index.embeddings).all()
     settings, ts, ps = load_attack(tmp_path / "poisoned")

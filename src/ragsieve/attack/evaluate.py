@@ -54,7 +54,8 @@ def _sieve_alone(stage: str) -> dict[str, Any]:
 
 
 # Each defence as overrides of a base PipelineConfig. ``stages.attack.judge`` adds the
-# poisoning-aware judge in front of the selector (read by make_pipeline).
+# poisoning-aware judge (read by make_pipeline): in plain RAG in front of the selector, in the
+# sieve as a stage after the relevance judge.
 DEFENCES: dict[str, dict[str, Any]] = {
     "plain": {"pipeline": "plain"},
     "source-prune": {"pipeline": "plain", "retrieval": {"use_source_weights": "prune"}},
@@ -64,13 +65,14 @@ DEFENCES: dict[str, dict[str, Any]] = {
         "stages": {"tasks": {"classifier": "fixed", "fixed_task": "information_retrieval", "hyde": False,
                              "evaluator": "trained", "generation_reflection": False}},
     },
-    "scope-coe": {"pipeline": "plain", "select": "scope-coe"},
     "poison-judge": {"pipeline": "plain", "stages": {"attack": {"judge": True}}},
     "sieve:judge": _sieve_alone("judge"),
-    "sieve:filter": _sieve_alone("filter"),
+    # the knowledge filters score (input, knowledge) pairs for classification labels; on QA the
+    # sieve's filter stage passes candidates through, so it has no row of its own here
     "sieve:select": _sieve_alone("select"),
     "sieve:verify": _sieve_alone("verify"),
     "sieve": {"pipeline": "sieve"},
+    "sieve+poison-judge": {"pipeline": "sieve", "stages": {"attack": {"judge": True}}},
 }
 
 
@@ -90,16 +92,28 @@ def defence_config(name: str, base: PipelineConfig | None = None) -> PipelineCon
 
 
 def sieve_available() -> bool:
-    """Whether this build has the sieve pipeline (``build_pipeline`` returns something other
-    than plain :class:`~ragsieve.pipeline.Pipeline` for ``pipeline="sieve"``)."""
-    from ragsieve.pipeline import Pipeline, build_pipeline
+    """Whether this build's pipeline has the sieve preset."""
+    import ragsieve.pipeline as pipeline_module
 
-    try:
-        pipe = build_pipeline(PipelineConfig(pipeline="sieve"))
-    except Exception as exc:  # noqa: BLE001 - any failure means the preset cannot run here
-        logger.info("sieve pipeline unavailable: %s", exc)
-        return False
-    return type(pipe) is not Pipeline
+    return "sieve" in getattr(pipeline_module, "PRESETS", {})
+
+
+class PoisonStage:
+    """:class:`~ragsieve.attack.judge.PoisonJudge` as a sieve stage: drops the candidates it
+    flags and passes the rest on in order (inserted after the relevance judge)."""
+
+    name = "poison"
+
+    def __init__(self, judge: Any) -> None:
+        self.judge = judge
+
+    def warm_up(self) -> None:
+        return None
+
+    def run(self, question: str, candidates: list[Any], trace: Any, state: Any) -> list[Any]:
+        kept = self.judge.select(question, candidates, trace)
+        keep = {h.chunk.id for h in kept}
+        return [h for h in candidates if h.chunk.id in keep]
 
 
 # ---------------------------------------------------------------- LLM cache
@@ -127,6 +141,13 @@ class CachedLLM:
     def warm_up(self) -> None:
         self.llm.warm_up()
 
+    def _identity(self) -> Any:
+        # decoding settings held by the backend (repeat penalty, context) change its outputs too
+        try:
+            return self.llm.to_dict()
+        except Exception:  # noqa: BLE001 - a backend without to_dict is keyed by its name only
+            return None
+
     def _store(self) -> dict[str, Any]:
         if self._mem is None:
             self._mem = {}
@@ -142,7 +163,7 @@ class CachedLLM:
 
     def _call(self, method: str, payload: list[Any], compute: Callable[[], Any], encode: Callable[[Any], Any],
               decode: Callable[[Any], Any]) -> Any:
-        key = hashlib.sha256(json.dumps([method, self.model_name, payload], sort_keys=True,
+        key = hashlib.sha256(json.dumps([method, self.model_name, self._identity(), payload], sort_keys=True,
                                         default=str).encode("utf-8")).hexdigest()
         with self._lock:
             store = self._store()
@@ -206,30 +227,29 @@ class CachedLLM:
 # ---------------------------------------------------------------- pipelines
 def make_pipeline(config: PipelineConfig, index: Any, llm: Any) -> Any:
     """A pipeline for ``config`` that uses the given (already open) index and LLM."""
-    from ragsieve.pipeline import Pipeline, build_pipeline, build_selector
+    import ragsieve.pipeline as pipeline_module
 
-    attack_stage = config.stages.get("attack", {})
+    if config.pipeline == "sieve" and not sieve_available():
+        raise ConfigError("pipeline 'sieve' is not available in this build; install a ragsieve with the "
+                          "sieve pipeline or drop the sieve rows")
+    attack_stage = dict(config.stages.get("attack", {}))
+    judge = None
+    if attack_stage.pop("judge", False):
+        from ragsieve.attack.judge import PoisonJudge
+
+        judge = PoisonJudge(k=config.retrieval.k, **attack_stage)
     if config.pipeline in ("plain", "direct"):
-        selector = build_selector(config, llm, index)
-        if attack_stage.get("judge"):
-            from ragsieve.attack.judge import PoisonJudge
-
-            params = {k: v for k, v in attack_stage.items() if k != "judge"}
-            selector = PoisonJudge(k=config.retrieval.k, inner=selector, **params)
-        return Pipeline(config, index=index, llm=llm, selector=selector)
-    if config.pipeline == "task-adaptive":
-        from ragsieve.tasks.pipeline import IndexRetriever, TaskAdaptivePipeline
-
-        return TaskAdaptivePipeline.from_config(config, retriever=IndexRetriever(index, config), llm=llm,
-                                                embedder=index.embedder)
-    cfg = config.model_copy(update={"index_dir": str(index.dir)})
-    pipe = build_pipeline(cfg)
-    if type(pipe) is Pipeline:
-        raise ConfigError(f"pipeline {config.pipeline!r} is not available in this build; "
-                          "install a ragsieve with the sieve pipeline or drop the sieve rows")
-    for attr, value in (("index", index), ("llm", llm)):
-        if hasattr(pipe, attr):
-            setattr(pipe, attr, value)
+        selector = pipeline_module.build_selector(config, llm, index)
+        if judge is not None:
+            judge.inner = selector
+            selector = judge
+        return pipeline_module.Pipeline(config, index=index, llm=llm, selector=selector)
+    pipe = pipeline_module.Pipeline(config, index=index, llm=llm)
+    if judge is not None:
+        judge.k = max(judge.k, config.sieve.candidates)  # the sieve's own selection picks the final k
+        names = [s.name for s in pipe.stages]
+        at = names.index("judge") + 1 if "judge" in names else names.index("retrieve") + 1
+        pipe.stages.insert(at, PoisonStage(judge))
     return pipe
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "inject_sources_for",
     "load_attack",
     "poison_index",
+    "target_domains",
 ]
 
 logger = logging.getLogger(__name__)
@@ -281,8 +282,13 @@ def assign_sources(
     seed: int = 0,
     n_hosts: int = 5,
     inject_sources: dict[str, tuple[str, str]] | None = None,
+    domains: dict[str, str] | None = None,
 ) -> list[PoisonedPassage]:
     """Give each passage a source and domain.
+
+    The domain (the index partition) is the defender's ingest label, not the attacker's: new
+    attacker pages land in the partition of the question's topic, ``domains[target_id]``
+    (see :func:`target_domains`), or ``attacker`` when none is given.
 
     * ``sources``: each passage goes to one of ``n_hosts`` new attacker hosts (seeded; a
       question's passages land on different hosts where possible);
@@ -294,18 +300,29 @@ def assign_sources(
         raise InputError(f"unknown spread {spread!r}; use sources, one or inject")
     out = []
     for p in passages:
+        domain = (domains or {}).get(p.target_id, ATTACKER_DOMAIN)
         if spread == "one":
-            out.append(replace(p, source="attacker-0.example.net", domain=ATTACKER_DOMAIN))
+            out.append(replace(p, source="attacker-0.example.net", domain=domain))
         elif spread == "sources":
             i = int(p.id.rsplit(":", 1)[-1])
             offset = _rng(seed, "hosts", p.target_id).randrange(n_hosts)
-            out.append(replace(p, source=f"attacker-{(offset + i) % n_hosts}.example.net", domain=ATTACKER_DOMAIN))
+            out.append(replace(p, source=f"attacker-{(offset + i) % n_hosts}.example.net", domain=domain))
         else:
             if not inject_sources or p.target_id not in inject_sources:
                 raise InputError(f"spread=inject needs an existing source for question {p.target_id!r}; "
                                  "pass inject_sources (see inject_sources_for)")
             src, dom = inject_sources[p.target_id]
             out.append(replace(p, source=src, domain=dom))
+    return out
+
+
+def target_domains(index: Any, targets: Sequence[Target]) -> dict[str, str]:
+    """Per target, the domain (partition) of its best clean hit: where a page on that topic
+    would be ingested."""
+    out: dict[str, str] = {}
+    for t in targets:
+        hits = index.search(t.question, k=1)
+        out[t.id] = hits[0].chunk.domain if hits else ATTACKER_DOMAIN
     return out
 
 
@@ -415,6 +432,7 @@ def poison_index(
     inject them into a copy of ``index`` at ``out_dir`` (the whole attack in one call)."""
     passages = [p for t in targets for p in writer.write(t, n)]
     inj = inject_sources_for(index, targets, seed=seed) if spread == "inject" else None
-    passages = assign_sources(passages, spread, seed=seed, n_hosts=n_hosts, inject_sources=inj)
+    passages = assign_sources(passages, spread, seed=seed, n_hosts=n_hosts, inject_sources=inj,
+                              domains=target_domains(index, targets))
     attack = {"n": n, "spread": spread, "seed": seed, "n_hosts": n_hosts, "writer": writer.to_dict()}
     return inject(index, passages, out_dir, targets=targets, attack=attack)
