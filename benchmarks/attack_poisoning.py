@@ -176,29 +176,35 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
     info = {"chunks": len(clean), "targets": len(targets), "validation": len(val), "skipped": skipped,
             "weights": json.loads((clean.dir / "source_weights.json").read_text())["metadata"]}
     copies = {n: poisoned_copy(name, clean, targets, n, writer, args.spread, args.seed) for n in args.ns}
-    for n, d in job_order(args.ns, defences):
-        pois = copies[n]
-        ids = {c.id for c in pois.chunks if c.metadata.get("poisoned")}
-        cell = (name, args.writer, args.spread, str(n), d)
-        have = {r["target"] for r in done.get(cell, [])}
-        todo = [t for t in targets if t.id not in have]
+    if args.from_log:
+        phases: list[list[tuple[int, str]]] = []
+    else:
+        phases = job_phases(args.ns, defences)
+    # Phases of (N, defence) cells; within a phase the targets advance a batch at a time across
+    # every cell, so a stopped run leaves the cells of a phase with equal n.
+    for phase in phases:
         t0 = time.perf_counter()
-        cache = clean_answers.setdefault(f"{name}|{d}", {})
-        # a few questions at a time, appended to the log, so a stopped run keeps what it measured
-        for start in range(0, len(todo), args.chunk):
-            part = todo[start:start + args.chunk]
-            outcomes, log = evaluate_defence(defence_config(d, base), clean, pois, part, ids, llm,
-                                             clean_answers=cache)
-            rows = [{"cell": list(cell), "defence": d, **o.to_dict(), **lg, "target": o.target_id}
-                    for o, lg in zip(outcomes, log, strict=True)]
-            with open(log_path, "a", encoding="utf-8") as fh:
-                for r in rows:
-                    fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-            done.setdefault(cell, []).extend(rows)
-        if todo:
-            rows = done[cell]
-            logger.info("%s N=%d %s: %.0fs, ASR %.2f over %d, cache %d hits / %d misses", name, n, d,
-                        time.perf_counter() - t0, sum(r["attacked"] for r in rows) / len(rows), len(rows),
+        for start in range(0, len(targets), args.chunk):
+            part = targets[start:start + args.chunk]
+            for n, d in phase:
+                pois = copies[n]
+                ids = {c.id for c in pois.chunks if c.metadata.get("poisoned")}
+                cell = (name, args.writer, args.spread, str(n), d)
+                have = {r["target"] for r in done.get(cell, [])}
+                todo = [t for t in part if t.id not in have]
+                if not todo:
+                    continue
+                cache = clean_answers.setdefault(f"{name}|{d}", {})
+                outcomes, log = evaluate_defence(defence_config(d, base), clean, pois, todo, ids, llm,
+                                                 clean_answers=cache)
+                rows = [{"cell": list(cell), "defence": d, **o.to_dict(), **lg, "target": o.target_id}
+                        for o, lg in zip(outcomes, log, strict=True)]
+                with open(log_path, "a", encoding="utf-8") as fh:
+                    for r in rows:
+                        fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+                done.setdefault(cell, []).extend(rows)
+            logger.info("%s phase %s: %d/%d targets, %.0fs, cache %d hits / %d misses", name, phase[0],
+                        min(start + args.chunk, len(targets)), len(targets), time.perf_counter() - t0,
                         llm.hits, llm.misses)
     for cell, rows in done.items():
         if cell[0] == name and "val. poisoned" not in cell[-1]:
@@ -215,16 +221,18 @@ def to_outcome(r: dict[str, Any]) -> Outcome:
                                         "clean_abstained") if k in r})
 
 
-def job_order(ns: list[int], defences: list[str]) -> list[tuple[int, str]]:
-    """(N, defence) cells, most informative first: every defence at the largest N, then the
-    N curve of plain RAG and the full sieve, then the rest."""
+def job_phases(ns: list[int], defences: list[str]) -> list[list[tuple[int, str]]]:
+    """(N, defence) cells in phases, most informative first: the key defences at the largest N
+    with the N curve of plain RAG and the poisoning judge and the source weights (cheap: their
+    prompts mostly repeat plain RAG's) advancing together; then every other cell."""
     top = max(ns)
-    key = ["plain", "poison-judge", "sieve+poison-judge", "sieve"]
-    jobs = [(top, d) for d in defences if d in key]
-    jobs += [(n, d) for n in sorted(ns) if n != top for d in defences if d in key]
-    jobs += [(top, d) for d in defences if d not in key]
-    jobs += [(n, d) for n in sorted(ns) if n != top for d in defences if d not in key]
-    return jobs
+    key = [d for d in defences if d in ("plain", "poison-judge", "sieve+poison-judge", "sieve")]
+    cheap = [d for d in defences if d.startswith("source-")]
+    first = [(top, d) for d in key] + [(top, d) for d in cheap]
+    first += [(n, d) for n in sorted(ns) if n != top for d in ("plain", "poison-judge") if d in defences]
+    rest = [(top, d) for d in defences if (top, d) not in first]
+    rest += [(n, d) for n in sorted(ns) if n != top for d in defences if (n, d) not in first]
+    return [p for p in (first, rest) if p]
 
 
 def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, results: dict) -> dict[str, Any]:
@@ -268,8 +276,10 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
         ids = {c.id for c in pois.chunks if c.metadata.get("poisoned") and c.id.startswith("poison:")}
         cell = ("hotpotqa", "template", args.spread, str(n), f"source-prune (val. poisoned: {mode})")
         done = load_log(RUNS / "log-hotpotqa.jsonl")
-        if cell in done and len(done[cell]) >= len(targets):
+        if cell in done and (len(done[cell]) >= len(targets) or args.from_log):
             rows = done[cell][: len(targets)]
+        elif args.from_log:
+            continue
         else:
             outcomes, log = evaluate_defence(defence_config("source-prune", base), clean, pois, targets, ids, llm)
             rows = [{"cell": list(cell), "defence": cell[-1], **o.to_dict(), **lg, "target": o.target_id}
@@ -471,6 +481,8 @@ def main() -> None:
     ap.add_argument("--wikifact-relations", default="currency,place_of_birth")
     ap.add_argument("--no-val-poison", action="store_true")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--from-log", action="store_true",
+                    help="report what the logs hold; run no new cell (a stopped run's partial cells count)")
     args = ap.parse_args()
     if args.quick:
         args.targets, args.val, args.wf_targets = min(args.targets, 20), min(args.val, 40), 100
@@ -524,7 +536,13 @@ def main() -> None:
                 cell = (s, args.writer, args.spread, str(n), d)
                 if cell not in results:
                     continue
-                summ = summarize(results[cell], baseline=base if d != "plain" else None, seed=args.seed)
+                outs, paired = results[cell], None
+                if base is not None and d != "plain":
+                    # a stopped run can leave cells with different questions: pair on the common ones
+                    common = {o.target_id for o in base} & {o.target_id for o in outs}
+                    outs = [o for o in outs if o.target_id in common]
+                    paired = [o for o in base if o.target_id in common]
+                summ = summarize(outs, baseline=paired, seed=args.seed)
                 rows.append([str(n), *table_row(d, summ)])
                 curves.setdefault(f"{s}: {d}", {})[n] = summ["asr"]
         for cell, outs in results.items():
