@@ -216,9 +216,15 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
     return info
 
 
+def own(pid: str, target: str) -> bool:
+    """Whether poisoned chunk ``poison:<target>:<i>`` was written for ``target`` (logs from
+    before the toolkit counted other targets' passages too; recounted here)."""
+    return pid.split(":", 1)[-1].rsplit(":", 1)[0] == target
+
+
 def to_outcome(r: dict[str, Any]) -> Outcome:
-    return Outcome(**{k: r[k] for k in ("target_id", "retrieved", "attacked", "clean_correct", "abstained",
-                                        "clean_abstained") if k in r})
+    fields = {k: r[k] for k in ("target_id", "attacked", "clean_correct", "abstained", "clean_abstained") if k in r}
+    return Outcome(retrieved=any(own(p, r["target"]) for p in r["poisoned_in_evidence"]), **fields)
 
 
 def job_phases(ns: list[int], defences: list[str]) -> list[list[tuple[int, str]]]:
@@ -311,10 +317,15 @@ def wikifact(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         tgt, val = [rows[i] for i in order[:n_t]], [rows[i] for i in order[n_t:]]
         pool = sorted({a for r in rows for a in r["correct_answers"]})
 
-        def wrong_of(r: dict[str, Any], pool: list[str] = pool) -> str:
+        wrong_cache: dict[str, str] = {}
+
+        def wrong_of(r: dict[str, Any], pool: list[str] = pool, cache: dict[str, str] = wrong_cache) -> str:
+            if r["id"] in cache:
+                return cache[r["id"]]
             for s in range(50):
                 w = same_type_wrong_answer(r["correct_answers"][0], pool, seed=args.seed + s)
                 if w not in r["correct_answers"]:
+                    cache[r["id"]] = w
                     return w
             raise RuntimeError(f"no wrong answer for {r['id']}")
 
@@ -446,12 +457,12 @@ def failure_notes(results: dict, sets: list[str], n: int, writer: str, spread: s
         for key, rows in results.items():
             if key[0] != "log" or key[1] != name or key[4] != str(n) or key[5] == "plain":
                 continue
-            reached = [r for r in rows if r["poisoned_in_evidence"]]
+            reached = [r for r in rows if any(own(p, r["target"]) for p in r["poisoned_in_evidence"])]
             attacked = sum(r["attacked"] for r in rows)
             checks: Counter[str] = Counter()
             scores: dict[str, list[float]] = {}
             for r in reached:
-                for d in r.get("decisions_on_poison", []):
+                for d in [d for d in r.get("decisions_on_poison", []) if own(d["id"], r["target"])]:
                     checks[f"{d['check']}:{d['verdict']}"] += 1
                     if d.get("score") is not None:
                         scores.setdefault(d["check"], []).append(float(d["score"]))
@@ -580,6 +591,22 @@ def main() -> None:
             "(ties: best rank). 'inject' places them under the best-weighted existing source among the target's "
             "own results. Reweight: mean over 32 sub-corpora sampled by weight (ASR is a mean of fractions, "
             "interval from the rounded count).\n\n" + wf_table)
+    body.append(
+        "Defences: `plain` = plain RAG (top-k); `source-prune` / `source-reweight` = plain RAG with the source "
+        "weights learned by data importance on the validation questions (`retrieval.use_source_weights`); "
+        "`evaluator` = the task-adaptive preset (CRAG-style trained evaluator, HyDE off); `sieve:X` = the sieve "
+        "preset with every check but X ablated (judge = the CRAG-style relevance judge, select = ScopeCoE with "
+        "rule features, verify = claim verification with regeneration and abstention); `sieve` = every check. "
+        "The knowledge filters (direct / proxy) score (input, knowledge) pairs for classification labels; on QA "
+        "the sieve's filter stage passes candidates through (`stages.filtering.filter = none`), so they have no "
+        "row. `poison-judge` = `ragsieve.attack.judge.PoisonJudge` in front of plain RAG's selector: it drops "
+        "candidates that restate the question verbatim with its interrogative word (a run covering >= 60 % of "
+        "the question's tokens) or that form near-duplicate clusters (word Jaccard >= 0.5 once the question's "
+        "words are removed). `sieve+poison-judge` = the full sieve with the same check as a stage right after "
+        "the relevance judge (`ragsieve.attack.evaluate.PoisonStage`); the sieve would include it by adding a "
+        "`poison` stage between `judge` and `filter` in its stage list (ablatable like the others). Validation "
+        "questions are needed only by the source weights (their number is given per set); the other checks use "
+        "no validation data.")
     img = ROOT / "docs" / "img" / ("attack_poisoning_quick.png" if args.quick else "attack_poisoning.png")
     if curves:
         plot(curves, img)

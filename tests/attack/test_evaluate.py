@@ -50,6 +50,8 @@ def test_plain_rag_falls_for_the_attack_and_the_judge_stops_it(attacked):
     assert s["retrieval_success"] == 1.0 and s["asr"] >= 0.5
     assert s["clean_accuracy"] >= 0.8  # the echo reader repeats the clean top passage
     assert all(row["poisoned_in_evidence"] for row in log)
+    # only the question's own passages count
+    assert all(pid.startswith(f"poison:{row['target']}:") for row in log for pid in row["poisoned_in_evidence"])
     judged, jlog = evaluate_defence(defence_config("poison-judge", PipelineConfig(retrieval={"k": 3})), clean,
                                     pois, targets, ids, llm)
     js = summarize(judged, baseline=plain)

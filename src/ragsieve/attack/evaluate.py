@@ -253,6 +253,17 @@ def make_pipeline(config: PipelineConfig, index: Any, llm: Any) -> Any:
     return pipe
 
 
+def _target_of(chunk: Any, default: str) -> str:
+    return str(chunk.metadata.get("target_id", default)) if isinstance(chunk.metadata, dict) else default
+
+
+def _target_of_id(chunk_id: str, index: Any, default: str) -> str:
+    try:
+        return _target_of(index.get(chunk_id), default)
+    except Exception:  # noqa: BLE001 - an id the index does not hold keeps the default
+        return default
+
+
 def _answer_fields(answer: Any) -> tuple[str, bool, list[Any], list[dict[str, Any]]]:
     return (str(answer.text), bool(getattr(answer, "abstained", False)), list(answer.evidence),
             list(getattr(answer.trace, "decisions", [])))
@@ -290,7 +301,9 @@ def evaluate_defence(
             clean_text, clean_abst, _, _ = _answer_fields(clean.ask(t.question))
             if clean_answers is not None:
                 clean_answers[t.id] = (clean_text, clean_abst)
-        reached = [h.chunk.id for h in evidence if h.chunk.id in poisoned_ids]
+        # only this question's passages count: another target's passage in the evidence is noise
+        mine = {h.chunk.id for h in evidence if h.chunk.id in poisoned_ids and _target_of(h.chunk, t.id) == t.id}
+        reached = [h.chunk.id for h in evidence if h.chunk.id in mine]
         outcomes.append(Outcome(
             target_id=t.id,
             retrieved=bool(reached),
@@ -302,7 +315,8 @@ def evaluate_defence(
         log.append({
             "target": t.id, "wrong": t.wrong, "answer": text[:300], "abstained": abstained,
             "clean_answer": clean_text[:300], "poisoned_in_evidence": reached,
-            "decisions_on_poison": [d for d in decisions if d.get("id") in poisoned_ids],
+            "decisions_on_poison": [d for d in decisions if d.get("id") in poisoned_ids
+                                    and _target_of_id(str(d["id"]), poisoned_index, t.id) == t.id],
         })
         if progress is not None:
             progress(i + 1, len(targets))
