@@ -423,8 +423,21 @@ def wikifact(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
                              f"weights {sorted(att_w.values())}", len(tgt), "", f"{np.mean(att):.3f} [{lo:.3f}, "
                              f"{hi:.3f}]", "", ""])
     table = markdown_table(["relation", "spread", "N", "defence", "n", "retrieval success (top-10)", "ASR [95% CI]",
-                            "clean acc.", "clean cost vs plain [95% CI]"], out_rows)
+                            "clean acc.", "clean cost (plain - defence) [95% CI]"], out_rows)
     return table, curves
+
+
+def cached_wikifact(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The WikiFact table, kept in runs/ per setting (it needs no LLM but minutes of CPU)."""
+    key = json.dumps([args.wikifact_relations, args.ns, args.wf_targets, args.seed])
+    path = RUNS / "wikifact.json"
+    stored = json.loads(path.read_text()) if path.is_file() else {}
+    if key not in stored:
+        table, curves = wikifact(args)
+        stored[key] = {"table": table, "curves": {k: {str(n): v for n, v in c.items()} for k, c in curves.items()}}
+        path.write_text(json.dumps(stored))
+    got = stored[key]
+    return got["table"], {k: {int(n): v for n, v in c.items()} for k, c in got["curves"].items()}
 
 
 # ---------------------------------------------------------------- report
@@ -535,7 +548,7 @@ def main() -> None:
             infos[s] = run_llm_set(args, s, embedder, llm, results)
         if "hotpotqa" in llm_sets and not args.no_val_poison:
             infos["val_poison"] = validation_poisoning(args, embedder, caches[llm_sets.index("hotpotqa")], results)
-    wf_table, curves = wikifact(args) if "wikifact" in sets else ("", {})
+    wf_table, curves = cached_wikifact(args) if "wikifact" in sets else ("", {})
     total = time.perf_counter() - t_start
 
     body = []
@@ -570,6 +583,16 @@ def main() -> None:
             f"answer; {w['sources']} sources seen, prune threshold {w['threshold']:.3f}, removal rate "
             f"{w['removal_rate']:.0%}). Defences not run in this build: {', '.join(inf['skipped']) or 'none'}.\n\n"
             + markdown_table(["N", *TABLE_HEADERS], rows))
+        missing = [f"{d} (N={n})" for n in args.ns for d in args.defences
+                   if (s, args.writer, args.spread, str(n), d) not in results]
+        if missing:
+            body.append("Cells with no measured question yet (the run was stopped for time; rerun the command to "
+                        f"resume): {', '.join(missing)}.")
+        body.append(
+            "Source weights cannot act on this attack as run: the attacker's hosts never appear in the validation "
+            "questions' retrievals, so they have no learned weight, and sources without one are kept (the "
+            "importance stage's rule); prune and reweight then only change clean evidence. The WikiFact rows "
+            "below measure the variant that drops unseen sources, and a validation set poisoned by the attacker.")
         notes = failure_notes(results, [s], max(args.ns), args.writer, args.spread)
         if notes:
             body.append(f"Why poisoned passages got through at N = {max(args.ns)} (from the traces):\n\n{notes}")

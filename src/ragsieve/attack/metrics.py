@@ -109,7 +109,7 @@ def summarize(outcomes: Sequence[Outcome], baseline: Sequence[Outcome] | None = 
 
 
 TABLE_HEADERS = ["defence", "n", "retrieval success", "ASR [95% CI]", "clean acc. [95% CI]",
-                 "clean cost vs plain [95% CI]", "abstained"]
+                 "clean cost (plain - defence) [95% CI]", "abstained"]
 
 
 def _ci(lo_hi: tuple[float, float]) -> str:
