@@ -442,23 +442,32 @@ def cached_wikifact(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 # ---------------------------------------------------------------- report
 def plot(curves: dict[str, dict[int, float]], path: Path) -> None:
+    """One panel per set (labels are "set: defence"), attack success vs N per defence."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for label, pts in sorted(curves.items()):
-        ns = sorted(pts)
-        ax.plot(ns, [pts[n] for n in ns], marker="o", label=label)
-    ax.set_xlabel("poisoned passages per question (N)")
-    ax.set_ylabel("attack success rate")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xticks(sorted({n for p in curves.values() for n in p}))
-    ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    panels: dict[str, dict[str, dict[int, float]]] = {}
+    for label, pts in curves.items():
+        panel, _, name = label.partition(": ")
+        panels.setdefault(panel, {})[name] = pts
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), squeeze=False)
+    ns = sorted({n for p in curves.values() for n in p})
+    for ax, (panel, series) in zip(axes[0], sorted(panels.items()), strict=True):
+        colours = plt.get_cmap("tab10")
+        for i, (name, pts) in enumerate(sorted(series.items())):
+            xs = sorted(pts)
+            ax.plot(xs, [pts[n] for n in xs], marker="o", color=colours(i % 10), label=name)
+        ax.set_title(panel, fontsize=9)
+        ax.set_xlabel("poisoned passages per question (N)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xticks(ns)
+        ax.legend(fontsize=6, loc="best")
+    axes[0][0].set_ylabel("attack success rate")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
