@@ -51,6 +51,7 @@ SUBAPPS = [
     ("ragsieve.coe.cli", "app", "coe"),
     ("ragsieve.importance.cli", "app", "importance"),
     ("ragsieve.serve.cli", "app", "trace"),
+    ("ragsieve.attack.cli", "app", "attack"),
 ]
 
 

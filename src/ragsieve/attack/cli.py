@@ -1,0 +1,156 @@
+"""``ragsieve attack``: red-team your own index with a knowledge-poisoning attack.
+
+Examples::
+
+    ragsieve attack poison --index ./my-index --questions qa.jsonl --n 5 --out ./my-index-poisoned \\
+        --spread sources --writer template --seed 0
+    ragsieve attack eval --index ./my-index --poisoned ./my-index-poisoned --questions qa.jsonl \\
+        --defence plain --defence poison-judge --json
+
+``qa.jsonl`` has one question per line: ``{"id": "q1", "question": "...", "answers": ["..."]}``
+(``"answer": "..."`` is accepted too). The original index is only read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ragsieve.errors import InputError
+
+app = typer.Typer(help="Knowledge-poisoning attacks: poison a copy of an index, measure each defence.",
+                  no_args_is_help=True)
+console = Console()
+
+
+def _config(path: Path | None) -> Any:
+    from ragsieve.config import PipelineConfig, load_config
+
+    return load_config(path) if path else PipelineConfig()
+
+
+def _open_index(path: Path, config: Any) -> Any:
+    from ragsieve.embed import load_embedder
+    from ragsieve.index import Index
+
+    index = Index.open(path, embedder=load_embedder(config.embedder))
+    index.warm_up()
+    return index
+
+
+def _load_llm(config: Any) -> Any:
+    from ragsieve.llm import load_llm
+
+    return load_llm(config.llm)
+
+
+def read_questions(path: Path) -> list[dict[str, Any]]:
+    """``{"id", "question", "answers"}`` rows (``answer`` as a string is accepted)."""
+    from ragsieve.io import read_jsonl
+
+    if not path.is_file():
+        raise InputError(f"questions file {path} does not exist; pass a JSONL file of id/question/answers")
+    rows = []
+    for i, row in enumerate(read_jsonl(path)):
+        answers = row.get("answers", row.get("answer"))
+        if isinstance(answers, str):
+            answers = [answers]
+        if not row.get("question") or not answers:
+            raise InputError(f"line {i + 1} of {path} needs 'question' and 'answers' (or 'answer')")
+        rows.append({"id": str(row.get("id", i)), "question": row["question"], "answers": list(answers)})
+    return rows
+
+
+@app.command()
+def poison(
+    index: Path = typer.Option(..., "--index", "-i", help="The index to attack (only read)."),
+    questions: Path = typer.Option(..., "--questions", "-q", help="Target questions (JSONL)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for the poisoned copy of the index."),
+    n: int = typer.Option(5, "--n", min=1, help="Poisoned passages per question."),
+    spread: str = typer.Option("sources", help="sources (several new hosts), one (one new host) or inject "
+                               "(into an existing source)."),
+    writer: str = typer.Option("template", help="template or llm."),
+    seed: int = typer.Option(0, help="Seed of every random choice."),
+    hosts: int = typer.Option(5, min=1, help="Attacker hosts for --spread sources."),
+    llm_cache: Path | None = typer.Option(None, help="JSONL cache of the LLM writer's outputs."),
+    config: Path | None = typer.Option(None, "--config", help="Pipeline config (embedder, LLM)."),
+) -> None:
+    """Write N poisoned passages per question and inject them into a copy of the index."""
+    from ragsieve.attack.poison import LLMWriter, TemplateWriter, choose_targets, poison_index
+
+    if spread not in ("sources", "one", "inject"):
+        raise InputError(f"--spread must be sources, one or inject, got {spread!r}")
+    if writer not in ("template", "llm"):
+        raise InputError(f"--writer must be template or llm, got {writer!r}")
+    cfg = _config(config)
+    idx = _open_index(index, cfg)
+    targets = choose_targets(read_questions(questions), seed=seed)
+    if not targets:
+        raise InputError("no question got a same-type wrong answer; give more questions with varied answers")
+    w: TemplateWriter | LLMWriter
+    if writer == "template":
+        w = TemplateWriter(seed=seed)
+    else:
+        w = LLMWriter(_load_llm(cfg), seed=seed, cache_path=llm_cache)
+    copy = poison_index(idx, targets, n, out, w, spread=spread, seed=seed, n_hosts=hosts)  # type: ignore[arg-type]
+    console.print(f"wrote {len(copy) - len(idx)} poisoned passages for {len(targets)} questions into {out} "
+                  f"({len(idx)} original chunks; {index} unchanged)")
+
+
+@app.command("eval")
+def eval_(
+    index: Path = typer.Option(..., "--index", "-i", help="The clean index."),
+    poisoned: Path = typer.Option(..., "--poisoned", "-p", help="The copy written by `attack poison`."),
+    questions: Path | None = typer.Option(None, "--questions", "-q",
+                                          help="Restrict to these question ids (default: every target)."),
+    defence: list[str] = typer.Option(["plain", "poison-judge"], "--defence", "-d",
+                                      help="Defence to run (repeat); see ragsieve.attack.evaluate.DEFENCES."),
+    llm_cache: Path | None = typer.Option(None, help="JSONL cache of LLM outputs (resumable)."),
+    log: Path | None = typer.Option(None, help="Write per-question answers and decisions here (JSONL)."),
+    config: Path | None = typer.Option(None, "--config", help="Pipeline config (retrieval, embedder, LLM)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+) -> None:
+    """Attack success, retrieval-level success and clean accuracy per defence."""
+    from ragsieve.attack.evaluate import CachedLLM, defence_config, evaluate_defence
+    from ragsieve.attack.metrics import TABLE_HEADERS, summarize, table_row
+    from ragsieve.attack.poison import load_attack
+    from ragsieve.io import atomic_write_jsonl
+
+    _, targets, passages = load_attack(poisoned)
+    if questions is not None:
+        wanted = {q["id"] for q in read_questions(questions)}
+        targets = [t for t in targets if t.id in wanted]
+        if not targets:
+            raise InputError(f"none of the questions in {questions} is a target of the attack in {poisoned}")
+    cfg = _config(config)
+    configs = {name: defence_config(name, cfg) for name in defence}
+    clean_idx = _open_index(index, cfg)
+    pois_idx = _open_index(poisoned, cfg)
+    llm = CachedLLM(_load_llm(cfg), llm_cache)
+    llm.warm_up()
+    ids = {p.id for p in passages}
+    results: dict[str, Any] = {}
+    logs: list[dict[str, Any]] = []
+    base = None
+    for name, dcfg in configs.items():
+        outcomes, rows = evaluate_defence(dcfg, clean_idx, pois_idx, targets, ids, llm)
+        if name == "plain":
+            base = outcomes
+        results[name] = outcomes
+        logs += [{"defence": name, **r} for r in rows]
+    summaries = {name: summarize(o, baseline=base if base is not None and name != "plain" else None)
+                 for name, o in results.items()}
+    if log is not None:
+        atomic_write_jsonl(log, logs)
+    if as_json:
+        console.print_json(json.dumps({"targets": len(targets), "defences": summaries}))
+        return
+    table = Table(*TABLE_HEADERS, title=f"knowledge poisoning: {len(targets)} target questions")
+    for name, s in summaries.items():
+        table.add_row(*table_row(name, s))
+    console.print(table)

@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.attack.fakes import QUESTIONS, EchoLLM, build_index
+
+from ragsieve.attack.evaluate import (
+    DEFENCES,
+    CachedLLM,
+    defence_config,
+    evaluate_defence,
+    fit_source_weights,
+    make_pipeline,
+)
+from ragsieve.attack.metrics import summarize
+from ragsieve.attack.poison import TemplateWriter, choose_targets, poison_index
+from ragsieve.config import SIEVE_STAGES, PipelineConfig
+from ragsieve.errors import InputError
+
+
+@pytest.fixture()
+def attacked(tmp_path):
+    clean = build_index(tmp_path / "idx")
+    targets = choose_targets(QUESTIONS, seed=0)
+    pois = poison_index(clean, targets, 3, tmp_path / "pois", TemplateWriter(seed=0))
+    ids = {c.id for c in pois.chunks if c.metadata.get("poisoned")}
+    return clean, pois, targets, ids
+
+
+def test_defence_configs_are_valid_pipeline_configs():
+    base = PipelineConfig(retrieval={"k": 3})
+    for name in DEFENCES:
+        cfg = defence_config(name, base)
+        assert cfg.retrieval.k == 3
+    alone = defence_config("sieve:verify")
+    assert "sieve:filter" not in DEFENCES
+    assert alone.pipeline == "sieve" and set(SIEVE_STAGES) - set(alone.ablate) == {"retrieve", "generate", "verify"}
+    assert defence_config("source-prune").retrieval.use_source_weights == "prune"
+    with pytest.raises(InputError, match="unknown defence"):
+        defence_config("firewall")
+
+
+def test_plain_rag_falls_for_the_attack_and_the_judge_stops_it(attacked):
+    clean, pois, targets, ids = attacked
+    llm = EchoLLM()
+    plain, log = evaluate_defence(defence_config("plain", PipelineConfig(retrieval={"k": 3})), clean, pois,
+                                  targets, ids, llm)
+    s = summarize(plain)
+    assert s["retrieval_success"] == 1.0 and s["asr"] >= 0.5
+    assert s["clean_accuracy"] >= 0.8  # the echo reader repeats the clean top passage
+    assert all(row["poisoned_in_evidence"] for row in log)
+    # only the question's own passages count
+    assert all(pid.startswith(f"poison:{row['target']}:") for row in log for pid in row["poisoned_in_evidence"])
+    judged, jlog = evaluate_defence(defence_config("poison-judge", PipelineConfig(retrieval={"k": 3})), clean,
+                                    pois, targets, ids, llm)
+    js = summarize(judged, baseline=plain)
+    assert js["asr"] == 0.0 and js["retrieval_success"] == 0.0
+    assert js["clean_cost"][0] == 0.0
+    assert all(d["verdict"] == "dropped" for row in jlog for d in row["decisions_on_poison"])
+
+
+def test_clean_answers_are_reused(attacked):
+    clean, pois, targets, ids = attacked
+    llm = EchoLLM()
+    cache: dict = {}
+    cfg = defence_config("plain")
+    evaluate_defence(cfg, clean, pois, targets, ids, llm, clean_answers=cache)
+    calls = llm.calls
+    assert set(cache) == {t.id for t in targets}
+    evaluate_defence(cfg, clean, pois, targets, ids, llm, clean_answers=cache)
+    assert llm.calls - calls == len(targets)  # only the poisoned runs
+
+
+def test_cached_llm_resumes_from_file(tmp_path):
+    inner = EchoLLM()
+    path = tmp_path / "cache.jsonl"
+    a = CachedLLM(inner, path).generate("Evidence:\n[1] hello\n\nQuestion: q", max_tokens=8)
+    b = CachedLLM(inner, path).generate("Evidence:\n[1] hello\n\nQuestion: q", max_tokens=8)
+    assert a == b and inner.calls == 1
+    CachedLLM(inner, path).generate("Evidence:\n[1] hello\n\nQuestion: q", max_tokens=9)
+    assert inner.calls == 2
+    assert len(path.read_text().splitlines()) == 2
+    with open(path, "a") as fh:
+        fh.write('{"key": "cut')  # a line cut by a killed run is skipped
+    assert CachedLLM(inner, path).next_token_logprobs("x", ["a"]) == [-1.0]
+
+
+def test_source_weights_learned_on_validation(tmp_path):
+    clean = build_index(tmp_path / "idx")
+    weights, thr, summary = fit_source_weights(clean, QUESTIONS, k=2, candidates=4, epochs=5)
+    assert summary["validation_questions"] == len(QUESTIONS)
+    assert all(0.0 <= w <= 1.0 for w in weights.values()) and weights["art.org"] >= 0.5
+    assert isinstance(thr, float)
+    with pytest.raises(InputError, match="validation set is empty"):
+        fit_source_weights(clean, [])
+
+
+def test_make_pipeline_refuses_a_missing_preset(attacked, monkeypatch):
+    clean, *_ = attacked
+    import ragsieve.pipeline as pipeline_module
+
+    monkeypatch.setattr(pipeline_module, "PRESETS", {"plain": ()})
+    from ragsieve.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not available"):
+        make_pipeline(PipelineConfig(pipeline="sieve"), clean, EchoLLM())
+    assert json.dumps(make_pipeline(defence_config("poison-judge"), clean, EchoLLM()).selector.to_dict())
+
+
+def test_poison_judge_runs_as_a_sieve_stage(attacked):
+    clean, pois, targets, ids = attacked
+    cfg = defence_config("sieve+poison-judge", PipelineConfig(retrieval={"k": 3}))
+    pipe = make_pipeline(cfg, pois, EchoLLM())
+    names = [s.name for s in pipe.stages]
+    assert names.index("poison") == names.index("judge") + 1
+    outcomes, log = evaluate_defence(cfg, clean, pois, targets, ids, EchoLLM())
+    assert not any(o.retrieved for o in outcomes)
+    assert any(d["check"] == "poison" for row in log for d in row["decisions_on_poison"])
