@@ -3,6 +3,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tests.attack.fakes import QUESTIONS, SamplingLLM, build_index
 
@@ -111,10 +112,13 @@ def test_inject_into_an_existing_source(tmp_path):
 def test_runs_are_reproducible_from_the_seed(tmp_path):
     index = build_index(tmp_path / "idx")
     targets = choose_targets(QUESTIONS, seed=5)
-    for name in ("a", "b"):
+    copies = [
         poison_index(index, targets, 3, tmp_path / name, TemplateWriter(seed=5), spread="sources", seed=5)
+        for name in ("a", "b")
+    ]
     pa = (tmp_path / "a" / "poison.jsonl").read_text()
     assert pa == (tmp_path / "b" / "poison.jsonl").read_text()
-    assert (tmp_path / "a" / "chunks.jsonl").read_bytes() == (tmp_path / "b" / "chunks.jsonl").read_bytes()
+    assert [c.to_dict() for c in copies[0].chunks] == [c.to_dict() for c in copies[1].chunks]
+    assert np.array_equal(np.asarray(copies[0].embeddings), np.asarray(copies[1].embeddings))
     poison_index(index, choose_targets(QUESTIONS, seed=6), 3, tmp_path / "c", TemplateWriter(seed=6), seed=6)
     assert (tmp_path / "c" / "poison.jsonl").read_text() != pa

@@ -130,7 +130,8 @@ def _cli_ask(llm_server: str, index: Path, tmp_path: Path, pipeline: str) -> sub
     config = tmp_path / "short.toml"
     config.write_text("[generation]\nmax_tokens = 32\n", encoding="utf-8")
     return subprocess.run(
-        [sys.executable, "-m", "ragsieve.cli", "ask", "What do astronomers study?", "--index", str(index),
+        [sys.executable, "-m", "ragsieve.cli", "ask", "Who first stepped onto the Moon, and when?",
+         "--index", str(index),
          "--llm-url", llm_server + "/v1", "--model", "smollm2", "--config", str(config), "-k", "2", "--json",
          "--pipeline", pipeline],
         capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "400"},
