@@ -482,16 +482,15 @@ def task_adaptive_stages(pipe: Any, names: Sequence[str]) -> list[Any]:
 
 class TaskAdaptivePipeline(Pipeline):
     """:class:`ragsieve.pipeline.Pipeline` with the task-adaptive preset and its components
-        given directly (tests, benchmarks with in-memory retrievers).
+    given directly (tests, benchmarks with in-memory retrievers).
 
-        Example::
+    Example::
 
-            from ragsieve.config import PipelineConfig
-    from ragsieve.pipeline import Pipeline
-            cfg = PipelineConfig(index_dir="my-index", pipeline="task-adaptive",
-                                 stages={"tasks": {"hyde": True, "evaluator": "trained"}})
-            answer = TaskAdaptivePipeline.from_config(cfg).ask("Write a short note on our remote-work policy")
-            answer.trace.stage("task")
+        from ragsieve.config import PipelineConfig
+        cfg = PipelineConfig(index_dir="my-index", pipeline="task-adaptive",
+                             stages={"tasks": {"hyde": True, "evaluator": "trained"}})
+        answer = TaskAdaptivePipeline.from_config(cfg).ask("Write a short note on our remote-work policy")
+        answer.trace.stage("task")
     """
 
     def __init__(
