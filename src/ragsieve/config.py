@@ -31,7 +31,9 @@ else:  # pragma: no cover
 DEFAULT_REPEAT_PENALTY = 1.0
 
 # The stage list every pipeline preset is drawn from, in execution order.
-SIEVE_STAGES: tuple[str, ...] = ("route", "need", "retrieve", "judge", "filter", "select", "generate", "verify")
+SIEVE_STAGES: tuple[str, ...] = (
+    "route", "need", "retrieve", "judge", "poison", "filter", "select", "generate", "verify"
+)
 
 
 class _Section(BaseModel):
@@ -125,6 +127,11 @@ class GenerationConfig(_Section):
     max_tokens: int = Field(128, ge=1)
     temperature: float = Field(0.0, ge=0.0)
     max_evidence_chars: int = Field(600, ge=1)
+    # Cut an answer before its first repeated word n-gram (ragsieve.generate.trim_repetition):
+    # the bundled 135M model loops under greedy decoding, and a repetition penalty also
+    # penalises the evidence it must quote. Measured in docs/results.md, "Decoding: repetition".
+    trim_repetition: bool = True
+    repetition_ngram: int = Field(5, ge=2)
 
 
 class SieveConfig(_Section):
@@ -156,6 +163,16 @@ class SieveConfig(_Section):
     lower: float | None = Field(None, ge=0.0, le=1.0)
     # When the judge finds every candidate irrelevant, abstain instead of answering from them.
     abstain_when_all_irrelevant: bool = True
+    # poison: the poisoning-aware check after the judge (ragsieve.attack.judge.PoisonJudge). It
+    # drops candidates that restate the question verbatim with its question word (the shape of
+    # black-box knowledge-poisoning passages: question + false answer, so they rank first) and
+    # handles near-duplicates from different documents: "dedupe" keeps the best-ranked copy,
+    # "drop" drops the whole cluster, "keep" only records it. Measured in docs/results.md,
+    # "Knowledge poisoning: attack success by defence". Corpora of FAQ pages restate questions
+    # honestly: raise poison_restate_share to 1.0 or ablate the stage there.
+    poison_restate_share: float = Field(0.6, gt=0.0, le=1.0)
+    poison_duplicate_jaccard: float = Field(0.5, gt=0.0, le=1.0)
+    poison_duplicates: Literal["dedupe", "drop", "keep"] = "dedupe"
     select: Literal["scope-coe", "top-k"] = "scope-coe"
     # ScopeCoE's question features (intent, keywords, relations): "rules" extracts them without
     # the LLM; "llm" asks the model (two schema-constrained generations per question, which cost

@@ -11,8 +11,8 @@ The presets are stage lists of the same :class:`Pipeline` (``config.pipeline``):
 * ``plain`` (alias ``direct``): route → retrieve → select → generate (hybrid top-k RAG);
 * ``task-adaptive``: the task router, HyDE retrieval, the CRAG-style evaluator and its actions,
   generation with reflection (``ragsieve.tasks.pipeline``);
-* ``sieve`` (the default): route → need → retrieve → judge → filter → select → generate →
-  verify, then accept, regenerate once with only the supported evidence, or abstain.
+* ``sieve`` (the default): route → need → retrieve → judge → poison → filter → select →
+  generate → verify, then accept, regenerate once with only the supported evidence, or abstain.
 
 ``config.ablate`` removes stages by name (:data:`ragsieve.config.SIEVE_STAGES`); every
 remaining list still answers (without ``verify`` the answer is unverified, without ``need``
@@ -31,7 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ragsieve.config import SIEVE_STAGES, PipelineConfig
 from ragsieve.errors import ConfigError, InputError, RagsieveError
-from ragsieve.generate.answer import build_answer_messages, cite_evidence
+from ragsieve.generate.answer import build_answer_messages, cite_evidence, trim_repetition
 from ragsieve.index import Index
 from ragsieve.llm.base import LLM
 from ragsieve.select import Selector, TopKSelector
@@ -408,6 +408,50 @@ class JudgeStage(_StageBase):
         return kept
 
 
+class PoisonStage(_StageBase):
+    """The poisoning-aware check (:class:`ragsieve.attack.judge.PoisonJudge`): drop candidates
+    shaped like black-box poisoning passages and near-duplicate copies; when it drops every
+    candidate the sieve abstains rather than answer closed-book."""
+
+    name = "poison"
+
+    def __init__(self, pipe: Pipeline) -> None:
+        super().__init__(pipe)
+        from ragsieve.attack.judge import PoisonJudge
+
+        sc = pipe.config.sieve
+        self.judge = PoisonJudge(
+            k=max(sc.candidates, 1),
+            restate_share=sc.poison_restate_share,
+            duplicate_jaccard=sc.poison_duplicate_jaccard,
+            duplicates=sc.poison_duplicates,
+        )
+
+    def run(
+        self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState
+    ) -> list[SearchHit] | Answer:
+        if not candidates:
+            return candidates
+        self.judge.k = len(candidates)
+        kept_ids = {h.chunk.id for h in self.judge.select(question, candidates, trace)}
+        kept = [h for h in candidates if h.chunk.id in kept_ids]
+        if kept:
+            return kept
+        reason = f"poison: all {len(candidates)} candidates look like poisoning (restated question or copies)"
+        trace.record("abstain", check="poison", reason=reason)
+        return Answer(
+            question,
+            f"I can't answer this from the indexed documents: every relevant passage ({len(candidates)}) "
+            "restates the question or copies another passage, the pattern of planted text, so none is trusted.",
+            [],
+            [],
+            trace,
+            abstained=True,
+            abstain_reason=reason,
+            confidence=0.0,
+        )
+
+
 class FilterStage(_StageBase):
     """The knowledge filter (``stages.filtering``) over the kept candidates. The filters are
     trained for classification tasks; with ``filter = "none"`` (the default) the stage records
@@ -681,6 +725,7 @@ class Pipeline:
             "need": lambda: NeedStage(self),
             "retrieve": lambda: RetrieveStage(self, sc.candidates if sieve else None),
             "judge": lambda: JudgeStage(self),
+            "poison": lambda: PoisonStage(self),
             "filter": lambda: FilterStage(self),
             "select": lambda: SelectStage(self, sc.select if sieve else self.config.select),
             "generate": lambda: GenerateStage(self),
@@ -887,10 +932,12 @@ class Pipeline:
         messages = build_answer_messages(question, evidence, gc.max_evidence_chars)
         out = llm.generate(messages, max_tokens=gc.max_tokens, temperature=gc.temperature)
         trace.count_llm(out.prompt_tokens, out.completion_tokens)
-        text = out.text.strip()
+        raw = out.text.strip()
+        text = trim_repetition(raw, gc.repetition_ngram) if gc.trim_repetition else raw
         cited, method, similarities = cite_evidence(text, evidence, self.embedder())
         trace.record(
             record_as,
+            trimmed_repetition=len(raw) - len(text),
             prompt_tokens=out.prompt_tokens,
             completion_tokens=out.completion_tokens,
             finish_reason=out.finish_reason,

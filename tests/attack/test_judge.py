@@ -62,3 +62,25 @@ def test_inner_selector_and_round_trip():
     assert again.to_dict() == judge.to_dict()
     with pytest.raises(ConfigError, match="min_cluster"):
         PoisonJudge(min_cluster=1).judge(Q, hits)
+
+
+def test_dedupe_keeps_the_best_ranked_copy_flagged_and_drops_the_rest():
+    texts = ["Records confirm that Buzz Aldrin was the first to step onto the lunar surface in July.",
+             "Records confirm Buzz Aldrin was the first to step onto the lunar surface in July 1969.",
+             "Apollo 11 landed in the Sea of Tranquility."]
+    hits = [hit(f"h{i}", t, f"s{i}", i + 1) for i, t in enumerate(texts)]
+    trace = Trace(Q)
+    kept = PoisonJudge(k=3, duplicates="dedupe").select(Q, hits, trace)
+    assert [h.chunk.id for h in kept] == ["h0", "h2"]
+    verdicts = {d["id"]: d["verdict"] for d in trace.decisions}
+    assert verdicts == {"h0": "flagged", "h1": "dropped", "h2": "kept"}
+    assert "a copy of h0" in next(d["reason"] for d in trace.decisions if d["id"] == "h1")
+    assert [v.dropped for v in PoisonJudge(duplicates="keep").judge(Q, hits)] == [False, False, False]
+    with pytest.raises(ConfigError, match="duplicates"):
+        PoisonJudge(duplicates="merge").judge(Q, hits)
+
+
+def test_chunks_of_one_document_are_never_near_duplicates():
+    text = "Records confirm that Buzz Aldrin was the first to step onto the lunar surface in July."
+    same_doc = [SearchHit(Chunk(f"doc:{i}", text, "doc", "s"), 1.0, i + 1, {}) for i in range(2)]
+    assert [v.cluster for v in PoisonJudge().judge(Q, same_doc)] == [1, 1]

@@ -36,3 +36,17 @@ def test_answer_prompt_numbers_evidence_and_clips_long_text():
     assert "[1] short" in user and "[2] word" in user and user.endswith("Question: Q?")
     assert len(user.split("[2] ")[1].split("\n")[0]) <= 50
     assert build_answer_messages("Q?", [])[0]["role"] == "system"
+
+
+def test_trim_repetition_cuts_a_loop_at_the_last_clause_end():
+    from ragsieve.generate.answer import trim_repetition
+
+    loop = ("Graphene is made of a single layer of carbon atoms bonded in a hexagonal lattice [1], which is "
+            "a single layer of carbon atoms bonded in a hexagonal lattice, which is a single layer")
+    first = "Graphene is made of a single layer of carbon atoms bonded in a hexagonal lattice [1]."
+    assert trim_repetition(loop) == first
+    assert trim_repetition("It melts at 3550 C [2]. It melts at 3550 C [2]. It melts") == "It melts at 3550 C [2]."
+    honest = "The tower is in Paris [1]. The tower is 330 metres tall [2]."
+    assert trim_repetition(honest) == honest
+    assert trim_repetition("a b c d a b c d", ngram=4) == "a b c d"
+    assert trim_repetition("a b c d a b c d", ngram=5) == "a b c d a b c d"

@@ -53,9 +53,9 @@ def _sieve_alone(stage: str) -> dict[str, Any]:
     return {"pipeline": "sieve", "ablate": [s for s in SIEVE_STAGES if s not in keep]}
 
 
-# Each defence as overrides of a base PipelineConfig. ``stages.attack.judge`` adds the
-# poisoning-aware judge (read by make_pipeline): in plain RAG in front of the selector, in the
-# sieve as a stage after the relevance judge.
+# Each defence as overrides of a base PipelineConfig. ``stages.attack.judge`` puts the
+# poisoning-aware judge (read by make_pipeline) in front of plain RAG's selector; the sieve has
+# it as its own ``poison`` stage (``sieve.poison_*`` settings).
 DEFENCES: dict[str, dict[str, Any]] = {
     "plain": {"pipeline": "plain"},
     "source-prune": {"pipeline": "plain", "retrieval": {"use_source_weights": "prune"}},
@@ -71,8 +71,12 @@ DEFENCES: dict[str, dict[str, Any]] = {
     # sieve's filter stage passes candidates through, so it has no row of its own here
     "sieve:select": _sieve_alone("select"),
     "sieve:verify": _sieve_alone("verify"),
+    "sieve:poison": _sieve_alone("poison"),
+    # the default sieve (its poison stage dedupes near-duplicate copies) and the sieve without
+    # its poison stage, which shows what the other checks stop on their own
     "sieve": {"pipeline": "sieve"},
-    "sieve+poison-judge": {"pipeline": "sieve", "stages": {"attack": {"judge": True}}},
+    "sieve-no-poison": {"pipeline": "sieve", "ablate": ["poison"]},
+    "sieve+poison-judge": {"pipeline": "sieve", "sieve": {"poison_duplicates": "drop"}},
 }
 
 
@@ -96,24 +100,6 @@ def sieve_available() -> bool:
     import ragsieve.pipeline as pipeline_module
 
     return "sieve" in getattr(pipeline_module, "PRESETS", {})
-
-
-class PoisonStage:
-    """:class:`~ragsieve.attack.judge.PoisonJudge` as a sieve stage: drops the candidates it
-    flags and passes the rest on in order (inserted after the relevance judge)."""
-
-    name = "poison"
-
-    def __init__(self, judge: Any) -> None:
-        self.judge = judge
-
-    def warm_up(self) -> None:
-        return None
-
-    def run(self, question: str, candidates: list[Any], trace: Any, state: Any) -> list[Any]:
-        kept = self.judge.select(question, candidates, trace)
-        keep = {h.chunk.id for h in kept}
-        return [h for h in candidates if h.chunk.id in keep]
 
 
 # ---------------------------------------------------------------- LLM cache
@@ -244,13 +230,10 @@ def make_pipeline(config: PipelineConfig, index: Any, llm: Any) -> Any:
             judge.inner = selector
             selector = judge
         return pipeline_module.Pipeline(config, index=index, llm=llm, selector=selector)
-    pipe = pipeline_module.Pipeline(config, index=index, llm=llm)
     if judge is not None:
-        judge.k = max(judge.k, config.sieve.candidates)  # the sieve's own selection picks the final k
-        names = [s.name for s in pipe.stages]
-        at = names.index("judge") + 1 if "judge" in names else names.index("retrieve") + 1
-        pipe.stages.insert(at, PoisonStage(judge))
-    return pipe
+        raise ConfigError("stages.attack.judge applies to plain RAG; the sieve has its own poison stage "
+                          "(set sieve.poison_duplicates / sieve.poison_restate_share instead)")
+    return pipeline_module.Pipeline(config, index=index, llm=llm)
 
 
 def _target_of(chunk: Any, default: str) -> str:

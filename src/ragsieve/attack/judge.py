@@ -33,9 +33,12 @@ from typing import Any
 
 from ragsieve.errors import ConfigError
 from ragsieve.eval.qa import normalize_answer
-from ragsieve.types import SearchHit, Trace
+from ragsieve.types import SearchHit, Trace, Verdict
 
-__all__ = ["PoisonJudge", "PoisonVerdict", "longest_common_run", "question_anchor"]
+__all__ = ["DUPLICATE_ACTIONS", "PoisonJudge", "PoisonVerdict", "longest_common_run", "question_anchor"]
+
+# What the judge does with a near-duplicate cluster (see PoisonJudge).
+DUPLICATE_ACTIONS = ("drop", "dedupe", "keep")
 
 # Question words that carry no content; a restated question is recognised by the rest.
 _FUNCTION_WORDS = frozenset({
@@ -94,9 +97,13 @@ class PoisonJudge:
 
     ``restate_share``: share of the question's tokens a verbatim run must cover (and at least
     ``min_restate_tokens`` tokens); ``duplicate_jaccard``: word-set Jaccard (question words
-    removed) at which two candidates are near duplicates; ``min_cluster``: cluster size from
-    which every member is dropped. ``k``: how many surviving candidates to pass on when no
-    ``inner`` selector is given.
+    removed) at which two candidates from *different documents* are near duplicates (chunks of
+    one document overlap by construction and never count); ``min_cluster``: the cluster size at
+    which ``duplicates`` applies: ``"drop"`` drops every member (strict: one assertion copied
+    over several pages is treated as an attack), ``"dedupe"`` keeps the best-ranked member,
+    flagged, and drops the copies (no assertion reaches the generator more than once, and
+    honest duplicates such as mirrored pages cost nothing), ``"keep"`` only records clusters.
+    ``k``: how many surviving candidates to pass on when no ``inner`` selector is given.
 
     Example:
         >>> PoisonJudge(k=3).to_dict()["type"]
@@ -110,6 +117,7 @@ class PoisonJudge:
         min_restate_tokens: int = 4,
         duplicate_jaccard: float = 0.5,
         min_cluster: int = 2,
+        duplicates: str = "drop",
         inner: Any = None,
     ) -> None:
         self.k = k
@@ -117,6 +125,7 @@ class PoisonJudge:
         self.min_restate_tokens = min_restate_tokens
         self.duplicate_jaccard = duplicate_jaccard
         self.min_cluster = min_cluster
+        self.duplicates = duplicates
         self.inner = inner
 
     def _check(self) -> None:
@@ -124,6 +133,9 @@ class PoisonJudge:
             raise ConfigError("PoisonJudge restate_share and duplicate_jaccard must lie in (0, 1]; fix the config")
         if self.min_cluster < 2 or self.k < 1 or self.min_restate_tokens < 1:
             raise ConfigError("PoisonJudge needs min_cluster >= 2, k >= 1 and min_restate_tokens >= 1; fix the config")
+        if self.duplicates not in DUPLICATE_ACTIONS:
+            choices = ", ".join(DUPLICATE_ACTIONS)
+            raise ConfigError(f"PoisonJudge duplicates={self.duplicates!r} is not one of {choices}; fix the config")
 
     def judge(self, query: str, hits: Sequence[SearchHit]) -> list[PoisonVerdict]:
         self._check()
@@ -153,7 +165,7 @@ class PoisonJudge:
         for i in range(n):
             for j in range(i + 1, n):
                 a, b = residual[i], residual[j]
-                if not a or not b:
+                if not a or not b or hits[i].chunk.doc_id == hits[j].chunk.doc_id:
                     continue
                 jac = len(a & b) / len(a | b)
                 best_dup[i] = max(best_dup[i], jac)
@@ -161,25 +173,40 @@ class PoisonJudge:
                 if jac >= self.duplicate_jaccard:
                     parent[find(i)] = find(j)
         size: dict[int, int] = {}
+        first: dict[int, int] = {}
         for i in range(n):
             size[find(i)] = size.get(find(i), 0) + 1
+            first.setdefault(find(i), i)  # candidates arrive best-ranked first
         out = []
         for i, h in enumerate(hits):
-            cluster = size[find(i)]
+            root = find(i)
+            cluster = size[root]
             reasons = []
+            dropped = False
             if restate[i] >= self.restate_share:
                 reasons.append(f"restates {restate[i]:.0%} of the question verbatim")
+                dropped = True
             if cluster >= self.min_cluster:
-                reasons.append(f"one of {cluster} near-duplicate candidates (Jaccard {best_dup[i]:.2f})")
+                what = (f"one of {cluster} near-duplicate candidates from different documents "
+                        f"(Jaccard {best_dup[i]:.2f})")
+                if self.duplicates == "drop":
+                    dropped = True
+                elif self.duplicates == "dedupe" and first[root] != i:
+                    what += f"; a copy of {hits[first[root]].chunk.id}"
+                    dropped = True
+                elif self.duplicates == "dedupe":
+                    what += "; kept as the cluster's best-ranked member"
+                reasons.append(what)
             out.append(PoisonVerdict(h.chunk.id, round(restate[i], 4), round(best_dup[i], 4), cluster,
-                                     bool(reasons), "; ".join(reasons) or "no poisoning pattern"))
+                                     dropped, "; ".join(reasons) or "no poisoning pattern"))
         return out
 
     def select(self, query: str, hits: list[SearchHit], trace: Trace) -> list[SearchHit]:
         verdicts = self.judge(query, hits)
         kept: list[SearchHit] = []
         for h, v in zip(hits, verdicts, strict=True):
-            trace.decide("poison", h.chunk.id, "dropped" if v.dropped else "kept", v.reason, v.score,
+            verdict: Verdict = "dropped" if v.dropped else ("flagged" if v.cluster >= self.min_cluster else "kept")
+            trace.decide("poison", h.chunk.id, verdict, v.reason, v.score,
                          restatement=v.restatement, duplicate=v.duplicate, cluster=v.cluster)
             if not v.dropped:
                 kept.append(h)
@@ -196,6 +223,7 @@ class PoisonJudge:
             "min_restate_tokens": self.min_restate_tokens,
             "duplicate_jaccard": self.duplicate_jaccard,
             "min_cluster": self.min_cluster,
+            "duplicates": self.duplicates,
             "inner": self.inner.to_dict() if self.inner is not None else None,
         }
 

@@ -10,6 +10,7 @@ from ragsieve.generate.answer import (
     build_answer_messages,
     cite_evidence,
     parse_citations,
+    trim_repetition,
 )
 
 if TYPE_CHECKING:
@@ -31,4 +32,5 @@ __all__ = [
     "build_answer_messages",
     "cite_evidence",
     "parse_citations",
+    "trim_repetition",
 ]
