@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,6 +215,10 @@ def _record(
         "prompt_tokens": answer.trace.prompt_tokens,
         "completion_tokens": answer.trace.completion_tokens,
         "seconds": round(seconds, 4),
+        # each stage's milliseconds and each check's verdict counts, for the cost and
+        # "which check acted" breakdowns of a report
+        "stage_ms": {k: round(v, 1) for k, v in answer.trace.timings_ms.items()},
+        "decisions": dict(Counter(f"{d['check']}:{d['verdict']}" for d in answer.trace.decisions)),
         "faithfulness": faith,
         "error": None,
     }
