@@ -531,6 +531,8 @@ class LlamaCppLLM:
         self._check_fits(len(tokens) + 1, "the prompt")
         stops = [s for s in [*(stop or []), *template_stops] if s]
         llama = self._model()
+        from llama_cpp import StoppingCriteriaList
+
         with self._lock:
             # Generation always starts from an empty KV cache: llama-cpp-python's own prefix
             # reuse re-decodes the last prompt token alone, which changes greedy outputs at
@@ -549,7 +551,7 @@ class LlamaCppLLM:
                 seed=self.seed if seed is None else seed,
                 grammar=grammar,
                 stopping_criteria=(
-                    _repetition_stop(llama.detokenize, len(tokens), stop_repetition_ngram)
+                    StoppingCriteriaList([_repetition_stop(llama.detokenize, len(tokens), stop_repetition_ngram)])
                     if stop_repetition_ngram > 0 and grammar is None
                     else None
                 ),
