@@ -171,8 +171,8 @@ class SieveConfig(_Section):
     # is high (0.95: near-exact copies only) because templated pages (one article per season or award category) share
     # most words but differ in the detail a question asks about; on HotpotQA's paragraphs 0.5
     # merged such siblings, and 0.9 still merged the 2040 and 2044 US election stubs. Measured in docs/results.md,
-    # "Knowledge poisoning: attack success by defence". Corpora of FAQ pages restate questions
-    # honestly: raise poison_restate_share to 1.0 or ablate the stage there.
+    # "Knowledge poisoning: attack success by defence". A corpus of FAQ pages restates questions
+    # honestly, exactly as the attack does: switch the stage off there (ablate = ["poison"]).
     poison_restate_share: float = Field(0.6, gt=0.0, le=1.0)
     poison_duplicate_jaccard: float = Field(0.95, gt=0.0, le=1.0)
     poison_duplicates: Literal["dedupe", "drop", "keep"] = "dedupe"
