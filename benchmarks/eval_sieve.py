@@ -279,6 +279,45 @@ def stage_latency(records: dict[str, list[dict[str, Any]]], n: int, set_name: st
     )
 
 
+def second_judge_table(
+    args: Any, cfg: Any, index_dir: Path, items: list[Any], records: dict[str, list[dict[str, Any]]],
+    scores: dict[str, Any],
+) -> str:
+    """Faithfulness of the same answers under a second judge (re-scored from the cache)."""
+    from _report import markdown_table
+    from ragsieve.eval.cli import make_judge
+    from ragsieve.eval.harness import rejudge_faithfulness
+    from ragsieve.eval.scoring import score_all
+    from ragsieve.index import Index
+
+    index = Index.open(index_dir)
+    judge = make_judge(args.second_judge, cfg)
+    again = score_all(items, rejudge_faithfulness(records, judge, lambda cid: index.get(cid).text),
+                      baseline="plain" if "plain" in records else None)
+    rows = []
+    for name, m in again.items():
+        if name == "no-retrieval":
+            continue
+        rows.append([name, fmt_pct(m, "faithfulness"), fmt_pct(scores[name], "faithfulness"),
+                     fmt_diff(m, "faithfulness")])
+    return (
+        f"Faithfulness of the same answered questions under a second judge, `{judge.name}` (re-scored from the "
+        "cached sentences and cited evidence; nothing re-generated). How well each judge separates supported from "
+        "unsupported claims is measured in \"Verification: claim judges on the demo corpus\"; the sieve's verify "
+        "stage uses `lexical-embedding` itself, so under that judge the sieve is partly graded by its own check.\n\n"
+        + markdown_table(["configuration", f"faithfulness % ({judge.name})",
+                          f"faithfulness % ({scores_judge(records)})", f"Δ vs plain pts ({judge.name})"], rows)
+    )
+
+
+def scores_judge(records: dict[str, list[dict[str, Any]]]) -> str:
+    for recs in records.values():
+        for r in recs:
+            if r.get("judge"):
+                return str(r["judge"])
+    return "none"
+
+
 def checks_acted(records: dict[str, list[dict[str, Any]]]) -> str:
     """Per configuration, how many candidates each check kept / flagged / dropped (means per
     question) and how the questions ended (abstention reasons by check)."""
@@ -315,6 +354,8 @@ def main() -> None:
     ap.add_argument("--ablate", action="append", default=[], help="sieve rows without these stages")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads per model")
     ap.add_argument("--report-only", action="store_true", help="score what the cache holds; answer nothing new")
+    ap.add_argument("--second-judge", default="lexical-embedding",
+                    help="also score faithfulness of the same answers with this judge ('none': skip)")
     ap.add_argument("--plot", type=Path, default=None, help="also write the risk-coverage curves (PNG)")
     ap.add_argument("--section", default=None, help="results.md section name (default: eval-sieve-<set>[-<model>])")
     args = ap.parse_args()
@@ -368,6 +409,8 @@ def main() -> None:
     if args.plot is not None:
         plot_risk_coverage(scores, args.plot, title=f"{args.set}, {args.model}, n={len(done_items)}")
     body = render(scores, len(done_items), len(items), desc, MODELS[args.model]["label"], judge_name)
+    if args.second_judge != "none" and args.second_judge != judge_name:
+        body += "\n\n" + second_judge_table(args, cfg, index_dir, done_items, records, scores)
     acted = checks_acted(records)
     if acted:
         body += "\n\n" + acted
