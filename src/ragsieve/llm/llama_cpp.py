@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import json
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -119,7 +120,8 @@ class LlamaCppLLM:
     Args:
         model_path: path of a ``.gguf`` file; ``None`` uses the bundled SmolLM2-135M-Instruct.
         n_ctx: context length in tokens.
-        n_threads: CPU threads (``None``: llama.cpp's default, half the cores).
+        n_threads: CPU threads (``None``: the physical cores this process may use, see
+            :func:`default_threads`).
         n_batch: tokens per decode call.
         chat_format: ``None`` applies the chat template stored in the GGUF metadata
             (``tokenizer.chat_template``); otherwise one of :data:`ChatFormatName`.
@@ -200,12 +202,13 @@ class LlamaCppLLM:
             from ragsieve.extras import require
 
             Llama = require("llama_cpp", "local-llm", "the local LLM (llm.backend = 'llama-cpp')").Llama  # noqa: N806
+            threads = self.n_threads or default_threads()
             try:
                 llama = Llama(
                     model_path=str(path),
                     n_ctx=self.n_ctx,
-                    n_threads=self.n_threads,
-                    n_threads_batch=self.n_threads,
+                    n_threads=threads,
+                    n_threads_batch=threads,
                     n_batch=self.n_batch,
                     seed=self.seed,
                     logits_all=False,
@@ -219,7 +222,7 @@ class LlamaCppLLM:
                 ) from exc
             self._render = self._make_renderer(llama, path)
             self._llama = llama
-            logger.info("loaded %s (n_ctx=%d, n_threads=%s)", path, self.n_ctx, self.n_threads)
+            logger.info("loaded %s (n_ctx=%d, n_threads=%d)", path, self.n_ctx, threads)
 
     def _make_renderer(self, llama: Llama, path: Path) -> Callable[[list[ChatMessage]], tuple[str, list[str]]]:
         if self.chat_format is not None:
@@ -636,3 +639,17 @@ def _repetition_stop(
         return len(words) > ngram and trim_repetition(head, ngram) != head
 
     return repeated
+
+
+def default_threads() -> int:
+    """The physical cores this process may run on. llama-cpp-python's own default, half the
+    logical CPUs, assumes two hardware threads per core and leaves every other real core idle
+    on machines without them (most cloud VMs, this project's 2-core CI machine)."""
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        import psutil
+
+        physical = psutil.cpu_count(logical=False)
+    except ImportError:  # psutil is optional: count the CPUs the process may use
+        physical = None
+    return max(1, min(physical or available, available))

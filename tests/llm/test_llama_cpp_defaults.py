@@ -16,3 +16,14 @@ def test_stops_once_a_word_ngram_repeats_and_not_before():
     assert not stop([0, *looping[:-1]], None)  # the last word may be unfinished: not yet
     assert stop([0, *looping, 5], None)
     assert not _repetition_stop(_detok(vocab), n_prompt=1, ngram=3)([0, 1, 2], None)
+
+
+def test_default_threads_is_within_the_cpus_this_process_may_use(monkeypatch):
+    import os
+
+    from ragsieve.llm.llama_cpp import default_threads
+
+    n = default_threads()
+    assert 1 <= n <= len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert default_threads() == 1
