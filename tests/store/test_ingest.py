@@ -74,7 +74,9 @@ def test_a_failed_partition_is_retried_and_finished_ones_are_not_redone(tmp_path
     corpus = copy_corpus(tmp_path)
     log, marker = tmp_path / "embedded.log", tmp_path / "failed"
     flaky = LoggingEmbedder(log, fail_on="Ribosomes", failed_marker=marker)
-    chunks, _ = compute_partitions(corpus, tmp_path / "work", CONFIG, embedder=flaky, client=client, files_per_partition=2)
+    chunks, _ = compute_partitions(
+        corpus, tmp_path / "work", CONFIG, embedder=flaky, client=client, files_per_partition=2
+    )
     assert marker.exists(), "the flaky partition must have failed once"
     assert any("Ribosomes" in c.text for c in chunks)
     first = embedded(log)

@@ -61,9 +61,7 @@ def test_fixed_route_and_source_weight_pruning_on_milvus(stores: dict[str, Store
     pruned = MilvusStore(milvus.uri, HashEmbedder())
     try:
         config = PipelineConfig(pipeline="plain", retrieval=RetrievalConfig(use_source_weights="prune"))
-        answer = Pipeline(config, index=pruned, llm=ScriptedLLM("ok [1].")).ask(
-            "What do mitochondria produce?", k=3
-        )
+        answer = Pipeline(config, index=pruned, llm=ScriptedLLM("ok [1].")).ask("What do mitochondria produce?", k=3)
         assert answer.evidence and all(h.chunk.source != top for h in answer.evidence)
     finally:
         (Path(milvus.dir) / "source_weights.json").unlink()
