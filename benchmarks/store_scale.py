@@ -107,7 +107,7 @@ def run_ingest(args: argparse.Namespace) -> None:
             threads = max(1, cores // n)
             config = base.model_copy(update={"embedder": base.embedder.model_copy(update={"threads": threads})})
             with (
-                LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+                LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
                 Client(cluster) as client,
             ):
                 one("ingest_partitioned, Dask LocalCluster", f"{n} x {threads} thread(s)", client, config)

@@ -44,7 +44,7 @@ CONFIG = PipelineConfig(ingest=IngestConfig(extract_entities=False))
 def client():
     distributed = pytest.importorskip("dask.distributed")
     with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
         distributed.Client(cluster) as c,
     ):
         yield c

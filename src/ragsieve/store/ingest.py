@@ -303,6 +303,6 @@ def cluster_client(workers: int | None = None, address: str | None = None) -> An
     if address:
         return distributed.Client(address.replace("dask://", "tcp://", 1))
     cluster = distributed.LocalCluster(
-        n_workers=max(1, int(workers or 1)), threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=max(1, int(workers or 1)), threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     return distributed.Client(cluster)
