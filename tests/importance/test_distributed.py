@@ -15,7 +15,7 @@ def test_local_cluster_matches_single_process() -> None:
     distributed = pytest.importorskip("distributed")
     data = synthetic(400, list_len=30, n_sources=40, seed=5, utility_dtype=np.float64)
     w = np.random.default_rng(1).random(40)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   silence_logs=40) as cluster, distributed.Client(cluster) as client:
         dist = DistributedGradients(client, data)
         assert len(dist.parts) == 2
