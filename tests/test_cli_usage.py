@@ -101,6 +101,7 @@ def test_options_with_fixed_values_list_them():
         (cli.SelectName, config.PipelineConfig.model_fields["select"].annotation),
         (cli.ChunkUnit, config.ChunkingConfig.model_fields["unit"].annotation),
         (cli.DenseKind, config.DenseIndexConfig.model_fields["kind"].annotation),
+        (cli.StoreBackend, config.StoreConfig.model_fields["backend"].annotation),
         (cli.FilterChoice, FilterName),
     ],
 )

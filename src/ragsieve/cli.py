@@ -85,6 +85,11 @@ class ChunkUnit(str, Enum):
     sentence = "sentence"
 
 
+class StoreBackend(str, Enum):
+    folder = "folder"
+    milvus = "milvus"
+
+
 class DenseKind(str, Enum):
     flat = "flat"
     ivf = "ivf"
@@ -191,11 +196,29 @@ def ingest(
     threads: int | None = typer.Option(
         None, "--threads", min=1, help="CPU threads for the embedder (default: all cores)."
     ),
+    store: StoreBackend | None = typer.Option(
+        None, "--store", help="Where the chunks live: the index folder (default) or Milvus."
+    ),
+    store_uri: str | None = typer.Option(
+        None, "--store-uri", help="Milvus Lite file or server URL (default: milvus.db in the index folder)."
+    ),
+    collection: str | None = typer.Option(None, "--collection", help="Milvus collection name."),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="Load, chunk and embed on a local Dask cluster of N worker processes."
+    ),
+    cluster: str | None = typer.Option(
+        None, "--cluster", metavar="ADDRESS", help="Dask scheduler address (tcp://host:8786) to ingest on."
+    ),
+    partition_files: int = typer.Option(
+        32, "--partition-files", min=1, help="Files per partition (the unit of parallel and resumed work)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
 ) -> None:
     """Load, chunk, embed and index a folder; re-running updates only what changed.
 
     The index folder must be new, empty or an existing ragsieve index; any other folder is refused.
+    With --store milvus, --workers or --cluster the corpus is ingested in partitions kept in
+    <index>/ingest-work, so an interrupted run resumes where it stopped.
     """
     from ragsieve.index import BuildReport, Index
 
@@ -212,8 +235,16 @@ def ingest(
             "ingest.follow_symlinks": follow_symlinks or None,
             "ingest.lock_timeout_s": lock_timeout,
             "embedder.threads": threads,
+            "store.backend": _value(store),
+            "store.uri": store_uri,
+            "store.collection": collection,
         },
     )
+    if workers and cluster:
+        raise InputError("pass either --workers (a local cluster) or --cluster (a scheduler address), not both")
+    if cfg.store.backend != "folder" or workers or cluster:
+        _ingest_partitioned(path, index, cfg, workers, cluster, partition_files, as_json)
+        return
     report = BuildReport()
     with _progress() as progress:
         built = Index.build(path, index, config=cfg, progress=_ProgressReporter(progress), report=report)
@@ -236,6 +267,49 @@ def ingest(
             err_console.print(f"  {p}: {reason}")
 
 
+def _ingest_partitioned(
+    path: Path, index: Path, cfg: PipelineConfig, workers: int | None, cluster: str | None, per: int, as_json: bool
+) -> None:
+    from ragsieve.store.ingest import cluster_client, ingest_partitioned
+
+    client = None
+    if workers or cluster:
+        if workers and cfg.embedder.threads is None:
+            # Each local worker embeds with its share of the cores rather than all of them.
+            cfg = apply_overrides(cfg, {"embedder.threads": max(1, (os.cpu_count() or 1) // workers)})
+        client = cluster_client(workers, cluster)
+    try:
+        with _progress() as progress:
+            report = ingest_partitioned(
+                path, index, cfg, client=client, files_per_partition=per, progress=_ProgressReporter(progress)
+            )
+    finally:
+        if client is not None:
+            client.close()
+            if not cluster:
+                client.cluster.close()
+    if as_json:
+        console.print_json(json.dumps(report.to_dict()))
+        return
+    console.print(
+        f"[green]indexed[/] {report.chunks} chunks from {report.files} files into {index} ({cfg.store.backend}; "
+        f"{report.partitions} partitions, {report.partitions_reused} reused; {report.compute_seconds:.1f}s "
+        f"loading and embedding on {report.workers or 1} worker(s), {report.write_seconds:.1f}s writing)"
+    )
+    if report.skipped:
+        err_console.print(f"[yellow]skipped {len(report.skipped)} file(s), link(s) or record(s):[/]")
+        for p, reason in report.skipped:
+            err_console.print(f"  {p}: {reason}")
+
+
+def _store_options(store: StoreBackend | None, store_uri: str | None) -> dict[str, Any]:
+    return {"store.backend": _value(store), "store.uri": store_uri}
+
+
+STORE_OPTION = typer.Option(None, "--store", help="Where the chunks live: the index folder (default) or Milvus.")
+STORE_URI_OPTION = typer.Option(None, "--store-uri", help="Milvus Lite file or server URL.")
+
+
 @app.command()
 def search(
     query: str = typer.Argument(..., help="Search text."),
@@ -248,6 +322,8 @@ def search(
     route: str = typer.Option("all", "--route", help="all, auto (router) or a domain name."),
     fusion: Fusion | None = typer.Option(None, "--fusion", help="How hybrid mode merges the two rankings."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
+    store: StoreBackend | None = STORE_OPTION,
+    store_uri: str | None = STORE_URI_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ) -> None:
     """Rank chunks for a query and show each retriever's score."""
@@ -256,7 +332,11 @@ def search(
     from ragsieve.types import Trace
 
     k = validate_k(k)
-    cfg = _config(config, {"retrieval.mode": mode.value, "retrieval.fusion": _value(fusion), "route": route})
+    cfg = _config(
+        config,
+        {"retrieval.mode": mode.value, "retrieval.fusion": _value(fusion), "route": route}
+        | _store_options(store, store_uri),
+    )
     cfg = apply_overrides(cfg, {"index_dir": str(resolve_index_dir(index, cfg.index_dir))})
     pipe = Pipeline.from_config(cfg)
     trace = Trace(query=query)
@@ -432,6 +512,8 @@ def ask(
     llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible server base URL."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
+    store: StoreBackend | None = STORE_OPTION,
+    store_uri: str | None = STORE_URI_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the answer and full trace as JSON."),
 ) -> None:
     """Answer a question from the index, checking the evidence and the answer (the sieve)."""
@@ -446,6 +528,7 @@ def ask(
         "select": _value(select),
         "llm.model": model,
         "llm.n_threads": threads,
+        **_store_options(store, store_uri),
     }
     if llm_url:
         overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})

@@ -123,6 +123,20 @@ class RetrievalConfig(_Section):
     use_source_weights: Literal["off", "prune", "reweight"] = "off"
 
 
+class StoreConfig(_Section):
+    """Where the chunks live. ``folder``: the index folder itself (faiss + bm25s). ``milvus``: a
+    Milvus collection; ``uri`` is a Milvus Lite file or a server URL (``http://host:19530``), and
+    left unset it is ``milvus.db`` inside the index folder. The index folder still holds the files
+    later stages keep (source weights, router). A server URI is only ever taken from here or a
+    flag, never from a file inside the index, so opening a downloaded index makes no network call."""
+
+    backend: Literal["folder", "milvus"] = "folder"
+    uri: str | None = None
+    collection: str = Field("ragsieve", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
+    # Name of the environment variable holding the server's token (never the token itself).
+    token_env: str | None = None
+
+
 class GenerationConfig(_Section):
     max_tokens: int = Field(128, ge=1)
     temperature: float = Field(0.0, ge=0.0)
@@ -204,6 +218,7 @@ class PipelineConfig(_Section):
     llm: LLMConfig = LLMConfig()
     ingest: IngestConfig = IngestConfig()
     dense_index: DenseIndexConfig = DenseIndexConfig()
+    store: StoreConfig = StoreConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
     generation: GenerationConfig = GenerationConfig()
     sieve: SieveConfig = SieveConfig()

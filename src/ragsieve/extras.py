@@ -26,6 +26,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "plots": ("matplotlib",),
     "bench": ("ir_measures",),
     "serve": ("fastapi", "uvicorn", "prometheus_client"),
+    "milvus": ("pymilvus", "milvus_lite"),
 }
 
 # ragsieve modules that are an extra's implementation (they import its library at module level):

@@ -35,6 +35,7 @@ from ragsieve.generate.answer import build_answer_messages, cite_evidence, trim_
 from ragsieve.index import Index
 from ragsieve.llm.base import LLM
 from ragsieve.select import Selector, TopKSelector
+from ragsieve.store.protocol import Store
 from ragsieve.types import Answer, ClaimVerdict, SearchHit, Trace, Verdict
 
 logger = logging.getLogger(__name__)
@@ -661,7 +662,7 @@ class Pipeline:
     def __init__(
         self,
         config: PipelineConfig,
-        index: Index | None = None,
+        index: Index | Store | None = None,
         llm: LLM | None = None,
         selector: Selector | None = None,
         *,
@@ -742,15 +743,13 @@ class Pipeline:
     def embedder(self) -> Any:
         return self.index.embedder if self.index is not None else None
 
-    def warm_up_index(self) -> Index:
+    def warm_up_index(self) -> Index | Store:
         """Open the index and its embedder (idempotent); enough for search."""
         if self.index is None:
-            if not self.config.index_dir:
-                raise ConfigError("no index configured; pass --index DIR or set index_dir in the config")
             from ragsieve.embed import load_embedder
+            from ragsieve.store.open import open_index
 
-            self.index = Index.open(self.config.index_dir, embedder=load_embedder(self.config.embedder))
-            self.index.warm_up()
+            self.index = open_index(self.config, load_embedder(self.config.embedder))
         return self.index
 
     def warm_up(self, need_index: bool = True) -> None:
@@ -767,7 +766,7 @@ class Pipeline:
         for stage in self.stages:
             stage.warm_up()
 
-    def ready_index(self) -> Index:
+    def ready_index(self) -> Index | Store:
         if self.index is None:
             raise ConfigError("the pipeline has no index; call warm_up() or pass --index DIR")
         return self.index
@@ -1018,7 +1017,7 @@ class Pipeline:
         )
 
 
-def build_selector(config: PipelineConfig, llm: LLM | None, index: Index | None) -> Selector:
+def build_selector(config: PipelineConfig, llm: LLM | None, index: Index | Store | None) -> Selector:
     """The selector ``config.select`` names."""
     if config.select == "scope-coe":
         from ragsieve.coe import ScopeCoESelector
@@ -1043,14 +1042,14 @@ def scope_coe_selector(config: PipelineConfig, llm: LLM | None, embedder: Any, f
     return RuleFeatureScopeCoE.from_config(config, llm=llm, embedder=embedder)
 
 
-def source_weight_threshold(index: Index) -> float:
+def source_weight_threshold(index: Index | Store) -> float:
     import json
 
     data = json.loads((index.dir / "source_weights.json").read_text(encoding="utf-8"))
     return float(data.get("threshold", 0.5)) if isinstance(data, dict) else 0.5
 
 
-def reweight_hits(index: Index, hits: list[SearchHit]) -> list[SearchHit]:
+def reweight_hits(index: Index | Store, hits: list[SearchHit]) -> list[SearchHit]:
     """Scale each hit's score by its source's learned weight and re-rank."""
     weights = index.source_weights
     if weights is None:

@@ -27,9 +27,8 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Store]:
 
 
 def ask(store: Store, question: str, **retrieval: object) -> tuple[list[str], list[str]]:
-    config = PipelineConfig(retrieval=RetrievalConfig(**retrieval))
-    # Pipeline is annotated with Index but reads only the Store side of it.
-    pipe = Pipeline(config, index=store, llm=ScriptedLLM("Mitochondria make ATP [1]."))  # type: ignore[arg-type]
+    config = PipelineConfig(pipeline="plain", retrieval=RetrievalConfig(**retrieval))
+    pipe = Pipeline(config, index=store, llm=ScriptedLLM("Mitochondria make ATP [1]."))
     answer = pipe.ask(question, k=3)
     assert answer.trace.stage("retrieve"), "the retrieve stage must be traced"
     return [h.chunk.id for h in answer.evidence], answer.cited_ids
@@ -52,8 +51,8 @@ def test_fixed_route_and_source_weight_pruning_on_milvus(stores: dict[str, Store
     milvus = stores["milvus"]
     assert isinstance(milvus, MilvusStore)
     domain = milvus.domains[0]
-    config = PipelineConfig(route=domain)
-    pipe = Pipeline(config, index=milvus, llm=ScriptedLLM("ok [1]."))  # type: ignore[arg-type]
+    config = PipelineConfig(pipeline="plain", route=domain)
+    pipe = Pipeline(config, index=milvus, llm=ScriptedLLM("ok [1]."))
     answer = pipe.ask("What do mitochondria produce?", k=3)
     assert answer.evidence and {h.chunk.domain for h in answer.evidence} == {domain}
 
@@ -61,10 +60,26 @@ def test_fixed_route_and_source_weight_pruning_on_milvus(stores: dict[str, Store
     atomic_write_json(Path(milvus.dir) / "source_weights.json", {"weights": {top: 0.0}})
     pruned = MilvusStore(milvus.uri, HashEmbedder())
     try:
-        config = PipelineConfig(retrieval=RetrievalConfig(use_source_weights="prune"))
-        answer = Pipeline(config, index=pruned, llm=ScriptedLLM("ok [1].")).ask(  # type: ignore[arg-type]
-            "What do mitochondria produce?", k=3
-        )
+        config = PipelineConfig(pipeline="plain", retrieval=RetrievalConfig(use_source_weights="prune"))
+        answer = Pipeline(config, index=pruned, llm=ScriptedLLM("ok [1].")).ask("What do mitochondria produce?", k=3)
         assert answer.evidence and all(h.chunk.source != top for h in answer.evidence)
     finally:
         (Path(milvus.dir) / "source_weights.json").unlink()
+
+
+@pytest.mark.parametrize("question", ["What do mitochondria produce?", "What is the largest planet?"])
+def test_sieve_with_the_router_decides_alike_on_both_stores(stores: dict[str, Store], question: str) -> None:
+    """route=auto trains the router from each store's chunks; every check then sees the same candidates."""
+    traces = {}
+    for name, store in stores.items():
+        config = PipelineConfig(pipeline="sieve", route="auto", retrieval=RetrievalConfig(mode="dense"))
+        answer = Pipeline(config, index=store, llm=ScriptedLLM("It is in the passage [1].")).ask(question, k=3)
+        trace = answer.trace.to_dict()
+        route = [e for e in trace["events"] if e["stage"] == "route"]
+        assert route, f"the route stage must be traced on {name}"
+        decisions = [(d["check"], d["id"], d["verdict"]) for d in trace["decisions"]]
+        traces[name] = (route[0].get("domains"), decisions, answer.abstained, [h.chunk.id for h in answer.evidence])
+    assert traces["folder"] == traces["milvus"]
+    assert traces["milvus"][1], "the sieve's checks must record their decisions"
+    if "planet" in question:
+        assert traces["milvus"][0] == ["astronomy"]

@@ -176,9 +176,7 @@ class Index:
     def exists(index_dir: str | Path) -> bool:
         """Whether ``index_dir`` holds a published ragsieve index (without opening it)."""
         d = Path(index_dir)
-        return ((d / storage.MARKER).is_file() and (d / storage.CURRENT).is_file()) or storage.dir_state(
-            d
-        ) == "legacy"
+        return ((d / storage.MARKER).is_file() and (d / storage.CURRENT).is_file()) or storage.dir_state(d) == "legacy"
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -247,7 +245,7 @@ class Index:
         progress: ProgressFn | None,
         report: BuildReport,
     ) -> Index:
-        from ragsieve.ingest import chunk_text, file_hash, iter_files, load_file
+        from ragsieve.ingest import file_hash, iter_files, load_file
         from ragsieve.ingest.loaders import _SkipFile, safe_relpath
 
         previous: Index | None = None
@@ -276,7 +274,7 @@ class Index:
             raise InputError(f"{corpus} holds no supported files to ingest")
         new_files: dict[str, dict[str, Any]] = {}
         chunks: list[Chunk] = []
-        extract = _entity_extractor(config.ingest)
+        extract = entity_extractor(config.ingest)
         for n, path in enumerate(files, 1):
             rel = safe_relpath(path.relative_to(base))
             report.files_seen += 1
@@ -304,30 +302,7 @@ class Index:
                     continue
                 finally:
                     report.skipped.extend(warnings)
-                file_chunks = []
-                for doc in docs:
-                    pieces = chunk_text(
-                        doc.text,
-                        config.ingest.chunking.max_tokens,
-                        config.ingest.chunking.overlap_tokens,
-                        config.ingest.chunking.unit,
-                    )
-                    for piece in pieces:
-                        metadata = dict(doc.metadata)
-                        if extract is not None:
-                            metadata["entities"] = extract(piece.text)
-                        file_chunks.append(
-                            Chunk(
-                                id=f"{doc.doc_id}:{piece.position}",
-                                text=piece.text,
-                                doc_id=doc.doc_id,
-                                source=doc.source,
-                                domain=doc.domain,
-                                title=doc.title,
-                                position=piece.position,
-                                metadata=metadata,
-                            )
-                        )
+                file_chunks = chunk_documents(docs, config.ingest, extract)
                 chunks.extend(file_chunks)
                 new_files[rel] = {"hash": digest, "chunks": [c.id for c in file_chunks]}
                 if rel in old_files:
@@ -521,9 +496,7 @@ class Index:
         return cls(directory, chunks, embeddings, manifest, embedder, generation, lease)
 
     @classmethod
-    def _open_legacy(
-        cls, directory: Path, embedder: Embedder | None, embedder_config: EmbedderConfig | None
-    ) -> Index:
+    def _open_legacy(cls, directory: Path, embedder: Embedder | None, embedder_config: EmbedderConfig | None) -> Index:
         """Read a format-1 index: one folder, no generations, no checksums (a re-ingest upgrades it)."""
         path = directory / "manifest.json"
         try:
@@ -639,9 +612,7 @@ class Index:
         k = validate_k(k)
         if mode not in ("dense", "sparse", "hybrid"):
             raise InputError(f"unknown search mode {mode!r}; use dense, sparse or hybrid")
-        if domains is not None and (
-            isinstance(domains, str) or not all(isinstance(d, str) for d in domains)
-        ):
+        if domains is not None and (isinstance(domains, str) or not all(isinstance(d, str) for d in domains)):
             raise InputError(f"domains must be a list of domain names, got {domains!r}")
         # Single-retriever modes need only k per partition; fusion needs a deeper pool.
         candidates = max(retrieval.candidates, k) if mode == "hybrid" else k
@@ -850,7 +821,35 @@ def _embed_all(texts: list[str], embedder: Embedder, progress: ProgressFn | None
     return out
 
 
-def _entity_extractor(config: IngestConfig) -> Callable[[str], dict[str, list[str]]] | None:
+def chunk_documents(
+    docs: Iterable[Any], config: IngestConfig, extract: Callable[[str], dict[str, list[str]]] | None
+) -> list[Chunk]:
+    """The chunks of loaded documents, with ids ``<doc_id>:<position>`` (every ingest path uses this)."""
+    from ragsieve.ingest import chunk_text
+
+    out = []
+    for doc in docs:
+        pieces = chunk_text(doc.text, config.chunking.max_tokens, config.chunking.overlap_tokens, config.chunking.unit)
+        for piece in pieces:
+            metadata = dict(doc.metadata)
+            if extract is not None:
+                metadata["entities"] = extract(piece.text)
+            out.append(
+                Chunk(
+                    id=f"{doc.doc_id}:{piece.position}",
+                    text=piece.text,
+                    doc_id=doc.doc_id,
+                    source=doc.source,
+                    domain=doc.domain,
+                    title=doc.title,
+                    position=piece.position,
+                    metadata=metadata,
+                )
+            )
+    return out
+
+
+def entity_extractor(config: IngestConfig) -> Callable[[str], dict[str, list[str]]] | None:
     if not config.extract_entities:
         return None
     try:

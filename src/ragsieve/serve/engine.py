@@ -71,8 +71,8 @@ class Engine:
         config: the pipeline config (``index_dir`` must be set).
         pipeline_factory: builds a pipeline from a config (default
             :func:`ragsieve.pipeline.build_pipeline`); its result needs ``ask(question)``.
-        index_opener: opens the index directory (default: :meth:`ragsieve.index.Index.open`
-            with one embedder shared across reloads).
+        index_opener: opens the index directory (default: :func:`ragsieve.store.open.open_index`:
+            the folder index, or the store ``config.store`` names, with one embedder shared across reloads).
         llm: an already-built LLM (default: :func:`ragsieve.llm.load_llm` on ``config.llm``).
 
     Example:
@@ -129,13 +129,11 @@ class Engine:
         if self._index_opener is not None:
             return self._index_opener(self.index_dir)
         from ragsieve.embed import load_embedder
-        from ragsieve.index import Index
+        from ragsieve.store.open import open_index
 
         if self._embedder is None:
             self._embedder = load_embedder(self.config.embedder)
-        index = Index.open(self.index_dir, embedder=self._embedder)
-        index.warm_up()
-        return index
+        return open_index(self.config, self._embedder)
 
     def snapshot(self) -> Snapshot:
         """The current index snapshot, reopened first if the directory was re-ingested."""

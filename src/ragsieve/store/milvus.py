@@ -43,13 +43,9 @@ _META_KEY = "state"
 
 
 def _import_pymilvus() -> Any:
-    try:
-        import pymilvus
-    except ImportError as exc:
-        raise ConfigError(
-            "the Milvus store needs pymilvus and milvus-lite; install them with `pip install 'ragsieve[milvus]'`"
-        ) from exc
-    return pymilvus
+    from ragsieve.extras import require
+
+    return require("pymilvus", "milvus", "the Milvus store")
 
 
 def _literal(value: Any) -> str:
