@@ -433,9 +433,11 @@ class PoisonStage(_StageBase):
     ) -> list[SearchHit] | Answer:
         if not candidates:
             return candidates
-        self.judge.k = len(candidates)
-        kept_ids = {h.chunk.id for h in self.judge.select(question, candidates, trace)}
-        kept = [h for h in candidates if h.chunk.id in kept_ids]
+        # judge() and the trace only: select() would cut at the judge's k, and the stage is
+        # shared by concurrent requests under `ragsieve serve`, so nothing per-request is stored
+        verdicts = self.judge.judge(question, candidates)
+        self.judge.record(trace, candidates, verdicts)
+        kept = [h for h, v in zip(candidates, verdicts, strict=True) if not v.dropped]
         if kept:
             return kept
         reason = f"poison: all {len(candidates)} candidates look like poisoning (restated question or copies)"

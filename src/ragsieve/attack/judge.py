@@ -224,16 +224,18 @@ class PoisonJudge:
                                      dropped, "; ".join(reasons) or "no poisoning pattern"))
         return out
 
-    def select(self, query: str, hits: list[SearchHit], trace: Trace) -> list[SearchHit]:
-        verdicts = self.judge(query, hits)
-        kept: list[SearchHit] = []
+    def record(self, trace: Trace, hits: Sequence[SearchHit], verdicts: Sequence[PoisonVerdict]) -> None:
+        """Record each verdict (``trace.decide("poison", ...)``) and the stage summary."""
         for h, v in zip(hits, verdicts, strict=True):
             verdict: Verdict = "dropped" if v.dropped else ("flagged" if v.cluster >= self.min_cluster else "kept")
             trace.decide("poison", h.chunk.id, verdict, v.reason, v.score,
                          restatement=v.restatement, duplicate=v.duplicate, cluster=v.cluster)
-            if not v.dropped:
-                kept.append(h)
         trace.record("poison", dropped=[v.id for v in verdicts if v.dropped], candidates=len(hits))
+
+    def select(self, query: str, hits: list[SearchHit], trace: Trace) -> list[SearchHit]:
+        verdicts = self.judge(query, hits)
+        self.record(trace, hits, verdicts)
+        kept = [h for h, v in zip(hits, verdicts, strict=True) if not v.dropped]
         if self.inner is not None:
             return list(self.inner.select(query, kept, trace))
         return kept[: self.k]
