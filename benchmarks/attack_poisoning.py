@@ -43,8 +43,10 @@ from ragsieve.attack.poison import Target, choose_targets  # noqa: E402
 
 logger = logging.getLogger("attack_poisoning")
 RUNS = ROOT / "runs" / "attack"
-LLM_DEFENCES = ["plain", "poison-judge", "sieve", "sieve+poison-judge", "source-prune", "source-reweight",
-                "sieve:judge", "sieve:verify", "sieve:select", "evaluator"]
+LLM_DEFENCES = ["plain", "sieve", "sieve-no-poison", "poison-judge", "sieve+poison-judge", "source-prune",
+                "source-reweight", "evaluator", "sieve:judge", "sieve:select", "sieve:verify", "sieve:poison"]
+# the rows measured first (at every N) and the ones --quick runs
+KEY_DEFENCES = ("plain", "sieve", "sieve-no-poison", "poison-judge")
 EMB_CACHE = ROOT / "runs" / "attack" / "emb-cache"
 
 
@@ -132,6 +134,25 @@ def poisoned_copy(name: str, clean: Any, targets: list[Target], n: int, writer: 
     return index
 
 
+def writer_label(args: argparse.Namespace) -> str:
+    """The writer as named in log cells: ``template``, ``llm``, or ``llm-noq`` for passages
+    without the question prepended (a paraphrasing attacker)."""
+    return args.writer + ("-noq" if args.no_question else "")
+
+
+def writer_tag(args: argparse.Namespace) -> str:
+    return "-noq" if args.no_question else ""
+
+
+def make_writer(args: argparse.Namespace, llm: Any) -> Any:
+    from ragsieve.attack.poison import LLMWriter, TemplateWriter
+
+    if args.writer == "template":
+        return TemplateWriter(seed=args.seed, include_question=not args.no_question)
+    return LLMWriter(llm, seed=args.seed, cache_path=RUNS / "writer-cache.jsonl",
+                     include_question=not args.no_question)
+
+
 def base_config(args: argparse.Namespace) -> Any:
     from ragsieve.config import PipelineConfig
 
@@ -139,18 +160,27 @@ def base_config(args: argparse.Namespace) -> Any:
     return PipelineConfig(retrieval={"k": args.k}, generation={"max_tokens": args.answer_tokens})
 
 
-def load_log(path: Path) -> dict[tuple[str, ...], list[dict]]:
-    done: dict[tuple[str, ...], list[dict]] = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            done.setdefault(tuple(row["cell"]), []).append(row)
+def defence_keys(defences: list[str], base: Any) -> dict[str, str]:
+    """The config hash of each defence on ``base``: a log row is reused only under the hash it
+    was written with."""
+    from ragsieve.attack.evaluate import config_key, defence_config
+
+    return {d: config_key(defence_config(d, base)) for d in defences}
+
+
+def load_log(path: Path, keys: dict[str, str]) -> dict[tuple[str, ...], list[dict]]:
+    """Logged rows by cell whose defence config hash is the current one (stale rows are asked
+    again)."""
+    from ragsieve.attack.evaluate import read_log
+
+    done, stale = read_log(path, keys)
+    if stale:
+        logger.info("%s: %s stale rows (pipeline changed since) not reused", path.name, dict(stale))
     return done
 
 
 def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, results: dict) -> dict[str, Any]:
-    from ragsieve.attack.evaluate import defence_config, evaluate_defence, sieve_available
-    from ragsieve.attack.poison import LLMWriter, TemplateWriter
+    from ragsieve.attack.evaluate import append_log, defence_config, evaluate_defence, sieve_available
 
     if name == "hotpotqa":
         chunks, qs, val = hotpotqa_data(args.seed, args.targets, args.val)
@@ -161,13 +191,13 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
     targets = [t for t in targets if t.id in target_ids]
     base = base_config(args)
     clean = build_clean(name, chunks, embedder, val, args.k)
-    writer: Any = TemplateWriter(seed=args.seed) if args.writer == "template" else LLMWriter(
-        llm, seed=args.seed, cache_path=RUNS / "writer-cache.jsonl")
+    writer = make_writer(args, llm)
     has_sieve = sieve_available()
     defences = [d for d in args.defences if has_sieve or not d.startswith("sieve")]
     skipped = [d for d in args.defences if d not in defences]
     log_path = RUNS / f"log-{name}.jsonl"
-    done = load_log(log_path)
+    keys = defence_keys(defences, base)
+    done = load_log(log_path, keys)
     clean_answers: dict[str, dict[str, tuple[str, bool]]] = {}
     for row_cells in done.values():
         for r in row_cells:
@@ -175,7 +205,8 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
                 r["clean_answer"], bool(r.get("clean_abstained", False)))
     info = {"chunks": len(clean), "targets": len(targets), "validation": len(val), "skipped": skipped,
             "weights": json.loads((clean.dir / "source_weights.json").read_text())["metadata"]}
-    copies = {n: poisoned_copy(name, clean, targets, n, writer, args.spread, args.seed) for n in args.ns}
+    copies = {n: poisoned_copy(name, clean, targets, n, writer, args.spread, args.seed, tag=writer_tag(args))
+              for n in args.ns}
     if args.from_log:
         phases: list[list[tuple[int, str]]] = []
     else:
@@ -189,7 +220,7 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
             for n, d in phase:
                 pois = copies[n]
                 ids = {c.id for c in pois.chunks if c.metadata.get("poisoned")}
-                cell = (name, args.writer, args.spread, str(n), d)
+                cell = (name, writer_label(args), args.spread, str(n), d)
                 have = {r["target"] for r in done.get(cell, [])}
                 todo = [t for t in part if t.id not in have]
                 if not todo:
@@ -197,11 +228,9 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
                 cache = clean_answers.setdefault(f"{name}|{d}", {})
                 outcomes, log = evaluate_defence(defence_config(d, base), clean, pois, todo, ids, llm,
                                                  clean_answers=cache)
-                rows = [{"cell": list(cell), "defence": d, **o.to_dict(), **lg, "target": o.target_id}
-                        for o, lg in zip(outcomes, log, strict=True)]
-                with open(log_path, "a", encoding="utf-8") as fh:
-                    for r in rows:
-                        fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+                rows = [{"cell": list(cell), "defence": d, "config": keys[d], **o.to_dict(), **lg,
+                         "target": o.target_id} for o, lg in zip(outcomes, log, strict=True)]
+                append_log(log_path, rows)
                 done.setdefault(cell, []).extend(rows)
             logger.info("%s phase %s: %d/%d targets, %.0fs, cache %d hits / %d misses", name, phase[0],
                         min(start + args.chunk, len(targets)), len(targets), time.perf_counter() - t0,
@@ -228,24 +257,23 @@ def to_outcome(r: dict[str, Any]) -> Outcome:
 
 
 def job_phases(ns: list[int], defences: list[str]) -> list[list[tuple[int, str]]]:
-    """(N, defence) cells in phases, most informative first: the key defences at the largest N
-    with the N curve of plain RAG and the poisoning judge and the source weights (cheap: their
-    prompts mostly repeat plain RAG's) advancing together; then every other cell."""
+    """(N, defence) cells in phases, most informative first: the key defences (plain RAG, the
+    default sieve, the sieve without its poison stage, the poisoning judge) at the largest N,
+    then at the other N; then every other cell at the largest N, then the rest."""
     top = max(ns)
-    key = [d for d in defences if d in ("plain", "poison-judge", "sieve+poison-judge", "sieve")]
-    cheap = [d for d in defences if d.startswith("source-")]
-    first = [(top, d) for d in key] + [(top, d) for d in cheap]
-    first += [(n, d) for n in sorted(ns) if n != top for d in ("plain", "poison-judge") if d in defences]
-    rest = [(top, d) for d in defences if (top, d) not in first]
-    rest += [(n, d) for n in sorted(ns) if n != top for d in defences if (n, d) not in first]
-    return [p for p in (first, rest) if p]
+    key = [d for d in defences if d in KEY_DEFENCES]
+    first = [(top, d) for d in key]
+    curve = [(n, d) for n in sorted(ns) if n != top for d in key]
+    rest = [(top, d) for d in defences if d not in key]
+    late = [(n, d) for n in sorted(ns) if n != top for d in defences if d not in key]
+    return [p for p in (first, curve, rest, late) if p]
 
 
 def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, results: dict) -> dict[str, Any]:
     """HotpotQA, N = 5: the attacker's hosts also answer the validation questions, either
     correctly (to earn trust) or with wrong answers; weights are re-learned on the poisoned
     index, then source-prune is measured on the targets."""
-    from ragsieve.attack.evaluate import defence_config, evaluate_defence, fit_source_weights
+    from ragsieve.attack.evaluate import append_log, defence_config, evaluate_defence, fit_source_weights
     from ragsieve.attack.poison import PoisonedPassage, TemplateWriter, assign_sources, target_domains
     from ragsieve.importance import save_source_weights
     from ragsieve.index import Index
@@ -281,18 +309,17 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
         info[mode] = {"attacker_weights": att, "threshold": sw.get("threshold")}
         ids = {c.id for c in pois.chunks if c.metadata.get("poisoned") and c.id.startswith("poison:")}
         cell = ("hotpotqa", "template", args.spread, str(n), f"source-prune (val. poisoned: {mode})")
-        done = load_log(RUNS / "log-hotpotqa.jsonl")
+        keys = defence_keys(["source-prune"], base)
+        done = load_log(RUNS / "log-hotpotqa.jsonl", keys)
         if cell in done and (len(done[cell]) >= len(targets) or args.from_log):
             rows = done[cell][: len(targets)]
         elif args.from_log:
             continue
         else:
             outcomes, log = evaluate_defence(defence_config("source-prune", base), clean, pois, targets, ids, llm)
-            rows = [{"cell": list(cell), "defence": cell[-1], **o.to_dict(), **lg, "target": o.target_id}
-                    for o, lg in zip(outcomes, log, strict=True)]
-            with open(RUNS / "log-hotpotqa.jsonl", "a", encoding="utf-8") as fh:
-                for r in rows:
-                    fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+            rows = [{"cell": list(cell), "defence": cell[-1], "config": keys["source-prune"], **o.to_dict(), **lg,
+                     "target": o.target_id} for o, lg in zip(outcomes, log, strict=True)]
+            append_log(RUNS / "log-hotpotqa.jsonl", rows)
         results[cell] = [to_outcome(r) for r in rows]
     return info
 
@@ -507,6 +534,8 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=10, help="questions per logged batch")
     ap.add_argument("--defences", default=None, help=f"default {','.join(LLM_DEFENCES)}")
     ap.add_argument("--writer", default="template", choices=["template", "llm"])
+    ap.add_argument("--no-question", action="store_true",
+                    help="the writer's passages do not start with the question (a paraphrasing attacker)")
     ap.add_argument("--spread", default="sources", choices=["sources", "one", "inject"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--popqa-corpus", type=int, default=400, help="PopQA questions whose passages form the corpus")
@@ -520,7 +549,7 @@ def main() -> None:
     if args.quick:
         args.targets, args.val, args.wf_targets = min(args.targets, 20), min(args.val, 40), 100
         args.ns = args.ns or "1,5"
-        args.defences = args.defences or "plain,poison-judge,sieve,sieve+poison-judge,source-prune"
+        args.defences = args.defences or ",".join(KEY_DEFENCES)
     args.ns = args.ns or "1,3,5"
     args.defences = args.defences or ",".join(LLM_DEFENCES)
     args.ns = [int(x) for x in args.ns.split(",")]
@@ -528,7 +557,7 @@ def main() -> None:
     args.wikifact_relations = args.wikifact_relations.split(",")
     sets = [s for s in args.sets.split(",") if s]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    for noisy in ("faiss", "bm25s", "httpx", "ragsieve.index"):
+    for noisy in ("faiss", "bm25s", "httpx", "ragsieve.index", "ragsieve.route.runtime"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     global RUNS
     if args.quick:

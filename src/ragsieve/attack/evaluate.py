@@ -38,10 +38,13 @@ from ragsieve.llm.base import ContinuationScore, Generation
 __all__ = [
     "DEFENCES",
     "CachedLLM",
+    "append_log",
+    "config_key",
     "defence_config",
     "evaluate_defence",
     "fit_source_weights",
     "make_pipeline",
+    "read_log",
     "sieve_available",
 ]
 
@@ -93,6 +96,48 @@ def defence_config(name: str, base: PipelineConfig | None = None) -> PipelineCon
         raise InputError(f"unknown defence {name!r}; choose from {', '.join(DEFENCES)}")
     data = (base or PipelineConfig()).to_dict()
     return validate_config(_merge(data, DEFENCES[name]), origin=f"defence {name}")
+
+
+def config_key(config: PipelineConfig) -> str:
+    """A short hash of every setting of ``config``: a logged answer is reusable only while the
+    pipeline that gave it is unchanged (a new stage or post-processing step in a preset changes
+    the hash even where the defence's name stays the same)."""
+    text = json.dumps(config.to_dict(), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def read_log(
+    path: str | Path, keys: dict[str, str]
+) -> tuple[dict[tuple[str, ...], list[dict[str, Any]]], dict[str, int]]:
+    """Per-question log rows (JSONL, one ``{"cell": [...], "defence", "config", ...}`` per line)
+    grouped by cell, keeping only rows whose ``config`` is the current hash of their defence in
+    ``keys`` (``{defence name: config_key(...)}``; a defence label may carry a parenthesised
+    note, ``"source-prune (val. poisoned: trust)"``). Rows without a hash, of a defence not in
+    ``keys``, or written by a pipeline that has changed since are stale; their counts by
+    defence come back second, so a resumed run asks those questions again."""
+    done: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    stale: dict[str, int] = {}
+    if Path(path).is_file():
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a killed run
+                name = str(row.get("defence", "")).split(" (")[0]
+                if row.get("config") is None or row.get("config") != keys.get(name):
+                    stale[str(row.get("defence"))] = stale.get(str(row.get("defence")), 0) + 1
+                    continue
+                done.setdefault(tuple(row["cell"]), []).append(row)
+    return done, stale
+
+
+def append_log(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Append rows to a JSONL log (see :func:`read_log`), one line each."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
 def sieve_available() -> bool:
