@@ -195,7 +195,7 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
     has_sieve = sieve_available()
     defences = [d for d in args.defences if has_sieve or not d.startswith("sieve")]
     skipped = [d for d in args.defences if d not in defences]
-    log_path = RUNS / f"log-{name}.jsonl"
+    log_path = RUNS / f"log-{name}{args.log_tag}.jsonl"
     keys = defence_keys(defences, base)
     done = load_log(log_path, keys)
     clean_answers: dict[str, dict[str, tuple[str, bool]]] = {}
@@ -310,7 +310,7 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
         ids = {c.id for c in pois.chunks if c.metadata.get("poisoned") and c.id.startswith("poison:")}
         cell = ("hotpotqa", "template", args.spread, str(n), f"source-prune (val. poisoned: {mode})")
         keys = defence_keys(["source-prune"], base)
-        done = load_log(RUNS / "log-hotpotqa.jsonl", keys)
+        done = load_log(RUNS / f"log-hotpotqa{args.log_tag}.jsonl", keys)
         if cell in done and (len(done[cell]) >= len(targets) or args.from_log):
             rows = done[cell][: len(targets)]
         elif args.from_log:
@@ -319,7 +319,7 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
             outcomes, log = evaluate_defence(defence_config("source-prune", base), clean, pois, targets, ids, llm)
             rows = [{"cell": list(cell), "defence": cell[-1], "config": keys["source-prune"], **o.to_dict(), **lg,
                      "target": o.target_id} for o, lg in zip(outcomes, log, strict=True)]
-            append_log(RUNS / "log-hotpotqa.jsonl", rows)
+            append_log(RUNS / f"log-hotpotqa{args.log_tag}.jsonl", rows)
         results[cell] = [to_outcome(r) for r in rows]
     return info
 
@@ -498,13 +498,42 @@ def plot(curves: dict[str, dict[int, float]], path: Path) -> None:
     plt.close(fig)
 
 
+SPREADS = {"sources": "5 new hosts", "one": "1 new host", "inject": "an existing source (the best-ranked for "
+           "the question)"}
+
+
+def cell_rows(results: dict, s: str, writer: str, spread: str, ns: list[int], defences: list[str], seed: int,
+              curves: dict[str, dict[int, float]] | None) -> list[list[object]]:
+    """Table rows of one (set, writer, spread): each defence paired with plain RAG on the
+    questions both cells hold."""
+    rows: list[list[object]] = []
+    for n in ns:
+        base = results.get((s, writer, spread, str(n), "plain"))
+        for d in defences:
+            cell = (s, writer, spread, str(n), d)
+            if cell not in results:
+                continue
+            outs, paired = results[cell], None
+            if base is not None and d != "plain":
+                # a stopped run can leave cells with different questions: pair on the common ones
+                common = {o.target_id for o in base} & {o.target_id for o in outs}
+                outs = [o for o in outs if o.target_id in common]
+                paired = [o for o in base if o.target_id in common]
+            summ = summarize(outs, baseline=paired, seed=seed)
+            rows.append([str(n), *table_row(d, summ)])
+            if curves is not None:
+                curves.setdefault(f"{s}: {d}", {})[n] = summ["asr"]
+    return rows
+
+
 def failure_notes(results: dict, sets: list[str], n: int, writer: str, spread: str) -> str:
     """For each defence at the largest N, which check saw the poisoned passages that reached
     the generator, and with what scores."""
     lines = []
     for name in sets:
         for key, rows in results.items():
-            if key[0] != "log" or key[1] != name or key[4] != str(n) or key[5] == "plain":
+            if (key[0] != "log" or key[1] != name or key[2] != writer or key[3] != spread or key[4] != str(n)
+                    or key[5] == "plain"):
                 continue
             reached = [r for r in rows if any(own(p, r["target"]) for p in r["poisoned_in_evidence"])]
             attacked = sum(r["attacked"] for r in rows)
@@ -515,10 +544,18 @@ def failure_notes(results: dict, sets: list[str], n: int, writer: str, spread: s
                     checks[f"{d['check']}:{d['verdict']}"] += 1
                     if d.get("score") is not None:
                         scores.setdefault(d["check"], []).append(float(d["score"]))
+            stopped: Counter[str] = Counter(
+                f"{d['check']}:{d['verdict']}" for r in rows for d in r.get("decisions_on_poison", [])
+                if own(d["id"], r["target"]) and d["verdict"] != "kept")
+            blind = sum(r["attacked"] and not any(own(p, r["target"]) for p in r["poisoned_in_evidence"])
+                        for r in rows)
             sc = ", ".join(f"{c} median score {sorted(v)[len(v) // 2]:.2f}" for c, v in scores.items())
             lines.append(f"- {name}, {key[5]}: poisoned evidence reached the generator on {len(reached)}/{len(rows)} "
-                         f"questions, {attacked} answered with the target. Decisions on poisoned passages that "
-                         f"reached it: {dict(checks) or 'none recorded'}{'; ' + sc if sc else ''}.")
+                         f"questions, {attacked} answered with the target ({blind} of them with no poisoned "
+                         f"passage in the evidence: the model said the target answer on its own). Decisions on "
+                         f"poisoned passages that reached it: {dict(checks) or 'none recorded'}"
+                         f"{'; ' + sc if sc else ''}. Poisoned passages stopped (all questions): "
+                         f"{dict(stopped) or 'none recorded'}.")
     return "\n".join(lines)
 
 
@@ -543,6 +580,8 @@ def main() -> None:
     ap.add_argument("--wikifact-relations", default="currency,place_of_birth")
     ap.add_argument("--no-val-poison", action="store_true")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--log-tag", default="",
+                    help="suffix of the per-question logs (a new tag reruns every cell from the LLM cache)")
     ap.add_argument("--from-log", action="store_true",
                     help="report what the logs hold; run no new cell (a stopped run's partial cells count)")
     args = ap.parse_args()
@@ -590,23 +629,9 @@ def main() -> None:
     total = time.perf_counter() - t_start
 
     body = []
+    main_wr = writer_label(args)
     for s in llm_sets:
-        rows = []
-        for n in args.ns:
-            base = results.get((s, args.writer, args.spread, str(n), "plain"))
-            for d in args.defences:
-                cell = (s, args.writer, args.spread, str(n), d)
-                if cell not in results:
-                    continue
-                outs, paired = results[cell], None
-                if base is not None and d != "plain":
-                    # a stopped run can leave cells with different questions: pair on the common ones
-                    common = {o.target_id for o in base} & {o.target_id for o in outs}
-                    outs = [o for o in outs if o.target_id in common]
-                    paired = [o for o in base if o.target_id in common]
-                summ = summarize(outs, baseline=paired, seed=args.seed)
-                rows.append([str(n), *table_row(d, summ)])
-                curves.setdefault(f"{s}: {d}", {})[n] = summ["asr"]
+        rows = cell_rows(results, s, main_wr, args.spread, args.ns, args.defences, args.seed, curves)
         for cell, outs in results.items():
             if cell[0] == s and "val. poisoned" in cell[-1]:
                 summ = summarize(outs, seed=args.seed)
@@ -615,23 +640,37 @@ def main() -> None:
         w = inf["weights"]
         body.append(
             f"### {s}\n\n{inf['targets']} target questions (n per row below), corpus {inf['chunks']} passages, "
-            f"k = {args.k} passages to the generator, {args.writer} writer, attacker passages spread over "
-            f"{'5 new hosts' if args.spread == 'sources' else args.spread}. Source weights: data importance on "
+            f"k = {args.k} passages to the generator, {main_wr} writer, attacker passages spread over "
+            f"{SPREADS[args.spread]}. Source weights: data importance on "
             f"{w['validation_questions']} disjoint validation questions (utility: a top-20 hit contains a gold "
             f"answer; {w['sources']} sources seen, prune threshold {w['threshold']:.3f}, removal rate "
             f"{w['removal_rate']:.0%}). Defences not run in this build: {', '.join(inf['skipped']) or 'none'}.\n\n"
             + markdown_table(["N", *TABLE_HEADERS], rows))
+        short = [f"{d} (N={n}, n={len(results[(s, main_wr, args.spread, str(n), d)])})" for n in args.ns
+                 for d in args.defences if len(results.get((s, main_wr, args.spread, str(n), d), [])) not in
+                 (0, inf["targets"])]
         missing = [f"{d} (N={n})" for n in args.ns for d in args.defences
-                   if (s, args.writer, args.spread, str(n), d) not in results]
+                   if (s, main_wr, args.spread, str(n), d) not in results]
+        if short:
+            body.append(f"Cells with fewer than the {inf['targets']} targets (the run was stopped for time; rerun "
+                        f"the command to resume): {', '.join(short)}.")
         if missing:
-            body.append("Cells with no measured question yet (the run was stopped for time; rerun the command to "
-                        f"resume): {', '.join(missing)}.")
+            body.append(f"Cells not measured (stopped for time): {', '.join(missing)}.")
+        variants = sorted({(c[1], c[2]) for c in results if c[0] == s and (c[1], c[2]) != (main_wr, args.spread)})
+        if variants:
+            vrows: list[list[object]] = []
+            for wr, sp in variants:
+                vrows += [[wr, SPREADS[sp], *r] for r in
+                          cell_rows(results, s, wr, sp, args.ns, args.defences, args.seed, None)]
+            body.append("Attack variants (same targets; writer `llm` = the bundled model writes the passage, "
+                        "`-noq` = the question is not prepended):\n\n"
+                        + markdown_table(["writer", "spread", "N", *TABLE_HEADERS], vrows))
         body.append(
             "Source weights cannot act on this attack as run: the attacker's hosts never appear in the validation "
             "questions' retrievals, so they have no learned weight, and sources without one are kept (the "
             "importance stage's rule); prune and reweight then only change clean evidence. The WikiFact rows "
             "below measure the variant that drops unseen sources, and a validation set poisoned by the attacker.")
-        notes = failure_notes(results, [s], max(args.ns), args.writer, args.spread)
+        notes = failure_notes(results, [s], max(args.ns), main_wr, args.spread)
         if notes:
             body.append(f"Why poisoned passages got through at N = {max(args.ns)} (from the traces):\n\n{notes}")
     if "val_poison" in infos:
@@ -657,15 +696,20 @@ def main() -> None:
         "weights learned by data importance on the validation questions (`retrieval.use_source_weights`); "
         "`evaluator` = the task-adaptive preset (CRAG-style trained evaluator, HyDE off); `sieve:X` = the sieve "
         "preset with every check but X ablated (judge = the CRAG-style relevance judge, select = ScopeCoE with "
-        "rule features, verify = claim verification with regeneration and abstention); `sieve` = every check. "
+        "rule features, verify = claim verification with regeneration and abstention, poison = the "
+        "poisoning-aware check alone); `sieve` = the default sieve, every check including its `poison` stage "
+        "after the relevance judge (`ragsieve.pipeline.PoisonStage`: drops candidates that restate the question "
+        "verbatim with its interrogative word, a run covering >= 60 % of the question's tokens; of a cluster of "
+        "near-duplicates from different documents, word Jaccard >= 0.5 once the question's words are removed, "
+        "it keeps the best-ranked copy, flagged, and drops the rest); `sieve-no-poison` = the sieve with "
+        "`ablate: [poison]` (what the other checks stop on their own); `sieve+poison-judge` = the sieve with "
+        "`sieve.poison_duplicates: drop` (the whole near-duplicate cluster dropped). "
         "The knowledge filters (direct / proxy) score (input, knowledge) pairs for classification labels; on QA "
         "the sieve's filter stage passes candidates through (`stages.filtering.filter = none`), so they have no "
-        "row. `poison-judge` = `ragsieve.attack.judge.PoisonJudge` in front of plain RAG's selector: it drops "
-        "candidates that restate the question verbatim with its interrogative word (a run covering >= 60 % of "
-        "the question's tokens) or that form near-duplicate clusters (word Jaccard >= 0.5 once the question's "
-        "words are removed). `sieve+poison-judge` = the full sieve with the same check as a stage right after "
-        "the relevance judge (`ragsieve.attack.evaluate.PoisonStage`); the sieve would include it by adding a "
-        "`poison` stage between `judge` and `filter` in its stage list (ablatable like the others). Validation "
+        "row. `poison-judge` = the same check (`ragsieve.attack.judge.PoisonJudge`, whole clusters dropped) in "
+        "front of plain RAG's selector, without the sieve's other checks. The restatement signal targets the "
+        "black-box construction (question text prepended); a writer that paraphrases (the `-noq` variants, if "
+        "measured) is caught only by the near-duplicate signal, if at all. Validation "
         "questions are needed only by the source weights (their number is given per set); the other checks use "
         "no validation data.")
     img = ROOT / "docs" / "img" / ("attack_poisoning_quick.png" if args.quick else "attack_poisoning.png")
