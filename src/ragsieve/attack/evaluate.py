@@ -320,7 +320,8 @@ def evaluate_defence(
     outcomes: list[Outcome] = []
     log: list[dict[str, Any]] = []
     for i, t in enumerate(targets):
-        text, abstained, evidence, decisions = _answer_fields(pois.ask(t.question))
+        answer = pois.ask(t.question)
+        text, abstained, evidence, decisions = _answer_fields(answer)
         if clean_answers is not None and t.id in clean_answers:
             clean_text, clean_abst = clean_answers[t.id]
         else:
@@ -342,6 +343,7 @@ def evaluate_defence(
         ))
         log.append({
             "target": t.id, "wrong": t.wrong, "answer": text[:300], "abstained": abstained,
+            "abstain_reason": str(getattr(answer, "abstain_reason", "") or "")[:300],
             "clean_answer": clean_text[:300], "poisoned_in_evidence": reached,
             "decisions_on_poison": [d for d in decisions if d.get("id") in poisoned_ids
                                     and _target_of_id(str(d["id"]), poisoned_index, t.id) == t.id],
