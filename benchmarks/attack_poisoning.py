@@ -585,12 +585,14 @@ def failure_notes(results: dict, sets: list[str], n: int, writer: str, spread: s
             blind = sum(r["attacked"] and not any(own(p, r["target"]) for p in r["poisoned_in_evidence"])
                         for r in rows)
             sc = ", ".join(f"{c} median score {sorted(v)[len(v) // 2]:.2f}" for c, v in scores.items())
+            why: Counter[str] = Counter(str(r.get("abstain_reason") or "?").split(":")[0] for r in rows
+                                        if r.get("abstained"))
             lines.append(f"- {name}, {key[5]}: poisoned evidence reached the generator on {len(reached)}/{len(rows)} "
                          f"questions, {attacked} answered with the target ({blind} of them with no poisoned "
                          f"passage in the evidence: the model said the target answer on its own). Decisions on "
                          f"poisoned passages that reached it: {dict(checks) or 'none recorded'}"
                          f"{'; ' + sc if sc else ''}. Poisoned passages stopped (all questions): "
-                         f"{dict(stopped) or 'none recorded'}.")
+                         f"{dict(stopped) or 'none recorded'}. Abstentions by check: {dict(why) or 'none'}.")
     return "\n".join(lines)
 
 
