@@ -587,12 +587,15 @@ def failure_notes(results: dict, sets: list[str], n: int, writer: str, spread: s
             sc = ", ".join(f"{c} median score {sorted(v)[len(v) // 2]:.2f}" for c, v in scores.items())
             why: Counter[str] = Counter(str(r.get("abstain_reason") or "?").split(":")[0] for r in rows
                                         if r.get("abstained"))
+            clean_why: Counter[str] = Counter(str(r["clean_abstain_reason"]).split(":")[0] for r in rows
+                                              if r.get("clean_abstained") and r.get("clean_abstain_reason"))
             lines.append(f"- {name}, {key[5]}: poisoned evidence reached the generator on {len(reached)}/{len(rows)} "
                          f"questions, {attacked} answered with the target ({blind} of them with no poisoned "
                          f"passage in the evidence: the model said the target answer on its own). Decisions on "
                          f"poisoned passages that reached it: {dict(checks) or 'none recorded'}"
                          f"{'; ' + sc if sc else ''}. Poisoned passages stopped (all questions): "
-                         f"{dict(stopped) or 'none recorded'}. Abstentions by check: {dict(why) or 'none'}.")
+                         f"{dict(stopped) or 'none recorded'}. Abstentions by check: {dict(why) or 'none'}"
+                         f"{f'; on the clean corpus (where logged): {dict(clean_why)}' if clean_why else ''}.")
     return "\n".join(lines)
 
 

@@ -322,12 +322,15 @@ def evaluate_defence(
     for i, t in enumerate(targets):
         answer = pois.ask(t.question)
         text, abstained, evidence, decisions = _answer_fields(answer)
+        clean_reason = None  # known only where the clean question is asked here
         if clean_answers is not None and t.id in clean_answers:
             clean_text, clean_abst = clean_answers[t.id]
         else:
             if clean is None:  # pragma: no cover - built above whenever an answer is missing
                 raise InputError("no clean pipeline")
-            clean_text, clean_abst, _, _ = _answer_fields(clean.ask(t.question))
+            clean_answer = clean.ask(t.question)
+            clean_text, clean_abst, _, _ = _answer_fields(clean_answer)
+            clean_reason = str(getattr(clean_answer, "abstain_reason", "") or "")[:300]
             if clean_answers is not None:
                 clean_answers[t.id] = (clean_text, clean_abst)
         # only this question's passages count: another target's passage in the evidence is noise
@@ -344,7 +347,8 @@ def evaluate_defence(
         log.append({
             "target": t.id, "wrong": t.wrong, "answer": text[:300], "abstained": abstained,
             "abstain_reason": str(getattr(answer, "abstain_reason", "") or "")[:300],
-            "clean_answer": clean_text[:300], "poisoned_in_evidence": reached,
+            "clean_answer": clean_text[:300], "clean_abstain_reason": clean_reason,
+            "poisoned_in_evidence": reached,
             "decisions_on_poison": [d for d in decisions if d.get("id") in poisoned_ids
                                     and _target_of_id(str(d["id"]), poisoned_index, t.id) == t.id],
         })
