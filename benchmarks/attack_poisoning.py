@@ -14,10 +14,16 @@ Sets (``../shared/data``, see each PROVENANCE.md):
 
 For the LLM sets every defence is a ``PipelineConfig`` run on a clean index and on a poisoned
 copy (``ragsieve.attack``); the bundled SmolLM2-135M answers; its outputs are cached in
-``runs/attack/llm-cache.jsonl`` (resumable), per-question rows in ``runs/attack/log.jsonl``.
+``runs/attack/llm-cache-<set>.jsonl`` (resumable), per-question rows in
+``runs/attack/log-<set>.jsonl``. Each row carries its defence's config hash: a row written by a
+pipeline that has changed since (a new sieve stage, a new post-processing step) is not reused,
+its question is asked again (identical prompts still come from the LLM cache).
 
     python benchmarks/attack_poisoning.py --quick          # minutes
-    python benchmarks/attack_poisoning.py                  # the full table
+    python benchmarks/attack_poisoning.py                  # the full table (resumable)
+    python benchmarks/attack_poisoning.py --from-log       # the report from what the logs hold
+    python benchmarks/attack_poisoning.py --sets popqa --ns 5 --spread one --defences plain,sieve --no-write
+    python benchmarks/attack_poisoning.py --sets popqa --ns 5 --no-question --limit 30 --no-write
 """
 
 from __future__ import annotations
