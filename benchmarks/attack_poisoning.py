@@ -591,7 +591,7 @@ def failure_notes(results: dict, sets: list[str], n: int, writer: str, spread: s
             blind = sum(r["attacked"] and not any(own(p, r["target"]) for p in r["poisoned_in_evidence"])
                         for r in rows)
             sc = ", ".join(f"{c} median score {sorted(v)[len(v) // 2]:.2f}" for c, v in scores.items())
-            why: Counter[str] = Counter(str(r.get("abstain_reason") or "?").split(":")[0] for r in rows
+            why: Counter[str] = Counter(str(r.get("abstain_reason") or "reason not logged").split(":")[0] for r in rows
                                         if r.get("abstained"))
             clean_why: Counter[str] = Counter(str(r["clean_abstain_reason"]).split(":")[0] for r in rows
                                               if r.get("clean_abstained") and r.get("clean_abstain_reason"))
