@@ -233,6 +233,113 @@ def render(scores: dict[str, dict[str, Any]], n_run: int, n_target: int, desc: s
     )
 
 
+def stage_latency(records: dict[str, list[dict[str, Any]]], n: int, set_name: str, model: str) -> str | None:
+    """Each stage's mean ms and share of the mean ask time per configuration (records that
+    carry per-stage timings), with the sieve / plain ratio of mean seconds per question."""
+    import numpy as np
+
+    from _report import markdown_table
+
+    rows = []
+    for name, recs in records.items():
+        timed = [r for r in recs if r.get("stage_ms") is not None and not r.get("error")]
+        if not timed:
+            continue
+        total = float(np.mean([1000 * r["seconds"] for r in timed]))
+        stages: dict[str, list[float]] = {}
+        for r in timed:
+            for stage, ms in r["stage_ms"].items():
+                if stage != "pipeline":
+                    stages.setdefault(stage, []).append(ms)
+        for stage, values in stages.items():
+            mean = float(np.sum(values)) / len(timed)  # a stage that did not run counts as 0 ms
+            rows.append([name, stage, f"{mean:.0f}", f"{float(np.median(values)):.0f}", f"{100 * mean / total:.0f}%"])
+        median_total = float(np.median([1000 * r["seconds"] for r in timed]))
+        rows.append([name, "**total ask**", f"{total:.0f}", f"{median_total:.0f}", f"100% (n = {len(timed)})"])
+    if not rows:
+        return None
+    ratio = ""
+    if "sieve" in records and "plain" in records:
+        s_sec = np.array([r["seconds"] for r in records["sieve"]])
+        p_sec = np.array([r["seconds"] for r in records["plain"]])
+        rng = np.random.default_rng(0)
+        draws = (rng.integers(0, len(s_sec), len(s_sec)) for _ in range(1000))
+        boot = [s_sec[i].mean() / p_sec[i].mean() for i in draws]
+        ratio = (f"\n\nSieve / plain RAG mean seconds per question: **{s_sec.mean() / p_sec.mean():.2f}x** "
+                 f"(bootstrap 95% interval {np.percentile(boot, 2.5):.2f}-{np.percentile(boot, 97.5):.2f}, "
+                 f"n = {len(s_sec)} paired questions); goal <= 3x.")
+    return (
+        f"From the per-question records of `benchmarks/eval_sieve.py --set {set_name}` ({model}; n = {n} questions "
+        "per configuration, llama.cpp 1 thread, run while other jobs shared the 2 cores: compare shares and "
+        "ratios, not absolute times). Mean = mean over questions of a stage's milliseconds (0 where it did not "
+        "run, e.g. generation after an abstention); median over the questions where it ran. `need` includes the "
+        "retrieval probe it makes; `verify` includes a regeneration when one happens.\n\n"
+        + markdown_table(["configuration", "stage", "mean ms", "median ms", "share of mean ask time"], rows)
+        + ratio
+    )
+
+
+def second_judge_table(
+    args: Any, cfg: Any, index_dir: Path, items: list[Any], records: dict[str, list[dict[str, Any]]],
+    scores: dict[str, Any],
+) -> str:
+    """Faithfulness of the same answers under a second judge (re-scored from the cache)."""
+    from _report import markdown_table
+    from ragsieve.eval.cli import make_judge
+    from ragsieve.eval.harness import rejudge_faithfulness
+    from ragsieve.eval.scoring import score_all
+    from ragsieve.index import Index
+
+    index = Index.open(index_dir)
+    judge = make_judge(args.second_judge, cfg)
+    again = score_all(items, rejudge_faithfulness(records, judge, lambda cid: index.get(cid).text),
+                      baseline="plain" if "plain" in records else None)
+    rows = []
+    for name, m in again.items():
+        if name == "no-retrieval":
+            continue
+        rows.append([name, fmt_pct(m, "faithfulness"), fmt_pct(scores[name], "faithfulness"),
+                     fmt_diff(m, "faithfulness")])
+    return (
+        f"Faithfulness of the same answered questions under a second judge, `{judge.name}` (re-scored from the "
+        "cached sentences and cited evidence; nothing re-generated). How well each judge separates supported from "
+        "unsupported claims is measured in \"Verification: claim judges on the demo corpus\"; the sieve's verify "
+        "stage uses `lexical-embedding` itself, so under that judge the sieve is partly graded by its own check.\n\n"
+        + markdown_table(["configuration", f"faithfulness % ({judge.name})",
+                          f"faithfulness % ({scores_judge(records)})", f"Δ vs plain pts ({judge.name})"], rows)
+    )
+
+
+def scores_judge(records: dict[str, list[dict[str, Any]]]) -> str:
+    for recs in records.values():
+        for r in recs:
+            if r.get("judge"):
+                return str(r["judge"])
+    return "none"
+
+
+def checks_acted(records: dict[str, list[dict[str, Any]]]) -> str:
+    """Per configuration, how many candidates each check kept / flagged / dropped (means per
+    question) and how the questions ended (abstention reasons by check)."""
+    from collections import Counter
+
+    lines = []
+    for name, recs in records.items():
+        have = [r for r in recs if r.get("decisions") is not None]
+        if not have or name == "no-retrieval":
+            continue
+        tot: Counter[str] = Counter()
+        for r in have:
+            tot.update(r["decisions"])
+        ends = Counter((r.get("abstain_reason") or "").split(":")[0] for r in have if r.get("abstained"))
+        acts = ", ".join(f"{k} {v / len(have):.1f}" for k, v in sorted(tot.items()))
+        why = ", ".join(f"{k or 'other'} {v}" for k, v in ends.most_common()) or "none"
+        lines.append(f"- {name} (n = {len(have)}): per question {acts or 'no recorded decisions'}; "
+                     f"abstentions by check: {why}.")
+    return ("Which checks acted (mean candidates per question by check:verdict, from the traces):\n\n"
+            + "\n".join(lines)) if lines else ""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--set", choices=SETS, required=True)
@@ -247,6 +354,8 @@ def main() -> None:
     ap.add_argument("--ablate", action="append", default=[], help="sieve rows without these stages")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads per model")
     ap.add_argument("--report-only", action="store_true", help="score what the cache holds; answer nothing new")
+    ap.add_argument("--second-judge", default="lexical-embedding",
+                    help="also score faithfulness of the same answers with this judge ('none': skip)")
     ap.add_argument("--plot", type=Path, default=None, help="also write the risk-coverage curves (PNG)")
     ap.add_argument("--section", default=None, help="results.md section name (default: eval-sieve-<set>[-<model>])")
     args = ap.parse_args()
@@ -300,6 +409,14 @@ def main() -> None:
     if args.plot is not None:
         plot_risk_coverage(scores, args.plot, title=f"{args.set}, {args.model}, n={len(done_items)}")
     body = render(scores, len(done_items), len(items), desc, MODELS[args.model]["label"], judge_name)
+    if args.second_judge != "none" and args.second_judge != judge_name:
+        body += "\n\n" + second_judge_table(args, cfg, index_dir, done_items, records, scores)
+    acted = checks_acted(records)
+    if acted:
+        body += "\n\n" + acted
+    if args.plot is not None and args.plot.resolve().is_relative_to((ROOT / "docs").resolve()):
+        rel = args.plot.resolve().relative_to((ROOT / "docs").resolve())
+        body += f"\n\n![Risk-coverage curves, {args.set}]({rel.as_posix()})"
     if new_outputs:
         body += (
             f"\n\nWall time of the run that wrote this section: {wall / 60:.1f} min for {new_outputs} new outputs "
@@ -311,6 +428,9 @@ def main() -> None:
     if args.section:
         title += f" ({', '.join(s.name for s in specs)})"
     write_section("results.md", section, title, body)
+    latency = stage_latency(records, len(done_items), args.set, MODELS[args.model]["label"])
+    if latency:
+        write_section("benchmarks.md", f"{section}-stages", f"Stage latency: {title[len('The '):]}", latency)
     (out / f"{args.model}-scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
     print(body)
 

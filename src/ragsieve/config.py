@@ -164,14 +164,17 @@ class SieveConfig(_Section):
     # When the judge finds every candidate irrelevant, abstain instead of answering from them.
     abstain_when_all_irrelevant: bool = True
     # poison: the poisoning-aware check after the judge (ragsieve.attack.judge.PoisonJudge). It
-    # drops candidates that restate the question verbatim with its question word (the shape of
-    # black-box knowledge-poisoning passages: question + false answer, so they rank first) and
-    # handles near-duplicates from different documents: "dedupe" keeps the best-ranked copy,
-    # "drop" drops the whole cluster, "keep" only records it. Measured in docs/results.md,
-    # "Knowledge poisoning: attack success by defence". Corpora of FAQ pages restate questions
-    # honestly: raise poison_restate_share to 1.0 or ablate the stage there.
+    # drops candidates that restate the question verbatim from its opening words past its question
+    # word (the shape of black-box knowledge-poisoning passages: question + false answer, so they
+    # rank first) and handles near-copies from different documents: "dedupe" keeps the
+    # best-ranked copy, "drop" drops the whole cluster, "keep" only records it. The Jaccard bar
+    # is high (0.95: near-exact copies only) because templated pages (one article per season or award category) share
+    # most words but differ in the detail a question asks about; on HotpotQA's paragraphs 0.5
+    # merged such siblings, and 0.9 still merged the 2040 and 2044 US election stubs. Measured in docs/results.md,
+    # "Knowledge poisoning: attack success by defence". A corpus of FAQ pages restates questions
+    # honestly, exactly as the attack does: switch the stage off there (ablate = ["poison"]).
     poison_restate_share: float = Field(0.6, gt=0.0, le=1.0)
-    poison_duplicate_jaccard: float = Field(0.5, gt=0.0, le=1.0)
+    poison_duplicate_jaccard: float = Field(0.95, gt=0.0, le=1.0)
     poison_duplicates: Literal["dedupe", "drop", "keep"] = "dedupe"
     select: Literal["scope-coe", "top-k"] = "scope-coe"
     # ScopeCoE's question features (intent, keywords, relations): "rules" extracts them without

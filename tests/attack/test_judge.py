@@ -84,3 +84,14 @@ def test_chunks_of_one_document_are_never_near_duplicates():
     text = "Records confirm that Buzz Aldrin was the first to step onto the lunar surface in July."
     same_doc = [SearchHit(Chunk(f"doc:{i}", text, "doc", "s"), 1.0, i + 1, {}) for i in range(2)]
     assert [v.cluster for v in PoisonJudge().judge(Q, same_doc)] == [1, 1]
+
+
+def test_declarative_questions_and_mid_sentence_question_words_are_not_restatements():
+    q = "Kaiser Ventures was founded by an American industrialist who became known as the father of shipbuilding"
+    honest = hit("k", "Henry J. Kaiser was an American industrialist who became known as the father of shipbuilding.")
+    assert PoisonJudge().judge(q, [honest])[0].restatement == 0.0
+    q2 = "The director of the film Sinister was born in which year?"
+    honest2 = hit("d", "The director of the film Sinister was born in 1966 in Denver.")
+    planted = hit("p", q2 + " He was born in 1931.")
+    v = PoisonJudge().judge(q2, [honest2, planted])
+    assert [x.dropped for x in v] == [False, True] and v[1].restatement == 1.0

@@ -239,3 +239,19 @@ def test_demo_questions_load_as_is() -> None:
     items = load_qa(_resource_path("questions.jsonl"))
     assert len(items) >= 40
     assert all(i.answers for i in items if i.answerable)
+
+
+def test_rejudge_rescores_the_same_sentences_against_the_same_evidence():
+    from ragsieve.eval.harness import rejudge_faithfulness
+
+    rec = {"config": "sieve", "faithfulness": [
+        {"sentence": "Paris is in France", "cited": ["c1"], "score": 0.1, "supported": False},
+        {"sentence": "It is old", "cited": [], "score": 0.9, "supported": True},
+    ], "judge": "first"}
+    texts = {"c1": "Paris is a city in France."}
+    records = {"sieve": [rec, {"config": "sieve", "faithfulness": None}]}
+    out = rejudge_faithfulness(records, WordJudge(), texts.__getitem__)
+    rows = out["sieve"][0]["faithfulness"]
+    assert [r["supported"] for r in rows] == [True, False] and rows[1]["score"] == 0.0
+    assert out["sieve"][0]["judge"] == "word-judge" and out["sieve"][1]["faithfulness"] is None
+    assert rec["faithfulness"][0]["score"] == 0.1  # the cached record is not modified

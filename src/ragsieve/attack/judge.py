@@ -2,9 +2,10 @@
 
 Two signals, both cheap (no model) and both visible in the trace:
 
-* **question restatement**: the candidate contains a long verbatim run of the question's
-  tokens that keeps its interrogative word (PoisonedRAG's black-box passages start with the
-  question so they rank high; encyclopedic text states answers, it does not ask questions);
+* **question restatement**: the candidate contains the question's opening words verbatim, on
+  past its interrogative word, covering most of the question (PoisonedRAG's black-box
+  passages start with the question so they rank high; encyclopedic text states answers, it
+  does not ask questions, and shares at most a middle stretch of a question's words);
 * **near-duplicate cluster**: several candidates that, once the question's words are
   removed, share most of their remaining words — one assertion copied over several pages
   or hosts, which honest corpora rarely retrieve together for one question.
@@ -35,7 +36,14 @@ from ragsieve.errors import ConfigError
 from ragsieve.eval.qa import normalize_answer
 from ragsieve.types import SearchHit, Trace, Verdict
 
-__all__ = ["DUPLICATE_ACTIONS", "PoisonJudge", "PoisonVerdict", "longest_common_run", "question_anchor"]
+__all__ = [
+    "DUPLICATE_ACTIONS",
+    "PoisonJudge",
+    "PoisonVerdict",
+    "longest_common_run",
+    "question_anchor",
+    "question_prefix_run",
+]
 
 # What the judge does with a near-duplicate cluster (see PoisonJudge).
 DUPLICATE_ACTIONS = ("drop", "dedupe", "keep")
@@ -64,6 +72,17 @@ def longest_common_run(a: Sequence[str], b: Sequence[str], anchor: int | None = 
                 if cur[j] > best and (anchor is None or i - cur[j] < anchor <= i):
                     best = cur[j]
         prev = cur
+    return best
+
+
+def question_prefix_run(question: Sequence[str], text: Sequence[str]) -> int:
+    """Length of the longest opening stretch of ``question`` found verbatim in ``text``."""
+    best = 0
+    for j in range(len(text)):
+        n = 0
+        while n < len(question) and j + n < len(text) and text[j + n] == question[n]:
+            n += 1
+        best = max(best, n)
     return best
 
 
@@ -145,7 +164,11 @@ class PoisonJudge:
         toks = [normalize_answer(h.chunk.text).split() for h in hits]
         restate = []
         for t in toks:
-            run = longest_common_run(q, t, anchor=question_anchor(q))
+            # The run must open the question and reach past its interrogative word: a relative
+            # "who" in a declarative question ("... an industrialist who became known as ...")
+            # is matched by honest text that answers it, the question's opening words are not.
+            run = question_prefix_run(q, t)
+            run = run if run > question_anchor(q) else 0
             share = run / len(q) if q else 0.0
             # a run made of function words alone ("what is the") says nothing
             run_ok = run >= self.min_restate_tokens and sum(w in set(t) for w in q_content) >= min(

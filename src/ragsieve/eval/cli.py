@@ -65,7 +65,13 @@ def eval_command(
     ablate: list[str] = typer.Option([], "--ablate", help="Sieve row without these stages, e.g. verify,judge."),
     only: str | None = typer.Option(None, "--only", help="Comma-separated configurations to run (default all)."),
     limit: int | None = typer.Option(None, "--limit", help="Evaluate the first N questions."),
-    judge: str = typer.Option("llm-logprob", "--judge", help="Faithfulness judge: llm-logprob, lexical-embedding."),
+    judge: str = typer.Option(
+        "lexical-embedding",
+        "--judge",
+        help="Faithfulness judge: lexical-embedding (default; also the sieve's own verifier) or llm-logprob "
+        "(yes/no log-probabilities of the configured LLM: at chance with the bundled 135M model, see "
+        "docs/results.md; use it with a stronger served model).",
+    ),
     cache: Path | None = typer.Option(None, "--cache", help="Resumable JSONL of per-question outputs."),
     plot: Path | None = typer.Option(None, "--plot", help="Write the risk-coverage curves to this PNG."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),

@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,6 +194,29 @@ def judge_faithfulness(answer: Answer, judge: FaithfulnessJudge) -> list[dict[st
     return rows
 
 
+def rejudge_faithfulness(
+    records: dict[str, list[dict[str, Any]]], judge: FaithfulnessJudge, text_of: Callable[[str], str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Copies of ``records`` whose faithfulness rows are re-scored by another ``judge``: the same
+    sentences against the same cited evidence (``text_of`` maps a chunk id to its text), so a
+    cached evaluation is judged twice without answering anything again."""
+    judge.warm_up()
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, recs in records.items():
+        out[name] = []
+        for rec in recs:
+            rows = rec.get("faithfulness")
+            if rows is not None:
+                rescored = []
+                for row in rows:
+                    cited = list(row["cited"])
+                    score = float(judge.support(row["sentence"], [text_of(c) for c in cited])) if cited else 0.0
+                    rescored.append({**row, "score": round(score, 6), "supported": score >= SUPPORT_THRESHOLD})
+                rows = rescored
+            out[name].append({**rec, "faithfulness": rows, "judge": judge.name})
+    return out
+
+
 def _record(
     key: str, spec: EvalSpec, item: QAItem, answer: Answer, seconds: float, faith: list[dict[str, Any]] | None
 ) -> dict[str, Any]:
@@ -214,6 +238,10 @@ def _record(
         "prompt_tokens": answer.trace.prompt_tokens,
         "completion_tokens": answer.trace.completion_tokens,
         "seconds": round(seconds, 4),
+        # each stage's milliseconds and each check's verdict counts, for the cost and
+        # "which check acted" breakdowns of a report
+        "stage_ms": {k: round(v, 1) for k, v in answer.trace.timings_ms.items()},
+        "decisions": dict(Counter(f"{d['check']}:{d['verdict']}" for d in answer.trace.decisions)),
         "faithfulness": faith,
         "error": None,
     }

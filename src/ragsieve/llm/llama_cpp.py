@@ -129,6 +129,9 @@ class LlamaCppLLM:
             docstring); 0 keeps only the live cache.
         repeat_penalty: llama.cpp's penalty on tokens already in the context when generating
             (1.0: off); scoring calls never use it.
+        stop_repetition_ngram: stop generating once the reply repeats a word n-gram
+            (:func:`ragsieve.generate.answer.trim_repetition` would cut the rest anyway, so the
+            trimmed answer is the same and a looping reply stops costing tokens); 0: off.
 
     Example:
         >>> llm = LlamaCppLLM(n_threads=1)  # doctest: +SKIP
@@ -150,6 +153,7 @@ class LlamaCppLLM:
         prefix_cache: bool = True,
         prefix_states: int = 4,
         repeat_penalty: float = DEFAULT_REPEAT_PENALTY,
+        stop_repetition_ngram: int = 5,
     ) -> None:
         if chat_format is not None and chat_format not in get_args(ChatFormatName):
             raise ConfigError(
@@ -165,6 +169,7 @@ class LlamaCppLLM:
         self.prefix_cache = prefix_cache
         self.prefix_states = prefix_states
         self.repeat_penalty = repeat_penalty
+        self.stop_repetition_ngram = stop_repetition_ngram
         self._llama: Llama | None = None
         # token prefix -> KV bytes of sequence 0 holding exactly those tokens
         self._saved: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
@@ -502,6 +507,7 @@ class LlamaCppLLM:
             stop=stop,
             seed=seed,
             repeat_penalty=self.repeat_penalty,
+            stop_repetition_ngram=self.stop_repetition_ngram,
         )
 
     def _complete(
@@ -514,6 +520,7 @@ class LlamaCppLLM:
         seed: int | None,
         grammar: Any = None,
         repeat_penalty: float = 1.0,
+        stop_repetition_ngram: int = 0,
     ) -> Generation:
         if max_tokens < 1:
             raise InputError(f"max_tokens must be at least 1, got {max_tokens}")
@@ -524,6 +531,8 @@ class LlamaCppLLM:
         self._check_fits(len(tokens) + 1, "the prompt")
         stops = [s for s in [*(stop or []), *template_stops] if s]
         llama = self._model()
+        from llama_cpp import StoppingCriteriaList
+
         with self._lock:
             # Generation always starts from an empty KV cache: llama-cpp-python's own prefix
             # reuse re-decodes the last prompt token alone, which changes greedy outputs at
@@ -541,6 +550,11 @@ class LlamaCppLLM:
                 stop=stops or None,
                 seed=self.seed if seed is None else seed,
                 grammar=grammar,
+                stopping_criteria=(
+                    StoppingCriteriaList([_repetition_stop(llama.detokenize, len(tokens), stop_repetition_ngram)])
+                    if stop_repetition_ngram > 0 and grammar is None
+                    else None
+                ),
             )
         choice = out["choices"][0]
         usage = out["usage"]
@@ -604,3 +618,21 @@ class LlamaCppLLM:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LlamaCppLLM:
         return cls(**data.get("init_parameters", {}))
+
+
+def _repetition_stop(
+    detokenize: Callable[[list[int]], bytes], n_prompt: int, ngram: int
+) -> Callable[[Any, Any], bool]:
+    """A llama.cpp stopping criterion: true once the reply so far (without its last, possibly
+    unfinished word) repeats a word ``ngram``-gram, i.e. once ``trim_repetition`` would cut it."""
+    from ragsieve.generate.answer import trim_repetition
+
+    def repeated(input_ids: Any, logits: Any) -> bool:
+        reply = [int(t) for t in input_ids[n_prompt:]]
+        if len(reply) < ngram:
+            return False
+        words = detokenize(reply).decode("utf-8", errors="ignore").split()
+        head = " ".join(words[:-1])
+        return len(words) > ngram and trim_repetition(head, ngram) != head
+
+    return repeated
