@@ -130,6 +130,10 @@ def test_config_key_changes_with_the_pipeline_not_with_the_object():
     # a changed post-processing step (here: repetition trimming) makes old rows stale
     untrimmed = PipelineConfig(retrieval={"k": 3}, generation={"trim_repetition": False})
     assert config_key(defence_config("plain", untrimmed)) != keys["plain"]
+    # a new sieve default makes the sieve's rows stale, not plain RAG's
+    resieved = PipelineConfig(retrieval={"k": 3}, sieve={"poison_duplicate_jaccard": 0.7})
+    assert config_key(defence_config("plain", resieved)) == keys["plain"]
+    assert config_key(defence_config("sieve", resieved)) != keys["sieve"]
 
 
 def test_read_log_reuses_only_rows_of_the_current_config(tmp_path):

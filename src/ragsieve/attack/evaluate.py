@@ -102,7 +102,11 @@ def config_key(config: PipelineConfig) -> str:
     """A short hash of every setting of ``config``: a logged answer is reusable only while the
     pipeline that gave it is unchanged (a new stage or post-processing step in a preset changes
     the hash even where the defence's name stays the same)."""
-    text = json.dumps(config.to_dict(), sort_keys=True, default=str)
+    data = config.to_dict()
+    if data.get("pipeline") != "sieve":
+        # the sieve's settings change no other pipeline: a new sieve default keeps plain RAG's rows
+        data.pop("sieve", None)
+    text = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
