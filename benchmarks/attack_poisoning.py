@@ -14,10 +14,16 @@ Sets (``../shared/data``, see each PROVENANCE.md):
 
 For the LLM sets every defence is a ``PipelineConfig`` run on a clean index and on a poisoned
 copy (``ragsieve.attack``); the bundled SmolLM2-135M answers; its outputs are cached in
-``runs/attack/llm-cache.jsonl`` (resumable), per-question rows in ``runs/attack/log.jsonl``.
+``runs/attack/llm-cache-<set>.jsonl`` (resumable), per-question rows in
+``runs/attack/log-<set>.jsonl``. Each row carries its defence's config hash: a row written by a
+pipeline that has changed since (a new sieve stage, a new post-processing step) is not reused,
+its question is asked again (identical prompts still come from the LLM cache).
 
     python benchmarks/attack_poisoning.py --quick          # minutes
-    python benchmarks/attack_poisoning.py                  # the full table
+    python benchmarks/attack_poisoning.py                  # the full table (resumable)
+    python benchmarks/attack_poisoning.py --from-log       # the report from what the logs hold
+    python benchmarks/attack_poisoning.py --sets popqa --ns 5 --spread one --defences plain,sieve --no-write
+    python benchmarks/attack_poisoning.py --sets popqa --ns 5 --no-question --limit 30 --no-write
 """
 
 from __future__ import annotations
@@ -43,8 +49,10 @@ from ragsieve.attack.poison import Target, choose_targets  # noqa: E402
 
 logger = logging.getLogger("attack_poisoning")
 RUNS = ROOT / "runs" / "attack"
-LLM_DEFENCES = ["plain", "poison-judge", "sieve", "sieve+poison-judge", "source-prune", "source-reweight",
-                "sieve:judge", "sieve:verify", "sieve:select", "evaluator"]
+LLM_DEFENCES = ["plain", "sieve", "sieve-no-poison", "poison-judge", "sieve+poison-judge", "source-prune",
+                "source-reweight", "evaluator", "sieve:judge", "sieve:select", "sieve:verify", "sieve:poison"]
+# the rows measured first (at every N) and the ones --quick runs
+KEY_DEFENCES = ("plain", "sieve", "sieve-no-poison", "poison-judge")
 EMB_CACHE = ROOT / "runs" / "attack" / "emb-cache"
 
 
@@ -132,6 +140,26 @@ def poisoned_copy(name: str, clean: Any, targets: list[Target], n: int, writer: 
     return index
 
 
+def writer_label(args: argparse.Namespace) -> str:
+    """The writer as named in log cells: ``template``, ``llm``, or ``llm-noq`` for passages
+    without the question prepended (a paraphrasing attacker)."""
+    return args.writer + ("-noq" if args.no_question else "")
+
+
+def writer_tag(args: argparse.Namespace) -> str:
+    """The poisoned copy's folder suffix (a copy holds the passages of the targets it was built for)."""
+    return ("-noq" if args.no_question else "") + (f"-t{args.limit}" if args.limit else "")
+
+
+def make_writer(args: argparse.Namespace, llm: Any) -> Any:
+    from ragsieve.attack.poison import LLMWriter, TemplateWriter
+
+    if args.writer == "template":
+        return TemplateWriter(seed=args.seed, include_question=not args.no_question)
+    return LLMWriter(llm, seed=args.seed, cache_path=RUNS / "writer-cache.jsonl",
+                     include_question=not args.no_question)
+
+
 def base_config(args: argparse.Namespace) -> Any:
     from ragsieve.config import PipelineConfig
 
@@ -139,18 +167,27 @@ def base_config(args: argparse.Namespace) -> Any:
     return PipelineConfig(retrieval={"k": args.k}, generation={"max_tokens": args.answer_tokens})
 
 
-def load_log(path: Path) -> dict[tuple[str, ...], list[dict]]:
-    done: dict[tuple[str, ...], list[dict]] = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            done.setdefault(tuple(row["cell"]), []).append(row)
+def defence_keys(defences: list[str], base: Any) -> dict[str, str]:
+    """The config hash of each defence on ``base``: a log row is reused only under the hash it
+    was written with."""
+    from ragsieve.attack.evaluate import config_key, defence_config
+
+    return {d: config_key(defence_config(d, base)) for d in defences}
+
+
+def load_log(path: Path, keys: dict[str, str]) -> dict[tuple[str, ...], list[dict]]:
+    """Logged rows by cell whose defence config hash is the current one (stale rows are asked
+    again)."""
+    from ragsieve.attack.evaluate import read_log
+
+    done, stale = read_log(path, keys)
+    if stale:
+        logger.info("%s: %s stale rows (pipeline changed since) not reused", path.name, dict(stale))
     return done
 
 
 def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, results: dict) -> dict[str, Any]:
-    from ragsieve.attack.evaluate import defence_config, evaluate_defence, sieve_available
-    from ragsieve.attack.poison import LLMWriter, TemplateWriter
+    from ragsieve.attack.evaluate import append_log, defence_config, evaluate_defence, sieve_available
 
     if name == "hotpotqa":
         chunks, qs, val = hotpotqa_data(args.seed, args.targets, args.val)
@@ -159,15 +196,18 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
     targets = choose_targets(qs + val, seed=args.seed)
     target_ids = {q["id"] for q in qs}
     targets = [t for t in targets if t.id in target_ids]
+    if args.limit:
+        # the first targets of the same draw (--targets would change the wrong-answer pool)
+        targets = targets[:args.limit]
     base = base_config(args)
     clean = build_clean(name, chunks, embedder, val, args.k)
-    writer: Any = TemplateWriter(seed=args.seed) if args.writer == "template" else LLMWriter(
-        llm, seed=args.seed, cache_path=RUNS / "writer-cache.jsonl")
+    writer = make_writer(args, llm)
     has_sieve = sieve_available()
     defences = [d for d in args.defences if has_sieve or not d.startswith("sieve")]
     skipped = [d for d in args.defences if d not in defences]
-    log_path = RUNS / f"log-{name}.jsonl"
-    done = load_log(log_path)
+    log_path = RUNS / f"log-{name}{args.log_tag}.jsonl"
+    keys = defence_keys(defences, base)
+    done = load_log(log_path, keys)
     clean_answers: dict[str, dict[str, tuple[str, bool]]] = {}
     for row_cells in done.values():
         for r in row_cells:
@@ -175,7 +215,8 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
                 r["clean_answer"], bool(r.get("clean_abstained", False)))
     info = {"chunks": len(clean), "targets": len(targets), "validation": len(val), "skipped": skipped,
             "weights": json.loads((clean.dir / "source_weights.json").read_text())["metadata"]}
-    copies = {n: poisoned_copy(name, clean, targets, n, writer, args.spread, args.seed) for n in args.ns}
+    copies = {n: poisoned_copy(name, clean, targets, n, writer, args.spread, args.seed, tag=writer_tag(args))
+              for n in args.ns}
     if args.from_log:
         phases: list[list[tuple[int, str]]] = []
     else:
@@ -189,7 +230,7 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
             for n, d in phase:
                 pois = copies[n]
                 ids = {c.id for c in pois.chunks if c.metadata.get("poisoned")}
-                cell = (name, args.writer, args.spread, str(n), d)
+                cell = (name, writer_label(args), args.spread, str(n), d)
                 have = {r["target"] for r in done.get(cell, [])}
                 todo = [t for t in part if t.id not in have]
                 if not todo:
@@ -197,11 +238,9 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
                 cache = clean_answers.setdefault(f"{name}|{d}", {})
                 outcomes, log = evaluate_defence(defence_config(d, base), clean, pois, todo, ids, llm,
                                                  clean_answers=cache)
-                rows = [{"cell": list(cell), "defence": d, **o.to_dict(), **lg, "target": o.target_id}
-                        for o, lg in zip(outcomes, log, strict=True)]
-                with open(log_path, "a", encoding="utf-8") as fh:
-                    for r in rows:
-                        fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+                rows = [{"cell": list(cell), "defence": d, "config": keys[d], **o.to_dict(), **lg,
+                         "target": o.target_id} for o, lg in zip(outcomes, log, strict=True)]
+                append_log(log_path, rows)
                 done.setdefault(cell, []).extend(rows)
             logger.info("%s phase %s: %d/%d targets, %.0fs, cache %d hits / %d misses", name, phase[0],
                         min(start + args.chunk, len(targets)), len(targets), time.perf_counter() - t0,
@@ -228,24 +267,23 @@ def to_outcome(r: dict[str, Any]) -> Outcome:
 
 
 def job_phases(ns: list[int], defences: list[str]) -> list[list[tuple[int, str]]]:
-    """(N, defence) cells in phases, most informative first: the key defences at the largest N
-    with the N curve of plain RAG and the poisoning judge and the source weights (cheap: their
-    prompts mostly repeat plain RAG's) advancing together; then every other cell."""
+    """(N, defence) cells in phases, most informative first: the key defences (plain RAG, the
+    default sieve, the sieve without its poison stage, the poisoning judge) at the largest N,
+    then at the other N; then every other cell at the largest N, then the rest."""
     top = max(ns)
-    key = [d for d in defences if d in ("plain", "poison-judge", "sieve+poison-judge", "sieve")]
-    cheap = [d for d in defences if d.startswith("source-")]
-    first = [(top, d) for d in key] + [(top, d) for d in cheap]
-    first += [(n, d) for n in sorted(ns) if n != top for d in ("plain", "poison-judge") if d in defences]
-    rest = [(top, d) for d in defences if (top, d) not in first]
-    rest += [(n, d) for n in sorted(ns) if n != top for d in defences if (n, d) not in first]
-    return [p for p in (first, rest) if p]
+    key = [d for d in defences if d in KEY_DEFENCES]
+    first = [(top, d) for d in key]
+    curve = [(n, d) for n in sorted(ns) if n != top for d in key]
+    rest = [(top, d) for d in defences if d not in key]
+    late = [(n, d) for n in sorted(ns) if n != top for d in defences if d not in key]
+    return [p for p in (first, curve, rest, late) if p]
 
 
 def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, results: dict) -> dict[str, Any]:
     """HotpotQA, N = 5: the attacker's hosts also answer the validation questions, either
     correctly (to earn trust) or with wrong answers; weights are re-learned on the poisoned
     index, then source-prune is measured on the targets."""
-    from ragsieve.attack.evaluate import defence_config, evaluate_defence, fit_source_weights
+    from ragsieve.attack.evaluate import append_log, defence_config, evaluate_defence, fit_source_weights
     from ragsieve.attack.poison import PoisonedPassage, TemplateWriter, assign_sources, target_domains
     from ragsieve.importance import save_source_weights
     from ragsieve.index import Index
@@ -281,18 +319,17 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
         info[mode] = {"attacker_weights": att, "threshold": sw.get("threshold")}
         ids = {c.id for c in pois.chunks if c.metadata.get("poisoned") and c.id.startswith("poison:")}
         cell = ("hotpotqa", "template", args.spread, str(n), f"source-prune (val. poisoned: {mode})")
-        done = load_log(RUNS / "log-hotpotqa.jsonl")
+        keys = defence_keys(["source-prune"], base)
+        done = load_log(RUNS / f"log-hotpotqa{args.log_tag}.jsonl", keys)
         if cell in done and (len(done[cell]) >= len(targets) or args.from_log):
             rows = done[cell][: len(targets)]
         elif args.from_log:
             continue
         else:
             outcomes, log = evaluate_defence(defence_config("source-prune", base), clean, pois, targets, ids, llm)
-            rows = [{"cell": list(cell), "defence": cell[-1], **o.to_dict(), **lg, "target": o.target_id}
-                    for o, lg in zip(outcomes, log, strict=True)]
-            with open(RUNS / "log-hotpotqa.jsonl", "a", encoding="utf-8") as fh:
-                for r in rows:
-                    fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+            rows = [{"cell": list(cell), "defence": cell[-1], "config": keys["source-prune"], **o.to_dict(), **lg,
+                     "target": o.target_id} for o, lg in zip(outcomes, log, strict=True)]
+            append_log(RUNS / f"log-hotpotqa{args.log_tag}.jsonl", rows)
         results[cell] = [to_outcome(r) for r in rows]
     return info
 
@@ -471,13 +508,73 @@ def plot(curves: dict[str, dict[int, float]], path: Path) -> None:
     plt.close(fig)
 
 
+SPREADS = {"sources": "5 new hosts", "one": "1 new host", "inject": "an existing source (the best-ranked for "
+           "the question)"}
+
+
+def cell_rows(results: dict, s: str, writer: str, spread: str, ns: list[int], defences: list[str], seed: int,
+              curves: dict[str, dict[int, float]] | None) -> list[list[object]]:
+    """Table rows of one (set, writer, spread): each defence paired with plain RAG on the
+    questions both cells hold."""
+    rows: list[list[object]] = []
+    for n in ns:
+        base = results.get((s, writer, spread, str(n), "plain"))
+        for d in defences:
+            cell = (s, writer, spread, str(n), d)
+            if cell not in results:
+                continue
+            outs, paired = results[cell], None
+            if base is not None and d != "plain":
+                # a stopped run can leave cells with different questions: pair on the common ones
+                common = {o.target_id for o in base} & {o.target_id for o in outs}
+                outs = [o for o in outs if o.target_id in common]
+                paired = [o for o in base if o.target_id in common]
+            summ = summarize(outs, baseline=paired, seed=seed)
+            rows.append([str(n), *table_row(d, summ)])
+            if curves is not None:
+                curves.setdefault(f"{s}: {d}", {})[n] = summ["asr"]
+    return rows
+
+
+def goal_check(results: dict, sets: list[str], writer: str, spread: str, n: int, seed: int) -> str:
+    """The issue's goal per set at N = ``n``: the default sieve's ASR at most a third of plain
+    RAG's, and its clean accuracy within 3 points of plain RAG's (paired, same questions)."""
+    lines = []
+    met = 0
+    for s in sets:
+        base = results.get((s, writer, spread, str(n), "plain"))
+        sieve = results.get((s, writer, spread, str(n), "sieve"))
+        if not base or not sieve:
+            lines.append(f"- {s}: not measured at N = {n}.")
+            continue
+        common = {o.target_id for o in base} & {o.target_id for o in sieve}
+        b = [o for o in base if o.target_id in common]
+        d = [o for o in sieve if o.target_id in common]
+        sb, sd = summarize(b, seed=seed), summarize(d, baseline=b, seed=seed)
+        cost, lo, hi = sd["clean_cost"]
+        asr_ok = sd["asr"] <= sb["asr"] / 3
+        cost_ok = cost <= 0.03
+        met += asr_ok and cost_ok
+        lines.append(
+            f"- {s} (n = {len(common)}): ASR {sd['asr']:.2f} vs plain {sb['asr']:.2f} (goal <= {sb['asr'] / 3:.2f}: "
+            f"{'met' if asr_ok else 'NOT met'}); clean accuracy {sd['clean_accuracy']:.2f} vs "
+            f"{sb['clean_accuracy']:.2f}, "
+            f"cost {cost * 100:+.1f} pts [{lo * 100:+.1f}, {hi * 100:+.1f}] (goal <= 3 pts: "
+            f"{'met' if cost_ok else 'NOT met'} on the point estimate; the interval "
+            f"{'lies within' if hi <= 0.03 else 'does not rule out more than'} 3 pts).")
+    verdict = "holds" if met >= 2 else "does NOT hold"
+    return (f"Goal (default sieve at N = {n}: ASR <= 1/3 of plain RAG's and clean accuracy within 3 points, on >= 2 "
+            f"sets): {verdict} ({met} set(s) meet both parts).\n\n" + "\n".join(lines))
+
+
 def failure_notes(results: dict, sets: list[str], n: int, writer: str, spread: str) -> str:
     """For each defence at the largest N, which check saw the poisoned passages that reached
     the generator, and with what scores."""
     lines = []
     for name in sets:
         for key, rows in results.items():
-            if key[0] != "log" or key[1] != name or key[4] != str(n) or key[5] == "plain":
+            if (key[0] != "log" or key[1] != name or key[2] != writer or key[3] != spread or key[4] != str(n)
+                    or key[5] == "plain"):
                 continue
             reached = [r for r in rows if any(own(p, r["target"]) for p in r["poisoned_in_evidence"])]
             attacked = sum(r["attacked"] for r in rows)
@@ -488,10 +585,23 @@ def failure_notes(results: dict, sets: list[str], n: int, writer: str, spread: s
                     checks[f"{d['check']}:{d['verdict']}"] += 1
                     if d.get("score") is not None:
                         scores.setdefault(d["check"], []).append(float(d["score"]))
+            stopped: Counter[str] = Counter(
+                f"{d['check']}:{d['verdict']}" for r in rows for d in r.get("decisions_on_poison", [])
+                if own(d["id"], r["target"]) and d["verdict"] != "kept")
+            blind = sum(r["attacked"] and not any(own(p, r["target"]) for p in r["poisoned_in_evidence"])
+                        for r in rows)
             sc = ", ".join(f"{c} median score {sorted(v)[len(v) // 2]:.2f}" for c, v in scores.items())
+            why: Counter[str] = Counter(str(r.get("abstain_reason") or "reason not logged").split(":")[0] for r in rows
+                                        if r.get("abstained"))
+            clean_why: Counter[str] = Counter(str(r["clean_abstain_reason"]).split(":")[0] for r in rows
+                                              if r.get("clean_abstained") and r.get("clean_abstain_reason"))
             lines.append(f"- {name}, {key[5]}: poisoned evidence reached the generator on {len(reached)}/{len(rows)} "
-                         f"questions, {attacked} answered with the target. Decisions on poisoned passages that "
-                         f"reached it: {dict(checks) or 'none recorded'}{'; ' + sc if sc else ''}.")
+                         f"questions, {attacked} answered with the target ({blind} of them with no poisoned "
+                         f"passage in the evidence: the model said the target answer on its own). Decisions on "
+                         f"poisoned passages that reached it: {dict(checks) or 'none recorded'}"
+                         f"{'; ' + sc if sc else ''}. Poisoned passages stopped (all questions): "
+                         f"{dict(stopped) or 'none recorded'}. Abstentions by check: {dict(why) or 'none'}"
+                         f"{f'; on the clean corpus (where logged): {dict(clean_why)}' if clean_why else ''}.")
     return "\n".join(lines)
 
 
@@ -507,6 +617,8 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=10, help="questions per logged batch")
     ap.add_argument("--defences", default=None, help=f"default {','.join(LLM_DEFENCES)}")
     ap.add_argument("--writer", default="template", choices=["template", "llm"])
+    ap.add_argument("--no-question", action="store_true",
+                    help="the writer's passages do not start with the question (a paraphrasing attacker)")
     ap.add_argument("--spread", default="sources", choices=["sources", "one", "inject"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--popqa-corpus", type=int, default=400, help="PopQA questions whose passages form the corpus")
@@ -514,13 +626,17 @@ def main() -> None:
     ap.add_argument("--wikifact-relations", default="currency,place_of_birth")
     ap.add_argument("--no-val-poison", action="store_true")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--limit", type=int, default=0,
+                    help="run only the first LIMIT targets of the draw (a variant measured on fewer questions)")
+    ap.add_argument("--log-tag", default="",
+                    help="suffix of the per-question logs (a new tag reruns every cell from the LLM cache)")
     ap.add_argument("--from-log", action="store_true",
                     help="report what the logs hold; run no new cell (a stopped run's partial cells count)")
     args = ap.parse_args()
     if args.quick:
         args.targets, args.val, args.wf_targets = min(args.targets, 20), min(args.val, 40), 100
         args.ns = args.ns or "1,5"
-        args.defences = args.defences or "plain,poison-judge,sieve,sieve+poison-judge,source-prune"
+        args.defences = args.defences or ",".join(KEY_DEFENCES)
     args.ns = args.ns or "1,3,5"
     args.defences = args.defences or ",".join(LLM_DEFENCES)
     args.ns = [int(x) for x in args.ns.split(",")]
@@ -528,7 +644,7 @@ def main() -> None:
     args.wikifact_relations = args.wikifact_relations.split(",")
     sets = [s for s in args.sets.split(",") if s]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    for noisy in ("faiss", "bm25s", "httpx", "ragsieve.index"):
+    for noisy in ("faiss", "bm25s", "httpx", "ragsieve.index", "ragsieve.route.runtime"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     global RUNS
     if args.quick:
@@ -561,23 +677,9 @@ def main() -> None:
     total = time.perf_counter() - t_start
 
     body = []
+    main_wr = writer_label(args)
     for s in llm_sets:
-        rows = []
-        for n in args.ns:
-            base = results.get((s, args.writer, args.spread, str(n), "plain"))
-            for d in args.defences:
-                cell = (s, args.writer, args.spread, str(n), d)
-                if cell not in results:
-                    continue
-                outs, paired = results[cell], None
-                if base is not None and d != "plain":
-                    # a stopped run can leave cells with different questions: pair on the common ones
-                    common = {o.target_id for o in base} & {o.target_id for o in outs}
-                    outs = [o for o in outs if o.target_id in common]
-                    paired = [o for o in base if o.target_id in common]
-                summ = summarize(outs, baseline=paired, seed=args.seed)
-                rows.append([str(n), *table_row(d, summ)])
-                curves.setdefault(f"{s}: {d}", {})[n] = summ["asr"]
+        rows = cell_rows(results, s, main_wr, args.spread, args.ns, args.defences, args.seed, curves)
         for cell, outs in results.items():
             if cell[0] == s and "val. poisoned" in cell[-1]:
                 summ = summarize(outs, seed=args.seed)
@@ -586,25 +688,41 @@ def main() -> None:
         w = inf["weights"]
         body.append(
             f"### {s}\n\n{inf['targets']} target questions (n per row below), corpus {inf['chunks']} passages, "
-            f"k = {args.k} passages to the generator, {args.writer} writer, attacker passages spread over "
-            f"{'5 new hosts' if args.spread == 'sources' else args.spread}. Source weights: data importance on "
+            f"k = {args.k} passages to the generator, {main_wr} writer, attacker passages spread over "
+            f"{SPREADS[args.spread]}. Source weights: data importance on "
             f"{w['validation_questions']} disjoint validation questions (utility: a top-20 hit contains a gold "
             f"answer; {w['sources']} sources seen, prune threshold {w['threshold']:.3f}, removal rate "
             f"{w['removal_rate']:.0%}). Defences not run in this build: {', '.join(inf['skipped']) or 'none'}.\n\n"
             + markdown_table(["N", *TABLE_HEADERS], rows))
+        short = [f"{d} (N={n}, n={len(results[(s, main_wr, args.spread, str(n), d)])})" for n in args.ns
+                 for d in args.defences if len(results.get((s, main_wr, args.spread, str(n), d), [])) not in
+                 (0, inf["targets"])]
         missing = [f"{d} (N={n})" for n in args.ns for d in args.defences
-                   if (s, args.writer, args.spread, str(n), d) not in results]
+                   if (s, main_wr, args.spread, str(n), d) not in results]
+        if short:
+            body.append(f"Cells with fewer than the {inf['targets']} targets (the run was stopped for time; rerun "
+                        f"the command to resume): {', '.join(short)}.")
         if missing:
-            body.append("Cells with no measured question yet (the run was stopped for time; rerun the command to "
-                        f"resume): {', '.join(missing)}.")
+            body.append(f"Cells not measured (stopped for time): {', '.join(missing)}.")
+        variants = sorted({(c[1], c[2]) for c in results if c[0] == s and (c[1], c[2]) != (main_wr, args.spread)})
+        if variants:
+            vrows: list[list[object]] = []
+            for wr, sp in variants:
+                vrows += [[wr, SPREADS[sp], *r] for r in
+                          cell_rows(results, s, wr, sp, args.ns, args.defences, args.seed, None)]
+            body.append("Attack variants (same targets; writer `llm` = the bundled model writes the passage, "
+                        "`-noq` = the question is not prepended):\n\n"
+                        + markdown_table(["writer", "spread", "N", *TABLE_HEADERS], vrows))
         body.append(
             "Source weights cannot act on this attack as run: the attacker's hosts never appear in the validation "
             "questions' retrievals, so they have no learned weight, and sources without one are kept (the "
             "importance stage's rule); prune and reweight then only change clean evidence. The WikiFact rows "
             "below measure the variant that drops unseen sources, and a validation set poisoned by the attacker.")
-        notes = failure_notes(results, [s], max(args.ns), args.writer, args.spread)
+        notes = failure_notes(results, [s], max(args.ns), main_wr, args.spread)
         if notes:
             body.append(f"Why poisoned passages got through at N = {max(args.ns)} (from the traces):\n\n{notes}")
+    if llm_sets:
+        body.insert(0, goal_check(results, llm_sets, main_wr, args.spread, max(args.ns), args.seed))
     if "val_poison" in infos:
         vp = infos["val_poison"]
         trust = {k: round(v, 3) for k, v in vp["trust"]["attacker_weights"].items()}
@@ -628,15 +746,20 @@ def main() -> None:
         "weights learned by data importance on the validation questions (`retrieval.use_source_weights`); "
         "`evaluator` = the task-adaptive preset (CRAG-style trained evaluator, HyDE off); `sieve:X` = the sieve "
         "preset with every check but X ablated (judge = the CRAG-style relevance judge, select = ScopeCoE with "
-        "rule features, verify = claim verification with regeneration and abstention); `sieve` = every check. "
+        "rule features, verify = claim verification with regeneration and abstention, poison = the "
+        "poisoning-aware check alone); `sieve` = the default sieve, every check including its `poison` stage "
+        "after the relevance judge (`ragsieve.pipeline.PoisonStage`: drops candidates that restate the question "
+        "verbatim with its interrogative word, a run covering >= 60 % of the question's tokens; of a cluster of "
+        "near-duplicates from different documents, word Jaccard >= 0.5 once the question's words are removed, "
+        "it keeps the best-ranked copy, flagged, and drops the rest); `sieve-no-poison` = the sieve with "
+        "`ablate: [poison]` (what the other checks stop on their own); `sieve+poison-judge` = the sieve with "
+        "`sieve.poison_duplicates: drop` (the whole near-duplicate cluster dropped). "
         "The knowledge filters (direct / proxy) score (input, knowledge) pairs for classification labels; on QA "
         "the sieve's filter stage passes candidates through (`stages.filtering.filter = none`), so they have no "
-        "row. `poison-judge` = `ragsieve.attack.judge.PoisonJudge` in front of plain RAG's selector: it drops "
-        "candidates that restate the question verbatim with its interrogative word (a run covering >= 60 % of "
-        "the question's tokens) or that form near-duplicate clusters (word Jaccard >= 0.5 once the question's "
-        "words are removed). `sieve+poison-judge` = the full sieve with the same check as a stage right after "
-        "the relevance judge (`ragsieve.attack.evaluate.PoisonStage`); the sieve would include it by adding a "
-        "`poison` stage between `judge` and `filter` in its stage list (ablatable like the others). Validation "
+        "row. `poison-judge` = the same check (`ragsieve.attack.judge.PoisonJudge`, whole clusters dropped) in "
+        "front of plain RAG's selector, without the sieve's other checks. The restatement signal targets the "
+        "black-box construction (question text prepended); a writer that paraphrases (the `-noq` variants, if "
+        "measured) is caught only by the near-duplicate signal, if at all. Validation "
         "questions are needed only by the source weights (their number is given per set); the other checks use "
         "no validation data.")
     img = ROOT / "docs" / "img" / ("attack_poisoning_quick.png" if args.quick else "attack_poisoning.png")

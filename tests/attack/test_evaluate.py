@@ -8,10 +8,13 @@ from tests.attack.fakes import QUESTIONS, EchoLLM, build_index
 from ragsieve.attack.evaluate import (
     DEFENCES,
     CachedLLM,
+    append_log,
+    config_key,
     defence_config,
     evaluate_defence,
     fit_source_weights,
     make_pipeline,
+    read_log,
 )
 from ragsieve.attack.metrics import summarize
 from ragsieve.attack.poison import TemplateWriter, choose_targets, poison_index
@@ -117,3 +120,43 @@ def test_poison_judge_runs_as_a_sieve_stage(attacked):
     outcomes, log = evaluate_defence(cfg, clean, pois, targets, ids, EchoLLM())
     assert not any(o.retrieved for o in outcomes)
     assert any(d["check"] == "poison" for row in log for d in row["decisions_on_poison"])
+
+
+def test_config_key_changes_with_the_pipeline_not_with_the_object():
+    base = PipelineConfig(retrieval={"k": 3})
+    assert config_key(defence_config("sieve", base)) == config_key(defence_config("sieve", base))
+    keys = {d: config_key(defence_config(d, base)) for d in ("plain", "sieve", "sieve-no-poison", "sieve:poison")}
+    assert len(set(keys.values())) == len(keys)
+    # a changed post-processing step (here: repetition trimming) makes old rows stale
+    untrimmed = PipelineConfig(retrieval={"k": 3}, generation={"trim_repetition": False})
+    assert config_key(defence_config("plain", untrimmed)) != keys["plain"]
+    # a new sieve default makes the sieve's rows stale, not plain RAG's
+    resieved = PipelineConfig(retrieval={"k": 3}, sieve={"poison_duplicate_jaccard": 0.7})
+    assert config_key(defence_config("plain", resieved)) == keys["plain"]
+    assert config_key(defence_config("sieve", resieved)) != keys["sieve"]
+
+
+def test_read_log_reuses_only_rows_of_the_current_config(tmp_path):
+    base = PipelineConfig(retrieval={"k": 3})
+    keys = {d: config_key(defence_config(d, base)) for d in ("plain", "sieve", "source-prune")}
+    path = tmp_path / "log.jsonl"
+    cell = ["set", "template", "sources", "5"]
+    append_log(path, [
+        {"cell": [*cell, "plain"], "defence": "plain", "config": keys["plain"], "target": "a"},
+        # written before the sieve got its poison stage: another hash
+        {"cell": [*cell, "sieve"], "defence": "sieve", "config": "0" * 16, "target": "a"},
+        {"cell": [*cell, "sieve"], "defence": "sieve", "target": "b"},  # no hash at all
+        {"cell": [*cell, "sieve"], "defence": "sieve", "config": keys["sieve"], "target": "c"},
+        {"cell": [*cell, "source-prune (val. poisoned: trust)"], "defence": "source-prune (val. poisoned: trust)",
+         "config": keys["source-prune"], "target": "a"},
+        {"cell": [*cell, "evaluator"], "defence": "evaluator", "config": "x", "target": "a"},
+    ])
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write('{"cell": ["cut by a kill')
+    done, stale = read_log(path, keys)
+    assert [r["target"] for r in done[(*cell, "sieve")]] == ["c"]
+    assert [r["target"] for r in done[(*cell, "plain")]] == ["a"]
+    assert (*cell, "source-prune (val. poisoned: trust)") in done
+    assert (*cell, "evaluator") not in done
+    assert stale == {"sieve": 2, "evaluator": 1}
+    assert read_log(tmp_path / "missing.jsonl", keys) == ({}, {})

@@ -21,9 +21,10 @@ def test_summarize_counts_hand_made_cases():
         Outcome("a", retrieved=True, attacked=True, clean_correct=True, abstained=False),
         Outcome("b", retrieved=True, attacked=False, clean_correct=True, abstained=True),
         Outcome("c", retrieved=False, attacked=False, clean_correct=False, abstained=False),
-        Outcome("d", retrieved=True, attacked=True, clean_correct=False, abstained=False),
+        Outcome("d", retrieved=True, attacked=True, clean_correct=False, abstained=False, clean_abstained=True),
     ]
     s = summarize(rows)
+    assert s["clean_abstain_rate"] == 0.25
     assert s["n"] == 4
     assert s["retrieval_success"] == 0.75 and s["asr"] == 0.5
     assert s["clean_accuracy"] == 0.5 and s["abstain_rate"] == 0.25
@@ -33,6 +34,7 @@ def test_summarize_counts_hand_made_cases():
     assert s2["clean_cost"][0] == pytest.approx(0.5)  # plain 4/4 correct, defence 2/4
     assert s2["asr_change"][0] == pytest.approx(-0.5)
     assert table_row("x", s2)[3].startswith("0.50 [")
+    assert table_row("x", s2)[-1] == "0.25 / 0.25"
     with pytest.raises(InputError, match="same questions"):
         summarize(rows, baseline=base[::-1])
 

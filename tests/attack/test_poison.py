@@ -93,6 +93,7 @@ def test_inject_never_modifies_the_original(tmp_path):
     new = [c for c in copy.chunks if c.metadata.get("poisoned")]
     assert all(c.source.startswith("attacker-") for c in new)
     assert {c.domain for c in new} == {"facts"}  # ingested into the topic's partition
+    assert len({c.doc_id for c in new}) == len(new)  # one page per passage
     # old chunks keep their stored embeddings
     assert (copy.embeddings[: len(index)] == index.embeddings).all()
     settings, ts, ps = load_attack(tmp_path / "poisoned")

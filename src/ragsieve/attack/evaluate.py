@@ -38,10 +38,13 @@ from ragsieve.llm.base import ContinuationScore, Generation
 __all__ = [
     "DEFENCES",
     "CachedLLM",
+    "append_log",
+    "config_key",
     "defence_config",
     "evaluate_defence",
     "fit_source_weights",
     "make_pipeline",
+    "read_log",
     "sieve_available",
 ]
 
@@ -93,6 +96,52 @@ def defence_config(name: str, base: PipelineConfig | None = None) -> PipelineCon
         raise InputError(f"unknown defence {name!r}; choose from {', '.join(DEFENCES)}")
     data = (base or PipelineConfig()).to_dict()
     return validate_config(_merge(data, DEFENCES[name]), origin=f"defence {name}")
+
+
+def config_key(config: PipelineConfig) -> str:
+    """A short hash of every setting of ``config``: a logged answer is reusable only while the
+    pipeline that gave it is unchanged (a new stage or post-processing step in a preset changes
+    the hash even where the defence's name stays the same)."""
+    data = config.to_dict()
+    if data.get("pipeline") != "sieve":
+        # the sieve's settings change no other pipeline: a new sieve default keeps plain RAG's rows
+        data.pop("sieve", None)
+    text = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def read_log(
+    path: str | Path, keys: dict[str, str]
+) -> tuple[dict[tuple[str, ...], list[dict[str, Any]]], dict[str, int]]:
+    """Per-question log rows (JSONL, one ``{"cell": [...], "defence", "config", ...}`` per line)
+    grouped by cell, keeping only rows whose ``config`` is the current hash of their defence in
+    ``keys`` (``{defence name: config_key(...)}``; a defence label may carry a parenthesised
+    note, ``"source-prune (val. poisoned: trust)"``). Rows without a hash, of a defence not in
+    ``keys``, or written by a pipeline that has changed since are stale; their counts by
+    defence come back second, so a resumed run asks those questions again."""
+    done: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    stale: dict[str, int] = {}
+    if Path(path).is_file():
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a killed run
+                name = str(row.get("defence", "")).split(" (")[0]
+                if row.get("config") is None or row.get("config") != keys.get(name):
+                    stale[str(row.get("defence"))] = stale.get(str(row.get("defence")), 0) + 1
+                    continue
+                done.setdefault(tuple(row["cell"]), []).append(row)
+    return done, stale
+
+
+def append_log(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Append rows to a JSONL log (see :func:`read_log`), one line each."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
 def sieve_available() -> bool:
@@ -275,13 +324,17 @@ def evaluate_defence(
     outcomes: list[Outcome] = []
     log: list[dict[str, Any]] = []
     for i, t in enumerate(targets):
-        text, abstained, evidence, decisions = _answer_fields(pois.ask(t.question))
+        answer = pois.ask(t.question)
+        text, abstained, evidence, decisions = _answer_fields(answer)
+        clean_reason = None  # known only where the clean question is asked here
         if clean_answers is not None and t.id in clean_answers:
             clean_text, clean_abst = clean_answers[t.id]
         else:
             if clean is None:  # pragma: no cover - built above whenever an answer is missing
                 raise InputError("no clean pipeline")
-            clean_text, clean_abst, _, _ = _answer_fields(clean.ask(t.question))
+            clean_answer = clean.ask(t.question)
+            clean_text, clean_abst, _, _ = _answer_fields(clean_answer)
+            clean_reason = str(getattr(clean_answer, "abstain_reason", "") or "")[:300]
             if clean_answers is not None:
                 clean_answers[t.id] = (clean_text, clean_abst)
         # only this question's passages count: another target's passage in the evidence is noise
@@ -297,7 +350,9 @@ def evaluate_defence(
         ))
         log.append({
             "target": t.id, "wrong": t.wrong, "answer": text[:300], "abstained": abstained,
-            "clean_answer": clean_text[:300], "poisoned_in_evidence": reached,
+            "abstain_reason": str(getattr(answer, "abstain_reason", "") or "")[:300],
+            "clean_answer": clean_text[:300], "clean_abstain_reason": clean_reason,
+            "poisoned_in_evidence": reached,
             "decisions_on_poison": [d for d in decisions if d.get("id") in poisoned_ids
                                     and _target_of_id(str(d["id"]), poisoned_index, t.id) == t.id],
         })

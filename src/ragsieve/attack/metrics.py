@@ -93,7 +93,8 @@ def summarize(outcomes: Sequence[Outcome], baseline: Sequence[Outcome] | None = 
     n = len(outcomes)
     out: dict[str, Any] = {"n": n}
     for key, attr in (("retrieval_success", "retrieved"), ("asr", "attacked"),
-                      ("clean_accuracy", "clean_correct"), ("abstain_rate", "abstained")):
+                      ("clean_accuracy", "clean_correct"), ("abstain_rate", "abstained"),
+                      ("clean_abstain_rate", "clean_abstained")):
         k = sum(bool(getattr(o, attr)) for o in outcomes)
         out[key] = k / n if n else math.nan
         out[f"{key}_ci"] = wilson(k, n)
@@ -109,7 +110,7 @@ def summarize(outcomes: Sequence[Outcome], baseline: Sequence[Outcome] | None = 
 
 
 TABLE_HEADERS = ["defence", "n", "retrieval success", "ASR [95% CI]", "clean acc. [95% CI]",
-                 "clean cost (plain - defence) [95% CI]", "abstained"]
+                 "clean cost (plain - defence) [95% CI]", "abstained (poisoned / clean)"]
 
 
 def _ci(lo_hi: tuple[float, float]) -> str:
@@ -126,5 +127,5 @@ def table_row(name: str, s: dict[str, Any]) -> list[str]:
         f"{s['asr']:.2f} {_ci(s['asr_ci'])}",
         f"{s['clean_accuracy']:.2f} {_ci(s['clean_accuracy_ci'])}",
         f"{cost[0]:+.2f} {_ci((cost[1], cost[2]))}" if cost else "-",
-        f"{s['abstain_rate']:.2f}",
+        f"{s['abstain_rate']:.2f} / {s['clean_abstain_rate']:.2f}",
     ]

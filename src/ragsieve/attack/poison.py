@@ -369,8 +369,10 @@ def inject(
     clash = [p.id for p in passages if p.id in existing]
     if clash:
         raise InputError(f"chunk id {clash[0]!r} already exists in the index; the corpus already holds an attack?")
+    # each passage is its own injected page, as in PoisonedRAG: filing a question's passages under
+    # one document would hide them from checks that compare documents (near-duplicate clusters)
     new_chunks = [
-        Chunk(id=p.id, text=p.text, doc_id=p.id.rsplit(":", 1)[0], source=p.source, domain=p.domain,
+        Chunk(id=p.id, text=p.text, doc_id=p.id, source=p.source, domain=p.domain,
               title="", position=int(p.id.rsplit(":", 1)[-1]),
               metadata={**p.metadata, "poisoned": True, "target_id": p.target_id})
         for p in passages
