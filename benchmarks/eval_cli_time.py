@@ -48,11 +48,11 @@ def main() -> None:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     shown = " ".join("QUESTIONS.jsonl" if c == str(data) else "CACHE" if c.endswith("cache.jsonl") else c for c in cmd)
     body = (
-        f"`{shown}` on the {'first ' + str(args.limit) if args.limit else 'all 52'} bundled demo questions "
+        f"`{shown}` on {'the first ' + str(args.limit) if args.limit else 'all 52'} bundled demo questions "
         "(3 configurations: sieve, plain RAG, no retrieval; default faithfulness judge; bundled SmolLM2-135M with "
         "the default threads; a fresh cache, an index already built). Acceptance goal: under 10 minutes on this "
         f"2-core machine. 1-min load average before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f} "
-        "(other jobs shared the cores: an idle machine is faster).\n\n"
+        "(above about 1 other jobs shared the 2 cores).\n\n"
         + markdown_table(["wall time", "CPU time (user + system)", "CPU use"],
                          [[f"{wall / 60:.1f} min", f"{cpu / 60:.1f} min", f"{100 * cpu / wall:.0f}%"]])
     )
