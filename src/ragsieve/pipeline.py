@@ -422,7 +422,6 @@ class PoisonStage(_StageBase):
 
         sc = pipe.config.sieve
         self.judge = PoisonJudge(
-            k=max(sc.candidates, 1),
             restate_share=sc.poison_restate_share,
             duplicate_jaccard=sc.poison_duplicate_jaccard,
             duplicates=sc.poison_duplicates,

@@ -163,15 +163,17 @@ class PoisonJudge:
         q_set = set(q)
         toks = [normalize_answer(h.chunk.text).split() for h in hits]
         restate = []
+        anchor = question_anchor(q)
         for t in toks:
             # The run must open the question and reach past its interrogative word: a relative
             # "who" in a declarative question ("... an industrialist who became known as ...")
             # is matched by honest text that answers it, the question's opening words are not.
             run = question_prefix_run(q, t)
-            run = run if run > question_anchor(q) else 0
+            run = run if run > anchor else 0
             share = run / len(q) if q else 0.0
+            words = set(t)
             # a run made of function words alone ("what is the") says nothing
-            run_ok = run >= self.min_restate_tokens and sum(w in set(t) for w in q_content) >= min(
+            run_ok = run >= self.min_restate_tokens and sum(w in words for w in q_content) >= min(
                 len(q_content), self.min_restate_tokens)
             restate.append(share if run_ok else 0.0)
         residual = [set(t) - q_set for t in toks]

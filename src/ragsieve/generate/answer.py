@@ -56,10 +56,9 @@ def trim_repetition(text: str, ngram: int = 5) -> str:
     if cut is None:
         return text
     head = text[:cut].rstrip()
-    ends = [i for i, ch in enumerate(head) if ch in _SENTENCE_END + _CLAUSE_END]
-    if not ends:
+    end = max(head.rfind(ch) for ch in _SENTENCE_END + _CLAUSE_END)
+    if end < 0:
         return head
-    end = ends[-1]
     return head[:end].rstrip() + "." if head[end] in _CLAUSE_END else head[: end + 1]
 
 
