@@ -1,4 +1,4 @@
-"""Task-classifying RAG (issue #5): route each request to information retrieval, text generation
+"""Task-classifying RAG: route each request to information retrieval, text generation
 or general QA, then take the matching path (HyDE retrieval, CRAG-style retrieval evaluation and
 actions, generation-stage coverage/diversity reflection).
 
