@@ -134,6 +134,9 @@ def test_config_key_changes_with_the_pipeline_not_with_the_object():
     resieved = PipelineConfig(retrieval={"k": 3}, sieve={"poison_duplicate_jaccard": 0.7})
     assert config_key(defence_config("plain", resieved)) == keys["plain"]
     assert config_key(defence_config("sieve", resieved)) != keys["sieve"]
+    # where the index would be opened from changes no answer: the indexes are passed in
+    restored = PipelineConfig(retrieval={"k": 3}, store={"backend": "milvus", "uri": "x.db"})
+    assert config_key(defence_config("sieve", restored)) == keys["sieve"]
 
 
 def test_read_log_reuses_only_rows_of_the_current_config(tmp_path):

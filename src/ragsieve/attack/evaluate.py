@@ -101,8 +101,11 @@ def defence_config(name: str, base: PipelineConfig | None = None) -> PipelineCon
 def config_key(config: PipelineConfig) -> str:
     """A short hash of every setting of ``config``: a logged answer is reusable only while the
     pipeline that gave it is unchanged (a new stage or post-processing step in a preset changes
-    the hash even where the defence's name stays the same)."""
+    the hash even where the defence's name stays the same). The ``store`` section is left out:
+    the evaluated indexes are handed to the pipeline and named by the log's cell, so where a
+    config would have opened its index from changes no answer."""
     data = config.to_dict()
+    data.pop("store", None)
     if data.get("pipeline") != "sieve":
         # the sieve's settings change no other pipeline: a new sieve default keeps plain RAG's rows
         data.pop("sieve", None)
