@@ -35,6 +35,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
+import inspect  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import random  # noqa: E402
@@ -44,8 +45,10 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from _report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
+from ragsieve.attack.judge import PoisonJudge  # noqa: E402
 from ragsieve.attack.metrics import TABLE_HEADERS, Outcome, summarize, table_row, wilson  # noqa: E402
 from ragsieve.attack.poison import Target, choose_targets  # noqa: E402
+from ragsieve.config import SieveConfig  # noqa: E402
 
 logger = logging.getLogger("attack_poisoning")
 RUNS = ROOT / "runs" / "attack"
@@ -741,6 +744,8 @@ def main() -> None:
             "(ties: best rank). 'inject' places them under the best-weighted existing source among the target's "
             "own results. Reweight: mean over 32 sub-corpora sampled by weight (ASR is a mean of fractions, "
             "interval from the rounded count).\n\n" + wf_table)
+    sieve_cfg = SieveConfig()
+    judge_defaults = inspect.signature(PoisonJudge.__init__).parameters
     body.append(
         "Defences: `plain` = plain RAG (top-k); `source-prune` / `source-reweight` = plain RAG with the source "
         "weights learned by data importance on the validation questions (`retrieval.use_source_weights`); "
@@ -749,14 +754,16 @@ def main() -> None:
         "rule features, verify = claim verification with regeneration and abstention, poison = the "
         "poisoning-aware check alone); `sieve` = the default sieve, every check including its `poison` stage "
         "after the relevance judge (`ragsieve.pipeline.PoisonStage`: drops candidates that restate the question "
-        "verbatim with its interrogative word, a run covering >= 60 % of the question's tokens; of a cluster of "
-        "near-duplicates from different documents, word Jaccard >= 0.5 once the question's words are removed, "
+        f"verbatim past its interrogative word, a run covering >= {sieve_cfg.poison_restate_share:.0%} of the "
+        "question's tokens; of a cluster of near-duplicates from different documents, word Jaccard >= "
+        f"{sieve_cfg.poison_duplicate_jaccard:g} once the question's words are removed, "
         "it keeps the best-ranked copy, flagged, and drops the rest); `sieve-no-poison` = the sieve with "
         "`ablate: [poison]` (what the other checks stop on their own); `sieve+poison-judge` = the sieve with "
         "`sieve.poison_duplicates: drop` (the whole near-duplicate cluster dropped). "
         "The knowledge filters (direct / proxy) score (input, knowledge) pairs for classification labels; on QA "
         "the sieve's filter stage passes candidates through (`stages.filtering.filter = none`), so they have no "
-        "row. `poison-judge` = the same check (`ragsieve.attack.judge.PoisonJudge`, whole clusters dropped) in "
+        "row. `poison-judge` = the same check (`ragsieve.attack.judge.PoisonJudge` with its own defaults: "
+        f"Jaccard >= {judge_defaults['duplicate_jaccard'].default:g}, whole clusters dropped) in "
         "front of plain RAG's selector, without the sieve's other checks. The restatement signal targets the "
         "black-box construction (question text prepended); a writer that paraphrases (the `-noq` variants, if "
         "measured) is caught only by the near-duplicate signal, if at all. Validation "
