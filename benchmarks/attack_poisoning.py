@@ -60,7 +60,9 @@ EMB_CACHE = ROOT / "runs" / "attack" / "emb-cache"
 
 
 # ---------------------------------------------------------------- data
-def hotpotqa_data(seed: int, n_targets: int, n_val: int) -> tuple[list[Any], list[dict], list[dict]]:
+def hotpotqa_data(
+    seed: int, n_targets: int, n_val: int, n_more: int = 0
+) -> tuple[list[Any], list[dict], list[dict], list[dict]]:
     from ragsieve.io import read_jsonl
     from ragsieve.types import Chunk
 
@@ -77,10 +79,13 @@ def hotpotqa_data(seed: int, n_targets: int, n_val: int) -> tuple[list[Any], lis
     order = list(range(len(qs)))
     random.Random(seed).shuffle(order)
     targets = [qs[i] for i in order[:n_targets]]
-    return list(chunks.values()), targets, [qs[i] for i in order[n_targets:n_targets + n_val]]
+    more = [qs[i] for i in order[n_targets + n_val:n_targets + n_val + n_more]]
+    return list(chunks.values()), targets, [qs[i] for i in order[n_targets:n_targets + n_val]], more
 
 
-def popqa_data(seed: int, n_targets: int, n_val: int, n_corpus: int) -> tuple[list[Any], list[dict], list[dict]]:
+def popqa_data(
+    seed: int, n_targets: int, n_val: int, n_corpus: int, n_more: int = 0
+) -> tuple[list[Any], list[dict], list[dict], list[dict]]:
     from ragsieve.io import read_jsonl
     from ragsieve.tasks.popqa import passages_from_knowledge
     from ragsieve.types import Chunk
@@ -88,7 +93,7 @@ def popqa_data(seed: int, n_targets: int, n_val: int, n_corpus: int) -> tuple[li
     rows = list(read_jsonl(SHARED_DATA / "popqa" / "popqa_longtail_crag.jsonl"))
     order = list(range(len(rows)))
     random.Random(seed).shuffle(order)
-    picked = [rows[i] for i in order[:max(n_corpus, n_targets + n_val)]]
+    picked = [rows[i] for i in order[:max(n_corpus, n_targets + n_val + n_more)]]
     chunks = []
     seen: set[str] = set()
     for r in picked:
@@ -99,7 +104,8 @@ def popqa_data(seed: int, n_targets: int, n_val: int, n_corpus: int) -> tuple[li
             chunks.append(Chunk(id=f"pq-{r['id']}-{j}", text=p, doc_id=f"pq-{r['id']}",
                                 source=f"wikipedia:{r['s_wiki_title']}", domain="wiki", title=r["s_wiki_title"]))
     qs = [{"id": str(r["id"]), "question": r["question"], "answers": r["answers"]} for r in picked]
-    return chunks, qs[:n_targets], qs[n_targets:n_targets + n_val]
+    more = qs[n_targets + n_val:n_targets + n_val + n_more]
+    return chunks, qs[:n_targets], qs[n_targets:n_targets + n_val], more
 
 
 # ---------------------------------------------------------------- LLM sets
@@ -193,15 +199,23 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
     from ragsieve.attack.evaluate import append_log, defence_config, evaluate_defence, sieve_available
 
     if name == "hotpotqa":
-        chunks, qs, val = hotpotqa_data(args.seed, args.targets, args.val)
+        chunks, qs, val, more = hotpotqa_data(args.seed, args.targets, args.val, args.more_targets)
     else:
-        chunks, qs, val = popqa_data(args.seed, args.targets, args.val, args.popqa_corpus)
-    targets = choose_targets(qs + val, seed=args.seed)
-    target_ids = {q["id"] for q in qs}
-    targets = [t for t in targets if t.id in target_ids]
+        if args.targets + args.val + args.more_targets > args.popqa_corpus:
+            raise SystemExit(f"--targets + --val + --more-targets exceed --popqa-corpus ({args.popqa_corpus}): "
+                             "the extra questions' passages would not be in the indexed corpus; raise "
+                             "--popqa-corpus and move runs/attack/popqa aside (its clean index holds the smaller "
+                             "corpus)")
+        chunks, qs, val, more = popqa_data(args.seed, args.targets, args.val, args.popqa_corpus, args.more_targets)
+    draws = [(draw_targets(qs, val, args.seed), "")]
     if args.limit:
         # the first targets of the same draw (--targets would change the wrong-answer pool)
-        targets = targets[:args.limit]
+        draws = [(draws[0][0][:args.limit], "")]
+    if more:
+        # a second draw after the validation questions, with its own wrong-answer pool, so the
+        # first draw's targets, passages and logged rows stay valid as the table grows
+        draws.append((draw_targets(more, val, args.seed), f"-more{args.more_targets}"))
+    targets = [t for draw, _ in draws for t in draw]
     base = base_config(args)
     clean = build_clean(name, chunks, embedder, val, args.k)
     writer = make_writer(args, llm)
@@ -218,20 +232,22 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
                 r["clean_answer"], bool(r.get("clean_abstained", False)))
     info = {"chunks": len(clean), "targets": len(targets), "validation": len(val), "skipped": skipped,
             "weights": json.loads((clean.dir / "source_weights.json").read_text())["metadata"]}
-    copies = {n: poisoned_copy(name, clean, targets, n, writer, args.spread, args.seed, tag=writer_tag(args))
-              for n in args.ns}
+    copies = {(n, tag): poisoned_copy(name, clean, draw, n, writer, args.spread, args.seed, tag=writer_tag(args) + tag)
+              for n in args.ns for draw, tag in draws}
     if args.from_log:
         phases: list[list[tuple[int, str]]] = []
     else:
         phases = job_phases(args.ns, defences)
     # Phases of (N, defence) cells; within a phase the targets advance a batch at a time across
     # every cell, so a stopped run leaves the cells of a phase with equal n.
+    batches = [(draw[i:i + args.chunk], tag) for draw, tag in draws for i in range(0, len(draw), args.chunk)]
     for phase in phases:
         t0 = time.perf_counter()
-        for start in range(0, len(targets), args.chunk):
-            part = targets[start:start + args.chunk]
+        asked = 0
+        for part, tag in batches:
+            asked += len(part)
             for n, d in phase:
-                pois = copies[n]
+                pois = copies[(n, tag)]
                 ids = {c.id for c in pois.chunks if c.metadata.get("poisoned")}
                 cell = (name, writer_label(args), args.spread, str(n), d)
                 have = {r["target"] for r in done.get(cell, [])}
@@ -246,8 +262,7 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
                 append_log(log_path, rows)
                 done.setdefault(cell, []).extend(rows)
             logger.info("%s phase %s: %d/%d targets, %.0fs, cache %d hits / %d misses", name, phase[0],
-                        min(start + args.chunk, len(targets)), len(targets), time.perf_counter() - t0,
-                        llm.hits, llm.misses)
+                        asked, len(targets), time.perf_counter() - t0, llm.hits, llm.misses)
     for cell, rows in done.items():
         if cell[0] == name and "val. poisoned" not in cell[-1]:
             order = {t.id: i for i, t in enumerate(targets)}
@@ -256,6 +271,12 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
             results[cell] = [to_outcome(r) for r in rows]
             results[("log",) + cell] = rows
     return info
+
+
+def draw_targets(qs: list[dict], val: list[dict], seed: int) -> list[Target]:
+    """Targets for the questions ``qs``, their wrong answers drawn from ``qs + val``'s gold answers."""
+    ids = {q["id"] for q in qs}
+    return [t for t in choose_targets(qs + val, seed=seed) if t.id in ids]
 
 
 def own(pid: str, target: str) -> bool:
@@ -291,7 +312,7 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
     from ragsieve.importance import save_source_weights
     from ragsieve.index import Index
 
-    chunks, qs, val = hotpotqa_data(args.seed, args.targets, args.val)
+    chunks, qs, val, _ = hotpotqa_data(args.seed, args.targets, args.val)
     every = choose_targets(qs + val, seed=args.seed)
     target_ids = {q["id"] for q in qs}
     targets = [t for t in every if t.id in target_ids]
@@ -614,6 +635,9 @@ def main() -> None:
     ap.add_argument("--sets", default="hotpotqa,popqa,wikifact")
     ap.add_argument("--targets", type=int, default=100)
     ap.add_argument("--val", type=int, default=100, help="validation questions for the source weights")
+    ap.add_argument("--more-targets", type=int, default=0,
+                    help="a second draw of targets after the validation questions (grows n without changing "
+                         "the first draw's targets, passages or logged rows)")
     ap.add_argument("--ns", default=None, help="N values (default 1,3,5; --quick 1,5)")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--answer-tokens", type=int, default=32)
@@ -689,8 +713,12 @@ def main() -> None:
                 rows.append([cell[3], *table_row(cell[-1], summ)])
         inf = infos[s]
         w = inf["weights"]
+        more_note = (f": the first {args.targets} drawn, then {args.more_targets} more drawn after the validation "
+                     "questions (`--more-targets`), their wrong answers from their own pool; rows with more than "
+                     f"{args.targets} hold both draws" if args.more_targets else "")
         body.append(
-            f"### {s}\n\n{inf['targets']} target questions (n per row below), corpus {inf['chunks']} passages, "
+            f"### {s}\n\n{inf['targets']} target questions (n per row below){more_note}, "
+            f"corpus {inf['chunks']} passages, "
             f"k = {args.k} passages to the generator, {main_wr} writer, attacker passages spread over "
             f"{SPREADS[args.spread]}. Source weights: data importance on "
             f"{w['validation_questions']} disjoint validation questions (utility: a top-20 hit contains a gold "
