@@ -798,7 +798,7 @@ def main() -> None:
         "questions are needed only by the source weights (their number is given per set); the other checks use "
         "no validation data.")
     img = ROOT / "docs" / "img" / ("attack_poisoning_quick.png" if args.quick else "attack_poisoning.png")
-    if curves:
+    if curves and not args.no_write:
         plot(curves, img)
         body.append(f"![attack success vs N]({img.relative_to(ROOT / 'docs').as_posix()})")
     model = "SmolLM2-135M-Instruct (bundled, llama.cpp, greedy), all-MiniLM-L6-v2 hybrid retrieval"
