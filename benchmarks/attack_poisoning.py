@@ -532,8 +532,8 @@ def plot(curves: dict[str, dict[int, float]], path: Path) -> None:
     plt.close(fig)
 
 
-SPREADS = {"sources": "5 new hosts", "one": "1 new host", "inject": "an existing source (the best-ranked for "
-           "the question)"}
+SPREADS = {"sources": "5 new hosts", "one": "1 new host", "inject": "an existing source (one of the sources of "
+           "the question's clean top 5, seeded)"}
 
 
 def cell_rows(results: dict, s: str, writer: str, spread: str, ns: list[int], defences: list[str], seed: int,
