@@ -52,10 +52,17 @@ def test_poison_then_eval_json(setup, capsys):
     assert data["targets"] == len(QUESTIONS)
     assert data["defences"]["plain"]["retrieval_success"] == 1.0
     assert data["defences"]["poison-judge"]["asr"] == 0.0
+    # where the passages went: they reach plain RAG's generator on every question; the
+    # poisoning check drops every one of them (3 per question) before the generator
+    assert data["checks"]["plain"]["reached"] == len(QUESTIONS)
+    assert data["checks"]["poison-judge"]["reached"] == 0
+    assert sum(v for k, v in data["checks"]["poison-judge"]["stopped"].items() if k.startswith("poison:")) \
+        == 3 * len(QUESTIONS)
     assert len((root / "log.jsonl").read_text().splitlines()) == 2 * len(QUESTIONS)
     code, out, _ = run(capsys, "attack", "eval", "--index", str(root / "idx"), "--poisoned", str(root / "p"),
                        "--defence", "plain")
     assert code == 0 and "ASR" in out
+    assert f"reached the generator on {len(QUESTIONS)}/{len(QUESTIONS)} questions" in " ".join(out.split())
 
 
 def test_llm_writer_and_errors(setup, capsys):

@@ -50,3 +50,19 @@ def test_wilson_and_bootstrap():
     assert paired_bootstrap([1, 0], [1, 0]) == (0.0, 0.0, 0.0)
     with pytest.raises(InputError, match="differ in length"):
         paired_bootstrap([1], [1, 0])
+
+
+def test_where_stopped_counts_verdicts_and_abstentions_by_check():
+    from ragsieve.attack.metrics import where_stopped
+
+    rows = [
+        {"poisoned_in_evidence": ["a"], "attacked": True, "abstained": False,
+         "decisions_on_poison": [{"check": "judge", "verdict": "kept"}, {"check": "select", "verdict": "dropped"}]},
+        {"poisoned_in_evidence": ["b"], "attacked": False, "abstained": True, "abstain_reason": "verify: unsupported",
+         "decisions_on_poison": [{"check": "judge", "verdict": "flagged"}]},
+        {"poisoned_in_evidence": [], "attacked": True, "abstained": False, "decisions_on_poison": []},
+    ]
+    s = where_stopped(rows)
+    assert s["questions"] == 3 and s["reached"] == 2 and s["reached_and_attacked"] == 1
+    assert s["stopped"] == {"select:dropped": 1, "judge:flagged": 1}
+    assert s["abstained_by"] == {"verify": 1}

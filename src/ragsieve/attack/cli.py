@@ -117,7 +117,7 @@ def eval_(
 ) -> None:
     """Attack success, retrieval-level success and clean accuracy per defence."""
     from ragsieve.attack.evaluate import CachedLLM, defence_config, evaluate_defence
-    from ragsieve.attack.metrics import TABLE_HEADERS, summarize, table_row
+    from ragsieve.attack.metrics import TABLE_HEADERS, summarize, table_row, where_stopped, where_stopped_line
     from ragsieve.attack.poison import load_attack
     from ragsieve.io import atomic_write_jsonl
 
@@ -147,10 +147,13 @@ def eval_(
                  for name, o in results.items()}
     if log is not None:
         atomic_write_jsonl(log, logs)
+    checks = {name: where_stopped([r for r in logs if r["defence"] == name]) for name in results}
     if as_json:
-        console.print_json(json.dumps({"targets": len(targets), "defences": summaries}))
+        console.print_json(json.dumps({"targets": len(targets), "defences": summaries, "checks": checks}))
         return
     table = Table(*TABLE_HEADERS, title=f"knowledge poisoning: {len(targets)} target questions")
     for name, s in summaries.items():
         table.add_row(*table_row(name, s))
     console.print(table)
+    for name, c in checks.items():
+        console.print(where_stopped_line(name, c), soft_wrap=True)

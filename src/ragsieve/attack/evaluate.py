@@ -353,6 +353,7 @@ def evaluate_defence(
         ))
         log.append({
             "target": t.id, "wrong": t.wrong, "answer": text[:300], "abstained": abstained,
+            "attacked": outcomes[-1].attacked,
             "abstain_reason": str(getattr(answer, "abstain_reason", "") or "")[:300],
             "clean_answer": clean_text[:300], "clean_abstain_reason": clean_reason,
             "poisoned_in_evidence": reached,

@@ -24,7 +24,17 @@ import numpy as np
 from ragsieve.errors import InputError
 from ragsieve.eval.qa import contains_answer
 
-__all__ = ["TABLE_HEADERS", "Outcome", "attack_succeeded", "paired_bootstrap", "summarize", "table_row", "wilson"]
+__all__ = [
+    "TABLE_HEADERS",
+    "Outcome",
+    "attack_succeeded",
+    "paired_bootstrap",
+    "summarize",
+    "table_row",
+    "where_stopped",
+    "where_stopped_line",
+    "wilson",
+]
 
 
 def attack_succeeded(answer: str, wrong: str, answers: Sequence[str], abstained: bool = False) -> bool:
@@ -129,3 +139,48 @@ def table_row(name: str, s: dict[str, Any]) -> list[str]:
         f"{cost[0]:+.2f} {_ci((cost[1], cost[2]))}" if cost else "-",
         f"{s['abstain_rate']:.2f} / {s['clean_abstain_rate']:.2f}",
     ]
+
+
+def where_stopped(log: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What the checks did with the poisoned passages, from :func:`ragsieve.attack.evaluate.evaluate_defence`'s
+    log rows (one defence): on how many questions a passage of their own reached the generator,
+    how many of those were answered with the target, the checks' non-``kept`` verdicts on
+    poisoned passages (``"check:verdict"`` counts, over every question), and abstentions by the
+    check that made them.
+
+    Example:
+        >>> rows = [{"poisoned_in_evidence": [], "abstained": True, "abstain_reason": "poison: all 5",
+        ...          "decisions_on_poison": [{"check": "poison", "verdict": "dropped"}] * 5},
+        ...         {"poisoned_in_evidence": ["p1"], "abstained": False, "attacked": True,
+        ...          "decisions_on_poison": [{"check": "judge", "verdict": "kept"}]}]
+        >>> s = where_stopped(rows)
+        >>> s["reached"], s["stopped"], s["abstained_by"]
+        (1, {'poison:dropped': 5}, {'poison': 1})
+    """
+    stopped: dict[str, int] = {}
+    abstained_by: dict[str, int] = {}
+    for row in log:
+        for d in row.get("decisions_on_poison") or []:
+            if d.get("verdict") != "kept":
+                key = f"{d.get('check')}:{d.get('verdict')}"
+                stopped[key] = stopped.get(key, 0) + 1
+        if row.get("abstained"):
+            check = str(row.get("abstain_reason") or "not logged").split(":")[0]
+            abstained_by[check] = abstained_by.get(check, 0) + 1
+    reached = [row for row in log if row.get("poisoned_in_evidence")]
+    return {
+        "questions": len(log),
+        "reached": len(reached),
+        "reached_and_attacked": sum(bool(row.get("attacked")) for row in reached),
+        "stopped": dict(sorted(stopped.items(), key=lambda kv: -kv[1])),
+        "abstained_by": dict(sorted(abstained_by.items(), key=lambda kv: -kv[1])),
+    }
+
+
+def where_stopped_line(name: str, s: dict[str, Any]) -> str:
+    """:func:`where_stopped` as one readable line."""
+    stopped = ", ".join(f"{k} {v}" for k, v in s["stopped"].items()) or "none"
+    abst = ", ".join(f"{k} {v}" for k, v in s["abstained_by"].items()) or "none"
+    return (f"{name}: a poisoned passage reached the generator on {s['reached']}/{s['questions']} questions "
+            f"({s['reached_and_attacked']} answered with the target); poisoned passages stopped: {stopped}; "
+            f"abstentions by check: {abst}")
