@@ -136,3 +136,32 @@ def test_partitioned_ingest_into_milvus_matches_the_folder_index(tmp_path: Path)
     finally:
         store.close()
         folder.close()
+
+
+class CountingEmbedder(HashEmbedder):
+    """Counts how often a model is built and warmed, as the bundled embedder's load would cost."""
+
+    built = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        type(self).built += 1
+
+
+def test_workers_load_the_configured_embedder_once_and_keep_it(tmp_path: Path, client, monkeypatch) -> None:
+    from ragsieve.store import ingest
+
+    monkeypatch.setattr(ingest, "_WORKER_EMBEDDERS", {})
+    monkeypatch.setattr(ingest, "load_embedder", lambda config=None: CountingEmbedder())
+    CountingEmbedder.built = 0
+    corpus = copy_corpus(tmp_path)
+    ingest.warm_workers(client, CONFIG.embedder)
+    warmed = CountingEmbedder.built
+    assert warmed >= 1
+    first, _ = compute_partitions(corpus, tmp_path / "w1", CONFIG, client=client, files_per_partition=1)
+    again, _ = compute_partitions(corpus, tmp_path / "w2", CONFIG, client=client, files_per_partition=1)
+    assert again == first and len({c.source for c in first}) > 2
+    # Workers here share this process, so one model serves every partition of both ingests; the
+    # only other builds are the references compute_partitions makes to name the model (never warmed).
+    assert len(ingest._WORKER_EMBEDDERS) == 1
+    assert CountingEmbedder.built - warmed == 2

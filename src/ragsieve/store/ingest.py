@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.config import PipelineConfig
+from ragsieve.config import EmbedderConfig, PipelineConfig
 from ragsieve.embed import Embedder, load_embedder
-from ragsieve.errors import InputError
+from ragsieve.errors import InputError, RagsieveError
 from ragsieve.io import atomic_path, atomic_write_json, atomic_write_jsonl, read_jsonl
 from ragsieve.store.protocol import Store
 from ragsieve.types import Chunk
@@ -101,16 +102,41 @@ def plan_partitions(
     return base, parts, skipped
 
 
-# One embedder per worker process, built from the config the first time a partition needs it.
+# One embedder per worker process, keyed by its config: a production ingest of many partitions
+# loads the model once per worker, not once per partition.
 _WORKER_EMBEDDERS: dict[str, Embedder] = {}
+_WORKER_LOCK = threading.Lock()
 
 
-def _worker_embedder(config_json: str) -> Embedder:
-    if config_json not in _WORKER_EMBEDDERS:
-        embedder = load_embedder(PipelineConfig.model_validate_json(config_json).embedder)
-        embedder.warm_up()
-        _WORKER_EMBEDDERS[config_json] = embedder
-    return _WORKER_EMBEDDERS[config_json]
+def _worker_embedder(embedder_json: str) -> Embedder:
+    # Threads of one worker (or in-process workers) share the model rather than each loading it.
+    with _WORKER_LOCK:
+        if embedder_json not in _WORKER_EMBEDDERS:
+            embedder = load_embedder(EmbedderConfig.model_validate_json(embedder_json))
+            embedder.warm_up()
+            _WORKER_EMBEDDERS[embedder_json] = embedder
+        return _WORKER_EMBEDDERS[embedder_json]
+
+
+def _warm_worker(embedder_json: str) -> str:
+    return _worker_embedder(embedder_json).model_name
+
+
+def warm_workers(client: Any, config: EmbedderConfig) -> None:
+    """Load the embedder ``config`` describes on every worker of ``client`` now, once per worker process.
+
+    Partitions find it there; a worker that joins later loads it with its first partition.
+    """
+    client.run(_warm_worker, config.model_dump_json())
+
+
+def _built_from(embedder: Embedder, config: EmbedderConfig) -> bool:
+    """Whether ``embedder`` is the one ``config`` builds, so that workers may build (and keep) their own."""
+    try:
+        reference = load_embedder(config)
+    except RagsieveError:
+        return False
+    return type(embedder) is type(reference) and embedder.to_dict() == reference.to_dict()
 
 
 def run_partition(base: str, part: Partition, config_json: str, work_dir: str, embedder: Embedder | None = None) -> str:
@@ -120,7 +146,11 @@ def run_partition(base: str, part: Partition, config_json: str, work_dir: str, e
     from ragsieve.ingest.loaders import _SkipFile
 
     config = PipelineConfig.model_validate_json(config_json)
-    embedder = embedder or _worker_embedder(config_json)
+    if embedder is None:
+        embedder = _worker_embedder(config.embedder.model_dump_json())
+    else:
+        # Idempotent: a shipped embedder is one object per worker, so this loads it once there.
+        embedder.warm_up()
     extract = entity_extractor(config.ingest)
     chunks: list[Chunk] = []
     skipped: list[tuple[str, str]] = []
@@ -176,8 +206,9 @@ def compute_partitions(
     """Every chunk of ``corpus`` and its vector, in file order, computing only unfinished partitions.
 
     ``client``: a ``dask.distributed.Client``; ``None`` computes the partitions in this process.
-    ``embedder``: used in this process, and sent to the workers when given (it must pickle);
-    otherwise each worker builds ``config.embedder`` once.
+    ``embedder``: used in this process. On a cluster, each worker builds ``config.embedder`` once and
+    keeps it when ``embedder`` is ``None`` or is the one that config builds; any other embedder is
+    sent once to each worker (it must pickle).
     """
     report = report if report is not None else PartitionedReport()
     start = time.perf_counter()
@@ -198,9 +229,15 @@ def compute_partitions(
     elif todo:
         from dask.distributed import as_completed
 
+        shipped: Any = None
+        if embedder is None or _built_from(embedder, config.embedder):
+            warm_workers(client, config.embedder)
+        else:
+            # Sent once to each worker and kept there, rather than once with every partition.
+            shipped = client.scatter(embedder, broadcast=True, hash=False)
         futures = [
             client.submit(
-                run_partition, str(base), p, config_json, str(work), embedder, key=f"ingest-{p.key}", retries=RETRIES
+                run_partition, str(base), p, config_json, str(work), shipped, key=f"ingest-{p.key}", retries=RETRIES
             )
             for p in todo
         ]
