@@ -36,6 +36,7 @@ def _qa(tmp_path: Path) -> Path:
         (["--only", "sieve,bogus"], "unknown configuration 'bogus'"),
         (["--judge", "oracle"], "unknown faithfulness judge"),
         ([], "no index given"),
+        (["--only", "no-retrieval", "--judge", "none", "--workers", "2", "--cluster", "tcp://x:1"], "not both"),
     ],
 )
 def test_bad_arguments_give_one_clear_error(tmp_path, capsys, args, message) -> None:  # type: ignore[no-untyped-def]
