@@ -199,3 +199,10 @@ def test_milvus_reader_sees_another_writer_after_refresh(tmp_path: Path) -> None
     assert reader.search("ribosomes protein", k=1, mode="sparse")[0].chunk.id == "b1"
     writer.close()
     reader.close()
+
+
+def test_a_server_uri_is_shown_without_credentials() -> None:
+    from ragsieve.store.milvus import redact_uri
+
+    assert redact_uri("https://alice:s3cret@milvus.example:19530/db?token=abc#x") == "https://milvus.example:19530/db"
+    assert redact_uri("http://localhost:19530") == "http://localhost:19530"

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -267,6 +268,45 @@ class MilvusStore:
             it.close()
         return sorted(out, key=lambda c: c.id)
 
+    def stats(self) -> dict[str, Any]:
+        """What ``ragsieve info`` shows: the folder index's fields, plus where the collection lives.
+
+        ``sources`` reads the source field of every chunk in batches. The URI is shown without
+        user, password or query string, and the token never.
+        """
+        sources: set[str] = set()
+        if len(self):
+            it = self.client.query_iterator(self.collection, batch_size=5000, filter="", output_fields=["source"])
+            try:
+                while batch := it.next():
+                    sources.update(str(r["source"]) for r in batch)
+            finally:
+                it.close()
+        local = "://" not in self.uri
+        return {
+            "dir": str(self.dir),
+            "backend": "milvus",
+            "uri": self.uri if local else redact_uri(self.uri),
+            "collection": self.collection,
+            "chunks": len(self),
+            "domains": dict(sorted(self.state["domains"].items())),
+            "sources": len(sources),
+            "embedder": self.state["embedder"],
+            "dim": int(self.state["dim"]),
+            "fields": sorted(self.fields()),
+            "bytes": _size(Path(self.uri)) if local else None,
+            "generation": self.generation,
+        }
+
+    def iter_ids(self, batch_size: int = 10_000) -> Iterator[list[str]]:
+        """Every chunk id, ``batch_size`` at a time, without reading texts or vectors."""
+        it = self.client.query_iterator(self.collection, batch_size=batch_size, filter="", output_fields=["id"])
+        try:
+            while batch := it.next():
+                yield [str(r["id"]) for r in batch]
+        finally:
+            it.close()
+
     # ------------------------------------------------------------------ writes
     def add(self, chunks: Sequence[Chunk], embeddings: np.ndarray | None = None) -> None:
         existing = self._rows([c.id for c in chunks])
@@ -416,6 +456,20 @@ class MilvusStore:
             else:
                 parts.append(f"source not in {_literal(sorted(s for s, w in weights.items() if w < prune))}")
         return " and ".join(f"({p})" for p in parts)
+
+
+def redact_uri(uri: str) -> str:
+    """``uri`` without the user, password, query string or fragment a server URL may carry."""
+    parts = urlsplit(uri)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
 
 def _row(chunk: Chunk, vector: np.ndarray) -> dict[str, Any]:
