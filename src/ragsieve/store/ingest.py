@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ragsieve.cluster import cluster_client
 from ragsieve.config import EmbedderConfig, PipelineConfig
 from ragsieve.embed import Embedder, load_embedder
 from ragsieve.errors import InputError, RagsieveError
@@ -37,6 +38,8 @@ from ragsieve.store.protocol import Store
 from ragsieve.types import Chunk
 
 logger = logging.getLogger(__name__)
+
+__all__ = ["cluster_client", "compute_partitions", "ingest_partitioned", "warm_workers", "write_store"]
 
 WORK_DIR = "ingest-work"
 # How often a failed partition is tried again on the cluster before the ingest gives up.
@@ -270,13 +273,22 @@ def _remove_stale(work: Path, keep: set[str]) -> None:
 
 
 def write_store(store: Store, chunks: Sequence[Chunk], vectors: np.ndarray, batch: int = 2000) -> None:
-    """Make a Milvus-like ``store`` hold exactly ``chunks``: upsert in order, then delete ids gone from the corpus."""
+    """Make a Milvus-like ``store`` hold exactly ``chunks``: upsert in order, then delete ids gone from the corpus.
+
+    The ids already stored are read in batches (never the whole collection's rows at once) and
+    the chunks of files that changed or left the corpus are deleted ``batch`` ids at a time.
+    """
     wanted = {c.id for c in chunks}
-    stale = [c.id for c in store.chunks if c.id not in wanted] if len(store) else []  # type: ignore[attr-defined]
+    stale: list[str] = []
+    if len(store):
+        for ids in store.iter_ids(batch_size=max(batch, 10_000)):  # type: ignore[attr-defined]
+            stale.extend(i for i in ids if i not in wanted)
     for start in range(0, len(chunks), batch):
         store.upsert(chunks[start : start + batch], vectors[start : start + batch])
+    for start in range(0, len(stale), batch):
+        store.delete(stale[start : start + batch])
     if stale:
-        store.delete(stale)
+        logger.info("deleted %d chunks of changed or removed files", len(stale))
 
 
 def ingest_partitioned(
@@ -330,16 +342,3 @@ def ingest_partitioned(
     report.write_seconds = time.perf_counter() - write_start
     report.seconds = time.perf_counter() - start
     return report
-
-
-def cluster_client(workers: int | None = None, address: str | None = None) -> Any:
-    """A Dask client: on the scheduler at ``address``, or on a new ``LocalCluster`` of ``workers`` processes."""
-    from ragsieve.extras import require
-
-    distributed = require("dask.distributed", "distributed", "ingesting with --workers or --cluster")
-    if address:
-        return distributed.Client(address.replace("dask://", "tcp://", 1))
-    cluster = distributed.LocalCluster(
-        n_workers=max(1, int(workers or 1)), threads_per_worker=1, processes=True, dashboard_address=":0"
-    )
-    return distributed.Client(cluster)
