@@ -41,6 +41,8 @@ _OUTPUT = ["id", "text", "doc_id", "source", "domain", "title", "position", "met
 _MAX_TEXT_BYTES = 65535
 _MAX_NAME_BYTES = 4096
 _META_KEY = "state"
+# Milvus's built-in analyzers for the BM25 text field.
+ANALYZERS = ("standard", "english")
 
 
 def _import_pymilvus() -> Any:
@@ -98,6 +100,9 @@ class MilvusStore:
 
     ``uri`` is a local file (Milvus Lite) or a server URL; ``directory`` is the local folder for
     ``source_weights.json`` and ``router/`` (default: ``<file>.ragsieve`` beside a local file).
+    ``analyzer`` is the BM25 text analyzer of a collection this creates (an existing collection
+    keeps its own): ``standard`` (lower-cased word tokens) or ``english`` (also stopwords removed
+    and stemmed, as the folder index's bm25s tokenisation; see docs/results.md on BEIR).
 
     Example:
         >>> store = MilvusStore("/tmp/ragsieve-doc.db", embedder)  # doctest: +SKIP
@@ -113,8 +118,12 @@ class MilvusStore:
         collection: str = "ragsieve",
         directory: str | Path | None = None,
         token: str = "",
+        analyzer: str = "standard",
     ) -> None:
+        if analyzer not in ANALYZERS:
+            raise ConfigError(f"unknown Milvus text analyzer {analyzer!r}; use one of {', '.join(ANALYZERS)}")
         self.uri = str(uri)
+        self.analyzer = analyzer
         self.embedder = embedder
         self.collection = collection
         self.token = token
@@ -181,7 +190,9 @@ class MilvusStore:
             return
         schema = c.create_schema(auto_id=False)
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=_MAX_NAME_BYTES)
-        schema.add_field("text", DataType.VARCHAR, max_length=_MAX_TEXT_BYTES, enable_analyzer=True)
+        # The standard analyzer is Milvus's default, so collections made before the option are unchanged.
+        analyzer = {} if self.analyzer == "standard" else {"analyzer_params": {"type": self.analyzer}}
+        schema.add_field("text", DataType.VARCHAR, max_length=_MAX_TEXT_BYTES, enable_analyzer=True, **analyzer)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.embedder.dim)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         for name in _ATTRIBUTES:
