@@ -240,8 +240,6 @@ def ingest(
             "store.collection": collection,
         },
     )
-    if workers and cluster:
-        raise InputError("pass either --workers (a local cluster) or --cluster (a scheduler address), not both")
     if cfg.store.backend != "folder" or workers or cluster:
         _ingest_partitioned(path, index, cfg, workers, cluster, partition_files, as_json)
         return
@@ -270,24 +268,15 @@ def ingest(
 def _ingest_partitioned(
     path: Path, index: Path, cfg: PipelineConfig, workers: int | None, cluster: str | None, per: int, as_json: bool
 ) -> None:
-    from ragsieve.store.ingest import cluster_client, ingest_partitioned
+    from ragsieve.cluster import dask_client, threads_per_worker
+    from ragsieve.store.ingest import ingest_partitioned
 
-    client = None
-    if workers or cluster:
-        if workers and cfg.embedder.threads is None:
-            # Each local worker embeds with its share of the cores rather than all of them.
-            cfg = apply_overrides(cfg, {"embedder.threads": max(1, (os.cpu_count() or 1) // workers)})
-        client = cluster_client(workers, cluster)
-    try:
-        with _progress() as progress:
-            report = ingest_partitioned(
-                path, index, cfg, client=client, files_per_partition=per, progress=_ProgressReporter(progress)
-            )
-    finally:
-        if client is not None:
-            client.close()
-            if not cluster:
-                client.cluster.close()
+    if workers and cfg.embedder.threads is None:
+        cfg = apply_overrides(cfg, {"embedder.threads": threads_per_worker(workers)})
+    with dask_client(workers, cluster, "ingesting") as client, _progress() as progress:
+        report = ingest_partitioned(
+            path, index, cfg, client=client, files_per_partition=per, progress=_ProgressReporter(progress)
+        )
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
         return
@@ -620,13 +609,34 @@ def info(
     ),
     verify: bool = typer.Option(False, "--verify", help="Check every file's sha256 against the manifest."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file (embedder settings)."),
+    store: StoreBackend | None = STORE_OPTION,
+    store_uri: str | None = STORE_URI_OPTION,
+    collection: str | None = typer.Option(None, "--collection", help="Milvus collection name."),
 ) -> None:
     """Show what an index holds (and, with --verify, that every file is intact)."""
     from ragsieve.index import Index
+    from ragsieve.store.open import effective_store_config
 
-    cfg = _config(config, {})
-    with Index.open(resolve_index_dir(index, cfg.index_dir), verify=verify, embedder_config=cfg.embedder) as opened:
-        stats = opened.stats()
+    cfg = _config(config, {**_store_options(store, store_uri), "store.collection": collection})
+    folder = resolve_index_dir(index, cfg.index_dir)
+    if effective_store_config(cfg, folder).backend == "milvus":
+        if verify:
+            raise InputError(
+                "--verify checks the folder index's file checksums; a Milvus store keeps none, so drop --verify"
+            )
+        from ragsieve.embed import load_embedder
+        from ragsieve.store.milvus import MilvusStore
+        from ragsieve.store.open import open_store
+
+        milvus = open_store(cfg, folder, load_embedder(cfg.embedder))
+        try:
+            stats = milvus.stats() if isinstance(milvus, MilvusStore) else {}
+        finally:
+            milvus.close()
+        console.print_json(json.dumps(stats))
+        return
+    with Index.open(folder, verify=verify, embedder_config=cfg.embedder) as opened:
+        stats = {**opened.stats(), "backend": "folder"}
     if verify:
         stats["verified"] = True
     console.print_json(json.dumps(stats))

@@ -36,6 +36,7 @@ def _qa(tmp_path: Path) -> Path:
         (["--only", "sieve,bogus"], "unknown configuration 'bogus'"),
         (["--judge", "oracle"], "unknown faithfulness judge"),
         ([], "no index given"),
+        (["--only", "no-retrieval", "--judge", "none", "--workers", "2", "--cluster", "tcp://x:1"], "not both"),
     ],
 )
 def test_bad_arguments_give_one_clear_error(tmp_path, capsys, args, message) -> None:  # type: ignore[no-untyped-def]
@@ -73,3 +74,29 @@ def test_eval_on_three_demo_questions_end_to_end(tmp_path, capsys) -> None:  # t
     code, out, _ = run(capsys, *args)
     assert code == 0 and "sieve -verify" in out and "lexical-embedding" in out
     assert len(cache.read_text(encoding="utf-8").splitlines()) == 12
+
+
+@pytest.mark.slow
+def test_eval_on_a_dask_scheduler_scores_what_one_process_scores(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    distributed = pytest.importorskip("dask.distributed")
+    from ragsieve.demo import _resource_path
+
+    data = str(_resource_path("questions.jsonl"))
+    args = ["eval", "--data", data, "--only", "no-retrieval", "--judge", "none", "--limit", "3", "--threads", "1",
+            "--bootstrap", "50", "--json"]
+    code, _, err = run(capsys, *args, "--cache", str(tmp_path / "one.jsonl"))
+    assert code == 0, err
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    ) as cluster:
+        code, _, err = run(capsys, *args, "--cache", str(tmp_path / "dask.jsonl"), "--cluster",
+                        cluster.scheduler_address, "--partition-questions", "1")
+        assert code == 0, err
+        assert all(w.state.executed_count > 0 for w in cluster.workers.values()), "both workers answered"
+
+    def answers(path: Path) -> list[tuple[str, str]]:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        return sorted((r["item_id"], r["answer"]) for r in rows)
+
+    assert len(answers(tmp_path / "one.jsonl")) == 3
+    assert answers(tmp_path / "dask.jsonl") == answers(tmp_path / "one.jsonl")

@@ -61,3 +61,28 @@ def test_fit_rejects_repeated_items(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["fit", str(val), "--out", str(tmp_path / "w.json"), "--on-duplicate", "first",
                                    "--epochs", "2"])
     assert res.exit_code == 0, res.output
+
+
+def test_fit_on_a_dask_scheduler_gives_the_single_process_weights(tmp_path: Path) -> None:
+    import pytest
+
+    distributed = pytest.importorskip("dask.distributed")
+    val = tmp_path / "val.jsonl"
+    write_validation(val)
+    args = ["fit", str(val), "-k", "3", "--epochs", "5", "--lr", "20"]
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "one.json")])
+    assert res.exit_code == 0, res.output
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    ) as cluster:
+        address = cluster.scheduler_address
+        res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "dask.json"), "--cluster", address])
+        assert res.exit_code == 0, res.output
+        assert all(w.state.executed_count > 0 for w in cluster.workers.values()), "each worker summed gradients"
+    one = json.loads((tmp_path / "one.json").read_text())
+    spread = json.loads((tmp_path / "dask.json").read_text())
+    assert spread["weights"].keys() == one["weights"].keys()
+    for source, weight in one["weights"].items():
+        assert abs(spread["weights"][source] - weight) < 1e-9, source
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "x.json"), "--workers", "2", "--cluster", "tcp://x:1"])
+    assert res.exit_code != 0 and "not both" in str(res.exception)

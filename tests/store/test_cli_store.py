@@ -93,3 +93,20 @@ def test_a_server_uri_in_the_folder_is_never_used_unless_given(tmp_path) -> None
     assert result.returncode == 2
     message = " ".join(result.stderr.split())
     assert "live in Milvus" in message and "pass --store milvus --store-uri URI" in message
+
+
+def test_info_on_milvus_shows_what_the_folder_index_shows(indexes) -> None:
+    shown = {}
+    for name in ("folder", "milvus"):
+        result = ragsieve("info", "--index", str(indexes[name]))
+        assert result.returncode == 0, result.stderr
+        shown[name] = json.loads(result.stdout)
+    folder, milvus = shown["folder"], shown["milvus"]
+    assert folder["backend"] == "folder" and milvus["backend"] == "milvus"
+    for key in ("chunks", "domains", "sources", "embedder"):
+        assert milvus[key] == folder[key], key
+    assert milvus["chunks"] > 0 and milvus["sources"] > 1
+    assert milvus["uri"] == str(indexes["milvus"] / "milvus.db") and milvus["collection"] == "ragsieve"
+    assert milvus["generation"].startswith("milvus-") and milvus["bytes"] > 0
+    refused = ragsieve("info", "--index", str(indexes["milvus"]), "--verify")
+    assert refused.returncode == 2 and "drop --verify" in " ".join(refused.stderr.split())

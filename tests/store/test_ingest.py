@@ -136,3 +136,61 @@ def test_partitioned_ingest_into_milvus_matches_the_folder_index(tmp_path: Path)
     finally:
         store.close()
         folder.close()
+
+
+class CountingEmbedder(HashEmbedder):
+    """Counts how often a model is built and warmed, as the bundled embedder's load would cost."""
+
+    built = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        type(self).built += 1
+
+
+def test_workers_load_the_configured_embedder_once_and_keep_it(tmp_path: Path, client, monkeypatch) -> None:
+    from ragsieve.store import ingest
+
+    monkeypatch.setattr(ingest, "_WORKER_EMBEDDERS", {})
+    monkeypatch.setattr(ingest, "load_embedder", lambda config=None: CountingEmbedder())
+    CountingEmbedder.built = 0
+    corpus = copy_corpus(tmp_path)
+    ingest.warm_workers(client, CONFIG.embedder)
+    warmed = CountingEmbedder.built
+    assert warmed >= 1
+    first, _ = compute_partitions(corpus, tmp_path / "w1", CONFIG, client=client, files_per_partition=1)
+    again, _ = compute_partitions(corpus, tmp_path / "w2", CONFIG, client=client, files_per_partition=1)
+    assert again == first and len({c.source for c in first}) > 2
+    # Workers here share this process, so one model serves every partition of both ingests; the
+    # only other builds are the references compute_partitions makes to name the model (never warmed).
+    assert len(ingest._WORKER_EMBEDDERS) == 1
+    assert CountingEmbedder.built - warmed == 2
+
+
+def test_write_store_deletes_stale_chunks_by_id_batches(tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("milvus_lite")
+    from ragsieve.store import MilvusStore
+    from ragsieve.store.ingest import write_store
+
+    corpus = copy_corpus(tmp_path)
+    chunks, vectors = compute_partitions(corpus, tmp_path / "work", CONFIG, embedder=HashEmbedder())
+    store = MilvusStore(str(tmp_path / "m.db"), HashEmbedder())
+    try:
+        write_store(store, chunks, vectors, batch=2)
+        assert len(store) == len(chunks)
+
+        def whole_collection(self: MilvusStore) -> None:
+            raise AssertionError("write_store read every chunk")
+
+        monkeypatch.setattr(MilvusStore, "chunks", property(whole_collection))
+        deletes: list[int] = []
+        delete = MilvusStore.delete
+        monkeypatch.setattr(MilvusStore, "delete", lambda self, ids: deletes.append(len(ids)) or delete(self, ids))
+        kept = [c for c in chunks if c.domain != "astronomy"]
+        gone = len(chunks) - len(kept)
+        assert gone >= 3, "the fixture corpus must give at least two batches to delete"
+        write_store(store, kept, np.stack([v for c, v in zip(chunks, vectors, strict=True) if c in kept]), batch=2)
+        assert sorted(i for ids in store.iter_ids(batch_size=3) for i in ids) == sorted(c.id for c in kept)
+        assert len(store) == len(kept) and deletes and max(deletes) <= 2 and sum(deletes) == gone
+    finally:
+        store.close()

@@ -199,3 +199,26 @@ def test_milvus_reader_sees_another_writer_after_refresh(tmp_path: Path) -> None
     assert reader.search("ribosomes protein", k=1, mode="sparse")[0].chunk.id == "b1"
     writer.close()
     reader.close()
+
+
+def test_a_server_uri_is_shown_without_credentials() -> None:
+    from ragsieve.store.milvus import redact_uri
+
+    assert redact_uri("https://alice:s3cret@milvus.example:19530/db?token=abc#x") == "https://milvus.example:19530/db"
+    assert redact_uri("http://localhost:19530") == "http://localhost:19530"
+
+
+def test_the_english_analyzer_stems_where_the_standard_one_does_not(tmp_path: Path) -> None:
+    pytest.importorskip("milvus_lite")
+    from ragsieve.errors import ConfigError
+
+    chunk = Chunk(id="v", text="Vitamins are essential nutrients.", doc_id="v", source="v.md")
+    other = Chunk(id="c", text="The cat sat on the mat.", doc_id="c", source="c.md")
+    found = {}
+    for analyzer in ("standard", "english"):
+        with MilvusStore(str(tmp_path / f"{analyzer}.db"), HashEmbedder(), analyzer=analyzer) as store:
+            store.add([chunk, other])
+            found[analyzer] = [h.chunk.id for h in store.search("vitamin", k=2, mode="sparse")]
+    assert found == {"standard": [], "english": ["v"]}
+    with pytest.raises(ConfigError, match="unknown Milvus text analyzer"):
+        MilvusStore(str(tmp_path / "x.db"), HashEmbedder(), analyzer="klingon")

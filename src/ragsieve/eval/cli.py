@@ -81,9 +81,23 @@ def eval_command(
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
     boot: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95% intervals."),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        min=1,
+        help="Answer the questions on a local Dask cluster of N worker processes (each loads the "
+        "models once; --threads sets each one's LLM threads).",
+    ),
+    cluster: str | None = typer.Option(
+        None, "--cluster", metavar="ADDRESS", help="Dask scheduler address (tcp://host:8786) to answer on."
+    ),
+    partition_questions: int | None = typer.Option(
+        None, "--partition-questions", min=1, help="Questions per Dask task (default: about 4 tasks per worker)."
+    ),
 ) -> None:
     """Score the sieve, plain RAG, no retrieval and ablations: accuracy, coverage, AURC, faithfulness, cost."""
     from ragsieve.cli import _config, _progress, console
+    from ragsieve.cluster import dask_client
     from ragsieve.eval.data import load_qa
     from ragsieve.eval.harness import EvalCache, default_specs, run_eval
     from ragsieve.eval.report import plot_risk_coverage
@@ -115,10 +129,16 @@ def eval_command(
     store = EvalCache(cache_path).load()
     fixed_judge = make_judge(judge, cfg)
     start = time.perf_counter()
-    with _progress() as progress:
+    with dask_client(workers, cluster, "evaluating") as client, _progress() as progress:
         task = progress.add_task(f"evaluating {len(specs)} configurations", total=len(items) * len(specs))
         records = run_eval(
-            items, specs, store, fixed_judge, progress=lambda done, total: progress.update(task, completed=done)
+            items,
+            specs,
+            store,
+            fixed_judge,
+            progress=lambda done, total: progress.update(task, completed=done),
+            client=client,
+            partition_size=partition_questions,
         )
     elapsed = time.perf_counter() - start
     baseline = "plain" if "plain" in records else None

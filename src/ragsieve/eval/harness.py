@@ -18,8 +18,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
+import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -287,6 +290,42 @@ def _warmed(pipe: Any) -> Any:
     return pipe
 
 
+class _Answerer:
+    """Answers (configuration, question) pairs, building each pipeline once and warming the judge once."""
+
+    def __init__(self, build: Callable[[EvalSpec], Any], judge: FaithfulnessJudge | None) -> None:
+        self.build = build
+        self.judge = judge
+        self.pipes: dict[str, Any] = {}
+        self.judge_ready = False
+
+    def record(self, spec: EvalSpec, item: QAItem, key: str) -> dict[str, Any]:
+        if spec.name not in self.pipes:
+            self.pipes[spec.name] = _warmed(self.build(spec))
+        pipe = self.pipes[spec.name]
+        start = time.perf_counter()
+        try:
+            answer = (
+                pipe.ask(item.question, no_retrieval=True)
+                if spec.no_retrieval
+                else pipe.ask(item.question, **spec.ask_kwargs)
+            )
+        except RagsieveError as exc:
+            logger.warning("%s failed on %s: %s", spec.name, item.id, exc)
+            return _error_record(key, spec, item, exc, time.perf_counter() - start)
+        # Loading models is a one-off cost, not a per-question one.
+        seconds = time.perf_counter() - start - answer.trace.timings_ms.get("warm_up", 0.0) / 1000.0
+        faith = None
+        if self.judge is not None and answer.evidence and not answer.abstained:
+            if not self.judge_ready:
+                self.judge.warm_up()
+                self.judge_ready = True
+            faith = judge_faithfulness(answer, self.judge)
+        rec = _record(key, spec, item, answer, seconds, faith)
+        rec["judge"] = self.judge.name if self.judge is not None else None
+        return rec
+
+
 def run_eval(
     items: Sequence[QAItem],
     specs: Sequence[EvalSpec],
@@ -295,15 +334,21 @@ def run_eval(
     *,
     build: Callable[[EvalSpec], Any] = _build,
     progress: Callable[[int, int], None] | None = None,
+    client: Any = None,
+    partition_size: int | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Answer every item with every spec (cached outputs reused); records per spec name, item order.
 
     ``judge`` scores faithfulness of answers that used evidence; ``None`` skips it (the field is
-    then ``None`` and faithfulness is reported as not measured).
+    then ``None`` and faithfulness is reported as not measured). ``client``: a
+    ``dask.distributed.Client``; the questions not in the cache are then answered in partitions of
+    ``partition_size`` questions on its workers (each worker builds every pipeline once) and the
+    records are the same as this process would write, bar the timings.
     """
-    pipes: dict[str, Any] = {}
+    if client is not None:
+        return _run_eval_on_cluster(items, specs, cache, judge, build, progress, client, partition_size)
+    answerer = _Answerer(build, judge)
     judge_name = judge.name if judge is not None else None
-    judge_ready = False
     total = len(items) * len(specs)
     done = 0
     out: dict[str, list[dict[str, Any]]] = {s.name: [] for s in specs}
@@ -312,33 +357,102 @@ def run_eval(
             key = spec.key(item.id, item.question, judge_name)
             rec = cache.get(key)
             if rec is None:
-                if spec.name not in pipes:
-                    pipes[spec.name] = _warmed(build(spec))
-                start = time.perf_counter()
-                try:
-                    answer = pipes[spec.name].ask(item.question, no_retrieval=True) if spec.no_retrieval else (
-                        pipes[spec.name].ask(item.question, **spec.ask_kwargs)
-                    )
-                except RagsieveError as exc:
-                    logger.warning("%s failed on %s: %s", spec.name, item.id, exc)
-                    rec = _error_record(key, spec, item, exc, time.perf_counter() - start)
-                else:
-                    # Loading models is a one-off cost, not a per-question one.
-                    seconds = time.perf_counter() - start - answer.trace.timings_ms.get("warm_up", 0.0) / 1000.0
-                    faith = None
-                    if judge is not None and answer.evidence and not answer.abstained:
-                        if not judge_ready:
-                            judge.warm_up()
-                            judge_ready = True
-                        faith = judge_faithfulness(answer, judge)
-                    rec = _record(key, spec, item, answer, seconds, faith)
-                    rec["judge"] = judge_name
+                rec = answerer.record(spec, item, key)
                 cache.put(rec)
             out[spec.name].append(rec)
             done += 1
             if progress is not None:
                 progress(done, total)
     return out
+
+
+# Per worker process (and thread): the answerer of the evaluation running now, so a worker builds
+# each pipeline once for all its partitions; an earlier evaluation's pipelines are let go.
+_WORKER_ANSWERERS: dict[tuple[str, int], _Answerer] = {}
+_WORKER_LOCK = threading.Lock()
+
+
+def _answer_partition(
+    run: str,
+    items: Sequence[QAItem],
+    specs: Sequence[EvalSpec],
+    keys: set[str],
+    judge_name: str | None,
+    build: Callable[[EvalSpec], Any],
+    judge: FaithfulnessJudge | None,
+) -> list[dict[str, Any]]:
+    """On a worker: the records of ``items`` x ``specs`` whose cache keys are in ``keys``."""
+    # One answerer per thread: a pipeline's LLM (llama.cpp) must not run two questions at once.
+    slot = (run, threading.get_ident())
+    with _WORKER_LOCK:
+        for stale in [s for s in _WORKER_ANSWERERS if s[0] != run]:
+            del _WORKER_ANSWERERS[stale]
+        answerer = _WORKER_ANSWERERS.setdefault(slot, _Answerer(build, judge))
+    out = []
+    for item in items:
+        for spec in specs:
+            key = spec.key(item.id, item.question, judge_name)
+            if key in keys:
+                out.append(answerer.record(spec, item, key))
+    return out
+
+
+def _run_eval_on_cluster(
+    items: Sequence[QAItem],
+    specs: Sequence[EvalSpec],
+    cache: EvalCache,
+    judge: FaithfulnessJudge | None,
+    build: Callable[[EvalSpec], Any],
+    progress: Callable[[int, int], None] | None,
+    client: Any,
+    partition_size: int | None,
+) -> dict[str, list[dict[str, Any]]]:
+    from dask.distributed import as_completed
+
+    judge_name = judge.name if judge is not None else None
+    total = len(items) * len(specs)
+    todo = [
+        (item, {k for s in specs if cache.get(k := s.key(item.id, item.question, judge_name)) is None})
+        for item in items
+    ]
+    todo = [(item, keys) for item, keys in todo if keys]
+    done = total - sum(len(keys) for _, keys in todo)
+    if progress is not None:
+        progress(done, total)
+    if todo:
+        if partition_size is None:
+            # A few partitions per worker keep them all busy to the end without a task per question.
+            workers = max(1, len(client.scheduler_info().get("workers", {})))
+            partition_size = max(1, math.ceil(len(todo) / (4 * workers)))
+        if partition_size < 1:
+            raise InputError(f"questions per partition must be at least 1, got {partition_size}")
+        run = uuid.uuid4().hex
+        # Sent once to each worker and kept there, rather than once with every partition.
+        shipped = client.scatter(judge, broadcast=True, hash=False) if judge is not None else None
+        futures = []
+        for start in range(0, len(todo), partition_size):
+            part = todo[start : start + partition_size]
+            keys = set().union(*(k for _, k in part))
+            futures.append(
+                client.submit(
+                    _answer_partition,
+                    run,
+                    [i for i, _ in part],
+                    list(specs),
+                    keys,
+                    judge_name,
+                    build,
+                    shipped,
+                    pure=False,
+                )
+            )
+        for future in as_completed(futures):
+            for rec in future.result():
+                cache.put(rec)
+                done += 1
+            if progress is not None:
+                progress(done, total)
+    return {s.name: [cache.records[s.key(i.id, i.question, judge_name)] for i in items] for s in specs}
 
 
 def cached_records(

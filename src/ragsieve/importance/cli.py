@@ -96,10 +96,17 @@ def fit(
         help="mean-gradient: step each source by its items' mean gradient, then clip; reference: the "
         "authors' rule (step and clip each item, then average over every item of the source).",
     ),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="Sum each epoch's gradients on a local Dask cluster of N worker processes."
+    ),
+    cluster: str | None = typer.Option(
+        None, "--cluster", metavar="ADDRESS", help="Dask scheduler address (tcp://host:8786) to fit on."
+    ),
 ) -> None:
     """Learn a weight per source and tune a pruning threshold on the same validation set."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from ragsieve.cluster import dask_client
     from ragsieve.importance.apply import tune_prune_threshold
     from ragsieve.importance.data import load_jsonl
     from ragsieve.importance.estimator import DataImportance
@@ -120,7 +127,8 @@ def fit(
         def step(epoch: int, value: float) -> None:
             progress.update(task, advance=1, value=f"{value:.4f}")
 
-        est.fit(data, callback=step)
+        with dask_client(workers, cluster, "fitting source weights") as client:
+            est.fit(data, client=client, callback=step)
     weights = est.source_weights()
     eval_utility: Literal["additive", "majority"] = "majority" if utility == UtilityOpt.majority else "additive"
     tuned = tune_prune_threshold(data, est.weights_, k=k, utility=eval_utility, known=est.seen_)

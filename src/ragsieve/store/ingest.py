@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,14 +29,17 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.config import PipelineConfig
+from ragsieve.cluster import cluster_client
+from ragsieve.config import EmbedderConfig, PipelineConfig
 from ragsieve.embed import Embedder, load_embedder
-from ragsieve.errors import InputError
+from ragsieve.errors import InputError, RagsieveError
 from ragsieve.io import atomic_path, atomic_write_json, atomic_write_jsonl, read_jsonl
 from ragsieve.store.protocol import Store
 from ragsieve.types import Chunk
 
 logger = logging.getLogger(__name__)
+
+__all__ = ["cluster_client", "compute_partitions", "ingest_partitioned", "warm_workers", "write_store"]
 
 WORK_DIR = "ingest-work"
 # How often a failed partition is tried again on the cluster before the ingest gives up.
@@ -101,16 +105,41 @@ def plan_partitions(
     return base, parts, skipped
 
 
-# One embedder per worker process, built from the config the first time a partition needs it.
+# One embedder per worker process, keyed by its config: a production ingest of many partitions
+# loads the model once per worker, not once per partition.
 _WORKER_EMBEDDERS: dict[str, Embedder] = {}
+_WORKER_LOCK = threading.Lock()
 
 
-def _worker_embedder(config_json: str) -> Embedder:
-    if config_json not in _WORKER_EMBEDDERS:
-        embedder = load_embedder(PipelineConfig.model_validate_json(config_json).embedder)
-        embedder.warm_up()
-        _WORKER_EMBEDDERS[config_json] = embedder
-    return _WORKER_EMBEDDERS[config_json]
+def _worker_embedder(embedder_json: str) -> Embedder:
+    # Threads of one worker (or in-process workers) share the model rather than each loading it.
+    with _WORKER_LOCK:
+        if embedder_json not in _WORKER_EMBEDDERS:
+            embedder = load_embedder(EmbedderConfig.model_validate_json(embedder_json))
+            embedder.warm_up()
+            _WORKER_EMBEDDERS[embedder_json] = embedder
+        return _WORKER_EMBEDDERS[embedder_json]
+
+
+def _warm_worker(embedder_json: str) -> str:
+    return _worker_embedder(embedder_json).model_name
+
+
+def warm_workers(client: Any, config: EmbedderConfig) -> None:
+    """Load the embedder ``config`` describes on every worker of ``client`` now, once per worker process.
+
+    Partitions find it there; a worker that joins later loads it with its first partition.
+    """
+    client.run(_warm_worker, config.model_dump_json())
+
+
+def _built_from(embedder: Embedder, config: EmbedderConfig) -> bool:
+    """Whether ``embedder`` is the one ``config`` builds, so that workers may build (and keep) their own."""
+    try:
+        reference = load_embedder(config)
+    except RagsieveError:
+        return False
+    return type(embedder) is type(reference) and embedder.to_dict() == reference.to_dict()
 
 
 def run_partition(base: str, part: Partition, config_json: str, work_dir: str, embedder: Embedder | None = None) -> str:
@@ -120,7 +149,11 @@ def run_partition(base: str, part: Partition, config_json: str, work_dir: str, e
     from ragsieve.ingest.loaders import _SkipFile
 
     config = PipelineConfig.model_validate_json(config_json)
-    embedder = embedder or _worker_embedder(config_json)
+    if embedder is None:
+        embedder = _worker_embedder(config.embedder.model_dump_json())
+    else:
+        # Idempotent: a shipped embedder is one object per worker, so this loads it once there.
+        embedder.warm_up()
     extract = entity_extractor(config.ingest)
     chunks: list[Chunk] = []
     skipped: list[tuple[str, str]] = []
@@ -176,8 +209,9 @@ def compute_partitions(
     """Every chunk of ``corpus`` and its vector, in file order, computing only unfinished partitions.
 
     ``client``: a ``dask.distributed.Client``; ``None`` computes the partitions in this process.
-    ``embedder``: used in this process, and sent to the workers when given (it must pickle);
-    otherwise each worker builds ``config.embedder`` once.
+    ``embedder``: used in this process. On a cluster, each worker builds ``config.embedder`` once and
+    keeps it when ``embedder`` is ``None`` or is the one that config builds; any other embedder is
+    sent once to each worker (it must pickle).
     """
     report = report if report is not None else PartitionedReport()
     start = time.perf_counter()
@@ -198,9 +232,15 @@ def compute_partitions(
     elif todo:
         from dask.distributed import as_completed
 
+        shipped: Any = None
+        if embedder is None or _built_from(embedder, config.embedder):
+            warm_workers(client, config.embedder)
+        else:
+            # Sent once to each worker and kept there, rather than once with every partition.
+            shipped = client.scatter(embedder, broadcast=True, hash=False)
         futures = [
             client.submit(
-                run_partition, str(base), p, config_json, str(work), embedder, key=f"ingest-{p.key}", retries=RETRIES
+                run_partition, str(base), p, config_json, str(work), shipped, key=f"ingest-{p.key}", retries=RETRIES
             )
             for p in todo
         ]
@@ -233,13 +273,22 @@ def _remove_stale(work: Path, keep: set[str]) -> None:
 
 
 def write_store(store: Store, chunks: Sequence[Chunk], vectors: np.ndarray, batch: int = 2000) -> None:
-    """Make a Milvus-like ``store`` hold exactly ``chunks``: upsert in order, then delete ids gone from the corpus."""
+    """Make a Milvus-like ``store`` hold exactly ``chunks``: upsert in order, then delete ids gone from the corpus.
+
+    The ids already stored are read in batches (never the whole collection's rows at once) and
+    the chunks of files that changed or left the corpus are deleted ``batch`` ids at a time.
+    """
     wanted = {c.id for c in chunks}
-    stale = [c.id for c in store.chunks if c.id not in wanted] if len(store) else []  # type: ignore[attr-defined]
+    stale: list[str] = []
+    if len(store):
+        for ids in store.iter_ids(batch_size=max(batch, 10_000)):  # type: ignore[attr-defined]
+            stale.extend(i for i in ids if i not in wanted)
     for start in range(0, len(chunks), batch):
         store.upsert(chunks[start : start + batch], vectors[start : start + batch])
+    for start in range(0, len(stale), batch):
+        store.delete(stale[start : start + batch])
     if stale:
-        store.delete(stale)
+        logger.info("deleted %d chunks of changed or removed files", len(stale))
 
 
 def ingest_partitioned(
@@ -293,16 +342,3 @@ def ingest_partitioned(
     report.write_seconds = time.perf_counter() - write_start
     report.seconds = time.perf_counter() - start
     return report
-
-
-def cluster_client(workers: int | None = None, address: str | None = None) -> Any:
-    """A Dask client: on the scheduler at ``address``, or on a new ``LocalCluster`` of ``workers`` processes."""
-    from ragsieve.extras import require
-
-    distributed = require("dask.distributed", "distributed", "ingesting with --workers or --cluster")
-    if address:
-        return distributed.Client(address.replace("dask://", "tcp://", 1))
-    cluster = distributed.LocalCluster(
-        n_workers=max(1, int(workers or 1)), threads_per_worker=1, processes=True, dashboard_address=":0"
-    )
-    return distributed.Client(cluster)

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -40,6 +41,8 @@ _OUTPUT = ["id", "text", "doc_id", "source", "domain", "title", "position", "met
 _MAX_TEXT_BYTES = 65535
 _MAX_NAME_BYTES = 4096
 _META_KEY = "state"
+# Milvus's built-in analyzers for the BM25 text field.
+ANALYZERS = ("standard", "english")
 
 
 def _import_pymilvus() -> Any:
@@ -97,6 +100,9 @@ class MilvusStore:
 
     ``uri`` is a local file (Milvus Lite) or a server URL; ``directory`` is the local folder for
     ``source_weights.json`` and ``router/`` (default: ``<file>.ragsieve`` beside a local file).
+    ``analyzer`` is the BM25 text analyzer of a collection this creates (an existing collection
+    keeps its own): ``standard`` (lower-cased word tokens) or ``english`` (also stopwords removed
+    and stemmed, as the folder index's bm25s tokenisation; see docs/results.md on BEIR).
 
     Example:
         >>> store = MilvusStore("/tmp/ragsieve-doc.db", embedder)  # doctest: +SKIP
@@ -112,8 +118,12 @@ class MilvusStore:
         collection: str = "ragsieve",
         directory: str | Path | None = None,
         token: str = "",
+        analyzer: str = "standard",
     ) -> None:
+        if analyzer not in ANALYZERS:
+            raise ConfigError(f"unknown Milvus text analyzer {analyzer!r}; use one of {', '.join(ANALYZERS)}")
         self.uri = str(uri)
+        self.analyzer = analyzer
         self.embedder = embedder
         self.collection = collection
         self.token = token
@@ -180,7 +190,9 @@ class MilvusStore:
             return
         schema = c.create_schema(auto_id=False)
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=_MAX_NAME_BYTES)
-        schema.add_field("text", DataType.VARCHAR, max_length=_MAX_TEXT_BYTES, enable_analyzer=True)
+        # The standard analyzer is Milvus's default, so collections made before the option are unchanged.
+        analyzer = {} if self.analyzer == "standard" else {"analyzer_params": {"type": self.analyzer}}
+        schema.add_field("text", DataType.VARCHAR, max_length=_MAX_TEXT_BYTES, enable_analyzer=True, **analyzer)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.embedder.dim)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         for name in _ATTRIBUTES:
@@ -266,6 +278,45 @@ class MilvusStore:
         finally:
             it.close()
         return sorted(out, key=lambda c: c.id)
+
+    def stats(self) -> dict[str, Any]:
+        """What ``ragsieve info`` shows: the folder index's fields, plus where the collection lives.
+
+        ``sources`` reads the source field of every chunk in batches. The URI is shown without
+        user, password or query string, and the token never.
+        """
+        sources: set[str] = set()
+        if len(self):
+            it = self.client.query_iterator(self.collection, batch_size=5000, filter="", output_fields=["source"])
+            try:
+                while batch := it.next():
+                    sources.update(str(r["source"]) for r in batch)
+            finally:
+                it.close()
+        local = "://" not in self.uri
+        return {
+            "dir": str(self.dir),
+            "backend": "milvus",
+            "uri": self.uri if local else redact_uri(self.uri),
+            "collection": self.collection,
+            "chunks": len(self),
+            "domains": dict(sorted(self.state["domains"].items())),
+            "sources": len(sources),
+            "embedder": self.state["embedder"],
+            "dim": int(self.state["dim"]),
+            "fields": sorted(self.fields()),
+            "bytes": _size(Path(self.uri)) if local else None,
+            "generation": self.generation,
+        }
+
+    def iter_ids(self, batch_size: int = 10_000) -> Iterator[list[str]]:
+        """Every chunk id, ``batch_size`` at a time, without reading texts or vectors."""
+        it = self.client.query_iterator(self.collection, batch_size=batch_size, filter="", output_fields=["id"])
+        try:
+            while batch := it.next():
+                yield [str(r["id"]) for r in batch]
+        finally:
+            it.close()
 
     # ------------------------------------------------------------------ writes
     def add(self, chunks: Sequence[Chunk], embeddings: np.ndarray | None = None) -> None:
@@ -416,6 +467,20 @@ class MilvusStore:
             else:
                 parts.append(f"source not in {_literal(sorted(s for s, w in weights.items() if w < prune))}")
         return " and ".join(f"({p})" for p in parts)
+
+
+def redact_uri(uri: str) -> str:
+    """``uri`` without the user, password, query string or fragment a server URL may carry."""
+    parts = urlsplit(uri)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
 
 def _row(chunk: Chunk, vector: np.ndarray) -> dict[str, Any]:
