@@ -516,11 +516,17 @@ def plot(curves: dict[str, dict[int, float]], path: Path) -> None:
         panels.setdefault(panel, {})[name] = pts
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), squeeze=False)
     ns = sorted({n for p in curves.values() for n in p})
+    # one colour and marker per defence across every panel, so a defence reads the same everywhere
+    names = sorted({name for series in panels.values() for name in series})
+    colours = plt.get_cmap("tab20")
+    style = {name: (colours(i % 20), "osD^v<>px*"[i % 10], "-" if i < 10 else "--") for i, name in enumerate(names)}
+    style.update({"plain": ("black", "s", "-"), "sieve": ("tab:red", "o", "-")})
     for ax, (panel, series) in zip(axes[0], sorted(panels.items()), strict=True):
-        colours = plt.get_cmap("tab10")
-        for i, (name, pts) in enumerate(sorted(series.items())):
+        for name, pts in sorted(series.items()):
             xs = sorted(pts)
-            ax.plot(xs, [pts[n] for n in xs], marker="o", color=colours(i % 10), label=name)
+            colour, marker, line = style[name]
+            ax.plot(xs, [pts[n] for n in xs], marker=marker, linestyle=line, color=colour, label=name,
+                    linewidth=2.5 if name in ("plain", "sieve") else 1.2)
         ax.set_title(panel, fontsize=9)
         ax.set_xlabel("poisoned passages per question (N)")
         ax.set_ylim(-0.02, 1.02)
@@ -753,14 +759,19 @@ def main() -> None:
             f"answer; {w['sources']} sources seen, prune threshold {w['threshold']:.3f}, removal rate "
             f"{w['removal_rate']:.0%}). Defences not run in this build: {', '.join(inf['skipped']) or 'none'}.\n\n"
             + markdown_table(["N", *TABLE_HEADERS], rows))
-        short = [f"{d} (N={n}, n={len(results[(s, main_wr, args.spread, str(n), d)])})" for n in args.ns
-                 for d in args.defences if len(results.get((s, main_wr, args.spread, str(n), d), [])) not in
-                 (0, inf["targets"])]
+        sizes = {(n, d): len(results.get((s, main_wr, args.spread, str(n), d), [])) for n in args.ns
+                 for d in args.defences}
+        first = inf["targets"] - args.more_targets if args.more_targets else inf["targets"]
+        short = [f"{d} (N={n}, n={k})" for (n, d), k in sizes.items() if 0 < k < first]
+        first_only = [f"{d} (N={n})" for (n, d), k in sizes.items() if args.more_targets and k == first]
         missing = [f"{d} (N={n})" for n in args.ns for d in args.defences
                    if (s, main_wr, args.spread, str(n), d) not in results]
         if short:
-            body.append(f"Cells with fewer than the {inf['targets']} targets (the run was stopped for time; rerun "
-                        f"the command to resume): {', '.join(short)}.")
+            body.append(f"Cells with fewer than the {first} targets of the first draw (the run was stopped for time; "
+                        f"rerun the command to resume): {', '.join(short)}.")
+        if first_only:
+            body.append(f"Cells measured on the first draw only ({first} targets; the second draw was run for the "
+                        f"goal's rows): {', '.join(first_only)}.")
         if missing:
             body.append(f"Cells not measured (stopped for time): {', '.join(missing)}.")
         variants = sorted({(c[1], c[2]) for c in results if c[0] == s and (c[1], c[2]) != (main_wr, args.spread)})
