@@ -267,16 +267,19 @@ class MilvusStore:
             raise InputError(f"no chunk with id {chunk_id!r} in the Milvus collection {self.collection} at {self.uri}")
         return _chunk(rows[0])
 
+    def _scan(self, fields: Sequence[str], batch_size: int) -> Iterator[list[dict[str, Any]]]:
+        """Every row's ``fields``, ``batch_size`` rows at a time (the iterator is closed however the scan ends)."""
+        it = self.client.query_iterator(self.collection, batch_size=batch_size, filter="", output_fields=list(fields))
+        try:
+            while batch := it.next():
+                yield batch
+        finally:
+            it.close()
+
     @property
     def chunks(self) -> list[Chunk]:
         """Every chunk, in id order (the router trains on them); reads the whole collection."""
-        it = self.client.query_iterator(self.collection, batch_size=1000, filter="", output_fields=_OUTPUT)
-        out: list[Chunk] = []
-        try:
-            while batch := it.next():
-                out.extend(_chunk(r) for r in batch)
-        finally:
-            it.close()
+        out = [_chunk(r) for batch in self._scan(_OUTPUT, 1000) for r in batch]
         return sorted(out, key=lambda c: c.id)
 
     def stats(self) -> dict[str, Any]:
@@ -285,14 +288,7 @@ class MilvusStore:
         ``sources`` reads the source field of every chunk in batches. The URI is shown without
         user, password or query string, and the token never.
         """
-        sources: set[str] = set()
-        if len(self):
-            it = self.client.query_iterator(self.collection, batch_size=5000, filter="", output_fields=["source"])
-            try:
-                while batch := it.next():
-                    sources.update(str(r["source"]) for r in batch)
-            finally:
-                it.close()
+        sources = {str(r["source"]) for batch in self._scan(["source"], 5000) for r in batch} if len(self) else set()
         local = "://" not in self.uri
         return {
             "dir": str(self.dir),
@@ -311,12 +307,8 @@ class MilvusStore:
 
     def iter_ids(self, batch_size: int = 10_000) -> Iterator[list[str]]:
         """Every chunk id, ``batch_size`` at a time, without reading texts or vectors."""
-        it = self.client.query_iterator(self.collection, batch_size=batch_size, filter="", output_fields=["id"])
-        try:
-            while batch := it.next():
-                yield [str(r["id"]) for r in batch]
-        finally:
-            it.close()
+        for batch in self._scan(["id"], batch_size):
+            yield [str(r["id"]) for r in batch]
 
     # ------------------------------------------------------------------ writes
     def add(self, chunks: Sequence[Chunk], embeddings: np.ndarray | None = None) -> None:
