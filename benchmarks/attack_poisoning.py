@@ -27,7 +27,8 @@ its question is asked again (identical prompts still come from the LLM cache).
     python benchmarks/attack_poisoning.py                  # the full table (resumable)
     python benchmarks/attack_poisoning.py --from-log       # the report from what the logs hold
     python benchmarks/attack_poisoning.py --sets popqa --ns 5 --spread one --defences plain,sieve --no-write
-    python benchmarks/attack_poisoning.py --sets popqa --ns 5 --no-question --limit 30 --no-write
+    python benchmarks/attack_poisoning.py --sets popqa --ns 5 --lead none --limit 30 --no-write
+    python benchmarks/attack_poisoning.py --sets popqa --ns 5 --lead statement --defences plain,sieve --no-write
 """
 
 from __future__ import annotations
@@ -156,24 +157,27 @@ def poisoned_copy(name: str, clean: Any, targets: list[Target], n: int, writer: 
     return index
 
 
+# log-cell and folder suffix of each passage lead (``ragsieve.attack.poison.LEADS``)
+LEAD_SUFFIX = {"question": "", "none": "-noq", "statement": "-stmt"}
+
+
 def writer_label(args: argparse.Namespace) -> str:
-    """The writer as named in log cells: ``template``, ``llm``, or ``llm-noq`` for passages
-    without the question prepended (a paraphrasing attacker)."""
-    return args.writer + ("-noq" if args.no_question else "")
+    """The writer as named in log cells: ``template`` or ``llm``, suffixed ``-noq`` for
+    passages without the question and ``-stmt`` for the question turned into a statement."""
+    return args.writer + LEAD_SUFFIX[args.lead]
 
 
 def writer_tag(args: argparse.Namespace) -> str:
     """The poisoned copy's folder suffix (a copy holds the passages of the targets it was built for)."""
-    return ("-noq" if args.no_question else "") + (f"-t{args.limit}" if args.limit else "")
+    return LEAD_SUFFIX[args.lead] + (f"-t{args.limit}" if args.limit else "")
 
 
 def make_writer(args: argparse.Namespace, llm: Any) -> Any:
     from ragsieve.attack.poison import LLMWriter, TemplateWriter
 
     if args.writer == "template":
-        return TemplateWriter(seed=args.seed, include_question=not args.no_question)
-    return LLMWriter(llm, seed=args.seed, cache_path=RUNS / "writer-cache.jsonl",
-                     include_question=not args.no_question)
+        return TemplateWriter(seed=args.seed, lead=args.lead)
+    return LLMWriter(llm, seed=args.seed, cache_path=RUNS / "writer-cache.jsonl", lead=args.lead)
 
 
 def base_config(args: argparse.Namespace) -> Any:
@@ -689,8 +693,9 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=10, help="questions per logged batch")
     ap.add_argument("--defences", default=None, help=f"default {','.join(LLM_DEFENCES)}")
     ap.add_argument("--writer", default="template", choices=["template", "llm"])
-    ap.add_argument("--no-question", action="store_true",
-                    help="the writer's passages do not start with the question (a paraphrasing attacker)")
+    ap.add_argument("--lead", default="question", choices=list(LEAD_SUFFIX),
+                    help="what opens each passage: the question verbatim (black-box attack), the question's words "
+                         "as a statement (an attacker evading the restated-question check), or nothing")
     ap.add_argument("--spread", default="sources", choices=["sources", "one", "inject"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--popqa-corpus", type=int, default=400, help="PopQA questions whose passages form the corpus")
@@ -796,7 +801,8 @@ def main() -> None:
                 vrows += [[wr, SPREADS[sp], *r] for r in
                           cell_rows(results, s, wr, sp, args.ns, args.defences, args.seed, None)]
             body.append("Attack variants (same targets; writer `llm` = the bundled model writes the passage, "
-                        "`-noq` = the question is not prepended):\n\n"
+                        "`-noq` = the question is not prepended, `-stmt` = the question's words open the passage as a "
+                        "statement, its interrogative dropped):\n\n"
                         + markdown_table(["writer", "spread", "N", *TABLE_HEADERS], vrows))
         body.append(
             "Source weights cannot act on this attack as run: the attacker's hosts never appear in the validation "
@@ -848,8 +854,9 @@ def main() -> None:
         "row. `poison-judge` = the same check (`ragsieve.attack.judge.PoisonJudge` with its own defaults: "
         f"Jaccard >= {judge_defaults['duplicate_jaccard'].default:g}, whole clusters dropped) in "
         "front of plain RAG's selector, without the sieve's other checks. The restatement signal targets the "
-        "black-box construction (question text prepended); a writer that paraphrases (the `-noq` variants, if "
-        "measured) is caught only by the near-duplicate signal, if at all. Validation "
+        "black-box construction (question text prepended); a writer that drops the question or turns it into a "
+        "statement (the `-noq` and `-stmt` variants, if measured) is caught only by the near-duplicate signal, "
+        "if at all. Validation "
         "questions are needed only by the source weights (their number is given per set); the other checks use "
         "no validation data.")
     img = ROOT / "docs" / "img" / ("attack_poisoning_quick.png" if args.quick else "attack_poisoning.png")

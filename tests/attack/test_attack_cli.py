@@ -75,6 +75,18 @@ def test_llm_writer_and_errors(setup, capsys):
     code, _, err = run(capsys, "attack", "poison", "--index", str(root / "idx"), "--questions", str(q),
                        "--out", str(root / "p2"), "--spread", "nowhere")
     assert code == 2 and "--spread" in err
+    code, _, err = run(capsys, "attack", "poison", "--index", str(root / "idx"), "--questions", str(q),
+                       "--out", str(root / "p3"), "--lead", "shout")
+    assert code == 2 and "--lead" in err and not (root / "p3").exists()
+    code, _, err = run(capsys, "attack", "poison", "--index", str(root / "idx"), "--questions", str(q),
+                       "--out", str(root / "p4"), "--lead", "statement", "--n", "1")
+    assert code == 0, err
+    from ragsieve.attack.poison import load_attack
+
+    meta, targets, passages = load_attack(root / "p4")
+    assert meta["writer"]["lead"] == "statement"
+    asked = {t.id: t.question for t in targets}
+    assert passages and all(not p.text.startswith(asked[p.target_id]) for p in passages)
     code, _, err = run(capsys, "attack", "eval", "--index", str(root / "idx"), "--poisoned", str(root / "idx"))
     assert code == 2 and "not" in err and "attack poison" in " ".join(err.split())
     code, _, err = run(capsys, "attack", "eval", "--index", str(root / "idx"), "--poisoned", str(root / "p"),

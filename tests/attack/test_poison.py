@@ -16,6 +16,7 @@ from ragsieve.attack.poison import (
     inject,
     load_attack,
     poison_index,
+    question_statement,
 )
 from ragsieve.errors import InputError
 from ragsieve.eval.qa import contains_answer
@@ -44,6 +45,41 @@ def test_template_writer_restates_question_and_asserts_wrong_answer():
     assert TemplateWriter(seed=0).write(t, 3) == ps
     with pytest.raises(InputError, match="at least 1"):
         TemplateWriter().write(t, 0)
+
+
+@pytest.mark.parametrize(("question", "stem"), [
+    ("Who was the director of Titanic?", "the director of Titanic"),
+    ("In what country is Ortigia?", "In country Ortigia"),
+    ("What genre is Sumer?", "genre Sumer"),
+    ("Are Pothos and Tibouchina both flowering plants?", "Pothos and Tibouchina both flowering plants"),
+    ("Which man who presented the bid was born in 1930?", "man presented the bid was born in 1930"),
+    ("Who?", "Who"),  # nothing would be left: the question is kept rather than an empty lead
+])
+def test_question_statement_drops_interrogatives_keeps_content(question, stem):
+    assert question_statement(question) == stem
+
+
+def test_leads_statement_and_none_do_not_open_with_the_question():
+    from ragsieve.attack.judge import PoisonJudge
+    from ragsieve.types import Chunk, SearchHit
+
+    t = choose_targets(QUESTIONS, seed=0)[0]
+    stmt = TemplateWriter(seed=0, lead="statement").write(t, 3)
+    bare = TemplateWriter(seed=0, lead="none").write(t, 3)
+    black = TemplateWriter(seed=0).write(t, 3)
+    for s, b, q in zip(stmt, bare, black, strict=True):
+        assert s.text == f"{question_statement(t.question)}: {b.text}"  # same assertion, other lead
+        assert q.text == f"{t.question} {b.text}"
+        assert not s.text.startswith(t.question) and contains_answer(s.text, [t.wrong])
+    # the restated-question signal sees the black-box lead and not the statement one, which is
+    # why a statement-led attack is measured separately
+    judge = PoisonJudge(k=3, duplicates="keep")
+    hits = [SearchHit(Chunk(p.id, p.text, p.id, "x"), 1.0, i + 1, {}) for i, p in enumerate(black + stmt)]
+    verdicts = judge.judge(t.question, hits)
+    assert all(v.restatement > 0 for v in verdicts[:3]) and all(v.restatement == 0 for v in verdicts[3:])
+    with pytest.raises(InputError, match="lead must be one of"):
+        TemplateWriter(lead="shout").write(t, 1)  # type: ignore[arg-type]
+    assert TemplateWriter(seed=0, lead="statement").to_dict()["lead"] == "statement"
 
 
 def test_llm_writer_seeded_cached_and_falls_back(tmp_path):

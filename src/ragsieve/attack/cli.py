@@ -75,18 +75,23 @@ def poison(
     spread: str = typer.Option("sources", help="sources (several new hosts), one (one new host) or inject "
                                "(into an existing source)."),
     writer: str = typer.Option("template", help="template or llm."),
+    lead: str = typer.Option("question", help="What opens each passage: question (verbatim, PoisonedRAG's "
+                             "black-box attack), statement (the question's words as a statement: an attacker "
+                             "evading a restated-question check) or none."),
     seed: int = typer.Option(0, help="Seed of every random choice."),
     hosts: int = typer.Option(5, min=1, help="Attacker hosts for --spread sources."),
     llm_cache: Path | None = typer.Option(None, help="JSONL cache of the LLM writer's outputs."),
     config: Path | None = typer.Option(None, "--config", help="Pipeline config (embedder, LLM)."),
 ) -> None:
     """Write N poisoned passages per question and inject them into a copy of the index."""
-    from ragsieve.attack.poison import LLMWriter, TemplateWriter, choose_targets, poison_index
+    from ragsieve.attack.poison import LEADS, LLMWriter, TemplateWriter, choose_targets, poison_index
 
     if spread not in ("sources", "one", "inject"):
         raise InputError(f"--spread must be sources, one or inject, got {spread!r}")
     if writer not in ("template", "llm"):
         raise InputError(f"--writer must be template or llm, got {writer!r}")
+    if lead not in LEADS:
+        raise InputError(f"--lead must be one of {', '.join(LEADS)}, got {lead!r}")
     cfg = _config(config)
     idx = _open_index(index, cfg)
     targets = choose_targets(read_questions(questions), seed=seed)
@@ -94,9 +99,9 @@ def poison(
         raise InputError("no question got a same-type wrong answer; give more questions with varied answers")
     w: TemplateWriter | LLMWriter
     if writer == "template":
-        w = TemplateWriter(seed=seed)
+        w = TemplateWriter(seed=seed, lead=lead)  # type: ignore[arg-type]
     else:
-        w = LLMWriter(_load_llm(cfg), seed=seed, cache_path=llm_cache)
+        w = LLMWriter(_load_llm(cfg), seed=seed, cache_path=llm_cache, lead=lead)  # type: ignore[arg-type]
     copy = poison_index(idx, targets, n, out, w, spread=spread, seed=seed, n_hosts=hosts)  # type: ignore[arg-type]
     console.print(f"wrote {len(copy) - len(idx)} poisoned passages for {len(targets)} questions into {out} "
                   f"({len(idx)} original chunks; {index} unchanged)")
