@@ -57,8 +57,9 @@ from ragsieve.config import SieveConfig  # noqa: E402
 
 logger = logging.getLogger("attack_poisoning")
 RUNS = ROOT / "runs" / "attack"
-LLM_DEFENCES = ["plain", "sieve", "sieve-no-poison", "poison-judge", "sieve+poison-judge", "source-prune",
-                "source-reweight", "evaluator", "sieve:judge", "sieve:select", "sieve:verify", "sieve:poison"]
+LLM_DEFENCES = ["plain", "sieve", "sieve-no-poison", "poison-judge", "sieve+poison-judge", "sieve+paraphrase",
+                "source-prune", "source-reweight", "evaluator", "sieve:judge", "sieve:select", "sieve:verify",
+                "sieve:poison"]
 # the rows measured first (at every N) and the ones --quick runs
 KEY_DEFENCES = ("plain", "sieve", "sieve-no-poison", "poison-judge")
 # the HotpotQA corpora: paragraphs as they are, and prefixed with their title (same questions)
@@ -848,7 +849,9 @@ def main() -> None:
         f"{sieve_cfg.poison_duplicate_jaccard:g} once the question's words are removed, "
         "it keeps the best-ranked copy, flagged, and drops the rest); `sieve-no-poison` = the sieve with "
         "`ablate: [poison]` (what the other checks stop on their own); `sieve+poison-judge` = the sieve with "
-        "`sieve.poison_duplicates: drop` (the whole near-duplicate cluster dropped). "
+        "`sieve.poison_duplicates: drop` (the whole near-duplicate cluster dropped); `sieve+paraphrase` = that, "
+        "with candidates from different documents whose embedding cosine is >= 0.9 (near-paraphrases) joining a "
+        "cluster too (`stages.poison.semantic_duplicate`). "
         "The knowledge filters (direct / proxy) score (input, knowledge) pairs for classification labels; on QA "
         "the sieve's filter stage passes candidates through (`stages.filtering.filter = none`), so they have no "
         "row. `poison-judge` = the same check (`ragsieve.attack.judge.PoisonJudge` with its own defaults: "

@@ -409,10 +409,18 @@ class JudgeStage(_StageBase):
         return kept
 
 
+# PoisonJudge options a config may set under ``stages.poison`` (the rest are ``sieve.poison_*``)
+POISON_STAGE_OPTIONS = ("min_restate_tokens", "min_cluster", "semantic_duplicate")
+
+
 class PoisonStage(_StageBase):
     """The poisoning-aware check (:class:`ragsieve.attack.judge.PoisonJudge`): drop candidates
     shaped like black-box poisoning passages and near-duplicate copies; when it drops every
-    candidate the sieve abstains rather than answer closed-book."""
+    candidate the sieve abstains rather than answer closed-book.
+
+    ``sieve.poison_*`` set the check's main thresholds; ``stages.poison`` takes the judge's other
+    options (:data:`POISON_STAGE_OPTIONS`), e.g. ``{"semantic_duplicate": 0.9}`` to cluster
+    near-paraphrases by embedding (an attacker who does not restate the question)."""
 
     name = "poison"
 
@@ -421,17 +429,31 @@ class PoisonStage(_StageBase):
         from ragsieve.attack.judge import PoisonJudge
 
         sc = pipe.config.sieve
+        extra = dict(pipe.config.stages.get("poison", {}))
+        unknown = sorted(set(extra) - set(POISON_STAGE_OPTIONS))
+        if unknown:
+            raise ConfigError(
+                f"stages.poison does not take {', '.join(unknown)}; it takes {', '.join(POISON_STAGE_OPTIONS)} "
+                "(the restatement share, Jaccard and duplicate action are sieve.poison_restate_share, "
+                "sieve.poison_duplicate_jaccard and sieve.poison_duplicates)"
+            )
         self.judge = PoisonJudge(
             restate_share=sc.poison_restate_share,
             duplicate_jaccard=sc.poison_duplicate_jaccard,
             duplicates=sc.poison_duplicates,
+            **extra,
         )
+
+    def warm_up(self) -> None:
+        if self.judge.semantic_duplicate is not None and self.judge.embedder is None:
+            self.judge.embedder = self.pipe.embedder()
 
     def run(
         self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState
     ) -> list[SearchHit] | Answer:
         if not candidates:
             return candidates
+        self.warm_up()
         # judge() and the trace only: select() would cut at the judge's k, and the stage is
         # shared by concurrent requests under `ragsieve serve`, so nothing per-request is stored
         verdicts = self.judge.judge(question, candidates)

@@ -163,3 +163,19 @@ def test_read_log_reuses_only_rows_of_the_current_config(tmp_path):
     assert (*cell, "evaluator") not in done
     assert stale == {"sieve": 2, "evaluator": 1}
     assert read_log(tmp_path / "missing.jsonl", keys) == ({}, {})
+
+
+def test_the_sieve_poison_stage_takes_judge_options_from_stages_poison(attacked):
+    from ragsieve.errors import ConfigError
+
+    clean, pois, targets, ids = attacked
+    cfg = defence_config("sieve+paraphrase", PipelineConfig(retrieval={"k": 3}))
+    pipe = make_pipeline(cfg, pois, EchoLLM())
+    stage = next(s for s in pipe.stages if s.name == "poison")
+    assert stage.judge.semantic_duplicate == 0.9 and stage.judge.duplicates == "drop"
+    outcomes, log = evaluate_defence(cfg, clean, pois, targets, ids, EchoLLM())
+    assert not any(o.retrieved for o in outcomes)
+    assert any("paraphrase" in d for row in log for d in row["decisions_on_poison"])
+    bad = defence_config("sieve", PipelineConfig(stages={"poison": {"restate_share": 0.5}}))
+    with pytest.raises(ConfigError, match="sieve.poison_restate_share"):
+        make_pipeline(bad, pois, EchoLLM()).stages  # noqa: B018 - building the stages validates them

@@ -80,6 +80,11 @@ DEFENCES: dict[str, dict[str, Any]] = {
     "sieve": {"pipeline": "sieve"},
     "sieve-no-poison": {"pipeline": "sieve", "ablate": ["poison"]},
     "sieve+poison-judge": {"pipeline": "sieve", "sieve": {"poison_duplicates": "drop"}},
+    # the paraphrase signal on top: near-paraphrases from different documents (embedding cosine
+    # >= 0.9) join a near-duplicate cluster, and clusters are dropped whole, so an attacker who
+    # words the question as a statement (``lead="statement"``) still loses every copy
+    "sieve+paraphrase": {"pipeline": "sieve", "sieve": {"poison_duplicates": "drop"},
+                         "stages": {"poison": {"semantic_duplicate": 0.9}}},
 }
 
 
@@ -275,7 +280,7 @@ def make_pipeline(config: PipelineConfig, index: Any, llm: Any) -> Any:
     if attack_stage.pop("judge", False):
         from ragsieve.attack.judge import PoisonJudge
 
-        judge = PoisonJudge(k=config.retrieval.k, **attack_stage)
+        judge = PoisonJudge(k=config.retrieval.k, embedder=getattr(index, "embedder", None), **attack_stage)
     if config.pipeline in ("plain", "direct"):
         selector = pipeline_module.build_selector(config, llm, index)
         if judge is not None:

@@ -1,6 +1,6 @@
 """A poisoning-aware evidence check: drop candidates shaped like black-box attack passages.
 
-Two signals, both cheap (no model) and both visible in the trace:
+Two signals, both cheap and both visible in the trace (a third, optional, uses the embedder):
 
 * **question restatement**: the candidate contains the question's opening words verbatim, on
   past its interrogative word, covering most of the question (PoisonedRAG's black-box
@@ -8,7 +8,13 @@ Two signals, both cheap (no model) and both visible in the trace:
   does not ask questions, and shares at most a middle stretch of a question's words);
 * **near-duplicate cluster**: several candidates that, once the question's words are
   removed, share most of their remaining words — one assertion copied over several pages
-  or hosts, which honest corpora rarely retrieve together for one question.
+  or hosts, which honest corpora rarely retrieve together for one question;
+* **paraphrase cluster** (``semantic_duplicate``, off by default): candidates from different
+  documents whose embeddings are near-paraphrases (cosine at or above the threshold) join the
+  same near-duplicate cluster. An attacker who rewrites the question as a statement, or varies
+  the assertion's wording, escapes the two lexical signals, but N passages planted for one
+  question still say the same thing (TrustRAG, Zhou et al. 2025, clusters poisoned passages by
+  embedding for the same reason).
 
 :class:`PoisonJudge` is a :class:`ragsieve.select.Selector` (``select(query, hits, trace)``),
 so it plugs into :class:`ragsieve.pipeline.Pipeline` as the selector or runs before another
@@ -104,11 +110,14 @@ class PoisonVerdict:
     cluster: int
     dropped: bool
     reason: str
+    # best embedding cosine to a candidate from another document (0.0 when the paraphrase
+    # signal is off)
+    paraphrase: float = 0.0
 
     @property
     def score(self) -> float:
-        """Suspicion in [0, 1]: the larger of the two signals."""
-        return max(self.restatement, self.duplicate)
+        """Suspicion in [0, 1]: the largest of the signals."""
+        return max(self.restatement, self.duplicate, self.paraphrase)
 
 
 class PoisonJudge:
@@ -123,6 +132,8 @@ class PoisonJudge:
     flagged, and drops the copies (no assertion reaches the generator more than once, and
     honest duplicates such as mirrored pages cost nothing), ``"keep"`` only records clusters.
     ``k``: how many surviving candidates to pass on when no ``inner`` selector is given.
+    ``semantic_duplicate``: when set, candidates from different documents whose embedding cosine
+    (``embedder``, the index's) reaches it are near duplicates too; off (``None``) by default.
 
     Example:
         >>> PoisonJudge(k=3).to_dict()["type"]
@@ -138,6 +149,8 @@ class PoisonJudge:
         min_cluster: int = 2,
         duplicates: str = "drop",
         inner: Any = None,
+        semantic_duplicate: float | None = None,
+        embedder: Any = None,
     ) -> None:
         self.k = k
         self.restate_share = restate_share
@@ -146,10 +159,19 @@ class PoisonJudge:
         self.min_cluster = min_cluster
         self.duplicates = duplicates
         self.inner = inner
+        self.semantic_duplicate = semantic_duplicate
+        self.embedder = embedder
 
     def _check(self) -> None:
         if not 0.0 < self.restate_share <= 1.0 or not 0.0 < self.duplicate_jaccard <= 1.0:
             raise ConfigError("PoisonJudge restate_share and duplicate_jaccard must lie in (0, 1]; fix the config")
+        if self.semantic_duplicate is not None:
+            if not 0.0 < self.semantic_duplicate <= 1.0:
+                raise ConfigError(f"PoisonJudge semantic_duplicate must lie in (0, 1], got {self.semantic_duplicate}; "
+                                  "fix the config (or leave it unset to switch the paraphrase signal off)")
+            if self.embedder is None:
+                raise ConfigError("PoisonJudge semantic_duplicate needs an embedder (the index's); pass embedder= "
+                                  "or leave semantic_duplicate unset")
         if self.min_cluster < 2 or self.k < 1 or self.min_restate_tokens < 1:
             raise ConfigError("PoisonJudge needs min_cluster >= 2, k >= 1 and min_restate_tokens >= 1; fix the config")
         if self.duplicates not in DUPLICATE_ACTIONS:
@@ -187,10 +209,19 @@ class PoisonJudge:
             return i
 
         best_dup = [0.0] * n
+        best_cos = [0.0] * n
+        cos = self._cosines(hits)
         for i in range(n):
             for j in range(i + 1, n):
+                if hits[i].chunk.doc_id == hits[j].chunk.doc_id:
+                    continue
+                if cos is not None:
+                    c = float(cos[i, j])
+                    best_cos[i], best_cos[j] = max(best_cos[i], c), max(best_cos[j], c)
+                    if self.semantic_duplicate is not None and c >= self.semantic_duplicate:
+                        parent[find(i)] = find(j)
                 a, b = residual[i], residual[j]
-                if not a or not b or hits[i].chunk.doc_id == hits[j].chunk.doc_id:
+                if not a or not b:
                     continue
                 jac = len(a & b) / len(a | b)
                 best_dup[i] = max(best_dup[i], jac)
@@ -212,8 +243,8 @@ class PoisonJudge:
                 reasons.append(f"restates {restate[i]:.0%} of the question verbatim")
                 dropped = True
             if cluster >= self.min_cluster:
-                what = (f"one of {cluster} near-duplicate candidates from different documents "
-                        f"(Jaccard {best_dup[i]:.2f})")
+                sim = f"Jaccard {best_dup[i]:.2f}" + (f", cosine {best_cos[i]:.2f}" if cos is not None else "")
+                what = f"one of {cluster} near-duplicate candidates from different documents ({sim})"
                 if self.duplicates == "drop":
                     dropped = True
                 elif self.duplicates == "dedupe" and first[root] != i:
@@ -223,15 +254,27 @@ class PoisonJudge:
                     what += "; kept as the cluster's best-ranked member"
                 reasons.append(what)
             out.append(PoisonVerdict(h.chunk.id, round(restate[i], 4), round(best_dup[i], 4), cluster,
-                                     dropped, "; ".join(reasons) or "no poisoning pattern"))
+                                     dropped, "; ".join(reasons) or "no poisoning pattern", round(best_cos[i], 4)))
         return out
+
+    def _cosines(self, hits: Sequence[SearchHit]) -> Any:
+        """Pairwise cosine of the candidates' embeddings, or ``None`` with the signal off."""
+        if self.semantic_duplicate is None or len(hits) < 2:
+            return None
+        import numpy as np
+
+        vecs = np.asarray(self.embedder.embed([h.chunk.text for h in hits]), dtype=np.float64)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        unit = vecs / np.where(norms > 0, norms, 1.0)
+        return unit @ unit.T
 
     def record(self, trace: Trace, hits: Sequence[SearchHit], verdicts: Sequence[PoisonVerdict]) -> None:
         """Record each verdict (``trace.decide("poison", ...)``) and the stage summary."""
         for h, v in zip(hits, verdicts, strict=True):
             verdict: Verdict = "dropped" if v.dropped else ("flagged" if v.cluster >= self.min_cluster else "kept")
+            extra = {"paraphrase": v.paraphrase} if self.semantic_duplicate is not None else {}
             trace.decide("poison", h.chunk.id, verdict, v.reason, v.score,
-                         restatement=v.restatement, duplicate=v.duplicate, cluster=v.cluster)
+                         restatement=v.restatement, duplicate=v.duplicate, cluster=v.cluster, **extra)
         trace.record("poison", dropped=[v.id for v in verdicts if v.dropped], candidates=len(hits))
 
     def select(self, query: str, hits: list[SearchHit], trace: Trace) -> list[SearchHit]:
@@ -251,12 +294,15 @@ class PoisonJudge:
             "duplicate_jaccard": self.duplicate_jaccard,
             "min_cluster": self.min_cluster,
             "duplicates": self.duplicates,
+            "semantic_duplicate": self.semantic_duplicate,
             "inner": self.inner.to_dict() if self.inner is not None else None,
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PoisonJudge:
-        params = {k: v for k, v in data.items() if k not in ("type", "inner")}
+    def from_dict(cls, data: dict[str, Any], embedder: Any = None) -> PoisonJudge:
+        """Rebuild from :meth:`to_dict`; ``embedder`` serves ``semantic_duplicate`` when it is set."""
+        params: dict[str, Any] = {k: v for k, v in data.items() if k not in ("type", "inner")}
+        params["embedder"] = embedder
         inner = data.get("inner")
         if inner:
             from ragsieve.select import TopKSelector
