@@ -858,8 +858,8 @@ def main() -> None:
         f"Jaccard >= {judge_defaults['duplicate_jaccard'].default:g}, whole clusters dropped) in "
         "front of plain RAG's selector, without the sieve's other checks. The restatement signal targets the "
         "black-box construction (question text prepended); a writer that drops the question or turns it into a "
-        "statement (the `-noq` and `-stmt` variants, if measured) is caught only by the near-duplicate signal, "
-        "if at all. Validation "
+        "statement (the `-noq` and `-stmt` variants, if measured) is caught only by the near-duplicate signals, "
+        "if at all: word Jaccard in every sieve row, embedding cosine in `sieve+paraphrase`. Validation "
         "questions are needed only by the source weights (their number is given per set); the other checks use "
         "no validation data.")
     img = ROOT / "docs" / "img" / ("attack_poisoning_quick.png" if args.quick else "attack_poisoning.png")
