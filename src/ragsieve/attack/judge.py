@@ -62,7 +62,8 @@ _FUNCTION_WORDS = frozenset({
 })
 
 
-_WH = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
+# interrogative words: a restated question keeps one, an attacker's statement drops them
+INTERROGATIVES = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
 
 
 def longest_common_run(a: Sequence[str], b: Sequence[str], anchor: int | None = None) -> int:
@@ -96,7 +97,7 @@ def question_anchor(tokens: Sequence[str]) -> int:
     """Position of the interrogative word (or 0): a restated *question* keeps it, while an
     honest declarative sentence that answers the question ("X was the first person to ...")
     shares the rest of the words but drops it."""
-    return next((i for i, t in enumerate(tokens) if t in _WH), 0)
+    return next((i for i, t in enumerate(tokens) if t in INTERROGATIVES), 0)
 
 
 @dataclass(frozen=True)

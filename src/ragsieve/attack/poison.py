@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ragsieve.attack.judge import INTERROGATIVES
 from ragsieve.errors import InputError
 from ragsieve.eval.qa import contains_answer
 
@@ -69,7 +70,6 @@ ATTACKER_DOMAIN = "attacker"
 Lead = Literal["question", "statement", "none"]
 LEADS: tuple[str, ...] = ("question", "statement", "none")
 
-_WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
 _AUXILIARIES = frozenset({
     "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would",
     "shall", "should", "may", "might", "must",
@@ -98,7 +98,7 @@ def question_statement(question: str) -> str:
     window = 1 if words and words[0].lower() in _AUXILIARIES else 0
     for w in words:
         bare = w.strip(",;:\"'").lower()
-        if bare in _WH_WORDS:
+        if bare in INTERROGATIVES:
             window = 2
             continue
         if window and bare in _AUXILIARIES:
