@@ -207,19 +207,22 @@ def load_log(path: Path, keys: dict[str, str]) -> dict[tuple[str, ...], list[dic
     return done
 
 
+def set_data(args: argparse.Namespace, name: str) -> tuple[list[Any], list[dict], list[dict], list[dict]]:
+    """Corpus chunks, target questions, validation questions and the second draw's questions of an LLM set."""
+    if name in HOTPOTQA_SETS:
+        return hotpotqa_data(args.seed, args.targets, args.val, args.more_targets, titled=name == "hotpotqa-titled")
+    if args.targets + args.val + args.more_targets > args.popqa_corpus:
+        raise SystemExit(f"--targets + --val + --more-targets exceed --popqa-corpus ({args.popqa_corpus}): "
+                         "the extra questions' passages would not be in the indexed corpus; raise "
+                         "--popqa-corpus and move runs/attack/popqa aside (its clean index holds the smaller "
+                         "corpus)")
+    return popqa_data(args.seed, args.targets, args.val, args.popqa_corpus, args.more_targets)
+
+
 def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, results: dict) -> dict[str, Any]:
     from ragsieve.attack.evaluate import append_log, defence_config, evaluate_defence, sieve_available
 
-    if name in HOTPOTQA_SETS:
-        chunks, qs, val, more = hotpotqa_data(args.seed, args.targets, args.val, args.more_targets,
-                                              titled=name == "hotpotqa-titled")
-    else:
-        if args.targets + args.val + args.more_targets > args.popqa_corpus:
-            raise SystemExit(f"--targets + --val + --more-targets exceed --popqa-corpus ({args.popqa_corpus}): "
-                             "the extra questions' passages would not be in the indexed corpus; raise "
-                             "--popqa-corpus and move runs/attack/popqa aside (its clean index holds the smaller "
-                             "corpus)")
-        chunks, qs, val, more = popqa_data(args.seed, args.targets, args.val, args.popqa_corpus, args.more_targets)
+    chunks, qs, val, more = set_data(args, name)
     draws = [(draw_targets(qs, val, args.seed), "")]
     if args.limit:
         # the first targets of the same draw (--targets would change the wrong-answer pool)
@@ -317,21 +320,22 @@ def job_phases(ns: list[int], defences: list[str]) -> list[list[tuple[int, str]]
     return [p for p in (first, curve, rest, late) if p]
 
 
-def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, results: dict) -> dict[str, Any]:
-    """HotpotQA, N = 5: the attacker's hosts also answer the validation questions, either
-    correctly (to earn trust) or with wrong answers; weights are re-learned on the poisoned
-    index, then source-prune is measured on the targets."""
+def validation_poisoning(args: argparse.Namespace, name: str, embedder: Any, llm: Any,
+                         results: dict) -> dict[str, Any]:
+    """Set ``name`` at the largest N: the attacker's hosts also answer the validation questions,
+    either correctly (to earn trust) or with wrong answers; weights are re-learned on the
+    poisoned index, then source-prune is measured on the first draw's targets."""
     from ragsieve.attack.evaluate import append_log, defence_config, evaluate_defence, fit_source_weights
     from ragsieve.attack.poison import PoisonedPassage, TemplateWriter, assign_sources, target_domains
     from ragsieve.importance import save_source_weights
     from ragsieve.index import Index
 
-    chunks, qs, val, _ = hotpotqa_data(args.seed, args.targets, args.val)
+    chunks, qs, val, _ = set_data(args, name)
     every = choose_targets(qs + val, seed=args.seed)
     target_ids = {q["id"] for q in qs}
     targets = [t for t in every if t.id in target_ids]
     val_targets = [t for t in every if t.id not in target_ids]
-    clean = build_clean("hotpotqa", chunks, embedder, val, args.k)
+    clean = build_clean(name, chunks, embedder, val, args.k)
     writer = TemplateWriter(seed=args.seed)
     base = base_config(args)
     n = max(args.ns)
@@ -345,7 +349,7 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
                                              wrong=said, writer=p.writer))
         extra = assign_sources(extra, args.spread, seed=args.seed,
                                domains=target_domains(clean, val_targets))
-        pois = poisoned_copy("hotpotqa", clean, targets, n, writer, args.spread, args.seed, tag=f"-val{mode}",
+        pois = poisoned_copy(name, clean, targets, n, writer, args.spread, args.seed, tag=f"-val{mode}",
                              extra=extra)
         if not json.loads((pois.dir / "source_weights.json").read_text()).get("metadata", {}).get("poisoned_val"):
             weights, thr, summary = fit_source_weights(pois, val, k=args.k)
@@ -356,9 +360,9 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
         att = {s: w for s, w in sw["weights"].items() if s.startswith("attacker-")}
         info[mode] = {"attacker_weights": att, "threshold": sw.get("threshold")}
         ids = {c.id for c in pois.chunks if c.metadata.get("poisoned") and c.id.startswith("poison:")}
-        cell = ("hotpotqa", "template", args.spread, str(n), f"source-prune (val. poisoned: {mode})")
+        cell = (name, "template", args.spread, str(n), f"source-prune (val. poisoned: {mode})")
         keys = defence_keys(["source-prune"], base)
-        done = load_log(RUNS / f"log-hotpotqa{args.log_tag}.jsonl", keys)
+        done = load_log(RUNS / f"log-{name}{args.log_tag}.jsonl", keys)
         if cell in done and (len(done[cell]) >= len(targets) or args.from_log):
             rows = done[cell][: len(targets)]
         elif args.from_log:
@@ -367,7 +371,7 @@ def validation_poisoning(args: argparse.Namespace, embedder: Any, llm: Any, resu
             outcomes, log = evaluate_defence(defence_config("source-prune", base), clean, pois, targets, ids, llm)
             rows = [{"cell": list(cell), "defence": cell[-1], "config": keys["source-prune"], **o.to_dict(), **lg,
                      "target": o.target_id} for o, lg in zip(outcomes, log, strict=True)]
-            append_log(RUNS / f"log-hotpotqa{args.log_tag}.jsonl", rows)
+            append_log(RUNS / f"log-{name}{args.log_tag}.jsonl", rows)
         results[cell] = [to_outcome(r) for r in rows]
     return info
 
@@ -753,8 +757,10 @@ def main() -> None:
             llm.warm_up()
             caches.append(llm)
             infos[s] = run_llm_set(args, s, embedder, llm, results)
-        if "hotpotqa" in llm_sets and not args.no_val_poison:
-            infos["val_poison"] = validation_poisoning(args, embedder, caches[llm_sets.index("hotpotqa")], results)
+        if not args.no_val_poison:
+            for s, llm in zip(llm_sets, caches, strict=True):
+                if s != "hotpotqa-titled":  # one HotpotQA corpus is enough for this row
+                    infos[f"val_poison:{s}"] = validation_poisoning(args, s, embedder, llm, results)
     wf_table, curves = cached_wikifact(args) if "wikifact" in sets else ("", {})
     total = time.perf_counter() - t_start
 
@@ -810,21 +816,22 @@ def main() -> None:
             "questions' retrievals, so they have no learned weight, and sources without one are kept (the "
             "importance stage's rule); prune and reweight then only change clean evidence. The WikiFact rows "
             "below measure the variant that drops unseen sources, and a validation set poisoned by the attacker.")
+        if f"val_poison:{s}" in infos:
+            vp = infos[f"val_poison:{s}"]
+            trust = {k: round(v, 3) for k, v in vp["trust"]["attacker_weights"].items()}
+            wrong = {k: round(v, 3) for k, v in vp["wrong"]["attacker_weights"].items()}
+            body.append(
+                f"Validation set poisoned too (the `val. poisoned` rows, N = {max(args.ns)}, the first draw's "
+                "targets): the attacker's hosts also answer the validation questions, with the gold answer ('trust') "
+                "or with a wrong one ('wrong'); weights re-learned on that corpus. Learned attacker-host weights: "
+                f"trust {trust}, wrong {wrong} (prune thresholds {vp['trust']['threshold']} / "
+                f"{vp['wrong']['threshold']}).")
         notes = failure_notes(results, [s], max(args.ns), main_wr, args.spread)
         if notes:
             body.append(f"Why poisoned passages got through at N = {max(args.ns)} (from the traces):\n\n{notes}")
     if llm_sets:
         body.insert(0, goal_check(results, llm_sets, main_wr, args.spread, max(args.ns), args.seed,
                                   gold={s: infos[s]["gold"] for s in llm_sets if s in infos}))
-    if "val_poison" in infos:
-        vp = infos["val_poison"]
-        trust = {k: round(v, 3) for k, v in vp["trust"]["attacker_weights"].items()}
-        wrong = {k: round(v, 3) for k, v in vp["wrong"]["attacker_weights"].items()}
-        body.append(
-            f"Validation set poisoned too (HotpotQA, N = {max(args.ns)}): the attacker's hosts also answer the "
-            "validation questions, with the gold answer ('trust') or with a wrong one ('wrong'); weights re-learned "
-            f"on that corpus. Learned attacker-host weights: trust {trust}, wrong {wrong} (prune thresholds "
-            f"{vp['trust']['threshold']} / {vp['wrong']['threshold']}).")
     if wf_table:
         body.append(
             "### WikiFact (sources only, no LLM)\n\nPer relation a seeded split: targets (n below) and the rest "
