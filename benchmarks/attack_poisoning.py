@@ -824,8 +824,8 @@ def main() -> None:
                 f"Validation set poisoned too (the `val. poisoned` rows, N = {max(args.ns)}, the first draw's "
                 "targets): the attacker's hosts also answer the validation questions, with the gold answer ('trust') "
                 "or with a wrong one ('wrong'); weights re-learned on that corpus. Learned attacker-host weights: "
-                f"trust {trust}, wrong {wrong} (prune thresholds {vp['trust']['threshold']} / "
-                f"{vp['wrong']['threshold']}).")
+                f"trust {trust}, wrong {wrong} (prune thresholds {vp['trust']['threshold']:.3g} / "
+                f"{vp['wrong']['threshold']:.3g}).")
         notes = failure_notes(results, [s], max(args.ns), main_wr, args.spread)
         if notes:
             body.append(f"Why poisoned passages got through at N = {max(args.ns)} (from the traces):\n\n{notes}")
