@@ -120,13 +120,14 @@ def popqa_data(
 # ---------------------------------------------------------------- LLM sets
 def build_clean(name: str, chunks: list[Any], embedder: Any, val: list[dict], k: int) -> Any:
     from ragsieve.attack.evaluate import fit_source_weights
+    from ragsieve.errors import IndexStoreError
     from ragsieve.importance import save_source_weights
     from ragsieve.index import Index
 
     folder = RUNS / name / "clean"
-    if (folder / "manifest.json").is_file():
+    try:
         index = Index.open(folder, embedder=embedder)
-    else:
+    except IndexStoreError:  # not built yet
         t0 = time.perf_counter()
         index = Index.from_chunks(chunks, folder, embedder=embedder)
         logger.info("%s: indexed %d chunks in %.0fs", name, len(chunks), time.perf_counter() - t0)
