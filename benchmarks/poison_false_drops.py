@@ -33,10 +33,8 @@ from benchmarks._report import ROOT, markdown_table, write_section  # noqa: E402
 from benchmarks.beir import beir_corpus, beir_index_dir, beir_qrels, beir_queries, evaluate_run  # noqa: E402
 
 logger = logging.getLogger("poison_false_drops")
-CHECKS = {
-    "default": {},
-    "paraphrase": {"duplicates": "drop", "semantic_duplicate": 0.9},
-}
+# each row's check is the poison stage of that attack-benchmark defence (ragsieve.attack.evaluate.DEFENCES)
+CHECKS = {"default": "sieve", "paraphrase": "sieve+paraphrase"}
 
 
 def open_index(name: str, embedder: Any) -> tuple[Any, dict[str, str], dict[str, dict[str, int]] | None]:
@@ -73,17 +71,17 @@ def same_text(a: Any, b: Any, jaccard: float = 0.95) -> bool:
 
 
 def measure(name: str, embedder: Any, k: int) -> list[list[object]]:
-    from ragsieve.attack.judge import PoisonJudge
-    from ragsieve.config import RetrievalConfig, SieveConfig
+    from ragsieve.attack.evaluate import defence_config
+    from ragsieve.config import RetrievalConfig
+    from ragsieve.pipeline import Pipeline, PoisonStage
 
     index, queries, qrels = open_index(name, embedder)
     index.warm_up()
-    sc = SieveConfig()
-    judges = {label: PoisonJudge(k=k, restate_share=sc.poison_restate_share,
-                                 duplicate_jaccard=sc.poison_duplicate_jaccard,
-                                 duplicates=str(opts.get("duplicates", sc.poison_duplicates)),
-                                 semantic_duplicate=opts.get("semantic_duplicate"), embedder=embedder)
-              for label, opts in CHECKS.items()}
+    judges = {}
+    for label, defence in CHECKS.items():
+        stage = next(st for st in Pipeline(defence_config(defence), index=index).stages if isinstance(st, PoisonStage))
+        stage.warm_up()  # the index's embedder for the paraphrase signal
+        judges[label] = stage.judge
     retrieval = RetrievalConfig(max_query_chars=100_000)
     runs: dict[str, dict[str, dict[str, float]]] = {"none": {}, **{label: {} for label in judges}}
     dropped: dict[str, list[int]] = {label: [] for label in judges}
