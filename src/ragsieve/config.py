@@ -137,6 +137,11 @@ class StoreConfig(_Section):
     token_env: str | None = None
 
 
+# Options added after answers were first cached, each with the value that reproduces the
+# behaviour from before it existed (PipelineConfig.answer_identity leaves them out at that value).
+NEUTRAL_DEFAULTS: dict[tuple[str, str], Any] = {("generation", "polar_answers"): "free"}
+
+
 class GenerationConfig(_Section):
     max_tokens: int = Field(128, ge=1)
     temperature: float = Field(0.0, ge=0.0)
@@ -146,6 +151,11 @@ class GenerationConfig(_Section):
     # penalises the evidence it must quote. Measured in docs/results.md, "Decoding: repetition".
     trim_repetition: bool = True
     repetition_ngram: int = Field(5, ge=2)
+    # polar_answers: how a yes/no question's answer gets its yes or no. "free" keeps the sampled
+    # reply as it is; "label" reads "Yes" vs "No" from the model's log-probabilities under the
+    # same prompt and writes it at the start of a reply that does not already open with one
+    # (ragsieve.generate.polar). Measured in docs/results.md, "Knowledge poisoning".
+    polar_answers: Literal["free", "label"] = "free"
 
 
 class SieveConfig(_Section):
@@ -240,6 +250,16 @@ class PipelineConfig(_Section):
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+    def answer_identity(self) -> dict[str, Any]:
+        """:meth:`to_dict` without the options of :data:`NEUTRAL_DEFAULTS` set to their neutral
+        value: what caches of answers key on, so a release that adds an option whose default
+        changes no answer keeps every cached answer valid."""
+        data = self.to_dict()
+        for (section, name), neutral in NEUTRAL_DEFAULTS.items():
+            if data.get(section, {}).get(name) == neutral:
+                data[section] = {k: v for k, v in data[section].items() if k != name}
+        return data
 
 
 def load_config(path: str | Path) -> PipelineConfig:

@@ -32,8 +32,9 @@ from typing import Any, Protocol, runtime_checkable
 from ragsieve.config import SIEVE_STAGES, PipelineConfig
 from ragsieve.errors import ConfigError, InputError, RagsieveError
 from ragsieve.generate.answer import build_answer_messages, cite_evidence, trim_repetition
+from ragsieve.generate.polar import is_polar_question, polar_label, with_polar_label
 from ragsieve.index import Index
-from ragsieve.llm.base import LLM
+from ragsieve.llm.base import LLM, ChatMessage
 from ragsieve.select import Selector, TopKSelector
 from ragsieve.store.protocol import Store
 from ragsieve.types import Answer, ClaimVerdict, SearchHit, Trace, Verdict
@@ -956,9 +957,13 @@ class Pipeline:
         trace.count_llm(out.prompt_tokens, out.completion_tokens)
         raw = out.text.strip()
         text = trim_repetition(raw, gc.repetition_ngram) if gc.trim_repetition else raw
+        polar: dict[str, Any] = {}
+        if gc.polar_answers == "label" and is_polar_question(question):
+            text, polar = self._label_polar(llm, messages, text)
         cited, method, similarities = cite_evidence(text, evidence, self.embedder())
         trace.record(
             record_as,
+            **polar,
             trimmed_repetition=len(raw) - len(text),
             prompt_tokens=out.prompt_tokens,
             completion_tokens=out.completion_tokens,
@@ -968,6 +973,18 @@ class Pipeline:
             cited=cited,
         )
         return text, cited
+
+    @staticmethod
+    def _label_polar(llm: LLM, messages: list[ChatMessage], text: str) -> tuple[str, dict[str, Any]]:
+        """``text`` opening with the model's log-probability choice of yes or no, and the trace
+        fields that say so; a backend that cannot score prompts leaves the reply as sampled."""
+        try:
+            label = polar_label(llm, messages)
+        except RagsieveError as exc:  # a server without prompt log-probabilities
+            logger.info("no yes/no label for a polar question: %s", exc)
+            return text, {"polar": {"label": None, "reason": str(exc)[:200]}}
+        labelled, added = with_polar_label(text, label.label)
+        return labelled, {"polar": {"label": label.label, "margin": round(label.margin, 4), "added": added}}
 
     def answer_likelihood(self, question: str, text: str) -> float | None:
         """exp(mean token log-prob) of a closed-book answer under the model (one scoring pass)."""

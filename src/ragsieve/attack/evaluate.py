@@ -85,6 +85,11 @@ DEFENCES: dict[str, dict[str, Any]] = {
     # words the question as a statement (``lead="statement"``) still loses every copy
     "sieve+paraphrase": {"pipeline": "sieve", "sieve": {"poison_duplicates": "drop"},
                          "stages": {"poison": {"semantic_duplicate": 0.9}}},
+    # yes/no answers read from log-probabilities (generation.polar_answers = "label") on both
+    # sides, so a small model's habit of opening every yes/no answer with one word does not
+    # decide the clean-accuracy comparison
+    "plain+polar": {"pipeline": "plain", "generation": {"polar_answers": "label"}},
+    "sieve+polar": {"pipeline": "sieve", "generation": {"polar_answers": "label"}},
 }
 
 
@@ -109,7 +114,7 @@ def config_key(config: PipelineConfig) -> str:
     the hash even where the defence's name stays the same). The ``store`` section is left out:
     the evaluated indexes are handed to the pipeline and named by the log's cell, so where a
     config would have opened its index from changes no answer."""
-    data = config.to_dict()
+    data = config.answer_identity()
     data.pop("store", None)
     if data.get("pipeline") != "sieve":
         # the sieve's settings change no other pipeline: a new sieve default keeps plain RAG's rows
