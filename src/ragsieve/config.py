@@ -139,7 +139,10 @@ class StoreConfig(_Section):
 
 # Options added after answers were first cached, each with the value that reproduces the
 # behaviour from before it existed (PipelineConfig.answer_identity leaves them out at that value).
-NEUTRAL_DEFAULTS: dict[tuple[str, str], Any] = {("generation", "polar_answers"): "free"}
+NEUTRAL_DEFAULTS: dict[tuple[str, str], Any] = {
+    ("generation", "polar_answers"): "free",
+    ("sieve", "cover_entities"): False,
+}
 
 
 class GenerationConfig(_Section):
@@ -187,6 +190,12 @@ class SieveConfig(_Section):
     lower: float | None = Field(None, ge=0.0, le=1.0)
     # When the judge finds every candidate irrelevant, abstain instead of answering from them.
     abstain_when_all_irrelevant: bool = True
+    # cover_entities: for a question naming two or more entities ("Who died first, A or B?"),
+    # keep, for each entity no kept candidate names, the judge's best candidate that names it
+    # (flagged). A passage about one of the entities answers part of the question, and a
+    # relevance judge scores each passage against all of it. Measured in docs/results.md,
+    # "Knowledge poisoning".
+    cover_entities: bool = False
     # poison: the poisoning-aware check after the judge (ragsieve.attack.judge.PoisonJudge). It
     # drops candidates that restate the question verbatim from its opening words past its question
     # word (the shape of black-box knowledge-poisoning passages: question + false answer, so they

@@ -348,6 +348,37 @@ class RetrieveStage(_StageBase):
         return self.pipe.retrieve(question, trace, k=self.n or state.k, domains=state.domains, where=state.where)
 
 
+def names_entity(entity: str, hit: SearchHit) -> bool:
+    """True when the candidate's text contains ``entity`` or its title is part of it (a
+    question's capitalised span can run on: "Neil Jordan American" names "Neil Jordan")."""
+    low = entity.casefold()
+    title = (hit.chunk.title or "").casefold().strip()
+    return low in hit.chunk.text.casefold() or (len(title) >= 3 and title in low)
+
+
+def entity_rescues(
+    question: str, candidates: Sequence[SearchHit], kept: Sequence[SearchHit], scores: dict[str, float]
+) -> list[tuple[SearchHit, str]]:
+    """For a question naming two or more entities (quoted or capitalised spans), the judge's
+    best dropped candidate for each entity that no kept candidate names, with that entity."""
+    from ragsieve.coe.features import fallback_keywords
+
+    entities = fallback_keywords(question, content_words=False)
+    if len(entities) < 2:
+        return []
+    chosen: list[SearchHit] = list(kept)
+    out: list[tuple[SearchHit, str]] = []
+    for entity in entities:
+        if any(names_entity(entity, h) for h in chosen):
+            continue
+        naming = [h for h in candidates if h not in chosen and names_entity(entity, h)]
+        if naming:
+            best = max(naming, key=lambda h: scores[h.chunk.id])
+            chosen.append(best)
+            out.append((best, entity))
+    return out
+
+
 class JudgeStage(_StageBase):
     """Relevant / ambiguous / irrelevant per candidate; irrelevant ones are dropped and when
     nothing survives the sieve abstains rather than answer from off-topic text."""
@@ -377,6 +408,18 @@ class JudgeStage(_StageBase):
             state.relevance_labels[h.chunk.id] = label
             trace.decide("judge", h.chunk.id, verdict, reason, s, judge=judge.name)
             if verdict != "dropped":
+                kept.append(h)
+        if self.pipe.config.sieve.cover_entities:
+            for h, entity in entity_rescues(question, candidates, kept, state.relevance):
+                state.relevance_labels[h.chunk.id] = "ambiguous"
+                trace.decide(
+                    "judge",
+                    h.chunk.id,
+                    "flagged",
+                    f"kept as the best candidate naming {entity!r} ({state.relevance[h.chunk.id]:.2f})",
+                    state.relevance[h.chunk.id],
+                    judge=judge.name,
+                )
                 kept.append(h)
         # Relevant before ambiguous, best first, so top-k fallbacks take the judge's choice.
         kept.sort(key=lambda h: -state.relevance[h.chunk.id])

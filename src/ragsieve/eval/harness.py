@@ -69,7 +69,11 @@ class EvalSpec:
     ask_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def config_hash(self) -> str:
-        payload = {"config": self.config.answer_identity(), "no_retrieval": self.no_retrieval, "kwargs": self.ask_kwargs}
+        payload = {
+            "config": self.config.answer_identity(),
+            "no_retrieval": self.no_retrieval,
+            "kwargs": self.ask_kwargs,
+        }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
     def key(self, item_id: str, question: str, judge: str | None = None) -> str:

@@ -3,7 +3,7 @@
 A small model asked "Are A and B both orchids?" often answers without saying yes or no ("Both
 are genera of ...") or opens every such answer with the same word whatever the evidence says.
 :func:`polar_label` asks the model which of "Yes" and "No" it would put first, by comparing the
-two continuations' log-probabilities under the answer prompt, and :func:`with_polar_label` writes
+two words' log-probabilities as the first token of the reply, and :func:`with_polar_label` writes
 that word at the start of the generated reply when the reply does not already open with yes or
 no. The sampled text is never parsed for the label.
 
@@ -62,12 +62,13 @@ def starts_with_polarity(text: str) -> bool:
 def polar_label(llm: Any, prompt: Prompt) -> PolarLabel:
     """Which of "Yes" and "No" the model puts first in its reply to ``prompt``.
 
-    One scoring pass (:meth:`ragsieve.llm.LLM.continuation_logprobs`); ties go to "Yes".
-    Raises what the backend raises when it cannot score prompts (a server without prompt
-    log-probabilities): callers fall back to the free answer.
+    One forward pass (:meth:`ragsieve.llm.LLM.next_token_logprobs`: the first token of each
+    word, which is the whole word in common vocabularies, and what servers with only chat
+    log-probabilities can give); ties go to "Yes". Raises what the backend raises when it
+    cannot score (a server without log-probabilities): callers fall back to the free answer.
     """
-    yes, no = llm.continuation_logprobs(prompt, ["Yes", "No"])
-    margin = float(yes.logprob - no.logprob)
+    yes, no = llm.next_token_logprobs(prompt, ["Yes", "No"])
+    margin = float(yes - no)
     return PolarLabel("Yes" if margin >= 0 else "No", margin)
 
 
