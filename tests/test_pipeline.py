@@ -14,7 +14,16 @@ from ragsieve.errors import ConfigError, InputError
 from ragsieve.index import Index
 from ragsieve.io import atomic_write_json
 from ragsieve.llm.base import ContinuationScore, Generation
-from ragsieve.pipeline import Pipeline, PipelineState, Stage, build_pipeline, preset_stages, reweight_hits
+from ragsieve.pipeline import (
+    Pipeline,
+    PipelineState,
+    Stage,
+    build_pipeline,
+    entity_rescues,
+    names_entity,
+    preset_stages,
+    reweight_hits,
+)
 from ragsieve.tasks.pipeline import FixedTaskClassifier
 from ragsieve.types import Answer, Chunk, SearchHit, Trace
 from ragsieve.verify import LexicalEmbeddingJudge
@@ -450,3 +459,44 @@ def test_generation_trims_a_repetition_loop(hash_index):
     raw = sieve(hash_index, QueueLLM(loop), KeywordJudge(relevant=("apollo",)), pipeline="plain",
                 generation={"trim_repetition": False}).ask(MOON_Q)
     assert raw.text == loop
+
+
+# ---------------------------------------------------------------------------- entity coverage
+
+
+def _hit(text: str, title: str = "", score: float = 0.0) -> SearchHit:
+    chunk = Chunk(id=title or text[:10], text=text, doc_id=title, source="s", title=title)
+    return SearchHit(chunk, score, 1, {})
+
+
+def test_entity_rescues_keep_the_best_candidate_naming_each_uncovered_entity():
+    jordan_a = _hit("Neil Jordan is an Irish film director.", "Neil Jordan")
+    jordan_b = _hit("Jordan is a country in Western Asia.", "Jordan")
+    mcbride = _hit("Jim McBride is an American film director.", "Jim McBride")
+    other = _hit("Film directors make films.", "Film")
+    scores = {jordan_a.chunk.id: 0.3, jordan_b.chunk.id: 0.35, mcbride.chunk.id: 0.2, other.chunk.id: 0.9}
+    question = "Are both Jim McBride and Neil Jordan American?"  # entities: Jim McBride, "Neil Jordan American"
+    rescued = entity_rescues(question, [other, jordan_b, jordan_a, mcbride], [other], scores)
+    # both Jordan passages name "Neil Jordan American" (their titles are part of it); the judge's
+    # higher score decides between them, as it would between any two namers
+    assert [(h.chunk.id, e) for h, e in rescued] == [("Jim McBride", "Jim McBride"), ("Jordan", "Neil Jordan American")]
+    # an entity a kept candidate names is covered already
+    assert entity_rescues(question, [mcbride, jordan_a], [mcbride, jordan_a], scores) == []
+    # one entity: nothing to rescue (a single-entity question is the judge's alone)
+    assert entity_rescues("When did Apollo 11 land on the Moon?", [other], [], scores) == []
+    assert names_entity("Neil Jordan American", jordan_a) and not names_entity("Jim McBride", jordan_a)
+
+
+def test_cover_entities_answers_a_comparison_the_judge_would_abstain_on(hash_index):
+    question = "Which is larger, Mars or Jupiter?"
+    judge = KeywordJudge()  # every candidate irrelevant
+    off = sieve(hash_index, QueueLLM("Jupiter is the largest planet [2]."), judge, sieve={"cover_entities": False})
+    ans = off.ask(question)
+    assert ans.abstained and ans.abstain_reason.startswith("judge:")
+    llm = QueueLLM("Jupiter is the largest planet in the Solar System [2].")
+    ans = sieve(hash_index, llm, KeywordJudge()).ask(question)  # on by default
+    rescued = [d for d in ans.trace.decisions if d["check"] == "judge" and d["verdict"] == "flagged"]
+    assert sorted(d["reason"].split("'")[1] for d in rescued) == ["Jupiter", "Mars"]
+    texts = " ".join(h.chunk.text for h in ans.evidence)
+    assert "Mars is the fourth planet" in texts and "Jupiter is the largest planet" in texts
+    assert not ans.abstained and ans.text.startswith("Jupiter")

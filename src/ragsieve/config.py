@@ -194,8 +194,8 @@ class SieveConfig(_Section):
     # keep, for each entity no kept candidate names, the judge's best candidate that names it
     # (flagged). A passage about one of the entities answers part of the question, and a
     # relevance judge scores each passage against all of it. Measured in docs/results.md,
-    # "Knowledge poisoning".
-    cover_entities: bool = False
+    # "Knowledge poisoning" and "The sieve vs plain RAG".
+    cover_entities: bool = True
     # poison: the poisoning-aware check after the judge (ragsieve.attack.judge.PoisonJudge). It
     # drops candidates that restate the question verbatim from its opening words past its question
     # word (the shape of black-box knowledge-poisoning passages: question + false answer, so they
@@ -262,11 +262,14 @@ class PipelineConfig(_Section):
 
     def answer_identity(self) -> dict[str, Any]:
         """:meth:`to_dict` without the options of :data:`NEUTRAL_DEFAULTS` set to their neutral
-        value: what caches of answers key on, so a release that adds an option whose default
-        changes no answer keeps every cached answer valid."""
+        value (and without those of the ``sieve`` section in another pipeline): what caches of
+        answers key on, so a release that adds an option keeps every cached answer it does not
+        change valid."""
         data = self.to_dict()
         for (section, name), neutral in NEUTRAL_DEFAULTS.items():
-            if data.get(section, {}).get(name) == neutral:
+            # a sieve option changes no answer of another pipeline, whatever its value
+            unused = section == "sieve" and self.pipeline != "sieve"
+            if unused or data.get(section, {}).get(name) == neutral:
                 data[section] = {k: v for k, v in data[section].items() if k != name}
         return data
 

@@ -117,15 +117,21 @@ def test_a_backend_without_log_probabilities_keeps_the_free_answer(index):
     assert polar["label"] is None and "log-probabilities" in polar["reason"]
 
 
-def test_neutral_defaults_leave_the_answer_identity_unchanged():
-    """Caches of answers key on answer_identity: a new option at its neutral value keeps them."""
+def test_answer_identity_leaves_out_options_that_change_no_answer():
+    """Caches of answers key on answer_identity: an option at its neutral value, or a sieve
+    option in another pipeline, leaves the key as it was before the option existed."""
     default = PipelineConfig()
     identity = default.answer_identity()
+    assert NEUTRAL_DEFAULTS[("generation", "polar_answers")] == "free"
     assert "polar_answers" not in identity["generation"]
     assert {k: v for k, v in default.to_dict().items() if k != "generation"} == {
         k: v for k, v in identity.items() if k != "generation"
     }
     labelled = validate_config({"generation": {"polar_answers": "label"}})
     assert labelled.answer_identity()["generation"]["polar_answers"] == "label"
-    for (section, name), neutral in NEUTRAL_DEFAULTS.items():
-        assert getattr(getattr(default, section), name) == neutral  # the default is the neutral value
+    # the sieve's entity coverage is on by default (not neutral): the sieve's key has it ...
+    assert identity["sieve"]["cover_entities"] is True
+    # ... and plain RAG's key has it at no value, so plain RAG's cached answers stay valid
+    for value in (True, False):
+        plain = validate_config({"pipeline": "plain", "sieve": {"cover_entities": value}})
+        assert "cover_entities" not in plain.answer_identity()["sieve"]
