@@ -59,7 +59,7 @@ logger = logging.getLogger("attack_poisoning")
 RUNS = ROOT / "runs" / "attack"
 LLM_DEFENCES = ["plain", "sieve", "sieve-no-poison", "poison-judge", "sieve+poison-judge", "sieve+paraphrase",
                 "source-prune", "source-reweight", "evaluator", "sieve:judge", "sieve:select", "sieve:verify",
-                "sieve:poison", "plain+polar", "sieve+polar"]
+                "sieve:poison", "sieve-no-cover", "plain+polar", "sieve+polar"]
 # the rows measured first (at every N) and the ones --quick runs
 KEY_DEFENCES = ("plain", "sieve", "sieve-no-poison", "poison-judge")
 # the HotpotQA corpora: paragraphs as they are, and prefixed with their title (same questions)
@@ -871,7 +871,11 @@ def main() -> None:
         "`ablate: [poison]` (what the other checks stop on their own); `sieve+poison-judge` = the sieve with "
         "`sieve.poison_duplicates: drop` (the whole near-duplicate cluster dropped); `sieve+paraphrase` = that, "
         "with candidates from different documents whose embedding cosine is >= 0.9 (near-paraphrases) joining a "
-        "cluster too (`stages.poison.semantic_duplicate`). "
+        "cluster too (`stages.poison.semantic_duplicate`). The default sieve's judge keeps, for a question "
+        "naming two or more entities, the best candidate naming each entity no kept candidate names "
+        "(`sieve.cover_entities`); `sieve-no-cover` = the sieve without it. `plain+polar` / `sieve+polar` = plain "
+        "RAG / the sieve answering yes/no questions with the yes or no the model's log-probabilities prefer "
+        "(`generation.polar_answers = \"label\"`). "
         "The knowledge filters (direct / proxy) score (input, knowledge) pairs for classification labels; on QA "
         "the sieve's filter stage passes candidates through (`stages.filtering.filter = none`), so they have no "
         "row. `poison-judge` = the same check (`ragsieve.attack.judge.PoisonJudge` with its own defaults: "
