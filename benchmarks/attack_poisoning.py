@@ -233,6 +233,10 @@ def run_llm_set(args: argparse.Namespace, name: str, embedder: Any, llm: Any, re
         # first draw's targets, passages and logged rows stay valid as the table grows
         draws.append((draw_targets(more, val, args.seed), f"-more{args.more_targets}"))
     targets = [t for draw, _ in draws for t in draw]
+    # the target ids, for other benchmarks to tell apart the questions this one was tuned on
+    ids_file = RUNS / name / "target_ids.txt"
+    ids_file.parent.mkdir(parents=True, exist_ok=True)
+    ids_file.write_text("".join(f"{t.id}\n" for t in targets), encoding="utf-8")
     base = base_config(args)
     clean = build_clean(name, chunks, embedder, val, args.k)
     writer = make_writer(args, llm)

@@ -318,6 +318,31 @@ def scores_judge(records: dict[str, list[dict[str, Any]]]) -> str:
     return "none"
 
 
+def held_out_accuracy(path: Path, items: list[Any], records: dict[str, list[dict[str, Any]]]) -> str:
+    """Accuracy of each configuration vs plain RAG on the questions listed in ``path`` and on the
+    others (paired bootstrap of the difference), so a setting designed on some questions is also
+    judged on questions it was not designed on."""
+    from ragsieve.attack.metrics import paired_bootstrap
+    from ragsieve.eval.scoring import ItemScores
+
+    listed = {line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+    correct = {name: ItemScores(items, recs).correct for name, recs in records.items()}
+    lines = [f"Accuracy on the questions listed in `{path.as_posix()}` ({len(listed)} ids) and on the others, "
+             "vs plain RAG (paired bootstrap, 2000 resamples):", ""]
+    for label, pick in (("not listed", False), ("listed", True)):
+        idx = [i for i, item in enumerate(items) if (item.id in listed) == pick]
+        if not idx or "plain" not in correct:
+            continue
+        for name, vec in correct.items():
+            if name == "plain":
+                continue
+            d, lo, hi = paired_bootstrap([bool(vec[i]) for i in idx], [bool(correct["plain"][i]) for i in idx])
+            lines.append(f"- {label} (n = {len(idx)}): {name} {vec[idx].mean() * 100:.1f} % vs plain "
+                         f"{correct['plain'][idx].mean() * 100:.1f} %, difference {d * 100:+.1f} pts "
+                         f"[{lo * 100:+.1f}, {hi * 100:+.1f}]")
+    return "\n".join(lines)
+
+
 def checks_acted(records: dict[str, list[dict[str, Any]]]) -> str:
     """Per configuration, how many candidates each check kept / flagged / dropped (means per
     question) and how the questions ended (abstention reasons by check)."""
@@ -358,6 +383,11 @@ def main() -> None:
                     help="also score faithfulness of the same answers with this judge ('none': skip)")
     ap.add_argument("--plot", type=Path, default=None, help="also write the risk-coverage curves (PNG)")
     ap.add_argument("--section", default=None, help="results.md section name (default: eval-sieve-<set>[-<model>])")
+    ap.add_argument(
+        "--exclude-ids", type=Path, default=None,
+        help="a file of question ids (one per line), e.g. the questions a setting was designed on: also report "
+             "the accuracy difference vs plain RAG on the questions not listed",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("faiss", "bm25s", "httpx", "urllib3", "filelock"):
@@ -411,6 +441,8 @@ def main() -> None:
     body = render(scores, len(done_items), len(items), desc, MODELS[args.model]["label"], judge_name)
     if args.second_judge != "none" and args.second_judge != judge_name:
         body += "\n\n" + second_judge_table(args, cfg, index_dir, done_items, records, scores)
+    if args.exclude_ids is not None:
+        body += "\n\n" + held_out_accuracy(args.exclude_ids, done_items, records)
     acted = checks_acted(records)
     if acted:
         body += "\n\n" + acted
