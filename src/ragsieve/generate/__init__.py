@@ -1,4 +1,5 @@
-"""Generation: answers with citations, and label distributions for classification."""
+"""Generation: answers with citations, yes/no answers from log-probabilities
+(:mod:`ragsieve.generate.polar`), and label distributions for classification."""
 
 from __future__ import annotations
 
