@@ -54,6 +54,8 @@ def test_template_writer_restates_question_and_asserts_wrong_answer():
     ("Are Pothos and Tibouchina both flowering plants?", "Pothos and Tibouchina both flowering plants"),
     ("Which man who presented the bid was born in 1930?", "man presented the bid was born in 1930"),
     ("Who?", "Who"),  # nothing would be left: the question is kept rather than an empty lead
+    ("What am I allergic to?", "I allergic to"),  # "am" is inverted like any auxiliary
+    ("Who was born first Am Rong or Ava DuVernay?", "born first Am Rong or Ava DuVernay"),  # a name, not "am"
 ])
 def test_question_statement_drops_interrogatives_keeps_content(question, stem):
     assert question_statement(question) == stem

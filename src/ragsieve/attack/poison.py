@@ -42,6 +42,7 @@ import numpy as np
 from ragsieve.attack.judge import INTERROGATIVES
 from ragsieve.errors import InputError
 from ragsieve.eval.qa import contains_answer
+from ragsieve.generate.polar import AUXILIARIES
 
 __all__ = [
     "ATTACK_FILE",
@@ -70,11 +71,6 @@ ATTACKER_DOMAIN = "attacker"
 Lead = Literal["question", "statement", "none"]
 LEADS: tuple[str, ...] = ("question", "statement", "none")
 
-_AUXILIARIES = frozenset({
-    "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would",
-    "shall", "should", "may", "might", "must",
-})
-
 
 def question_statement(question: str) -> str:
     """The question's words as a statement stem: interrogative words dropped, with the
@@ -95,13 +91,13 @@ def question_statement(question: str) -> str:
     kept: list[str] = []
     # an auxiliary is dropped when it opens the question or comes within two words of an
     # interrogative ("what country is X"), the inversion a statement undoes
-    window = 1 if words and words[0].lower() in _AUXILIARIES else 0
+    window = 1 if words and words[0].lower() in AUXILIARIES else 0
     for w in words:
         bare = w.strip(",;:\"'").lower()
         if bare in INTERROGATIVES:
             window = 2
             continue
-        if window and bare in _AUXILIARIES:
+        if window and bare in AUXILIARIES:
             window = 0
             continue
         window = max(window - 1, 0)

@@ -24,11 +24,12 @@ from typing import Any, Literal, NamedTuple
 
 from ragsieve.llm.base import Prompt
 
-__all__ = ["POLAR_OPENERS", "PolarLabel", "is_polar_question", "polar_label", "starts_with_polarity",
+__all__ = ["AUXILIARIES", "PolarLabel", "is_polar_question", "polar_label", "starts_with_polarity",
            "with_polar_label"]
 
-# Auxiliaries and copulas that open a yes/no question ("Is ...", "Did ...", "Can ...").
-POLAR_OPENERS = frozenset({
+# Auxiliaries and copulas: they open a yes/no question ("Is ...", "Did ...", "Can ...") and are
+# inverted after a question word ("what country is X"; ragsieve.attack.poison.question_statement).
+AUXILIARIES = frozenset({
     "am", "is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "would",
     "shall", "should", "may", "might", "must",
 })
@@ -51,7 +52,7 @@ def is_polar_question(question: str) -> bool:
     """True for a yes/no question: it opens with an auxiliary or copula and offers no
     alternatives ("Is A or B older?" asks to choose, so it is not polar)."""
     words = [w.lower() for w in _WORD_RE.findall(question)]
-    return bool(words) and words[0] in POLAR_OPENERS and "or" not in words[1:]
+    return bool(words) and words[0] in AUXILIARIES and "or" not in words[1:]
 
 
 def starts_with_polarity(text: str) -> bool:
