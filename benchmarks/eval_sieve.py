@@ -389,6 +389,9 @@ def main() -> None:
              "the accuracy difference vs plain RAG on the questions not listed",
     )
     args = ap.parse_args()
+    if args.exclude_ids is not None and not args.exclude_ids.is_file():
+        raise SystemExit(f"--exclude-ids {args.exclude_ids} is not a file; pass a file of question ids, one per line "
+                         "(benchmarks/attack_poisoning.py writes runs/attack/<set>/target_ids.txt)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("faiss", "bm25s", "httpx", "urllib3", "filelock"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
