@@ -1,8 +1,14 @@
-"""Write one benchmark's or experiment's section into docs/benchmarks.md or docs/results.md.
+"""Write one benchmark's or experiment's section into its page of the docs.
+
+Speed goes to ``docs/benchmarks.md``; accuracy and quality go to one page per sieve stage or
+topic under ``docs/results/`` (the pages are listed in :data:`PAGES`, in the order of the sieve's
+stages). ``docs/results.md`` is the hand-written one-screen summary that links into those pages;
+no script writes it.
 
 Each script owns a section delimited by HTML comments and rewrites only that section, so
 scripts can run in any order and never clobber each other's numbers. Every section is
-stamped with the exact command, the machine facts and the date.
+stamped with the exact command, the machine facts and the date. Relative links in a body are
+written relative to ``docs/`` (``img/plot.png``); they are rebased for the page's folder.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
+
+from ragsieve.errors import RagsieveError
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -51,17 +60,154 @@ def command_line() -> str:
     return shlex.join(["python", str(script), *sys.argv[1:]])
 
 
-def write_section(doc: str, name: str, title: str, body: str) -> Path:
-    """Replace (or append) the section ``name`` of ``docs/<doc>`` with ``body``."""
-    path = DOCS / doc
-    DOCS.mkdir(exist_ok=True)
+class ReportPage(NamedTuple):
+    """A page that benchmark scripts write sections into."""
+
+    title: str
+    intro: str
+
+
+_RESULTS_NOTE = (
+    "Each generated section below is written by the script named in its `Command:` line (through "
+    "`benchmarks/_report.py`) and carries the exact command, date and machine; rerun the command to "
+    "refresh it. A section without a `Command:` line is a reading of the generated ones, written by "
+    "hand, and says so. Numbers below the papers' are expected with the bundled 135M model; only measured "
+    "numbers appear here. The one-screen summary is [Results](../results.md)."
+)
+
+# Result pages in the order of the sieve's stages (route, need, retrieve, judge, poison, filter,
+# select, generate, verify), then the task-adaptive preset; the end-to-end page comes first
+# because the summary's headline figures come from it.
+RESULT_PAGES: dict[str, ReportPage] = {
+    "results/sieve-vs-plain-rag.md": ReportPage(
+        "The sieve vs plain RAG",
+        "End to end, the whole sieve against plain RAG and no retrieval on the same questions (the eval "
+        "harness, `benchmarks/eval_sieve.py`): accuracy, coverage, abstention, selective accuracy, "
+        "faithfulness, citations and seconds per question.",
+    ),
+    "results/retrieval-and-routing.md": ReportPage(
+        "Retrieval and routing",
+        "The route and retrieve stages: the query router, routed vs global search, and retrieval quality "
+        "of dense, sparse and hybrid search and of the storage backends.",
+    ),
+    "results/retrieval-need.md": ReportPage(
+        "Retrieval need",
+        "The need stage: which signal decides best whether a question needs retrieval.",
+    ),
+    "results/source-weights.md": ReportPage(
+        "Source weights (data importance)",
+        "Source weights learned by data importance, used by retrieval (`retrieval.use_source_weights`).",
+    ),
+    "results/relevance-judge.md": ReportPage(
+        "Relevance judge",
+        "The judge stage: the trained retrieval evaluator that scores each candidate's relevance.",
+    ),
+    "results/knowledge-poisoning.md": ReportPage(
+        "Knowledge poisoning",
+        "The poison stage and the red-team harness: attack success by defence, and what the poison "
+        "check drops on corpora without an attack.",
+    ),
+    "results/knowledge-filtering.md": ReportPage(
+        "Knowledge filtering",
+        "The filter stage: knowledge filters and fusion on classification tasks, and the label scorers "
+        "they use.",
+    ),
+    "results/chain-of-evidence.md": ReportPage(
+        "Chain of evidence",
+        "The select stage: ScopeCoE's chain-of-evidence selection on HotpotQA.",
+    ),
+    "results/decoding.md": ReportPage(
+        "Decoding",
+        "The generate stage: repetition in the bundled model's answers and the cut at the first repeat.",
+    ),
+    "results/verification.md": ReportPage(
+        "Verification",
+        "The verify stage: how well each claim judge separates supported from unsupported claims.",
+    ),
+    "results/task-adaptive.md": ReportPage(
+        "Task-adaptive preset",
+        "The task-adaptive preset's stages: the task router, HyDE, the CRAG-style corrective retrieval "
+        "on PopQA and long-form reflection.",
+    ),
+}
+
+PAGES: dict[str, ReportPage] = {
+    "benchmarks.md": ReportPage(
+        "Benchmarks",
+        "Every section is written by a script under `benchmarks/` and carries the exact command, date and "
+        "machine. Machines here are noisy: comparisons are ratios measured side by side in one run, "
+        "reported as min/median over repeats.",
+    ),
+    **RESULT_PAGES,
+}
+
+SUMMARY_PAGE = "results.md"
+
+
+class ReportPageError(RagsieveError):
+    """A section was sent to a page that is not a report page, or to the wrong page."""
+
+
+def _check_page(doc: str) -> None:
+    if doc in PAGES:
+        return
+    known = ", ".join(PAGES)
+    if doc == SUMMARY_PAGE:
+        raise ReportPageError(
+            "docs/results.md is the hand-written one-screen summary and takes no generated sections; "
+            f"write the section to the results page of its stage instead, one of: {known}."
+        )
+    raise ReportPageError(
+        f"docs/{doc} is not a report page. Pass one of: {known}; for a new topic, add the page to "
+        "PAGES in benchmarks/_report.py and to the nav in mkdocs.yml."
+    )
+
+
+def _marker_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"<!-- BEGIN {re.escape(name)} -->.*?<!-- END {re.escape(name)} -->", re.S)
+
+
+def _page_holding(name: str, docs_dir: Path, other_than: str) -> str | None:
+    begin = f"<!-- BEGIN {name} -->"
+    for page in (*PAGES, SUMMARY_PAGE):
+        path = docs_dir / page
+        if page != other_than and path.exists() and begin in path.read_text(encoding="utf-8"):
+            return page
+    return None
+
+
+def _rebase_links(body: str, doc: str) -> str:
+    """Rewrite links relative to ``docs/`` so that they resolve from ``docs/<doc>``."""
+    depth = doc.count("/")
+    if depth == 0:
+        return body
+    prefix = "../" * depth
+    return re.sub(r"(\]\()(?![a-z][a-z0-9+.-]*:|#|/|\.\./)", lambda m: m.group(1) + prefix, body)
+
+
+def write_section(doc: str, name: str, title: str, body: str, *, docs_dir: Path | None = None) -> Path:
+    """Replace (or append) the section ``name`` of ``docs/<doc>`` with ``body``.
+
+    ``doc`` must be one of :data:`PAGES` (``"benchmarks.md"`` or ``"results/<topic>.md"``); a
+    section already kept on another page is refused rather than written twice.
+    """
+    _check_page(doc)
+    docs_dir = DOCS if docs_dir is None else docs_dir
+    other = _page_holding(name, docs_dir, other_than=doc)
+    if other is not None:
+        raise ReportPageError(
+            f"section {name!r} is kept on docs/{other}, not docs/{doc}: write it to {other!r}, or move the "
+            f"section with its BEGIN/END markers to docs/{doc} first."
+        )
+    path = docs_dir / doc
+    path.parent.mkdir(parents=True, exist_ok=True)
     stamp = f"Command: `{command_line()}`  \nDate: {_dt.date.today().isoformat()}  \nMachine: {machine_facts()}\n\n"
-    section = f"<!-- BEGIN {name} -->\n## {title}\n\n{stamp}{body.strip()}\n<!-- END {name} -->"
-    lock_path = DOCS / f".{doc}.lock"
+    section = f"<!-- BEGIN {name} -->\n## {title}\n\n{stamp}{_rebase_links(body.strip(), doc)}\n<!-- END {name} -->"
+    lock_path = docs_dir / f".{doc.replace('/', '-')}.lock"
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         text = path.read_text(encoding="utf-8") if path.exists() else _header(doc)
-        pattern = re.compile(rf"<!-- BEGIN {re.escape(name)} -->.*?<!-- END {re.escape(name)} -->", re.S)
+        pattern = _marker_pattern(name)
         text = (
             pattern.sub(lambda _m: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
         )
@@ -72,17 +218,9 @@ def write_section(doc: str, name: str, title: str, body: str) -> Path:
 
 
 def _header(doc: str) -> str:
-    if doc == "benchmarks.md":
-        return (
-            "# Benchmarks\n\nEvery section is written by a script under `benchmarks/` and carries the exact "
-            "command, date and machine. Machines here are noisy: comparisons are ratios measured side by side "
-            "in one run, reported as min/median over repeats.\n"
-        )
-    return (
-        "# Results\n\nEvery table is written by a script under `benchmarks/` and carries the exact command, "
-        "date, machine, data split, model and sample size. Numbers below the papers' are expected with the "
-        "bundled 135M model; only measured numbers appear here.\n"
-    )
+    page = PAGES[doc]
+    intro = page.intro if doc == "benchmarks.md" else f"{page.intro}\n\n{_RESULTS_NOTE}"
+    return f"# {page.title}\n\n{intro}\n"
 
 
 def markdown_table(headers: list[str], rows: list[list[object]]) -> str:

@@ -906,7 +906,7 @@ def main() -> None:
     )
     logger.info("done in %.0fs", total)
     if not args.no_write:
-        write_section("results.md", "attack-poisoning-quick" if args.quick else "attack-poisoning",
+        write_section("results/knowledge-poisoning.md", "attack-poisoning-quick" if args.quick else "attack-poisoning",
                       "Knowledge poisoning: attack success by defence" + (" (--quick)" if args.quick else ""),
                       head + "\n\n" + "\n\n".join(body))
     else:

@@ -1,7 +1,7 @@
 """Accuracy of the LabelClassifier presets with the bundled model: uncalibrated, contextual
 calibration, and a log-bias fitted on a few labelled training examples.
 
-Writes the section "LabelClassifier presets: zero-shot accuracy" of docs/results.md.
+Writes the section "LabelClassifier presets: zero-shot accuracy" of docs/results/knowledge-filtering.md.
 Data: fixed-seed samples of the public test splits under shared/data (SST-2, MR, SST-5,
 TREC, CoLA) and of their train splits for the fitted bias. No knowledge is given.
 
@@ -84,7 +84,9 @@ def main() -> None:
             ["task", "preset", "n", "majority", "uncalibrated", "contextual", "fitted bias", "seconds"], rows
         )
     )
-    write_section("results.md", "classify-zero-shot", "LabelClassifier presets: zero-shot accuracy", body)
+    write_section(
+        "results/knowledge-filtering.md", "classify-zero-shot", "LabelClassifier presets: zero-shot accuracy", body
+    )
     print(body)
 
 

@@ -1,7 +1,7 @@
 """Chain-of-Evidence experiments on HotpotQA dev (distractor), first-100 file with
 sentence-level supporting facts.
 
-Stages (each writes its own section of docs/results.md):
+Stages (each writes its own section of docs/results/chain-of-evidence.md):
   rag        naive RAG top-5 vs RAG + ScopeCoE (greedy / exact) (paper Table 5)
   effect     accuracy with CoE / SenP / WordP knowledge x irrelevant proportion (Table 2)
   robust     accuracy and following rate with misinformation (Table 4)
@@ -406,7 +406,7 @@ def main() -> None:
     if args.stage in ("rag", "all"):
         body = stage_rag(bench, cfgs, qs, args.candidates)
         write_section(
-            "results.md",
+            "results/chain-of-evidence.md",
             "coe-rag",
             "CoE: naive RAG vs RAG + ScopeCoE (HotpotQA)",
             setup + f" Candidates for ScopeCoE: dense top-{args.candidates}.\n\n" + body,
@@ -414,7 +414,7 @@ def main() -> None:
     if args.stage in ("effect", "all"):
         body = stage_effect(bench, qs, irrelevant_pool)
         write_section(
-            "results.md",
+            "results/chain-of-evidence.md",
             "coe-effect",
             "CoE: effectiveness of CoE / SenP / WordP knowledge vs irrelevant text",
             setup + " Irrelevant text: non-supporting sentences of other questions, share of characters. "
@@ -425,7 +425,7 @@ def main() -> None:
     if args.stage in ("robust", "all"):
         body = stage_robust(bench, qs, answer_pool)
         write_section(
-            "results.md",
+            "results/chain-of-evidence.md",
             "coe-robust",
             "CoE: robustness to misinformation",
             setup + " Misinformation is inserted at a random position. Following rate = share of answers "
@@ -434,7 +434,7 @@ def main() -> None:
     if args.stage in ("agreement", "all"):
         body = stage_agreement(bench, cfgs, qs, args.agreement_llm)
         write_section(
-            "results.md",
+            "results/chain-of-evidence.md",
             "coe-agreement-llm" if args.agreement_llm else "coe-agreement",
             "CoE: discrimination vs supporting-fact annotations" + (" (with LLM judges)" if args.agreement_llm else ""),
             setup + " SenP here uses lexical keyword matching; distractors: as many random non-supporting "

@@ -170,7 +170,7 @@ def main() -> None:
         f"({100 * (1 - np.sum(stop_tokens) / max(np.sum(raw_tokens), 1)):.0f}% fewer), and its cut answer equalled "
         f"the cut raw reply on {identical} of {n} questions."
     )
-    write_section("results.md", "decoding-repetition", "Decoding: repetition (bundled model)", body)
+    write_section("results/decoding.md", "decoding-repetition", "Decoding: repetition (bundled model)", body)
     print(body)
 
 

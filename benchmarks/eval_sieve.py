@@ -12,7 +12,7 @@ Sets (each gets its own index under ``runs/eval/<set>/``, built once):
 
 Outputs go to a resumable cache (``runs/eval/<set>/<model>.jsonl``), so a killed run resumes;
 ``--report-only`` scores whatever every configuration has finished (the n actually run is
-stated) and writes the section of docs/results.md.
+stated) and writes the section of docs/results/sieve-vs-plain-rag.md.
 
     python benchmarks/eval_sieve.py --set demo
     python benchmarks/eval_sieve.py --set hotpotqa --n 200
@@ -382,7 +382,7 @@ def main() -> None:
     ap.add_argument("--second-judge", default="lexical-embedding",
                     help="also score faithfulness of the same answers with this judge ('none': skip)")
     ap.add_argument("--plot", type=Path, default=None, help="also write the risk-coverage curves (PNG)")
-    ap.add_argument("--section", default=None, help="results.md section name (default: eval-sieve-<set>[-<model>])")
+    ap.add_argument("--section", default=None, help="results-page section name (default: eval-sieve-<set>[-<model>])")
     ap.add_argument(
         "--exclude-ids", type=Path, default=None,
         help="a file of question ids (one per line), e.g. the questions a setting was designed on: also report "
@@ -462,7 +462,7 @@ def main() -> None:
     title = f"The sieve vs plain RAG: {args.set}" + ("" if args.model == "smollm2" else f" ({args.model})")
     if args.section:
         title += f" ({', '.join(s.name for s in specs)})"
-    write_section("results.md", section, title, body)
+    write_section("results/sieve-vs-plain-rag.md", section, title, body)
     latency = stage_latency(records, len(done_items), args.set, MODELS[args.model]["label"])
     if latency:
         write_section("benchmarks.md", f"{section}-stages", f"Stage latency: {title[len('The '):]}", latency)

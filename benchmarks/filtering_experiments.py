@@ -13,7 +13,7 @@ with each filter's kept pieces concatenated. Results go to ``runs/filtering/<dat
 (written atomically every few items; a rerun resumes).
 
 ``report``: trains the proxy on D_kf (predicted-label and gold-label variants), applies
-every filter and fusion to the cached numbers and writes docs/results.md sections.
+every filter and fusion to the cached numbers and writes docs/results/knowledge-filtering.md sections.
 
     python benchmarks/filtering_experiments.py cache --dataset sst-2 --retriever dense --n-test 500
     python benchmarks/filtering_experiments.py report
@@ -517,7 +517,9 @@ def cmd_report(args: argparse.Namespace) -> None:
         + "\n\nD_kf size and share of Harmful pairs per label variant:\n\n"
         + markdown_table(["dataset", "pairs", "Harmful (predicted-label PPL)", "Harmful (gold-label PPL)"], dkf_rows)
     )
-    write_section("results.md", "filtering-table3", "Knowledge filtering: accuracy (Table 3 analogue)", body)
+    write_section(
+        "results/knowledge-filtering.md", "filtering-table3", "Knowledge filtering: accuracy (Table 3 analogue)", body
+    )
 
     # Table 4: P/R/F1 on Harmful vs held-out perplexity labels (test pool pieces)
     t4 = []
@@ -566,7 +568,7 @@ def cmd_report(args: argparse.Namespace) -> None:
         )
     )
     write_section(
-        "results.md",
+        "results/knowledge-filtering.md",
         "filtering-table4",
         "Knowledge filtering: Harmful-label quality (Table 4 analogue)",
         body,
@@ -623,7 +625,7 @@ def cmd_report(args: argparse.Namespace) -> None:
             )
         )
         write_section(
-            "results.md",
+            "results/knowledge-filtering.md",
             "filtering-retrievers",
             "Knowledge filtering: dense vs BM25 (Figure 6 analogue)",
             body,
@@ -647,7 +649,7 @@ def main() -> None:
     rp = sub.add_parser("report")
     rp.add_argument("--out-dir", default=None, help="read caches from here (default runs/filtering)")
     rp.add_argument("--note", default="", help="sentence appended to every section (e.g. on sample sizes)")
-    rp.add_argument("--dry", action="store_true", help="print the sections instead of writing docs/results.md")
+    rp.add_argument("--dry", action="store_true", help="print the sections instead of writing their results page")
     for p in (c, rp):
         p.add_argument("--shots", type=int, default=16)
         p.add_argument("--seed", type=int, default=42)

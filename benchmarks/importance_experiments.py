@@ -230,7 +230,7 @@ def main() -> None:
                                                   for k in ("vanilla", "loo_prune", "reweight", "prune")]
                    + ["", "", "", ""]],
     )
-    write_section("results.md", "importance-wikifact", "Data importance on WikiFact QA (Table 1b style)",
+    write_section("results/source-weights.md", "importance-wikifact", "Data importance on WikiFact QA (Table 1b style)",
                   common + t1)
     t3 = markdown_table(
         ["relation", "clean vanilla", "noisy vanilla", "noisy LOO prune", "noisy reweight", "noisy prune",
@@ -238,7 +238,7 @@ def main() -> None:
         rows_noise,
     )
     write_section(
-        "results.md", "importance-noise", "Data importance under injected noise (Table 3 style)",
+        "results/source-weights.md", "importance-noise", "Data importance under injected noise (Table 3 style)",
         common + "Noise: each source gets a noise rate drawn uniformly from [0, 80 %]; each of its correct "
         "answers is replaced with that probability by a wrong answer drawn from the relation's answer pool "
         "(the same corruption for validation and test; a new draw per split, seed 1000 + split). The data "
@@ -253,7 +253,7 @@ def main() -> None:
             rows_fake,
         )
         write_section(
-            "results.md", "importance-fake", "Data importance with fabricated websites (Table 4 style)",
+            "results/source-weights.md", "importance-fake", "Data importance with fabricated websites (Table 4 style)",
             common + "Files `wikifact_fake_*`: five fabricated sites (`www.fakewiki_N.com`) inserted at the "
             "front of every result list. Their answers are not always wrong: the 'fake results correct' column "
             "gives the share of their extracted answers that are correct, against the other results; the "

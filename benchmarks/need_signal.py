@@ -143,8 +143,8 @@ def main() -> None:
         + markdown_table(["signal", "acc. at 25% retrieved", "at 50%", "at 75%", "area [95% CI]"], table)
         + f"\n\nRetrieval relevance minus model confidence, area: {d:+.3f} [{d_lo:+.3f}, {d_hi:+.3f}] (paired)."
     )
-    write_section("results.md", f"need-signal-{args.set}", f"Retrieval need: model confidence vs retrieval "
-                  f"relevance ({args.set})", body)
+    write_section("results/retrieval-need.md", f"need-signal-{args.set}",
+                  f"Retrieval need: model confidence vs retrieval relevance ({args.set})", body)
     print(body)
 
 

@@ -153,8 +153,8 @@ def main() -> None:
     if args.no_write:
         print(body)
     else:
-        write_section("results.md", "poison-false-drops", "Poison check: false drops on corpora without an attack",
-                      body)
+        write_section("results/knowledge-poisoning.md", "poison-false-drops",
+                      "Poison check: false drops on corpora without an attack", body)
 
 
 if __name__ == "__main__":

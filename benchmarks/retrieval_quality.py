@@ -3,7 +3,7 @@
     python benchmarks/retrieval_quality.py --datasets nfcorpus arguana
 
 nDCG@10 and Recall@100 (ir_measures) on each dataset's test queries; results go to
-docs/results.md. Indexes are cached under runs/indexes/beir-<name>.
+docs/results/retrieval-and-routing.md. Indexes are cached under runs/indexes/beir-<name>.
 """
 
 from __future__ import annotations
@@ -77,7 +77,12 @@ def main() -> None:
         "embedding (queries embedded in one batch beforehand).\n\n"
         + markdown_table(["dataset", "mode", "docs", "queries", "nDCG@10", "Recall@100", "ms/query"], rows)
     )
-    write_section("results.md", "retrieval-quality-beir", "Retrieval quality: dense vs sparse vs hybrid (BEIR)", body)
+    write_section(
+        "results/retrieval-and-routing.md",
+        "retrieval-quality-beir",
+        "Retrieval quality: dense vs sparse vs hybrid (BEIR)",
+        body,
+    )
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from the index's chunks (the out-of-the-box path, default classifier). Each ques
 answered twice by the bundled SmolLM2-135M-Instruct (llama.cpp, 1 thread, greedy): once
 searching the global index, once with ``--route auto``.
 
-Writes the ``route-demo-csga`` section of docs/results.md.
+Writes the ``route-demo-csga`` section of docs/results/retrieval-and-routing.md.
 
     python benchmarks/route_demo_csga.py [--max-tokens 96]
 """
@@ -120,7 +120,12 @@ def main() -> None:
         + f"\n\nRouting: {router.stats.to_dict()} (single/multi/fallback counts); the questions' domain(s) "
         f"were all searched for {correct}/{len(questions)} questions (fallback counts as searched)."
     )
-    write_section("results.md", "route-demo-csga", "Routed vs global answers on the demo corpus (CSGA)", body)
+    write_section(
+        "results/retrieval-and-routing.md",
+        "route-demo-csga",
+        "Routed vs global answers on the demo corpus (CSGA)",
+        body,
+    )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Builds one partitioned index over nfcorpus, arguana, cosqa and a Wikipedia-sentence sample
 (the fourth, query-less domain), trains routers and compares, per query domain, searching
 the global index with searching the partitions the router picks (with and without the
-multi-domain/unsure fallback). Writes the ``route-retrieval-quality`` section of docs/results.md.
+multi-domain/unsure fallback). Writes the ``route-retrieval-quality`` section of
+docs/results/retrieval-and-routing.md.
 
     python benchmarks/route_retrieval_quality.py [--wiki 50000] [--mode sparse]
     python benchmarks/route_retrieval_quality.py --embedder real --mode hybrid   # dense/hybrid need real vectors
@@ -237,7 +238,7 @@ def main() -> None:
         )
     )
     write_section(
-        "results.md",
+        "results/retrieval-and-routing.md",
         "route-retrieval-quality" + ("" if args.mode == "sparse" else f"-{args.mode}"),
         f"Routed vs global retrieval quality (nDCG@10, {args.mode})",
         body,

@@ -1,7 +1,7 @@
 """Router quality like Ganesh et al. Table 1: train/test accuracy, macro recall and precision
 per classifier, trained (a) on a labelled query split and (b) on the corpus chunks only.
 
-Writes the ``route-router-table`` section of docs/results.md.
+Writes the ``route-router-table`` section of docs/results/retrieval-and-routing.md.
 
     python benchmarks/route_router_table.py [--chunks-per-domain 3000] [--emb-chunks-per-domain 300]
 """
@@ -164,7 +164,9 @@ def main() -> None:
             rows,
         )
     )
-    write_section("results.md", "route-router-table", "Query router: classifier comparison (Table 1)", body)
+    write_section(
+        "results/retrieval-and-routing.md", "route-router-table", "Query router: classifier comparison (Table 1)", body
+    )
 
 
 if __name__ == "__main__":

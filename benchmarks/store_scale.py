@@ -429,7 +429,9 @@ def run_beir(args: argparse.Namespace) -> None:
         'English stopwords and stems (`MilvusStore(..., analyzer="english")`); its dense results are the other '
         "two stores' and are listed for latency only."
     )
-    write_section("results.md", "store-beir", "Folder index vs Milvus Lite on BEIR: nDCG@10, same run", body)
+    write_section(
+        "results/retrieval-and-routing.md", "store-beir", "Folder index vs Milvus Lite on BEIR: nDCG@10, same run", body
+    )
     print(body)
 
 

@@ -103,7 +103,7 @@ def main() -> None:
         '(`stages.tasks.classifier = "tfidf"`).'
     )
     write_section(
-        "results.md", "tasks-classifier", "Task-adaptive RAG: task classifier accuracy and latency", body
+        "results/task-adaptive.md", "tasks-classifier", "Task-adaptive RAG: task classifier accuracy and latency", body
     )
 
 

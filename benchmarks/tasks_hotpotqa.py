@@ -126,7 +126,9 @@ def main() -> None:
         "Median ms excludes generating the hypothesis (shared by the HyDE rows; done before timing).\n\n"
         + markdown_table(["retrieval", *[f"Recall@{k}" for k in KS], "median ms"], table)
     )
-    write_section("results.md", "tasks-hotpotqa", "Task-adaptive RAG: HotpotQA Recall@k with and without HyDE", body)
+    write_section(
+        "results/task-adaptive.md", "tasks-hotpotqa", "Task-adaptive RAG: HotpotQA Recall@k with and without HyDE", body
+    )
     print(body)
 
 

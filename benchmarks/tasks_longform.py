@@ -104,7 +104,7 @@ def main() -> None:
         "construction; the 'last regeneration' row shows what regenerating itself does with this model."
     )
     write_section(
-        "results.md", "tasks-longform", "Task-adaptive RAG: long-form coverage and distinct-2", body
+        "results/task-adaptive.md", "tasks-longform", "Task-adaptive RAG: long-form coverage and distinct-2", body
     )
     print(body)
 

@@ -236,7 +236,7 @@ def main() -> None:
     title = "Task-adaptive RAG: PopQA long-tail (paper Table II style)"
     if args.evaluator == "llm":
         title += ", LLM CoT evaluator"
-    write_section("results.md", args.section, title, body)
+    write_section("results/task-adaptive.md", args.section, title, body)
     print(body)
 
 

@@ -73,7 +73,7 @@ def main() -> None:
             rows,
         )
     )
-    write_section("results.md", "tasks-router-phrasings", "Task router on held-out phrasings", body)
+    write_section("results/task-adaptive.md", "tasks-router-phrasings", "Task router on held-out phrasings", body)
     print(body)
 
 

@@ -2,7 +2,8 @@
 
 Labels are automatic: a passage is relevant when a gold answer string occurs in it. Questions of
 the fixed-seed evaluation sample used by ``tasks_popqa.py`` are excluded from training.
-Writes ``src/ragsieve/tasks/data/retrieval_evaluator.json`` and a section of docs/results.md.
+Writes ``src/ragsieve/tasks/data/retrieval_evaluator.json`` and a section of
+docs/results/relevance-judge.md.
 
     python benchmarks/tasks_train_evaluator.py --n-train 300
 """
@@ -97,7 +98,10 @@ def main() -> None:
         + f"\n\nSaved to `{out.relative_to(ROOT)}`."
     )
     write_section(
-        "results.md", "tasks-evaluator-train", "Task-adaptive RAG: trained retrieval evaluator (PopQA)", body
+        "results/relevance-judge.md",
+        "tasks-evaluator-train",
+        "Task-adaptive RAG: trained retrieval evaluator (PopQA)",
+        body,
     )
     print(body)
 

@@ -87,7 +87,7 @@ def main() -> None:
         f"{os.getloadavg()[0]:.1f}.\n\n"
         + markdown_table(["claim judge", "ROC AUC [95% CI]", "accuracy", "mean score sup / unsup", "ms / pair"], rows)
     )
-    write_section("results.md", "verify-judges", "Verification: claim judges on the demo corpus", body)
+    write_section("results/verification.md", "verify-judges", "Verification: claim judges on the demo corpus", body)
     print(body)
 
 
