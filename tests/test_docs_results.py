@@ -184,12 +184,12 @@ def test_unmeasured_rows_say_so() -> None:
     assert "without a confidence" in " ".join(selective)
 
 
-def test_every_link_of_the_summary_resolves() -> None:
-    text = SUMMARY.read_text(encoding="utf-8")
-    links = [t for _x, t in LINK.findall(text) if not re.match(r"[a-z][a-z0-9+.-]*:", t)]
-    assert links
-    for link in links:
-        _check_link(link, SUMMARY)
+@pytest.mark.parametrize("page", ["results.md", *report.RESULT_PAGES])
+def test_every_relative_link_of_the_results_pages_resolves(page: str) -> None:
+    source = DOCS / page
+    text = source.read_text(encoding="utf-8")
+    for link in (t for _x, t in LINK.findall(text) if not re.match(r"[a-z][a-z0-9+.-]*:", t)):
+        _check_link(link, source)
 
 
 def test_summary_links_every_results_page() -> None:
