@@ -109,8 +109,7 @@ RESULT_PAGES: dict[str, ReportPage] = {
     ),
     "results/knowledge-filtering.md": ReportPage(
         "Knowledge filtering",
-        "The filter stage: knowledge filters and fusion on classification tasks, and the label scorers "
-        "they use.",
+        "The filter stage: knowledge filters and fusion on classification tasks, and the label scorers they use.",
     ),
     "results/chain-of-evidence.md": ReportPage(
         "Chain of evidence",

@@ -248,7 +248,7 @@ def test_each_generated_section_is_kept_once() -> None:
 
 
 def _write_section_targets() -> list[tuple[str, int, object]]:
-    found = []
+    found: list[tuple[str, int, object]] = []
     for script in sorted((ROOT / "benchmarks").glob("*.py")):
         if script.name == "_report.py":
             continue
