@@ -207,19 +207,24 @@ def baseline_rows(
 
 
 def best_baseline(
-    outcomes: Sequence[bool], rows: Mapping[str, Sequence[dict[str, Any]]], calibration: Sequence[int] | np.ndarray
+    outcomes: Sequence[bool] | np.ndarray | Mapping[str, Sequence[bool] | np.ndarray],
+    rows: Mapping[str, Sequence[dict[str, Any]]],
+    calibration: Sequence[int] | np.ndarray,
 ) -> str:
     """Name of the baseline row with the lowest AURC on the ``calibration`` questions (chosen
-    there so the held-out comparison does not pick the baseline that happens to do worst on it)."""
+    there, so the held-out comparison is not against whichever baseline does worst on the test
+    questions). ``outcomes``: one vector for all rows (rows of one system), or one per row name
+    (plain RAG and no retrieval rows together)."""
     from ragsieve.eval.selective import aurc, rank_scores
 
     if not rows:
         raise InputError("no baseline rows to choose from; compute them with baseline_rows first")
     cal = np.asarray(calibration, dtype=int)
-    o = np.asarray(outcomes, dtype=bool)
 
-    def score(recs: Sequence[dict[str, Any]]) -> float:
+    def score(name: str) -> float:
+        recs = rows[name]
+        o = np.asarray(outcomes[name] if isinstance(outcomes, Mapping) else outcomes, dtype=bool)
         scores = rank_scores([recs[i]["confidence"] for i in cal], [bool(recs[i]["abstained"]) for i in cal])
         return aurc(list(o[cal]), scores)
 
-    return min(rows, key=lambda name: score(rows[name]))
+    return min(rows, key=score)
