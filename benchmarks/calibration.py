@@ -132,8 +132,8 @@ def main() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
     import numpy as np
-    from eval_sieve import MODELS, model_settings, prepare_demo, prepare_hotpotqa
 
+    from eval_sieve import MODELS, model_settings, prepare_demo, prepare_hotpotqa
     from ragsieve.calibrate import answer_mask, calibrate_threshold, simulate_splits
     from ragsieve.config import PipelineConfig
     from ragsieve.eval.baselines import BaselineScorer, baseline_rows, best_baseline
@@ -154,7 +154,9 @@ def main() -> None:
     else:
         data, index_dir, desc = prepare_squad2(out, cfg, args.n, args.seed)
     items = load_qa(data)
-    print(f"{args.set}: {len(items)} questions ({sum(not i.answerable for i in items)} unanswerable), index {index_dir}")
+    print(
+        f"{args.set}: {len(items)} questions ({sum(not i.answerable for i in items)} unanswerable), index {index_dir}"
+    )
     if args.prepare_only:
         return
     cfg = cfg.model_copy(update={"index_dir": str(index_dir)})
@@ -258,8 +260,16 @@ def main() -> None:
         "risk on all questions did (what the guarantee bounds by delta).",
         "",
         markdown_table(
-            ["alpha", "threshold", "coverage (cal)", "coverage (test)", "risk (test)", "held-out risk > alpha",
-             "pool risk > alpha", "infeasible splits"],
+            [
+                "alpha",
+                "threshold",
+                "coverage (cal)",
+                "coverage (test)",
+                "risk (test)",
+                "held-out risk > alpha",
+                "pool risk > alpha",
+                "infeasible splits",
+            ],
             calib_rows,
         ),  # fmt: skip
         "",
@@ -268,16 +278,24 @@ def main() -> None:
         "",
         markdown_table(
             ["system", "faithful", "values cited", "gold in cited"],
-            [[name, f"{s['faithful']['share']} (n={s['faithful']['n']})",
-              f"{s['values_cited']['share']} (n={s['values_cited']['n']})",
-              f"{s['cited_has_gold']['share']} (n={s['cited_has_gold']['n']})"] for name, s in faith.items()],
+            [
+                [
+                    name,
+                    f"{s['faithful']['share']} (n={s['faithful']['n']})",
+                    f"{s['values_cited']['share']} (n={s['values_cited']['n']})",
+                    f"{s['cited_has_gold']['share']} (n={s['cited_has_gold']['n']})",
+                ]
+                for name, s in faith.items()
+            ],
         ),  # fmt: skip
         "",
         f"Wall time {(time.perf_counter() - start) / 60:.1f} min.",
     ]
     text = "\n".join(body)
     section = f"calibration-{args.set}" + ("" if args.model == "smollm2" else f"-{args.model}")
-    title = f"Calibrated abstention vs fair baselines: {args.set}" + ("" if args.model == "smollm2" else f" ({args.model})")
+    title = f"Calibrated abstention vs fair baselines: {args.set}" + (
+        "" if args.model == "smollm2" else f" ({args.model})"
+    )
     write_section("results.md", section, title, text)
     (out / f"{args.model}-calibration.json").write_text(
         json.dumps({"best_baseline": best, "difference": diff, "faithfulness": faith}, indent=1), encoding="utf-8"

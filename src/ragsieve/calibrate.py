@@ -170,9 +170,7 @@ def _check(
     conf = _confidences(confidences)
     right = np.asarray(correct, dtype=bool)
     if conf.shape != right.shape:
-        raise InputError(
-            f"{len(conf)} confidences but {len(right)} correctness labels; pass one label per confidence"
-        )
+        raise InputError(f"{len(conf)} confidences but {len(right)} correctness labels; pass one label per confidence")
     if len(conf) == 0:
         raise InputError("no calibration items; pass at least one labelled answer")
     return conf, right
@@ -295,10 +293,8 @@ def calibrate_threshold(
     need = _min_testable(risk, level)
     testable = n_at >= need
     emp = np.where(n_at > 0, e_at / np.maximum(n_at, 1), np.nan)
-    if method == "ltt-binomial":
-        pvals = _binomial_p_values(e_at, n_at, risk)
-    else:
-        pvals = _hb_p_values(emp, n_at, risk)
+    binomial = method == "ltt-binomial"
+    pvals = _binomial_p_values(e_at, n_at, risk) if binomial else _hb_p_values(emp, n_at, risk)
     bounds = _cp_upper(e_at, n_at, level)
 
     # Fixed-sequence testing from each start (Bonferroni over the starts: level delta / starts),
@@ -386,7 +382,9 @@ def _crc(
             f"no threshold reaches joint risk {risk} (crc): even one answer gives (errors + 1)/(n + 1) = "
             f"{(1 / (n + 1)) if best is None else best:.3f}; label more questions or raise --risk"
         )
-        return CalibrationResult(None, False, risk, delta, "crc", n, 0, 0.0, None, None, best, best, None, 0, msg, details)
+        return CalibrationResult(
+            None, False, risk, delta, "crc", n, 0, 0.0, None, None, best, best, None, 0, msg, details
+        )
     thr, n_ans = float(grid[chosen]), int(n_at[chosen])
     emp_sel = float(e_at[chosen] / n_ans) if n_ans else None
     msg = (
@@ -521,10 +519,9 @@ def simulate_splits(
             infeasible += 1
         n_ans = int(ans.sum())
         errors = int((ans & ~right[test]).sum())
-        if method == "crc":
-            realised = errors / len(test)
-        else:
-            realised = errors / n_ans if n_ans else 0.0
+        # crc controls the joint risk (over all questions), LTT the selective one (over answered)
+        denominator = len(test) if method == "crc" else n_ans
+        realised = errors / denominator if denominator else 0.0
         risks.append(realised)
         coverages.append(n_ans / len(test))
         exceeded += realised > risk

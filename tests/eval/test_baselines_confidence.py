@@ -144,6 +144,11 @@ def test_baseline_rows_and_best_baseline_use_only_the_calibration_split() -> Non
     assert best_baseline(outcomes, out, cal) in ("plain+retrieval", "plain+combined")
     with pytest.raises(InputError):
         best_baseline(outcomes, {}, cal)
+    # rows of two systems, each with its own outcomes: a row whose system is always right wins
+    always = {"other+retrieval": out["plain+logprob"]}
+    mixed = {**out, **always}
+    per_row = {name: outcomes for name in out} | {"other+retrieval": np.ones(400, bool)}
+    assert best_baseline(per_row, mixed, cal) == "other+retrieval"
 
 
 # ------------------------------------------------------------------ combiner

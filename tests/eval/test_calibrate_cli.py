@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from ragsieve.calibrate import calibrate_threshold
 from ragsieve.config import CalibrationConfig, PipelineConfig, load_config
 from ragsieve.errors import ConfigError
 from ragsieve.eval import calibrate_cli
@@ -115,7 +116,9 @@ def test_threshold_changes_answer_identity_only_when_set() -> None:
 
 def _run_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, n: int, *args: str) -> Any:
     data = tmp_path / "q.jsonl"
-    data.write_text("".join(json.dumps({"id": str(i), "question": f"question {i}", "answer": "Paris"}) + "\n" for i in range(n)))
+    data.write_text(
+        "".join(json.dumps({"id": str(i), "question": f"question {i}", "answer": "Paris"}) + "\n" for i in range(n))
+    )
     real = lookup_or_answer
     monkeypatch.setattr(
         calibrate_cli, "lookup_or_answer", lambda *a, **k: real(*a, **{**k, "build": lambda s: ConfidentPipeline()})
@@ -136,10 +139,18 @@ def test_cli_writes_the_threshold_it_certifies(monkeypatch: pytest.MonkeyPatch, 
     thr = out["result"]["threshold"]
     cfg = load_config(tmp_path / "ragsieve.toml")
     assert cfg.calibration.abstain_below == pytest.approx(thr) and cfg.calibration.risk == 0.1
-    # every wrong answer has confidence < 0.4 and every right one >= 0.5: the threshold separates them
-    assert 0.39 < thr <= 0.5 + 1e-9
+    # the same threshold as calibrating the pipeline's answers directly
+    pipe = ConfidentPipeline()
+    answers = [pipe.ask(f"question {i}") for i in range(400)]
+    conf = [None if a.abstained else a.confidence for a in answers]
+    correct = np.array([not a.abstained and a.text == "Paris" for a in answers])
+    direct = calibrate_threshold(conf, correct, 0.1, 0.1)
+    assert thr == pytest.approx(direct.threshold)
+    # every right answer (confidence >= 0.5) is kept, and some low-confidence wrong ones are not
+    assert thr <= 0.5 and out["result"]["coverage"] >= 270 / 400
+    assert out["result"]["n_answered"] < 360
+    assert out["result"]["bound"] <= 0.1
     assert out["simulation"]["n_splits"] == 50
-    assert np.isclose(out["result"]["coverage"], 270 / 400, atol=0.01)
 
 
 def test_cli_says_when_no_threshold_reaches_the_target(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -20,7 +20,10 @@ EVIDENCE = ["The Eiffel Tower was opened on 31 March 1889 in Paris. It is 330 me
 
 
 def test_extract_values_by_type() -> None:
-    v = extract_values("The tower in Paris [1] opened on 31 March 1889; Gustave Eiffel and Maurice Koechlin built it for 2.5% of 1,000 francs.")
+    v = extract_values(
+        "The tower in Paris [1] opened on 31 March 1889; Gustave Eiffel and Maurice Koechlin "
+        "built it for 2.5% of 1,000 francs."
+    )
     assert v["dates"] == ["31 March 1889"]
     assert v["numbers"] == ["2.5%", "1,000"]  # the date's numbers are not counted twice; [1] is a marker
     assert v["names"] == ["Paris", "Gustave Eiffel", "Maurice Koechlin"]

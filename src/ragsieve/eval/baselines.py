@@ -76,7 +76,9 @@ def normalised_top_score(
     return s / (1.0 + s)
 
 
-def answer_logprob(llm: Any, question: str, answer: str, evidence: Sequence[SearchHit], max_chars: int = 600) -> float | None:
+def answer_logprob(
+    llm: Any, question: str, answer: str, evidence: Sequence[SearchHit], max_chars: int = 600
+) -> float | None:
     """Mean token log-probability of ``answer`` given the answer prompt built from ``evidence``
     (the prompt plain RAG generated it from; no evidence: the closed-book prompt). ``None`` for an
     empty answer or a backend that cannot score prompts."""

@@ -35,7 +35,9 @@ app = typer.Typer(help="Choose the abstention threshold that keeps the error rat
 _CACHE_JUDGES: tuple[str | None, ...] = (None, "lexical-embedding", "llm-logprob")
 
 
-def calibration_labels(items: Sequence[Any], records: Sequence[dict[str, Any]]) -> tuple[list[float | None], np.ndarray]:
+def calibration_labels(
+    items: Sequence[Any], records: Sequence[dict[str, Any]]
+) -> tuple[list[float | None], np.ndarray]:
     """Per question: the confidence the threshold is applied to (``None`` when the pipeline
     abstained or failed: never answered) and whether its answer is right (``eval``'s scoring:
     an answerable question answered with a gold answer contained in the text)."""
@@ -161,8 +163,10 @@ def calibrate_command(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Choose the abstention threshold with a finite-sample guarantee (Learn then Test) and write it to the config."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from ragsieve.calibrate import calibrate_threshold, simulate_splits
-    from ragsieve.cli import _progress, console
     from ragsieve.config import CalibrationConfig, PipelineConfig, apply_overrides, load_config
     from ragsieve.eval.cli import default_cache_path
     from ragsieve.eval.data import load_qa
@@ -186,7 +190,10 @@ def calibrate_command(
     items = load_qa(data, limit)
     spec = EvalSpec(cfg.pipeline, cfg)
     store = EvalCache(cache or default_cache_path(data, index)).load()
-    with _progress() as progress:
+    # rich directly (not ragsieve.cli's helpers), so this module stands on its own wherever it is mounted
+    console = Console()
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), disable=as_json) as progress:
         task = progress.add_task(f"answering with {cfg.pipeline}", total=len(items))
         records = lookup_or_answer(
             items, spec, store, progress=lambda done, total: progress.update(task, completed=done, total=total)

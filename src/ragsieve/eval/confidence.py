@@ -31,7 +31,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -101,7 +101,12 @@ class ConfidenceCombiner:
         ['a']
     """
 
-    def __init__(self, features: Sequence[str] | None = None, C: float = 1.0, class_weight: str | None = None) -> None:
+    def __init__(
+        self,
+        features: Sequence[str] | None = None,
+        C: float = 1.0,  # noqa: N803 - scikit-learn's name for the inverse regularisation strength
+        class_weight: str | None = None,
+    ) -> None:
         self.features = features
         self.C = C
         self.class_weight = class_weight
@@ -204,6 +209,10 @@ def _rank(values: Sequence[float | None]) -> list[float | None]:
     return [-math.inf if v is None or math.isnan(float(v)) else float(v) for v in values]
 
 
+def _aurc_of(outcomes: np.ndarray, scores: list[float | None]) -> Callable[[np.ndarray], float]:
+    return lambda idx: aurc(list(outcomes[idx]), [scores[i] for i in idx])
+
+
 def signal_report(
     outcomes: Sequence[bool],
     signals: Mapping[str, Sequence[float | None]],
@@ -219,14 +228,12 @@ def signal_report(
         scores = _rank(values)
         if len(scores) != len(o):
             raise InputError(f"signal {name!r} has {len(scores)} scores for {len(o)} outcomes")
-        lo, hi = bootstrap_interval(
-            len(o), lambda idx, s=scores: aurc(list(o[idx]), [s[i] for i in idx]), n_boot, seed
-        )
+        lo, hi = bootstrap_interval(len(o), _aurc_of(o, scores), n_boot, seed)
         out[name] = {
             "aurc": round(aurc(list(o), scores), 4),
             "interval": [round(lo, 4), round(hi, 4)],
             "selective_accuracy_50": round(selective_accuracy(list(o), scores, 0.5), 4),
-            "observed": sum(s is not None for s in scores),
+            "observed": sum(s is not None and math.isfinite(s) for s in scores),
         }
     return dict(sorted(out.items(), key=lambda kv: kv[1]["aurc"]))
 
