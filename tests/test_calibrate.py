@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -15,6 +16,7 @@ from ragsieve.calibrate import (
     binomial_p_value,
     calibrate_threshold,
     clopper_pearson_upper,
+    held_out_report,
     hoeffding_bentkus_p_value,
     simulate_splits,
 )
@@ -221,3 +223,19 @@ def test_calibrator_round_trip_and_predict() -> None:
         ThresholdCalibrator().predict([0.5])
     unfitted = ThresholdCalibrator.from_dict(ThresholdCalibrator(0.2).to_dict())
     assert unfitted.risk == 0.2 and not hasattr(unfitted, "threshold_")
+
+
+def test_held_out_report_for_eval() -> None:
+    conf, correct = synthetic(3000, 12)
+    rep = held_out_report(conf, correct, risk=0.15, delta=0.1, n_splits=50, seed=4)
+    assert rep["n_calibration"] == 1500 and rep["n_test"] == 1500
+    thr = rep["calibration"]["threshold"]
+    assert thr is not None
+    assert 0 < rep["test_coverage"] < 1
+    lo, hi = rep["test_risk_interval"]
+    assert lo <= rep["test_risk"] <= hi
+    assert population_risk(thr) <= 0.15 + 0.02
+    assert rep["simulation"]["n_splits"] == 50 and "test_risks" not in rep["simulation"]
+    json.dumps(rep)  # goes into eval --json as it is
+    none_answered = held_out_report([0.5] * 10, [False] * 10, n_splits=0)
+    assert none_answered["test_risk"] is None and none_answered["simulation"] is None

@@ -62,6 +62,7 @@ __all__ = [
     "binomial_p_value",
     "calibrate_threshold",
     "clopper_pearson_upper",
+    "held_out_report",
     "hoeffding_bentkus_p_value",
     "simulate_splits",
 ]
@@ -542,3 +543,43 @@ def simulate_splits(
         pool_exceed_rate=pool_exceeded / n_splits,
         test_risks=risks,
     )
+
+
+def held_out_report(
+    confidences: Sequence[float | None] | np.ndarray,
+    correct: Sequence[bool] | np.ndarray,
+    risk: float = 0.1,
+    delta: float = 0.1,
+    cal_frac: float = 0.5,
+    seed: int = 0,
+    n_splits: int = 500,
+    method: Method | str = "ltt-binomial",
+) -> dict[str, Any]:
+    """What ``eval --json`` reports about calibrated abstention: calibrate on one seeded
+    ``cal_frac`` share of the questions, apply the threshold to the rest (coverage, realised risk
+    and its Wilson 95% interval), and the split simulation over ``n_splits`` random splits."""
+    from ragsieve.eval.selective import wilson_interval
+
+    conf, right = _check(confidences, correct, risk, delta)
+    n = len(conf)
+    n_cal = int(round(cal_frac * n))
+    if n_cal < 1 or n_cal >= n:
+        raise InputError(f"{n} questions cannot be split {cal_frac:.2f}/{1 - cal_frac:.2f}; label more questions")
+    perm = np.random.default_rng(seed).permutation(n)
+    cal, test = np.sort(perm[:n_cal]), np.sort(perm[n_cal:])
+    res = calibrate_threshold(conf[cal], right[cal], risk, delta, method)
+    ans = answer_mask(conf[test], res.threshold)
+    n_ans = int(ans.sum())
+    errors = int((ans & ~right[test]).sum())
+    denominator = len(test) if method == "crc" else n_ans
+    lo, hi = wilson_interval(errors, denominator) if denominator else (float("nan"), float("nan"))
+    sim = simulate_splits(conf, right, risk, delta, n_splits, cal_frac, seed, method) if n_splits else None
+    return {
+        "calibration": res.to_dict(),
+        "n_calibration": int(n_cal),
+        "n_test": int(len(test)),
+        "test_coverage": n_ans / len(test),
+        "test_risk": errors / denominator if denominator else None,
+        "test_risk_interval": [lo, hi] if denominator else None,
+        "simulation": None if sim is None else {k: v for k, v in sim.to_dict().items() if k != "test_risks"},
+    }
