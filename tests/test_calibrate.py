@@ -12,6 +12,7 @@ from scipy import stats
 from ragsieve.calibrate import (
     CalibrationResult,
     ThresholdCalibrator,
+    abstains,
     answer_mask,
     binomial_p_value,
     calibrate_threshold,
@@ -239,3 +240,14 @@ def test_held_out_report_for_eval() -> None:
     json.dumps(rep)  # goes into eval --json as it is
     none_answered = held_out_report([0.5] * 10, [False] * 10, n_splits=0)
     assert none_answered["test_risk"] is None and none_answered["simulation"] is None
+
+
+def test_abstention_rule_matches_the_answer_mask() -> None:
+    assert abstains(0.7, None) is None and abstains(None, None) is None
+    assert abstains(0.5, 0.5) is None  # equal answers
+    reason = abstains(0.49, 0.5)
+    assert reason is not None and "0.49 < threshold 0.5" in reason
+    assert abstains(None, 0.5) is not None and abstains(float("nan"), 0.5) is not None
+    conf: list[float | None] = [0.2, 0.5, None, 0.9]
+    mask = answer_mask(conf, 0.5)
+    assert [abstains(c, 0.5) is None for c in conf] == mask.tolist()

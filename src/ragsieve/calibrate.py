@@ -58,6 +58,7 @@ __all__ = [
     "CalibrationResult",
     "SimulationResult",
     "ThresholdCalibrator",
+    "abstains",
     "answer_mask",
     "binomial_p_value",
     "calibrate_threshold",
@@ -114,6 +115,21 @@ def answer_mask(confidences: Sequence[float | None] | np.ndarray, threshold: flo
     if threshold is None:
         return np.zeros(len(conf), dtype=bool)
     return conf >= threshold
+
+
+def abstains(confidence: float | None, threshold: float | None) -> str | None:
+    """The calibrated abstention rule for one answer: the reason to abstain, or ``None`` to answer.
+
+    Abstain when a threshold is set and the confidence is missing or below it
+    (``confidence < threshold``; equal answers). No threshold: never abstains.
+    """
+    if threshold is None:
+        return None
+    if confidence is None or math.isnan(confidence):
+        return f"calibration: no confidence to compare with the threshold {threshold:.4g}"
+    if confidence < threshold:
+        return f"calibration: confidence {confidence:.4g} < threshold {threshold:.4g}"
+    return None
 
 
 # ---------------------------------------------------------------------------- results
