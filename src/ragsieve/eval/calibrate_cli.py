@@ -155,6 +155,7 @@ def calibrate_command(
     limit: int | None = typer.Option(None, "--limit", help="Use the first N questions."),
     cache: Path | None = typer.Option(None, "--cache", help="Resumable JSONL of answers (shared with eval)."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),
+    chat_format: str | None = typer.Option(None, "--chat-format", help="llama.cpp chat format, e.g. gemma."),
     llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible server base URL."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
     splits: int = typer.Option(500, "--splits", min=0, help="Random calibration/test splits to simulate (0: none)."),
@@ -178,6 +179,7 @@ def calibrate_command(
         "index_dir": str(index) if index else None,
         "pipeline": pipeline,
         "llm.model": model,
+        "llm.chat_format": chat_format,
         "llm.n_threads": threads,
     }
     if llm_url:
