@@ -222,6 +222,26 @@ class SieveConfig(_Section):
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # abstain below this answer confidence
 
 
+class CalibrationConfig(_Section):
+    """The abstention threshold ``ragsieve calibrate`` chose (``PipelineConfig.calibration``).
+
+    Rule: a pipeline answers only when ``Answer.confidence >= abstain_below`` and abstains
+    otherwise (also when the confidence is ``None``); ``abstain_below = None`` (the default) applies
+    no threshold. The other fields record how it was chosen (ragsieve.calibrate: Learn then Test,
+    selective risk ``P(wrong | answered) <= risk`` with probability ``>= 1 - delta`` over the
+    calibration questions), so a reader of the config sees what was promised and on what data.
+    """
+
+    abstain_below: float | None = Field(None, ge=0.0, le=1.0)
+    risk: float | None = Field(None, gt=0.0, lt=1.0)
+    delta: float | None = Field(None, gt=0.0, lt=1.0)
+    method: str | None = None
+    n: int | None = Field(None, ge=0)
+    coverage: float | None = Field(None, ge=0.0, le=1.0)
+    bound: float | None = Field(None, ge=0.0, le=1.0)
+    data: str | None = None
+
+
 class PipelineConfig(_Section):
     """Everything a :class:`ragsieve.pipeline.Pipeline` needs."""
 
@@ -241,6 +261,7 @@ class PipelineConfig(_Section):
     retrieval: RetrievalConfig = RetrievalConfig()
     generation: GenerationConfig = GenerationConfig()
     sieve: SieveConfig = SieveConfig()
+    calibration: CalibrationConfig = CalibrationConfig()
     # Stage sections owned by their sub-packages; kept as plain dicts here so each stage
     # validates its own section with its own model.
     stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -271,6 +292,10 @@ class PipelineConfig(_Section):
             unused = section == "sieve" and self.pipeline != "sieve"
             if unused or data.get(section, {}).get(name) == neutral:
                 data[section] = {k: v for k, v in data[section].items() if k != name}
+        # Without a threshold the calibration section is a record of how one was (not) chosen and
+        # changes no answer.
+        if data.get("calibration", {}).get("abstain_below") is None:
+            data.pop("calibration", None)
         return data
 
 
