@@ -87,7 +87,12 @@ class Match:
 def fold(text: str) -> str:
     """Case- and diacritic-free text: NFKC (``₂`` -> ``2``), then accents removed, ``ß`` -> ``ss``."""
     text = unicodedata.normalize("NFKC", text).replace("ß", "ss").replace("ẞ", "SS")
-    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    # accents go, and so do modifier letters ("ʿAbd" -> "abd") that transliterations add or drop
+    text = "".join(
+        " " if unicodedata.category(c) == "Lm" else c
+        for c in unicodedata.normalize("NFKD", text)
+        if not unicodedata.combining(c)
+    )
     return text.casefold()
 
 
@@ -382,24 +387,44 @@ _LEADING_STOP = frozenset(
         "your my although however after before during since despite while if because both each many most some "
         "all according between until unlike like following today later early thus yes once every other another "
         "among around near here only even still yet whether either neither nor just several few one two "
-        "first second new old"
+        "first second new old yes no therefore moreover furthermore meanwhile instead otherwise next finally "
+        "answer note evidence overall today based anything everything something nothing anyone everyone "
+        "someone nobody none any let please sure see thanks"
     ).split()
 )
 _CAP_TOKEN = r"(?:[A-Z]\.|[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'’-]*)"
 _NAME_RE = re.compile(
     rf"{_CAP_TOKEN}(?:\s+(?:(?:{'|'.join(sorted(_NAME_CONNECTORS))})\s+)*{_CAP_TOKEN})*",
 )
-_TOKEN_RE = re.compile(r"[\w\u00C0-\u024F]+(?:['’][\w]+)?\.?")
+# One tokeniser for names and evidence: apostrophes split ("O'Hara" -> "o", "hara"; "Rollo's" ->
+# "rollo", "s"), so a possessive or an Irish name reads the same on both sides.
+_TOKEN_RE = re.compile(r"[^\W_]+\.?")
 _SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;]\s+|\n\s*|[\"“(]\s*)$")
 
 
 def _name_tokens(text: str) -> tuple[str, ...]:
     out: list[str] = []
-    for raw in re.findall(r"[\w\u00C0-\u024F]+\.?", text):
-        if raw.islower() and raw.rstrip(".") in _NAME_CONNECTORS:
-            continue  # "University of Oxford" ~ "Oxford University"; "DER" stays a name
-        out.append(fold(raw))
+    for tok in _word_tokens(text):
+        if tok in _NAME_CONNECTORS:
+            continue  # "University of Oxford" ~ "Oxford University"
+        out.append(tok)
     return tuple(out)
+
+
+def _word_tokens(text: str) -> list[str]:
+    """Folded word tokens; an initial (one capital letter, "W" or "W.") becomes ``"w."`` so it
+    can match a full name, while a lower-case "a" stays a word. Connector words stay lower-case
+    only when written lower-case ("DER" is a name, "der" a connector)."""
+    out: list[str] = []
+    for raw in _TOKEN_RE.findall(text):
+        word = raw.rstrip(".")
+        if re.fullmatch(r"[A-Z]", word):
+            out.append(fold(word) + ".")
+        elif word.islower() or word.lower() not in _NAME_CONNECTORS:
+            out.extend(fold(word).split())  # a modifier letter folds to a space ("ibnʿArabī")
+        else:
+            out.append(fold(word) + "_")  # a capitalised connector word used as a name ("De")
+    return out
 
 
 def _at_sentence_start(text: str, pos: int) -> bool:
@@ -551,8 +576,8 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
         end = start + len(surface)
         if not surface or _overlaps((start, end), taken):
             continue
-        if len(words) == 1 and _at_sentence_start(text, start):
-            continue  # a capitalised sentence opener is not evidence of a name
+        if len(words) == 1 and _at_sentence_start(text, start) and words[0].group(0).lower().endswith("ly"):
+            continue  # a sentence-opening adverb ("Currently") is not a name
         if re.fullmatch(r"[A-Z]\.?", surface):
             continue
         toks = _name_tokens(surface)
@@ -632,14 +657,14 @@ def _quantity_match(value: Value, candidates: Sequence[Value], evidence_folded: 
 
 
 def _tok_matches(claim_tok: str, ev_tok: str) -> bool:
-    c, e = claim_tok.rstrip("."), ev_tok.rstrip(".")
+    c, e = claim_tok.rstrip("._"), ev_tok.rstrip("._")
     if not c or not e:
         return False
     if c == e:
         return True
-    if len(c) == 1 or claim_tok.endswith(".") and len(c) <= 2:
+    if claim_tok.endswith("."):  # an initial matches the full name it abbreviates
         return e.startswith(c)
-    if len(e) == 1 or ev_tok.endswith(".") and len(e) <= 2:
+    if ev_tok.endswith("."):
         return c.startswith(e)
     return False
 
@@ -651,11 +676,15 @@ def _name_match(value: Value, evidence_tokens: Sequence[str], evidence_text: str
         j, k = i, 0
         how: Literal["exact", "variant"] = "exact"
         while k < len(toks) and j < n:
-            if _tok_matches(toks[k], evidence_tokens[j]):
+            last = k == len(toks) - 1 and len(toks) > 1 or len(toks) == 1
+            ev_tok = evidence_tokens[j]
+            # an initial stands for a first or middle name, never for the last word of a name
+            initial = toks[k].endswith(".") or ev_tok.endswith(".")
+            if toks[k] == ev_tok or (not (last and initial) and _tok_matches(toks[k], ev_tok)):
                 if toks[k].rstrip(".") != evidence_tokens[j].rstrip("."):
                     how = "variant"
                 j, k = j + 1, k + 1
-            elif k > 0 and len(evidence_tokens[j].rstrip(".")) == 1:
+            elif k > 0 and evidence_tokens[j].endswith("."):
                 j += 1  # an evidence middle initial ("John F. Kennedy" states "John Kennedy")
                 how = "variant"
             elif k > 0 and evidence_tokens[j] in _NAME_CONNECTORS:
@@ -690,7 +719,7 @@ class EvidenceValues:
     def read(cls, text: str) -> EvidenceValues:
         prepared = _prepare(text)
         folded = fold(prepared)
-        return cls(prepared, extract_values(prepared), [t for t in _TOKEN_RE.findall(folded)], folded)
+        return cls(prepared, extract_values(prepared), _word_tokens(prepared), folded)
 
 
 def find_in(value: Value, evidence: str | EvidenceValues) -> Match | None:
