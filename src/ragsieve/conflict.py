@@ -55,6 +55,9 @@ AnswerKind = Literal["date", "number", "name", "polar", "any"]
 # that merely share a topic sit below 0.2.
 NEAR_DUPLICATE_JACCARD = 0.6
 
+# Share of the question's key terms an answering sentence must hold.
+MIN_TERM_COVER = 0.5
+
 _WORD_RE = re.compile(r"[^\W_]+")
 _STOP = frozenset(
     (
@@ -182,7 +185,10 @@ def passage_answer(question: str, text: str, *, position: int = 1, chunk_id: str
     for _, sentence in _sentences(text):
         words = _stems(sentence)
         cover = len(terms & set(words)) / max(1, len(terms))
-        if cover == 0:
+        # a sentence answers the question only if it is about what is asked, not merely about
+        # the same entity: it holds a predicate term and at least half of the key terms
+        # (a fixed rule, chosen before any benchmark was run)
+        if cover < MIN_TERM_COVER or not predicate & set(words):
             continue
         if kind == "polar":
             if best is None or cover > best[0]:
