@@ -92,7 +92,9 @@ def main() -> None:
     for i, q in enumerate(_read_jsonl(trust / "wikicontradict" / "questions.jsonl")):
         if args.limit is not None and i >= args.limit:
             break
-        hits = [make_hit(pid, corpus[pid]["text"], corpus[pid]["url"]) for pid in q["gold_passage_ids"] if pid in corpus]
+        hits = [
+            make_hit(pid, corpus[pid]["text"], corpus[pid]["url"]) for pid in q["gold_passage_ids"] if pid in corpus
+        ]
         report = detector.detect(q["question"], hits)
         key = "same" if q.get("same_passage") else "two"
         both = surfaced(report, q["answers"][0]) and surfaced(report, q["other_answers"][0])
@@ -113,7 +115,9 @@ def main() -> None:
     for i, q in enumerate(_read_jsonl(trust / "conflictqa" / "questions.jsonl")):
         if args.limit is not None and i >= args.limit:
             break
-        hits = [make_hit(pid, corpus[pid]["text"], corpus[pid]["url"]) for pid in q["gold_passage_ids"] if pid in corpus]
+        hits = [
+            make_hit(pid, corpus[pid]["text"], corpus[pid]["url"]) for pid in q["gold_passage_ids"] if pid in corpus
+        ]
         report = detector.detect(q["question"], hits)
         flagged += int(report.conflict)
         total += 1
@@ -131,7 +135,11 @@ def main() -> None:
         if k is None:
             continue
         gold = paragraphs[k]
-        nxt = paragraphs[k + 1] if k + 1 < len(paragraphs) and paragraphs[k + 1]["title"] == gold["title"] else paragraphs[k - 1]
+        nxt = (
+            paragraphs[k + 1]
+            if k + 1 < len(paragraphs) and paragraphs[k + 1]["title"] == gold["title"]
+            else paragraphs[k - 1]
+        )
         hits = [
             make_hit(gold["id"], gold["text"], "https://site-a.example/" + gold["id"]),
             make_hit(nxt["id"], nxt["text"], "https://site-b.example/" + nxt["id"]),
@@ -177,7 +185,9 @@ def main() -> None:
     )
     print(body)
     if not args.no_write:
-        write_section("results.md", "conflicts", "Conflicting sources: WikiContradict, ConflictQA, false conflicts", body)
+        write_section(
+            "results.md", "conflicts", "Conflicting sources: WikiContradict, ConflictQA, false conflicts", body
+        )
 
 
 if __name__ == "__main__":

@@ -227,9 +227,9 @@ def main() -> None:
         "Read with care: the unperturbed sentences are verbatim copies of their paragraph, so the false-flag "
         "share measures whether the extractor and the matcher agree with themselves, not how often a paraphrased "
         "model answer is wrongly refused (a sentence opening with a capitalised word the evidence never uses, "
-        "e.g. \"Scientists ...\", is refused). Disclosure: a first run on this data gave 93.0% caught and 5.3% "
+        'e.g. "Scientists ...", is refused). Disclosure: a first run on this data gave 93.0% caught and 5.3% '
         "falsely flagged; reading those cases found matcher bugs (possessives and apostrophes tokenised "
-        "differently on the two sides, a lower-case \"a\" taken for an initial, sentence-opening names not read), "
+        'differently on the two sides, a lower-case "a" taken for an initial, sentence-opening names not read), '
         "which were fixed in `ragsieve.values` as general rules before this run; nothing else was changed."
     )
     print(body)

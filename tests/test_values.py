@@ -90,7 +90,11 @@ def test_identifiers_are_exact_tokens() -> None:
 
 @pytest.mark.parametrize(
     ("claim", "evidence", "expected"),
-    [("in 1912", "in 1933 and 1850", "1933"), ("7 km", "12 km or 3 miles", "3 miles"), ("Oxfrod", "between Oxford and Rome", "Oxford")],
+    [
+        ("in 1912", "in 1933 and 1850", "1933"),
+        ("7 km", "12 km or 3 miles", "3 miles"),
+        ("Oxfrod", "between Oxford and Rome", "Oxford"),
+    ],
 )
 def test_nearest_value_of_the_same_kind(claim: str, evidence: str, expected: str) -> None:
     value = extract_values("It was " + claim)[-1]

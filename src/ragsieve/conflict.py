@@ -60,14 +60,15 @@ MIN_TERM_COVER = 0.5
 
 _WORD_RE = re.compile(r"[^\W_]+")
 _STOP = frozenset(
-    (
-        "a an the of in on at to for from by with and or is are was were be been being it its this that these those "
-        "as which who whom whose what when where why how do does did has have had not no but also can could will "
-        "would may might there their they he she his her them than then so such about into over under i you we "
-        "our your my me us year years first many much long old far tall big large one name named called"
+    (  # noqa: SIM905
+        "a an the of in on at to for from by with and or is are was were be been being it its this that these "
+        "those as which who whom whose what when where why how do does did has have had not no but also can "
+        "could will would may might there their they he she his her them than then so such about into over "
+        "under i you we our your my me us year years first many much long old far tall big large one name "
+        "named called"
     ).split()
 )
-_NEGATIONS = frozenset("not no never none neither nor cannot can't isn't wasn't aren't weren't doesn't didn't".split())
+_NEGATIONS = frozenset("not no never none neither nor cannot can't isn't wasn't aren't weren't doesn't didn't".split())  # noqa: SIM905
 
 
 # ----------------------------------------------------------------------------- question analysis
@@ -78,7 +79,9 @@ def expected_kind(question: str) -> AnswerKind:
 
     if re.search(r"\b(when|what year|which year|what date|which date|in what year|what decade|which century)\b", q):
         return "date"
-    if re.search(r"\bhow (many|much|long|far|tall|high|old|big|large|heavy|deep|wide|fast)\b|\bwhat (percentage|number)\b", q):
+    if re.search(
+        r"\bhow (many|much|long|far|tall|high|old|big|large|heavy|deep|wide|fast)\b|\bwhat (percentage|number)\b", q
+    ):
         return "number"
     if re.search(r"\b(who|whom|whose|where)\b|\b(what|which) (city|country|state|town|place|company|team|person)\b", q):
         return "name"
@@ -160,7 +163,9 @@ def _polar_stance(sentence: str) -> str:
     return "no" if words & _NEGATIONS else "yes"
 
 
-def passage_answer(question: str, text: str, *, position: int = 1, chunk_id: str = "", source: str = "") -> PassageAnswer:
+def passage_answer(
+    question: str, text: str, *, position: int = 1, chunk_id: str = "", source: str = ""
+) -> PassageAnswer:
     """The answer ``text`` gives to ``question`` on its own, by extraction (no model).
 
     The passage must name every proper name of the question (else it is about another entity
@@ -227,7 +232,9 @@ _LLM_SCHEMA_POLAR = {
 }
 
 
-def llm_passage_answer(llm: Any, question: str, text: str, *, position: int, chunk_id: str, source: str) -> PassageAnswer:
+def llm_passage_answer(
+    llm: Any, question: str, text: str, *, position: int, chunk_id: str, source: str
+) -> PassageAnswer:
     """The model's short answer from this passage alone, kept only where the passage states it."""
     kind = expected_kind(question)
     polar = kind == "polar"
@@ -254,7 +261,13 @@ def llm_passage_answer(llm: Any, question: str, text: str, *, position: int, chu
     grounded = [v for v in values if find_in(v, text) is not None]
     if not grounded:
         return PassageAnswer(
-            position, chunk_id, source, None, "", reason=f"the model's answer {answer!r} is not in the passage", by="llm"
+            position,
+            chunk_id,
+            source,
+            None,
+            "",
+            reason=f"the model's answer {answer!r} is not in the passage",
+            by="llm",
         )
     v = grounded[0]
     return PassageAnswer(position, chunk_id, source, v, v.norm, reason="model answer, found in the passage", by="llm")
@@ -398,7 +411,12 @@ def _same_answer(a: PassageAnswer, b: PassageAnswer) -> bool:
     if a.value.kind == "name" and b.value.kind == "name":
         ta, tb = set(a.value.tokens), set(b.value.tokens)
         # "Meissner" and "Walther Meissner" are one answer; so are "W. Meissner" and the full name
-        return find_in(a.value, b.value.text) is not None or find_in(b.value, a.value.text) is not None or ta <= tb or tb <= ta
+        return (
+            find_in(a.value, b.value.text) is not None
+            or find_in(b.value, a.value.text) is not None
+            or ta <= tb
+            or tb <= ta
+        )
     return find_in(a.value, b.value.text) is not None or find_in(b.value, a.value.text) is not None
 
 
@@ -471,7 +489,9 @@ class ConflictDetector:
         out = []
         for i, h in enumerate(hits, 1):
             if self.llm is not None:
-                a = llm_passage_answer(self.llm, question, h.chunk.text, position=i, chunk_id=h.chunk.id, source=source_of(h))
+                a = llm_passage_answer(
+                    self.llm, question, h.chunk.text, position=i, chunk_id=h.chunk.id, source=source_of(h)
+                )
             else:
                 a = passage_answer(question, h.chunk.text, position=i, chunk_id=h.chunk.id, source=source_of(h))
             out.append(a)
@@ -509,7 +529,9 @@ class ConflictDetector:
             report.decision, report.chosen = "consistent", groups[0].answer
             report.message = f"The sources agree: {groups[0].cite()}."
             return
-        disagree = "The sources disagree: " + " vs ".join(g.cite() for g in sorted(groups, key=lambda g: g.passages[0].position))
+        disagree = "The sources disagree: " + " vs ".join(
+            g.cite() for g in sorted(groups, key=lambda g: g.passages[0].position)
+        )
         if self.policy == "abstain":
             report.decision, report.message = "abstain", disagree + ", so I can't give one answer."
             return

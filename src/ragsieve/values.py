@@ -131,9 +131,7 @@ _SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1
 _COMPOUND_ONLY = {"one": 1, "first": 1}
 _ALL_NUMBER_WORDS = {**_UNITS_WORDS, **_TENS_WORDS, **_ORDINAL_WORDS, **_SCALES, **_COMPOUND_ONLY}
 _WORD_ALT = "|".join(sorted(_ALL_NUMBER_WORDS, key=len, reverse=True))
-_NUMBER_WORDS_RE = re.compile(
-    rf"\b(?:{_WORD_ALT})(?:(?:[\s-]+|\s+and\s+)(?:{_WORD_ALT}))*\b", re.IGNORECASE
-)
+_NUMBER_WORDS_RE = re.compile(rf"\b(?:{_WORD_ALT})(?:(?:[\s-]+|\s+and\s+)(?:{_WORD_ALT}))*\b", re.IGNORECASE)
 _DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
 _NUMBER_RE = re.compile(
     rf"(?<![\w.,/])(?P<sign>[-+])?(?P<num>{_DIGITS})(?P<ord>st|nd|rd|th)?"
@@ -380,16 +378,16 @@ _IDENT_RE = re.compile(
 _MARKER_RE = re.compile(r"\[\d{1,3}\]")
 _NAME_CONNECTORS = {"of", "de", "da", "del", "della", "der", "van", "von", "la", "le", "du", "di", "bin", "al", "y"}
 _LEADING_STOP = frozenset(
-    (
+    (  # noqa: SIM905
         "a an the of in on at to for from by with and or is are was were be it its this that these those as "
         "which who whom what when where why how do does did has have had not no but also can could will would "
         "may might there their they he she his her them than then so such about into over under i you we our "
         "your my although however after before during since despite while if because both each many most some "
-        "all according between until unlike like following today later early thus yes once every other another "
-        "among around near here only even still yet whether either neither nor just several few one two "
-        "first second new old yes no therefore moreover furthermore meanwhile instead otherwise next finally "
-        "answer note evidence overall today based anything everything something nothing anyone everyone "
-        "someone nobody none any let please sure see thanks"
+        "all according between until unlike like following today later early thus yes once every other "
+        "another among around near here only even still yet whether either neither nor just several few one "
+        "two first second new old yes no therefore moreover furthermore meanwhile instead otherwise next "
+        "finally answer note evidence overall today based anything everything something nothing anyone "
+        "everyone someone nobody none any let please sure see thanks"
     ).split()
 )
 _CAP_TOKEN = r"(?:[A-Z]\.|[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'’-]*)"
@@ -468,10 +466,10 @@ def _numbers(text: str, taken: list[tuple[int, int]]) -> list[tuple[Value, int]]
         words = m.group(0)
         if words.lower() in _COMPOUND_ONLY or words.lower() in _SCALES:
             continue
-        x = _parse_number_words(words)
-        if x is None:
+        parsed = _parse_number_words(words)
+        if parsed is None:
             continue
-        found.append((Value("number", words, _fmt(x), span, number=x), span[1]))
+        found.append((Value("number", words, _fmt(parsed), span, number=parsed), span[1]))
     # a digit number followed by a scale word ("1.5 million") was read above; a word number
     # followed by digits is rare enough to leave alone
     return found
@@ -650,9 +648,13 @@ def _quantity_match(value: Value, candidates: Sequence[Value], evidence_folded: 
     unit_words = {fold(k) for k, v in _UNIT_TABLE.items() if v == value.unit and len(k) > 2}
     unit_words |= {fold(k) for k, v in _CURRENCY_WORDS.items() if v == value.unit}
     for c in candidates:
-        if c.kind == "number" and c.number is not None and _close(value.number, c.number, value.tolerance):
-            if any(re.search(rf"\b{re.escape(w)}", evidence_folded) for w in unit_words):
-                return Match(value, c, "normalised", "unit stated elsewhere in the evidence")
+        if (
+            c.kind == "number"
+            and c.number is not None
+            and _close(value.number, c.number, value.tolerance)
+            and any(re.search(rf"\b{re.escape(w)}", evidence_folded) for w in unit_words)
+        ):
+            return Match(value, c, "normalised", "unit stated elsewhere in the evidence")
     return None
 
 

@@ -74,7 +74,9 @@ def test_invented_identifier_is_refused_and_a_real_one_accepted() -> None:
     ev = [hit("toc", TOC)]
     lexical = LexicalEmbeddingJudge(embedding_weight=0.0)
     [bad] = verify_answer("The encoding rules section covers ASN1_DEN[1].", ev, lexical)
-    assert verify_answer("The encoding rules section covers ASN1_DEN[1].", ev, lexical, value_grounding=False)[0].supported
+    assert verify_answer("The encoding rules section covers ASN1_DEN[1].", ev, lexical, value_grounding=False)[
+        0
+    ].supported
     assert not bad.supported and bad.value_failures[0]["kind"] == "identifier"
     assert bad.value_failures[0]["evidence_says"]["text"].startswith("ASN1_item")
     [good] = verify_answer("The encoding rules section covers ASN1_item_d2i [1].", ev, lexical)
