@@ -100,3 +100,9 @@ def test_nearest_value_of_the_same_kind(claim: str, evidence: str, expected: str
     value = extract_values("It was " + claim)[-1]
     found = nearest(value, evidence)
     assert found is not None and found.text == expected
+
+
+def test_one_letter_units_need_a_plain_digit_number() -> None:
+    assert kinds("at 4.2 K.") == [("quantity", "4.2 kelvin")]
+    assert kinds("the 2013 A. Sugar Bowl") == [("date", "2013"), ("name", "sugar bowl")]
+    assert [k for k, _ in kinds("the Second B. of Guam")] == ["number", "name"]

@@ -475,6 +475,19 @@ def _numbers(text: str, taken: list[tuple[int, int]]) -> list[tuple[Value, int]]
     return found
 
 
+def _plausible_unit(number: Value, unit: str, after: str) -> bool:
+    """A one-letter unit (K, A, T, B, V, W, N, L, g, m, s, t, h) is read only after a digit
+    number that is not a year and when no initial follows: "4.2 K" is kelvin, "the 2013 A. Sugar
+    Bowl" and "the Second B. of Guam" are not amperes and bytes."""
+    if len(unit) > 1:
+        return True
+    if not number.text[:1].isdigit() and number.text[:1] not in "+-":
+        return False
+    if number.number is not None and number.number == int(number.number) and 1000 <= number.number <= 2099:
+        return False
+    return not re.match(r"\.\s+[A-Z]", after)
+
+
 def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]:
     """Every value ``text`` states, in order of position; each character belongs to one value.
 
@@ -506,7 +519,12 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
             if pattern is _DATE_PATTERNS[-1]:
                 after = text[m.end() : m.end() + 24]
                 um = _UNIT_RE.match(after.lstrip())
-                if um and _lookup_unit(um.group("unit")) and after[: len(after) - len(after.lstrip())] in (" ", ""):
+                if (
+                    um
+                    and len(um.group("unit")) > 1
+                    and _lookup_unit(um.group("unit"))
+                    and after[: len(after) - len(after.lstrip())] in (" ", "")
+                ):
                     continue
                 if re.match(r"\s*(?:,\d{3}|\s*(?:hundred|thousand|million|billion))", after, re.IGNORECASE):
                     continue
@@ -529,7 +547,12 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
         qstart = v.span[0]
         if cur_m:
             unit, qstart = _CURRENCY_SYMBOLS[cur_m.group("cur")], cur_m.start()
-        elif unit_m and gap <= 1 and (unit := _lookup_unit(unit_m.group("unit"))):
+        elif (
+            unit_m
+            and gap <= 1
+            and _plausible_unit(v, unit_m.group("unit"), rest[gap + unit_m.end() : gap + unit_m.end() + 3])
+            and (unit := _lookup_unit(unit_m.group("unit")))
+        ):
             qend = end + gap + unit_m.end()
         else:
             cw = _CURRENCY_WORD_RE.match(rest.lstrip())
