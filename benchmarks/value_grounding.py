@@ -125,9 +125,8 @@ _MONTH_NAMES = [
     "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November",
     "December",
 ]  # fmt: skip
-_SMALL = "zero one two three four five six seven eight nine ten eleven twelve".split()
-# unit -> (other unit's surface, factor or converter); rounding to 2 decimals keeps them exact
-# within the sentence's stated precision only when the value carries decimals, so integers get 2
+_SMALL = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+# unit -> (the other unit as written, converter); the converted value is written with 2 decimals
 _CONVERSIONS = {
     "kilometer": ("miles", lambda x: x / 1.609344),
     "mile": ("km", lambda x: x * 1.609344),
@@ -299,7 +298,11 @@ def main() -> None:
         [[s, cell("judge+grounding", "perturbed", s), cell("judge+grounding", "clean", s)] for s in scopes],
     )
     rewrite_table = markdown_table(
-        ["value rewritten (same value, other form)", "falsely flagged: judge alone", "falsely flagged: judge + grounding"],
+        [
+            "value rewritten (same value, other form)",
+            "falsely flagged: judge alone",
+            "falsely flagged: judge + grounding",
+        ],
         [
             [scope, cell("judge", "rewritten", scope), cell("judge+grounding", "rewritten", scope)]
             for scope in ("all", *SWAP_KINDS)
@@ -313,7 +316,7 @@ def main() -> None:
         f"seed {args.seed}; {elapsed:.0f} s for all judgements. Percentages with 95% Wilson intervals.\n\n"
         f"{table}\n\nBy data set and by the kind of value swapped:\n\n{by_scope}\n\n"
         "A harder false-flag test: the same supported sentences with one value written another way (a full date "
-        "as \"12 March 1933\" vs \"March 12, 1933\", 1,230 vs 1230, small numbers as words, km/miles, m/feet, "
+        'as "12 March 1933" vs "March 12, 1933", 1,230 vs 1230, small numbers as words, km/miles, m/feet, '
         "kg/pounds and °C/kelvin converted to 2 decimals, a first name cut to its initial), which a correct "
         "checker must still accept:\n\n"
         f"{rewrite_table}\n\n"
@@ -326,9 +329,9 @@ def main() -> None:
         'e.g. "Scientists ...", is refused). Disclosure: a first run on this data gave 93.0% caught and 5.3% '
         "falsely flagged; reading those cases found matcher bugs (possessives and apostrophes tokenised "
         'differently on the two sides, a lower-case "a" taken for an initial, sentence-opening names not read), '
-        "which were fixed in `ragsieve.values` as general rules; a later look at the rewritten set found one-letter '
+        "which were fixed in `ragsieve.values` as general rules; a later look at the rewritten set found one-letter "
         'units read after years and ordinals ("the 2013 A. Sugar Bowl" as 2013 amperes), also fixed as a general '
-        'rule. Nothing else was changed, and no threshold is involved."
+        "rule. Nothing else was changed, and no threshold is involved."
     )
     print(body)
     if not args.no_write:
