@@ -747,9 +747,16 @@ class EvidenceValues:
         return cls(prepared, extract_values(prepared), _word_tokens(prepared), folded)
 
 
+@functools.lru_cache(maxsize=256)
+def read_evidence(text: str) -> EvidenceValues:
+    """:meth:`EvidenceValues.read`, remembered: every sentence of an answer that cites one
+    passage reads it once (the result is shared; treat it as read-only)."""
+    return EvidenceValues.read(text)
+
+
 def find_in(value: Value, evidence: str | EvidenceValues) -> Match | None:
     """Where ``evidence`` states ``value`` after normalisation, or ``None`` when it does not."""
-    ev = evidence if isinstance(evidence, EvidenceValues) else EvidenceValues.read(evidence)
+    ev = evidence if isinstance(evidence, EvidenceValues) else read_evidence(evidence)
     if value.kind == "identifier":
         return _identifier_match(value, ev.text)
     if value.kind == "name":
@@ -775,7 +782,7 @@ def _distance(a: Value, b: Value) -> float:
 
 def nearest(value: Value, evidence: str | EvidenceValues) -> Value | None:
     """The evidence value of the same kind closest to ``value`` (what the evidence says instead)."""
-    ev = evidence if isinstance(evidence, EvidenceValues) else EvidenceValues.read(evidence)
+    ev = evidence if isinstance(evidence, EvidenceValues) else read_evidence(evidence)
     same = [v for v in ev.values if v.kind == value.kind]
     if value.kind == "quantity":
         same = [v for v in same if _distance(value, v) != math.inf] or same

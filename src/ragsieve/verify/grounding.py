@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragsieve.types import ClaimVerdict
-from ragsieve.values import VALUE_KINDS, EvidenceValues, Match, Value, extract_values, find_in, nearest
+from ragsieve.values import VALUE_KINDS, Match, Value, extract_values, find_in, nearest, read_evidence
 
 
 @dataclass
@@ -104,8 +104,8 @@ def ground_values(
     """
     wanted = tuple(kinds)
     texts = [evidence] if isinstance(evidence, str) else list(evidence)
-    read = EvidenceValues.read("\n\n".join(texts))
-    given_read = EvidenceValues.read(given) if given else None
+    read = read_evidence("\n\n".join(texts))
+    given_read = read_evidence(given) if given else None
     checks: list[ValueCheck] = []
     for value in extract_values(sentence, wanted):
         match = find_in(value, read)
