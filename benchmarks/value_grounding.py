@@ -308,12 +308,19 @@ def main() -> None:
             for scope in ("all", *SWAP_KINDS)
         ],
     )
+    judge_note = (
+        " The claim judge here is lexical recall alone (`--no-embedding`): the sieve's default judge also mixes in "
+        "the bundled MiniLM similarity (w=0.5), which was not installed where this ran; rerun without "
+        "`--no-embedding` for that row. Value grounding does not depend on the judge."
+        if args.no_embedding
+        else ""
+    )
     n_sq = sum(1 for p in perturbed if p[0].source == "squad2")
     body = (
         f"{len(perturbed)} supported sentences with a swappable value ({n_sq} SQuAD 2.0 answerable, "
         f"{len(perturbed) - n_sq} HotpotQA supporting paragraphs), each judged unperturbed and with one value "
         f"swapped; support threshold {threshold} (`sieve.support_threshold`, not tuned on this data); "
-        f"seed {args.seed}; {elapsed:.0f} s for all judgements. Percentages with 95% Wilson intervals.\n\n"
+        f"seed {args.seed}; {elapsed:.0f} s for all judgements. Percentages with 95% Wilson intervals.{judge_note}\n\n"
         f"{table}\n\nBy data set and by the kind of value swapped:\n\n{by_scope}\n\n"
         "A harder false-flag test: the same supported sentences with one value written another way (a full date "
         'as "12 March 1933" vs "March 12, 1933", 1,230 vs 1230, small numbers as words, km/miles, m/feet, '
