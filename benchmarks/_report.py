@@ -123,6 +123,17 @@ RESULT_PAGES: dict[str, ReportPage] = {
         "Verification",
         "The verify stage: how well each claim judge separates supported from unsupported claims.",
     ),
+    "results/conflicts.md": ReportPage(
+        "Conflicting sources",
+        "The conflict stage: whether passages that disagree on the asked value are noticed (WikiContradict, "
+        "ConflictQA) and how often agreeing passages are wrongly flagged (SQuAD 2.0, HotpotQA).",
+    ),
+    "results/calibration.md": ReportPage(
+        "Calibrated abstention",
+        "Risk-coverage of the sieve against the best confidence baseline of plain RAG, abstention thresholds "
+        "calibrated to a target error rate (Learn then Test) with the split simulation, and faithfulness "
+        "under a judge independent of the sieve's verifier.",
+    ),
     "results/task-adaptive.md": ReportPage(
         "Task-adaptive preset",
         "The task-adaptive preset's stages: the task router, HyDE, the CRAG-style corrective retrieval "

@@ -296,7 +296,7 @@ def main() -> None:
     title = f"Calibrated abstention vs fair baselines: {args.set}" + (
         "" if args.model == "smollm2" else f" ({args.model})"
     )
-    write_section("results.md", section, title, text)
+    write_section("results/calibration.md", section, title, text)
     (out / f"{args.model}-calibration.json").write_text(
         json.dumps({"best_baseline": best, "difference": diff, "faithfulness": faith}, indent=1), encoding="utf-8"
     )

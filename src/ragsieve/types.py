@@ -142,6 +142,12 @@ class ClaimVerdict:
     # What the sentence was checked against: "cited" (the evidence its [n] markers name),
     # "all" (it cites nothing, so every evidence piece) or "none" (there was no evidence).
     against: str = "cited"
+    # Value grounding (ragsieve.verify.grounding): how many values the sentence states (None when
+    # the check did not run), each value the cited evidence does not state with what it says
+    # instead, and the values the cited evidence does state.
+    values_checked: int | None = None
+    value_failures: list[dict[str, Any]] = field(default_factory=list)
+    evidence_values: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -27,6 +27,9 @@ def verify_answer(
     evidence: Sequence[SearchHit] | Sequence[str],
     judge: ClaimJudge,
     threshold: float = 0.5,
+    *,
+    value_grounding: bool = True,
+    question: str | None = None,
 ) -> list[ClaimVerdict]:
     """One verdict per answer sentence.
 
@@ -35,6 +38,13 @@ def verify_answer(
     (``against="all"``, ``cited_ids`` empty); with no evidence at all nothing can support it
     (``against="none"``, score 0). ``evidence`` is numbered from 1 as in the answer prompt and
     may be :class:`SearchHit` objects or plain strings (ids are then ``"1"``, ``"2"``, ...).
+
+    With ``value_grounding`` (default) every number, date, quantity, name and identifier the
+    sentence states must also be stated by the evidence it is judged against
+    (:mod:`ragsieve.verify.grounding`); a sentence with a missing value is unsupported whatever
+    the judge's score, and its verdict lists the failed values and the evidence's values.
+    ``question``: its values count as given (an answer may name what it was asked about).
+    ``value_grounding=False`` is the judge alone.
 
     Example:
         >>> from ragsieve.verify import LexicalEmbeddingJudge, verify_answer
@@ -57,5 +67,12 @@ def verify_answer(
             score = judge.support(bare, texts)
             cited, against = [], "all"
         score = float(min(max(score, 0.0), 1.0))
-        verdicts.append(ClaimVerdict(claim.text, cited, score >= threshold, round(score, 6), judge.name, against))
+        verdict = ClaimVerdict(claim.text, cited, score >= threshold, round(score, 6), judge.name, against)
+        # ---- value grounding: combined with the judge, never instead of it
+        if value_grounding:
+            from ragsieve.verify.grounding import apply_grounding, ground_values
+
+            judged = [texts[p] for p in positions] if positions else texts
+            verdict = apply_grounding(verdict, ground_values(bare, judged, given=question), threshold)
+        verdicts.append(verdict)
     return verdicts

@@ -1,0 +1,798 @@
+"""Typed values in text: numbers, dates, quantities with units, proper names, code identifiers.
+
+A checker that reads word overlap forgives a wrong year in an otherwise copied sentence; one that
+reads *values* does not. :func:`extract_values` finds the values a sentence states, each as a
+:class:`Value` (kind, surface text, normalised form, character span), and :func:`find_in` decides
+whether another text (the evidence) states the same value after normalisation:
+
+* numbers: digits with thousands separators, decimals, signs (also the Unicode minus), number
+  words ("twenty-five", "1.5 million"), ordinals ("3rd", "third"); a decimal or a scaled number
+  matches within half a unit of its last digit ("1.5 million" ~ "1,534,000");
+* dates: ISO (1933-03-12), "12 March 1933", "March 12, 1933", "March 1933", numeric D/M/Y and
+  M/D/Y (both readings kept when ambiguous), years (1000-2099, "300 BC", "AD 79"), decades
+  ("1930s"); a date matches an evidence date that states every part it states, equal;
+* quantities: a number followed by a unit from a curated lexicon (length, mass, temperature,
+  time, area, volume, speed, energy, power, pressure, frequency, voltage, data, percent,
+  currencies); equal dimensions are converted with ``pint`` (imported on first use), so
+  "4.2 kelvin" matches "−268.95 °C" and "5 miles" matches "8.05 km";
+* proper names: capitalised spans (with connectors such as "of", "van", "de"); matched as a
+  contiguous token sequence after folding case and diacritics, where an initial matches a full
+  name ("W. Meissner" ~ "Walther Meissner") and an evidence initial may sit in between;
+* code identifiers: snake_case, CamelCase, ALL_CAPS with digits or underscores, dotted names
+  (``os.path.join``); matched exactly as a whole token (code is case-sensitive).
+
+Example:
+    >>> from ragsieve.values import extract_values, find_in
+    >>> [(v.kind, v.norm) for v in extract_values("Meissner found it in 1912.")]
+    [('name', 'meissner'), ('date', '1912')]
+    >>> year = extract_values("in 1912")[0]
+    >>> find_in(year, "Walther Meissner and Robert Ochsenfeld discovered it in 1933.") is None
+    True
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, get_args
+
+ValueKind = Literal["number", "date", "quantity", "name", "identifier"]
+VALUE_KINDS: tuple[str, ...] = get_args(ValueKind)
+
+
+@dataclass(frozen=True)
+class Value:
+    """One value stated in a text.
+
+    ``norm`` is the normalised form shown to people (``"1933-03-12"``, ``"4.2 kelvin"``,
+    ``"walther meissner"``); matching uses the typed fields: ``number`` (numbers, quantity
+    magnitudes, a year), ``tolerance`` (half a unit of the last stated digit), ``unit`` (a
+    ``pint`` unit name or a currency code), ``dates`` (every reading of a date as
+    ``(year, month, day)`` with ``0`` for an unstated part) and ``tokens`` (folded name tokens).
+    """
+
+    kind: ValueKind
+    text: str
+    norm: str
+    span: tuple[int, int]
+    number: float | None = None
+    tolerance: float = 0.0
+    unit: str | None = None
+    dates: tuple[tuple[int, int, int], ...] = ()
+    tokens: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text, "norm": self.norm, "span": list(self.span)}
+
+
+@dataclass(frozen=True)
+class Match:
+    """Where the evidence states a value: the evidence's own value (or its words) and how."""
+
+    value: Value
+    evidence: Value
+    how: Literal["exact", "normalised", "converted", "variant"]
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value.text, "evidence": self.evidence.text, "how": self.how, "detail": self.detail}
+
+
+# ----------------------------------------------------------------------------- text folding
+def fold(text: str) -> str:
+    """Case- and diacritic-free text: NFKC (``₂`` -> ``2``), then accents removed, ``ß`` -> ``ss``."""
+    text = unicodedata.normalize("NFKC", text).replace("ß", "ss").replace("ẞ", "SS")
+    # accents go, and so do modifier letters ("ʿAbd" -> "abd") that transliterations add or drop
+    text = "".join(
+        " " if unicodedata.category(c) == "Lm" else c
+        for c in unicodedata.normalize("NFKD", text)
+        if not unicodedata.combining(c)
+    )
+    return text.casefold()
+
+
+def _prepare(text: str) -> str:
+    # NFKC keeps offsets close enough for display but changes lengths for some characters
+    # (ligatures); spans are reported on this prepared text, which for ordinary prose is the input.
+    return (
+        unicodedata.normalize("NFKC", text)
+        .replace("\u2212", "-")
+        .replace("\u2013", "-")
+        .replace("\u2014", " - ")
+        .replace("\u00a0", " ")
+        .replace("\u2009", " ")
+        .replace("\u202f", " ")
+    )
+
+
+# ----------------------------------------------------------------------------- numbers
+_UNITS_WORDS = {
+    "zero": 0, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}  # fmt: skip
+_TENS_WORDS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+}  # fmt: skip
+_ORDINAL_WORDS = {
+    "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9,
+    "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13, "fourteenth": 14, "fifteenth": 15,
+    "sixteenth": 16, "seventeenth": 17, "eighteenth": 18, "nineteenth": 19, "twentieth": 20, "thirtieth": 30,
+    "fortieth": 40, "fiftieth": 50, "hundredth": 100, "thousandth": 1000,
+}  # fmt: skip
+_SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000, "trillion": 10**12}
+# "one" and "first" alone are left out: far more often a pronoun or "earliest" than a count, and
+# flagging them would refuse paraphrases; inside a compound ("twenty-one", "one million") they count.
+_COMPOUND_ONLY = {"one": 1, "first": 1}
+_ALL_NUMBER_WORDS = {**_UNITS_WORDS, **_TENS_WORDS, **_ORDINAL_WORDS, **_SCALES, **_COMPOUND_ONLY}
+_WORD_ALT = "|".join(sorted(_ALL_NUMBER_WORDS, key=len, reverse=True))
+_NUMBER_WORDS_RE = re.compile(rf"\b(?:{_WORD_ALT})(?:(?:[\s-]+|\s+and\s+)(?:{_WORD_ALT}))*\b", re.IGNORECASE)
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
+_NUMBER_RE = re.compile(
+    rf"(?<![\w.,/])(?P<sign>[-+])?(?P<num>{_DIGITS})(?P<ord>st|nd|rd|th)?"
+    rf"(?:\s*(?P<scale>hundred|thousand|million|billion|trillion|bn|m\b|k\b))?(?![\w])",
+    re.IGNORECASE,
+)
+
+
+def _decimals(num: str) -> int:
+    return len(num.split(".", 1)[1]) if "." in num else 0
+
+
+def _parse_number_words(words: str) -> float | None:
+    """``"two hundred and fifty"`` -> 250; ``None`` when the words are not one number."""
+    tokens = [t for t in re.split(r"[\s-]+", words.lower()) if t and t != "and"]
+    total, current, seen = 0, 0, False
+    for t in tokens:
+        if t in _SCALES:
+            scale = _SCALES[t]
+            current = max(current, 1) * scale if scale == 100 else current
+            if scale > 100:
+                total += max(current, 1) * scale
+                current = 0
+        elif t in _UNITS_WORDS or t in _COMPOUND_ONLY:
+            current += _UNITS_WORDS.get(t, _COMPOUND_ONLY.get(t, 0))
+        elif t in _TENS_WORDS:
+            current += _TENS_WORDS[t]
+        elif t in _ORDINAL_WORDS:
+            v = _ORDINAL_WORDS[t]
+            current = current * v if v >= 100 else current + v
+        else:
+            return None
+        seen = True
+    return float(total + current) if seen else None
+
+
+def _fmt(x: float) -> str:
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.6g}"
+
+
+# ----------------------------------------------------------------------------- units
+# Surface form -> pint unit name. Curated, because free-text unit parsing mistakes words for
+# units ("in", "a", "at" are all units to pint). Case-sensitive entries are those where case
+# carries the meaning (K kelvin vs k kilo, M vs m).
+_UNIT_TABLE: dict[str, str] = {
+    # length
+    "mm": "millimeter", "millimetre": "millimeter", "millimeter": "millimeter", "cm": "centimeter",
+    "centimetre": "centimeter", "centimeter": "centimeter", "m": "meter", "metre": "meter", "meter": "meter",
+    "km": "kilometer", "kilometre": "kilometer", "kilometer": "kilometer", "mile": "mile", "mi": "mile",
+    "foot": "foot", "feet": "foot", "ft": "foot", "inch": "inch", "inches": "inch", "yard": "yard",
+    "nm": "nanometer", "nanometre": "nanometer", "nanometer": "nanometer", "µm": "micrometer",
+    "micrometre": "micrometer", "micrometer": "micrometer", "micron": "micrometer",
+    "light-year": "light_year", "light year": "light_year", "ly": "light_year", "au": "astronomical_unit",
+    "astronomical unit": "astronomical_unit", "parsec": "parsec", "pc": "parsec", "nautical mile": "nautical_mile",
+    "angstrom": "angstrom", "ångström": "angstrom", "Å": "angstrom",
+    # mass
+    "mg": "milligram", "milligram": "milligram", "g": "gram", "gram": "gram", "gramme": "gram", "kg": "kilogram",
+    "kilogram": "kilogram", "tonne": "metric_ton", "metric ton": "metric_ton", "t": "metric_ton",
+    "pound": "pound", "lb": "pound", "lbs": "pound", "ounce": "ounce", "oz": "ounce", "ton": "short_ton",
+    # temperature
+    "K": "kelvin", "kelvin": "kelvin", "°C": "degree_Celsius", "℃": "degree_Celsius",
+    "degree Celsius": "degree_Celsius", "degrees Celsius": "degree_Celsius", "celsius": "degree_Celsius",
+    "degree centigrade": "degree_Celsius", "degrees centigrade": "degree_Celsius", "°F": "degree_Fahrenheit",
+    "degree Fahrenheit": "degree_Fahrenheit", "degrees Fahrenheit": "degree_Fahrenheit",
+    "fahrenheit": "degree_Fahrenheit", "nanokelvin": "nanokelvin", "millikelvin": "millikelvin",
+    # time
+    "ns": "nanosecond", "nanosecond": "nanosecond", "µs": "microsecond", "microsecond": "microsecond",
+    "ms": "millisecond", "millisecond": "millisecond", "s": "second", "sec": "second", "second": "second",
+    "min": "minute", "minute": "minute", "h": "hour", "hr": "hour", "hour": "hour", "day": "day",
+    "week": "week", "month": "month", "year": "year", "yr": "year", "decade": "decade", "century": "century",
+    "centuries": "century", "millennium": "millennium", "millennia": "millennium",
+    # area and volume
+    "km2": "kilometer**2", "km²": "kilometer**2", "sq km": "kilometer**2", "square kilometre": "kilometer**2",
+    "square kilometer": "kilometer**2", "m2": "meter**2", "m²": "meter**2", "square metre": "meter**2",
+    "square meter": "meter**2", "square mile": "mile**2", "sq mi": "mile**2", "square foot": "foot**2",
+    "square feet": "foot**2", "sq ft": "foot**2", "acre": "acre", "hectare": "hectare", "ha": "hectare",
+    "ml": "milliliter", "mL": "milliliter", "millilitre": "milliliter", "milliliter": "milliliter",
+    "l": "liter", "L": "liter", "litre": "liter", "liter": "liter", "gallon": "gallon", "gal": "gallon",
+    "m3": "meter**3", "m³": "meter**3", "cubic metre": "meter**3", "cubic meter": "meter**3",
+    "cc": "cubic_centimeter",
+    # speed
+    "km/h": "kilometer/hour", "kph": "kilometer/hour", "kmh": "kilometer/hour", "mph": "mile/hour",
+    "miles per hour": "mile/hour", "kilometres per hour": "kilometer/hour", "kilometers per hour": "kilometer/hour",
+    "m/s": "meter/second", "metres per second": "meter/second", "meters per second": "meter/second",
+    "knot": "knot", "kn": "knot", "km/s": "kilometer/second",
+    # energy, power, pressure, frequency, electricity
+    "J": "joule", "joule": "joule", "kJ": "kilojoule", "kilojoule": "kilojoule", "MJ": "megajoule",
+    "cal": "calorie", "calorie": "calorie", "kcal": "kilocalorie", "kilocalorie": "kilocalorie",
+    "eV": "electron_volt", "electronvolt": "electron_volt", "electron volt": "electron_volt",
+    "keV": "kiloelectron_volt", "MeV": "megaelectron_volt", "GeV": "gigaelectron_volt",
+    "TeV": "teraelectron_volt", "kWh": "kilowatt_hour", "kilowatt-hour": "kilowatt_hour",
+    "W": "watt", "watt": "watt", "kW": "kilowatt", "kilowatt": "kilowatt", "MW": "megawatt",
+    "megawatt": "megawatt", "GW": "gigawatt", "gigawatt": "gigawatt", "hp": "horsepower",
+    "horsepower": "horsepower", "Pa": "pascal", "pascal": "pascal", "kPa": "kilopascal", "MPa": "megapascal",
+    "GPa": "gigapascal", "hPa": "hectopascal", "bar": "bar", "mbar": "millibar", "atm": "atmosphere",
+    "atmosphere": "atmosphere", "psi": "psi", "mmHg": "millimeter_Hg", "Hz": "hertz", "hertz": "hertz",
+    "kHz": "kilohertz", "MHz": "megahertz", "GHz": "gigahertz", "V": "volt", "volt": "volt", "kV": "kilovolt",
+    "mV": "millivolt", "A": "ampere", "ampere": "ampere", "amp": "ampere", "mA": "milliampere", "T": "tesla",
+    "tesla": "tesla", "N": "newton", "newton": "newton", "kN": "kilonewton",
+    # data
+    "bit": "bit", "byte": "byte", "B": "byte", "kB": "kilobyte", "KB": "kilobyte", "kilobyte": "kilobyte",
+    "MB": "megabyte", "megabyte": "megabyte", "GB": "gigabyte", "gigabyte": "gigabyte", "TB": "terabyte",
+    "terabyte": "terabyte",
+    # ratios
+    "%": "percent", "percent": "percent", "per cent": "percent", "percentage points": "percent",
+}  # fmt: skip
+_CASE_SENSITIVE = {k for k in _UNIT_TABLE if any(c.isupper() for c in k) or len(k) <= 2}
+_CURRENCY_SYMBOLS = {"$": "USD", "US$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
+_CURRENCY_WORDS = {
+    "dollar": "USD", "usd": "USD", "euro": "EUR", "eur": "EUR", "pound sterling": "GBP", "gbp": "GBP",
+    "yen": "JPY", "jpy": "JPY", "rupee": "INR", "yuan": "CNY", "franc": "CHF",
+}  # fmt: skip
+
+
+def _unit_alternation() -> str:
+    forms: list[str] = []
+    for k in _UNIT_TABLE:
+        esc = re.escape(k).replace(r"\ ", r"\s+")
+        if k[-1].isalpha() and len(k) > 3 and not k.endswith("s"):
+            esc += "(?:s|es)?"
+        elif k in ("century",):
+            esc += "|centuries"
+        forms.append(esc)
+    forms.sort(key=len, reverse=True)
+    return "|".join(forms)
+
+
+_UNIT_RE = re.compile(rf"(?:(?:degrees?\s+)?(?P<unit>{_unit_alternation()}))(?![\w])", re.IGNORECASE)
+_CURRENCY_WORD_RE = re.compile(
+    r"(?P<cur>" + "|".join(sorted(_CURRENCY_WORDS, key=len, reverse=True)) + r")s?(?![\w])", re.IGNORECASE
+)
+
+
+def _lookup_unit(surface: str) -> str | None:
+    s = " ".join(surface.split())
+    if s in _UNIT_TABLE:
+        return _UNIT_TABLE[s]
+    for cand in (s, s.rstrip("s"), s[:-2] if s.endswith("es") else s):
+        if cand in _UNIT_TABLE and cand not in _CASE_SENSITIVE:
+            return _UNIT_TABLE[cand]
+        low = cand.lower()
+        for k, v in _UNIT_TABLE.items():
+            if k not in _CASE_SENSITIVE and k.lower() == low:
+                return v
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _registry() -> Any:
+    import pint
+
+    return pint.UnitRegistry()
+
+
+def _convert(magnitude: float, unit: str, to_unit: str) -> float | None:
+    """``magnitude`` in ``unit`` expressed in ``to_unit``; ``None`` when the dimensions differ."""
+    if unit == to_unit:
+        return magnitude
+    if unit.isupper() or to_unit.isupper():  # currency codes: no exchange rates here
+        return None
+    try:
+        reg = _registry()
+        q = reg.Quantity(magnitude, unit)
+        return float(q.to(to_unit).magnitude)
+    except Exception:  # pint raises DimensionalityError, UndefinedUnitError, OffsetUnitCalculusError
+        return None
+
+
+# ----------------------------------------------------------------------------- dates
+_MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7, "august": 8,
+    "september": 9, "october": 10, "november": 11, "december": 12, "jan": 1, "feb": 2, "mar": 3, "apr": 4,
+    "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_YEAR = r"(?P<year>\d{3,4})"
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_DATE_PATTERNS = [
+    re.compile(r"(?<![\d-])(?P<year>\d{4})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})(?![\d-])"),
+    re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(r"(?<![\d/.])(?P<a>\d{1,2})[/.](?P<b>\d{1,2})[/.](?P<year>\d{4})(?![\d/])"),
+    re.compile(r"\b(?P<decade>1\d{2}0|20[0-9]0)'?s\b"),
+    re.compile(r"\b(?P<year>\d{1,4})\s*(?P<era>BC|BCE|B\.C\.)(?![\w])"),
+    re.compile(r"(?<![\w])(?P<era>AD|A\.D\.|CE)\s*(?P<year>\d{1,4})\b"),
+    re.compile(r"(?<![\w.,$€£-])(?P<year>1\d{3}|20\d{2})(?![\w%]|[.,]\d)"),
+]
+# A bare four-digit number is a year unless a unit follows it ("1912 metres" is a length).
+
+
+def _month_ok(m: int) -> bool:
+    return 1 <= m <= 12
+
+
+def _date_value(m: re.Match[str], text: str) -> Value | None:
+    g = m.groupdict()
+    start, end = m.span()
+    readings: list[tuple[int, int, int]] = []
+    if g.get("decade"):
+        y = int(g["decade"])
+        return Value("date", m.group(0), f"{y}s", (start, end), number=float(y), dates=((y, 0, 0),), tolerance=9.0)
+    year = int(g["year"])
+    if g.get("era") and g["era"].upper().startswith("B"):
+        year = -year
+    if g.get("m") is not None:
+        mo, d = int(g["m"]), int(g["d"])
+        if not _month_ok(mo) or not 1 <= d <= 31:
+            return None
+        readings.append((year, mo, d))
+    elif g.get("a") is not None:
+        a, b = int(g["a"]), int(g["b"])
+        if _month_ok(b) and 1 <= a <= 31:
+            readings.append((year, b, a))
+        if _month_ok(a) and 1 <= b <= 31 and a != b:
+            readings.append((year, a, b))
+        if not readings:
+            return None
+    elif g.get("month"):
+        mo = _MONTHS[g["month"].lower().rstrip(".")]
+        d = int(g["day"]) if g.get("day") else 0
+        if d > 31:
+            return None
+        readings.append((year, mo, d))
+    else:
+        readings.append((year, 0, 0))
+    norm = "|".join("-".join(f"{p:02d}" if i else str(p) for i, p in enumerate(r) if p or i == 0) for r in readings)
+    return Value("date", m.group(0), norm, (start, end), number=float(year), dates=tuple(readings))
+
+
+# ----------------------------------------------------------------------------- identifiers and names
+_IDENT_RE = re.compile(
+    r"(?<![\w.])(?:"
+    r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?"  # dotted
+    r"|[A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9](?:\(\))?"  # snake_case / ALL_CAPS_WITH_UNDERSCORES
+    r"|[a-z]+[A-Z][A-Za-z0-9]*(?:\(\))?"  # camelCase
+    r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+(?:\(\))?"  # CamelCase
+    r"|[A-Z]+[0-9][A-Z0-9]*|[A-Z]{2,}[0-9]+[A-Z0-9]*"  # ALL CAPS with digits (ASN1, SHA256)
+    r"|[A-Za-z_][A-Za-z0-9_]*\(\)"  # call()
+    r")(?![\w])"
+)
+_MARKER_RE = re.compile(r"\[\d{1,3}\]")
+_NAME_CONNECTORS = {"of", "de", "da", "del", "della", "der", "van", "von", "la", "le", "du", "di", "bin", "al", "y"}
+_LEADING_STOP = frozenset(
+    (  # noqa: SIM905
+        "a an the of in on at to for from by with and or is are was were be it its this that these those as "
+        "which who whom what when where why how do does did has have had not no but also can could will would "
+        "may might there their they he she his her them than then so such about into over under i you we our "
+        "your my although however after before during since despite while if because both each many most some "
+        "all according between until unlike like following today later early thus yes once every other "
+        "another among around near here only even still yet whether either neither nor just several few one "
+        "two first second new old yes no therefore moreover furthermore meanwhile instead otherwise next "
+        "finally answer note evidence overall today based anything everything something nothing anyone "
+        "everyone someone nobody none any let please sure see thanks"
+    ).split()
+)
+_CAP_TOKEN = r"(?:[A-Z]\.|[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'’-]*)"
+_NAME_RE = re.compile(
+    rf"{_CAP_TOKEN}(?:\s+(?:(?:{'|'.join(sorted(_NAME_CONNECTORS))})\s+)*{_CAP_TOKEN})*",
+)
+# One tokeniser for names and evidence: apostrophes split ("O'Hara" -> "o", "hara"; "Rollo's" ->
+# "rollo", "s"), so a possessive or an Irish name reads the same on both sides.
+_TOKEN_RE = re.compile(r"[^\W_]+\.?")
+_SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;]\s+|\n\s*|[\"“(]\s*)$")
+
+
+def _name_tokens(text: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for tok in _word_tokens(text):
+        if tok in _NAME_CONNECTORS:
+            continue  # "University of Oxford" ~ "Oxford University"
+        out.append(tok)
+    return tuple(out)
+
+
+def _word_tokens(text: str) -> list[str]:
+    """Folded word tokens; an initial (one capital letter, "W" or "W.") becomes ``"w."`` so it
+    can match a full name, while a lower-case "a" stays a word. Connector words stay lower-case
+    only when written lower-case ("DER" is a name, "der" a connector)."""
+    out: list[str] = []
+    for raw in _TOKEN_RE.findall(text):
+        word = raw.rstrip(".")
+        if re.fullmatch(r"[A-Z]", word):
+            out.append(fold(word) + ".")
+        elif word.islower() or word.lower() not in _NAME_CONNECTORS:
+            out.extend(fold(word).split())  # a modifier letter folds to a space ("ibnʿArabī")
+        else:
+            out.append(fold(word) + "_")  # a capitalised connector word used as a name ("De")
+    return out
+
+
+def _at_sentence_start(text: str, pos: int) -> bool:
+    return bool(_SENTENCE_START_RE.search(text[max(0, pos - 4) : pos])) or pos == 0
+
+
+# ----------------------------------------------------------------------------- extraction
+def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
+    return any(span[0] < e and s < span[1] for s, e in taken)
+
+
+def _numbers(text: str, taken: list[tuple[int, int]]) -> list[tuple[Value, int]]:
+    """Numbers with the end offset a unit may follow from."""
+    found: list[tuple[Value, int]] = []
+    for m in _NUMBER_RE.finditer(text):
+        span = m.span()
+        if _overlaps(span, taken):
+            continue
+        # digits glued to letters are part of a name or code ("COVID-19", "B-52"): not a quantity
+        if m.start() > 0 and text[m.start() - 1] == "-" and m.start() > 1 and text[m.start() - 2].isalpha():
+            continue
+        num = m.group("num")
+        x = float(num.replace(",", ""))
+        tol = 0.5 * 10 ** (-_decimals(num)) if "." in num else 0.0
+        scale_word = (m.group("scale") or "").lower()
+        scale = {"bn": 1e9, "m": 1e6, "k": 1e3}.get(scale_word) or _SCALES.get(scale_word, 1)
+        if scale_word in ("m", "k") and not re.search(r"[$€£]\s*$", text[: m.start()]):
+            # "5 m" is five metres unless money is being counted
+            scale, span = 1, (m.start(), m.end("num") + len(m.group("ord") or ""))
+        if m.group("sign") == "-":
+            x = -x
+        if scale != 1:
+            tol = max(tol, 0.5 * 10 ** (-_decimals(num))) * scale
+            x *= scale
+        text_span = text[span[0] : span[1]]
+        found.append((Value("number", text_span, _fmt(x), span, number=x, tolerance=tol), span[1]))
+    for m in _NUMBER_WORDS_RE.finditer(text):
+        span = m.span()
+        if _overlaps(span, taken) or any(_overlaps(span, [v.span]) for v, _ in found):
+            continue
+        words = m.group(0)
+        if words.lower() in _COMPOUND_ONLY or words.lower() in _SCALES:
+            continue
+        parsed = _parse_number_words(words)
+        if parsed is None:
+            continue
+        found.append((Value("number", words, _fmt(parsed), span, number=parsed), span[1]))
+    # a digit number followed by a scale word ("1.5 million") was read above; a word number
+    # followed by digits is rare enough to leave alone
+    return found
+
+
+def _plausible_unit(number: Value, unit: str, after: str) -> bool:
+    """A one-letter unit (K, A, T, B, V, W, N, L, g, m, s, t, h) is read only after a digit
+    number that is not a year and when no initial follows: "4.2 K" is kelvin, "the 2013 A. Sugar
+    Bowl" and "the Second B. of Guam" are not amperes and bytes."""
+    if len(unit) > 1:
+        return True
+    if not number.text[:1].isdigit() and number.text[:1] not in "+-":
+        return False
+    if number.number is not None and number.number == int(number.number) and 1000 <= number.number <= 2099:
+        return False
+    return not re.match(r"\.\s+[A-Z]", after)
+
+
+def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]:
+    """Every value ``text`` states, in order of position; each character belongs to one value.
+
+    Identifiers are read first (so ``ASN1_DEN`` is not a number and a name), then dates,
+    quantities, numbers and names.
+    """
+    wanted = set(kinds)
+    text = _prepare(text)
+    # citation markers ("[1]") are not values of the sentence
+    taken: list[tuple[int, int]] = [m.span() for m in _MARKER_RE.finditer(text)]
+    out: list[Value] = []
+
+    for m in _IDENT_RE.finditer(text):
+        s = m.group(0)
+        if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]?", s) or re.fullmatch(r"\d+(?:\.\d+)*", s):
+            continue  # abbreviations (e.g., U.S.) and version-like numbers
+        if "." in s and not re.search(r"[a-z_]", s.split(".")[-1]) and not s.endswith("()"):
+            continue  # "Mr.Smith"-like joins of capitalised words
+        if "." in s and all(p[:1].isupper() and p[1:].islower() for p in s.split(".")):
+            continue  # "Washington.The" (a missing space after a full stop)
+        taken.append(m.span())
+        if "identifier" in wanted:
+            out.append(Value("identifier", s, s, m.span(), tokens=(s.removesuffix("()"),)))
+
+    for pattern in _DATE_PATTERNS:
+        for m in pattern.finditer(text):
+            if _overlaps(m.span(), taken):
+                continue
+            if pattern is _DATE_PATTERNS[-1]:
+                after = text[m.end() : m.end() + 24]
+                um = _UNIT_RE.match(after.lstrip())
+                if (
+                    um
+                    and len(um.group("unit")) > 1
+                    and _lookup_unit(um.group("unit"))
+                    and after[: len(after) - len(after.lstrip())] in (" ", "")
+                ):
+                    continue
+                if re.match(r"\s*(?:,\d{3}|\s*(?:hundred|thousand|million|billion))", after, re.IGNORECASE):
+                    continue
+            v = _date_value(m, text)
+            if v is None:
+                continue
+            taken.append(m.span())
+            if "date" in wanted:
+                out.append(v)
+
+    numbers = _numbers(text, taken)
+    currency_before = re.compile(r"(?P<cur>US\$|[$€£¥₹])\s*$")
+    for v, end in numbers:
+        rest = text[end:]
+        unit_m = _UNIT_RE.match(rest.lstrip()) if rest[:1] in (" ", "") or not rest[:1].isalnum() else None
+        gap = len(rest) - len(rest.lstrip())
+        cur_m = currency_before.search(text[: v.span[0]])
+        unit: str | None = None
+        qend = v.span[1]
+        qstart = v.span[0]
+        if cur_m:
+            unit, qstart = _CURRENCY_SYMBOLS[cur_m.group("cur")], cur_m.start()
+        elif (
+            unit_m
+            and gap <= 1
+            and _plausible_unit(v, unit_m.group("unit"), rest[gap + unit_m.end() : gap + unit_m.end() + 3])
+            and (unit := _lookup_unit(unit_m.group("unit")))
+        ):
+            qend = end + gap + unit_m.end()
+        else:
+            cw = _CURRENCY_WORD_RE.match(rest.lstrip())
+            if cw and gap <= 1:
+                unit, qend = _CURRENCY_WORDS[cw.group("cur").lower()], end + gap + cw.end()
+        if unit and _overlaps((qstart, qend), taken) and qstart < v.span[0]:
+            qstart = v.span[0]
+        if unit and not _overlaps((v.span[1], qend), taken):
+            span = (qstart, qend)
+            taken.append(span)
+            if "quantity" in wanted:
+                out.append(
+                    Value(
+                        "quantity",
+                        text[span[0] : span[1]],
+                        f"{v.norm} {unit}",
+                        span,
+                        number=v.number,
+                        tolerance=v.tolerance,
+                        unit=unit,
+                    )
+                )
+            continue
+        taken.append(v.span)
+        if "number" in wanted:
+            out.append(v)
+
+    for m in _NAME_RE.finditer(text):
+        start, end = m.span()
+        words = list(re.finditer(r"\S+", m.group(0)))
+        # drop leading function words ("The Normans", "Although Rollo") and a lone sentence opener
+        while words and words[0].group(0).lower().rstrip(".,") in _LEADING_STOP:
+            words.pop(0)
+        while words and words[-1].group(0).lower() in _NAME_CONNECTORS:
+            words.pop()
+        if not words:
+            continue
+        start, end = start + words[0].start(), m.start() + words[-1].end()
+        surface = text[start:end].rstrip(".'’")
+        if surface.endswith(("'s", "’s")):
+            surface = surface[:-2]
+        end = start + len(surface)
+        if not surface or _overlaps((start, end), taken):
+            continue
+        if len(words) == 1 and _at_sentence_start(text, start) and words[0].group(0).lower().endswith("ly"):
+            continue  # a sentence-opening adverb ("Currently") is not a name
+        if re.fullmatch(r"[A-Z]\.?", surface):
+            continue
+        toks = _name_tokens(surface)
+        if not toks:
+            continue
+        taken.append((start, end))
+        if "name" in wanted:
+            out.append(Value("name", surface, " ".join(toks), (start, end), tokens=toks))
+    out.sort(key=lambda v: v.span)
+    return out
+
+
+# ----------------------------------------------------------------------------- matching
+def _close(a: float, b: float, tol: float) -> bool:
+    return abs(a - b) <= tol + 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def _number_match(value: Value, candidates: Sequence[Value]) -> Match | None:
+    if value.number is None:
+        return None
+    for c in candidates:
+        if c.number is None:
+            continue
+        if c.kind == "date" and (value.number != int(value.number) or c.dates[0][1] or c.dates[0][2]):
+            continue  # a count matches a bare year only ("in 1912" vs "1,912 people" is handled by kind)
+        if _close(value.number, c.number, max(value.tolerance, c.tolerance if c.kind != "date" else 0.0)):
+            return Match(value, c, "exact" if c.text == value.text else "normalised")
+    return None
+
+
+def _date_match(value: Value, candidates: Sequence[Value]) -> Match | None:
+    for c in candidates:
+        if c.kind == "number" and c.number is not None and value.dates and len(value.dates) == 1:
+            y, mo, d = value.dates[0]
+            if not mo and not value.tolerance and c.number == y and not c.tolerance:
+                return Match(value, c, "normalised")
+            continue
+        if c.kind != "date":
+            continue
+        if value.tolerance:  # a decade: any year inside it, or the same decade
+            if c.number is not None and value.number is not None and 0 <= c.number - value.number <= 9:
+                return Match(value, c, "normalised")
+            continue
+        for y, mo, d in value.dates:
+            for cy, cmo, cd in c.dates:
+                if c.tolerance:
+                    continue
+                if y == cy and (not mo or mo == cmo) and (not d or d == cd):
+                    return Match(value, c, "exact" if c.text == value.text else "normalised")
+    return None
+
+
+def _quantity_match(value: Value, candidates: Sequence[Value], evidence_folded: str) -> Match | None:
+    if value.number is None or value.unit is None:
+        return None
+    for c in candidates:
+        if c.kind != "quantity" or c.number is None or c.unit is None:
+            continue
+        conv = _convert(c.number, c.unit, value.unit)
+        if conv is None:
+            continue
+        # tolerance in the sentence's unit: its own last digit, or the evidence's converted
+        tol_c = abs((_convert(c.number + c.tolerance, c.unit, value.unit) or conv) - conv)
+        tol = max(value.tolerance, tol_c, 0.005 * abs(value.number) if c.unit != value.unit else 0.0)
+        if _close(value.number, conv, tol):
+            how: Literal["exact", "normalised", "converted"] = "normalised" if c.unit == value.unit else "converted"
+            detail = "" if c.unit == value.unit else f"{c.norm} = {_fmt(round(conv, 6))} {value.unit}"
+            return Match(value, c, "exact" if c.text == value.text else how, detail)
+    # a bare number with the same magnitude counts when the unit's word is in the evidence
+    unit_words = {fold(k) for k, v in _UNIT_TABLE.items() if v == value.unit and len(k) > 2}
+    unit_words |= {fold(k) for k, v in _CURRENCY_WORDS.items() if v == value.unit}
+    for c in candidates:
+        if (
+            c.kind == "number"
+            and c.number is not None
+            and _close(value.number, c.number, value.tolerance)
+            and any(re.search(rf"\b{re.escape(w)}", evidence_folded) for w in unit_words)
+        ):
+            return Match(value, c, "normalised", "unit stated elsewhere in the evidence")
+    return None
+
+
+def _tok_matches(claim_tok: str, ev_tok: str) -> bool:
+    c, e = claim_tok.rstrip("._"), ev_tok.rstrip("._")
+    if not c or not e:
+        return False
+    if c == e:
+        return True
+    if claim_tok.endswith("."):  # an initial matches the full name it abbreviates
+        return e.startswith(c)
+    if ev_tok.endswith("."):
+        return c.startswith(e)
+    return False
+
+
+def _name_match(value: Value, evidence_tokens: Sequence[str], evidence_text: str) -> Match | None:
+    toks = value.tokens
+    n = len(evidence_tokens)
+    for i in range(n):
+        j, k = i, 0
+        how: Literal["exact", "variant"] = "exact"
+        while k < len(toks) and j < n:
+            last = k == len(toks) - 1 and len(toks) > 1 or len(toks) == 1
+            ev_tok = evidence_tokens[j]
+            # an initial stands for a first or middle name, never for the last word of a name
+            initial = toks[k].endswith(".") or ev_tok.endswith(".")
+            if toks[k] == ev_tok or (not (last and initial) and _tok_matches(toks[k], ev_tok)):
+                if toks[k].rstrip(".") != evidence_tokens[j].rstrip("."):
+                    how = "variant"
+                j, k = j + 1, k + 1
+            elif k > 0 and evidence_tokens[j].endswith("."):
+                j += 1  # an evidence middle initial ("John F. Kennedy" states "John Kennedy")
+                how = "variant"
+            elif k > 0 and evidence_tokens[j] in _NAME_CONNECTORS:
+                j += 1
+            else:
+                break
+        if k == len(toks):
+            surface = " ".join(evidence_tokens[i:j])
+            ev = Value("name", surface, surface, (0, 0), tokens=tuple(evidence_tokens[i:j]))
+            return Match(value, ev, how)
+    return None
+
+
+def _identifier_match(value: Value, evidence_text: str) -> Match | None:
+    ident = value.tokens[0] if value.tokens else value.text
+    m = re.search(rf"(?<![\w]){re.escape(ident)}(?![\w])", evidence_text)
+    if m:
+        return Match(value, Value("identifier", m.group(0), m.group(0), m.span(), tokens=(m.group(0),)), "exact")
+    return None
+
+
+@dataclass
+class EvidenceValues:
+    """The evidence text read once: its values and folded tokens (reuse it across sentences)."""
+
+    text: str
+    values: list[Value] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
+    folded: str = ""
+
+    @classmethod
+    def read(cls, text: str) -> EvidenceValues:
+        prepared = _prepare(text)
+        folded = fold(prepared)
+        return cls(prepared, extract_values(prepared), _word_tokens(prepared), folded)
+
+
+@functools.lru_cache(maxsize=256)
+def read_evidence(text: str) -> EvidenceValues:
+    """:meth:`EvidenceValues.read`, remembered: every sentence of an answer that cites one
+    passage reads it once (the result is shared; treat it as read-only)."""
+    return EvidenceValues.read(text)
+
+
+def find_in(value: Value, evidence: str | EvidenceValues) -> Match | None:
+    """Where ``evidence`` states ``value`` after normalisation, or ``None`` when it does not."""
+    ev = evidence if isinstance(evidence, EvidenceValues) else read_evidence(evidence)
+    if value.kind == "identifier":
+        return _identifier_match(value, ev.text)
+    if value.kind == "name":
+        return _name_match(value, ev.tokens, ev.text)
+    if value.kind == "date":
+        return _date_match(value, ev.values)
+    if value.kind == "quantity":
+        return _quantity_match(value, ev.values, ev.folded)
+    return _number_match(value, ev.values)
+
+
+def _distance(a: Value, b: Value) -> float:
+    if a.kind in ("number", "date", "quantity") and a.number is not None and b.number is not None:
+        bn = b.number
+        if a.kind == "quantity" and a.unit and b.unit:
+            conv = _convert(b.number, b.unit, a.unit)
+            if conv is None:
+                return math.inf
+            bn = conv
+        return abs(a.number - bn) / max(1.0, abs(a.number))
+    return 1.0 - difflib.SequenceMatcher(None, a.norm, b.norm).ratio()
+
+
+def nearest(value: Value, evidence: str | EvidenceValues) -> Value | None:
+    """The evidence value of the same kind closest to ``value`` (what the evidence says instead)."""
+    ev = evidence if isinstance(evidence, EvidenceValues) else read_evidence(evidence)
+    same = [v for v in ev.values if v.kind == value.kind]
+    if value.kind == "quantity":
+        same = [v for v in same if _distance(value, v) != math.inf] or same
+    if value.kind in ("number", "date") and not same:
+        same = [v for v in ev.values if v.kind in ("number", "date")]
+    if not same:
+        return None
+    return min(same, key=lambda v: _distance(value, v))
+
+
+def value_to_dict(value: Value) -> dict[str, Any]:
+    """Every field, for debugging and tests (``Value.to_dict`` is the short trace form)."""
+    return asdict(value)

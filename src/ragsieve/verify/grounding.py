@@ -1,0 +1,139 @@
+"""Value grounding: every value an answer sentence states must be stated by the evidence it cites.
+
+A support judge scores how much a sentence *looks like* its evidence, so a copied sentence with a
+wrong year scores high. :func:`ground_values` reads the values instead (numbers, dates,
+quantities with units, proper names, code identifiers; see :mod:`ragsieve.values`) and, for
+each, whether the evidence states it after normalisation and, when it does not, the nearest
+value of the same kind the evidence does state. :func:`apply_grounding` combines the result
+with a judge's verdict: a sentence with a value the evidence lacks is unsupported whatever its
+score (the check adds to the judge, it never replaces it).
+
+Example:
+    >>> from ragsieve.verify.grounding import ground_values
+    >>> r = ground_values("Meissner discovered it in 1912.", ["Walther Meissner discovered it in 1933."])
+    >>> r.grounded, [(c.value.text, c.nearest.text if c.nearest else None) for c in r.failed]
+    (False, [('1912', '1933')])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ragsieve.types import ClaimVerdict
+from ragsieve.values import VALUE_KINDS, Match, Value, extract_values, find_in, nearest, read_evidence
+
+
+@dataclass
+class ValueCheck:
+    """One value of the sentence: found in the evidence (``match``) or not (``nearest``)."""
+
+    value: Value
+    match: Match | None = None
+    nearest: Value | None = None
+    given: bool = False  # stated by the question, so the evidence need not repeat it
+
+    @property
+    def found(self) -> bool:
+        return self.match is not None or self.given
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {**self.value.to_dict(), "found": self.found}
+        if self.match is not None:
+            out["evidence"] = self.match.evidence.text
+            out["how"] = self.match.how
+            if self.match.detail:
+                out["detail"] = self.match.detail
+        elif self.given:
+            out["how"] = "given by the question"
+        else:
+            out["evidence_says"] = self.nearest.to_dict() if self.nearest is not None else None
+        return out
+
+
+@dataclass
+class GroundingResult:
+    """The values of one sentence checked against its evidence."""
+
+    sentence: str
+    checks: list[ValueCheck] = field(default_factory=list)
+    evidence_values: list[Value] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[ValueCheck]:
+        return [c for c in self.checks if not c.found]
+
+    @property
+    def grounded(self) -> bool:
+        """True when every value is stated by the evidence (also when the sentence has none)."""
+        return not self.failed
+
+    @property
+    def share_found(self) -> float:
+        return 1.0 if not self.checks else sum(c.found for c in self.checks) / len(self.checks)
+
+    def explain(self) -> str:
+        """One line for people: which values failed and what the evidence says instead."""
+        parts = []
+        for c in self.failed:
+            instead = f'; the evidence says "{c.nearest.text}"' if c.nearest is not None else ""
+            parts.append(f'{c.value.kind} "{c.value.text}" is not in the evidence{instead}')
+        return "; ".join(parts) if parts else "every value is stated by the evidence"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sentence": self.sentence,
+            "grounded": self.grounded,
+            "values": [c.to_dict() for c in self.checks],
+            "evidence_values": [v.to_dict() for v in self.evidence_values],
+        }
+
+
+def ground_values(
+    sentence: str,
+    evidence: Sequence[str] | str,
+    given: str | None = None,
+    kinds: Iterable[str] = VALUE_KINDS,
+) -> GroundingResult:
+    """Check each value ``sentence`` states against ``evidence`` (one text or several).
+
+    ``given`` is text whose values need no evidence (the question: an answer may repeat the
+    entity it was asked about even where a passage says "it"). ``kinds`` limits which kinds of
+    value are checked.
+    """
+    wanted = tuple(kinds)
+    texts = [evidence] if isinstance(evidence, str) else list(evidence)
+    read = read_evidence("\n\n".join(texts))
+    given_read = read_evidence(given) if given else None
+    checks: list[ValueCheck] = []
+    for value in extract_values(sentence, wanted):
+        match = find_in(value, read)
+        if match is not None:
+            checks.append(ValueCheck(value, match))
+        elif given_read is not None and find_in(value, given_read) is not None:
+            checks.append(ValueCheck(value, given=True))
+        else:
+            checks.append(ValueCheck(value, nearest=nearest(value, read)))
+    return GroundingResult(sentence, checks, [v for v in read.values if v.kind in wanted])
+
+
+def apply_grounding(verdict: ClaimVerdict, result: GroundingResult, threshold: float) -> ClaimVerdict:
+    """``verdict`` with the grounding result folded in.
+
+    The judge's score stands when every value is found. Otherwise the sentence is unsupported and
+    its score is capped at ``threshold`` times the share of values found (below the threshold,
+    and lower the more values are missing), so an answer's confidence falls with it.
+    """
+    evidence_values = [{"kind": v.kind, "text": v.text, "norm": v.norm} for v in result.evidence_values]
+    if result.grounded:
+        return replace(verdict, values_checked=len(result.checks), evidence_values=evidence_values)
+    capped = min(verdict.score, round(threshold * result.share_found * 0.999, 6))
+    return replace(
+        verdict,
+        supported=False,
+        score=capped,
+        values_checked=len(result.checks),
+        value_failures=[c.to_dict() for c in result.failed],
+        evidence_values=evidence_values,
+    )

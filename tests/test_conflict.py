@@ -1,0 +1,147 @@
+"""Conflict detection: isolate each passage's answer, group, count independent sources, decide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ragsieve.conflict import (
+    ConflictDetector,
+    expected_kind,
+    independent_sources,
+    jaccard,
+    passage_answer,
+)
+from ragsieve.errors import ConfigError
+from ragsieve.types import Chunk, SearchHit
+
+
+def hit(cid: str, text: str, source: str, url: str | None = None, doc: str | None = None) -> SearchHit:
+    meta = {"url": url} if url else {}
+    return SearchHit(Chunk(id=cid, text=text, doc_id=doc or cid, source=source, metadata=meta), 1.0, 1, {})
+
+
+# The two-site bridge corpus: two sites disagree on the opening year, a third document is about
+# another bridge.
+BRIDGE_A = (
+    "The Kessel Bridge spans the Ober river at Hallstadt. Construction began in 1927, and the Kessel Bridge "
+    "opened to traffic in 1931 after four years of work."
+)
+BRIDGE_B = (
+    "Hallstadt's Kessel Bridge is a steel arch bridge. Work was halted by the war, and the Kessel Bridge was "
+    "finally opened in 1947."
+)
+OTHER_BRIDGE = "The Marren Bridge, downstream of Hallstadt, opened in 1962 and carries the railway."
+QUESTION = "When did the Kessel Bridge open?"
+
+
+def bridge_hits() -> list[SearchHit]:
+    return [
+        hit("a", BRIDGE_A, "site-a.example"),
+        hit("b", BRIDGE_B, "site-b.example"),
+        hit("c", OTHER_BRIDGE, "site-c.example"),
+    ]
+
+
+def test_expected_kind_of_a_question() -> None:
+    assert expected_kind("When did the bridge open?") == "date"
+    assert expected_kind("In what year was it built?") == "date"
+    assert expected_kind("Who discovered it?") == "name"
+    assert expected_kind("How many people live there?") == "number"
+    assert expected_kind("Is Paris in France?") == "polar"
+
+
+def test_two_site_bridge_corpus_names_both_years() -> None:
+    report = ConflictDetector().detect(QUESTION, bridge_hits())
+    assert report.conflict and report.decision == "both"
+    assert sorted(g.answer for g in report.groups) == ["1931", "1947"]
+    assert report.message == "The sources disagree: 1931 (site-a.example, [1]) vs 1947 (site-b.example, [2])."
+    # the other bridge's year is not a third answer: that passage does not name the Kessel Bridge
+    assert report.answers[2].value is None and "Kessel Bridge" in report.answers[2].reason
+    data = report.to_dict()
+    assert data["conflict"] and {g["answer"] for g in data["groups"]} == {"1931", "1947"}
+    assert data["passages"][0]["answer"] == "1931"
+
+
+def test_policies_abstain_and_trusted() -> None:
+    abstain = ConflictDetector(policy="abstain").detect(QUESTION, bridge_hits())
+    assert abstain.decision == "abstain" and abstain.chosen is None and "can't give one answer" in abstain.message
+    even = ConflictDetector(policy="trusted").detect(QUESTION, bridge_hits())
+    assert even.decision == "both"  # equal trust: no group is clearly ahead
+    trusted = ConflictDetector(policy="trusted", source_weights={"site-b.example": 3.0, "site-a.example": 0.5})
+    report = trusted.detect(QUESTION, bridge_hits())
+    assert report.decision == "trusted" and report.chosen == "1947"
+    with pytest.raises(ConfigError, match="unknown conflict policy"):
+        ConflictDetector(policy="vote")
+
+
+def test_mirror_copy_with_one_changed_fact_is_a_conflict_not_a_silent_win() -> None:
+    gold = hit("gold", BRIDGE_A, "wiki", url="https://en.wikipedia.org/wiki/Kessel_Bridge")
+    mirror_text = BRIDGE_A.replace("opened to traffic in 1931", "opened to traffic in 1939")
+    mirror = hit("mirror", mirror_text, "mirror", url="https://www.wiki-mirror.example/Kessel_Bridge")
+    copy2 = hit("mirror2", mirror_text, "mirror", url="https://wiki-mirror.example/page2")
+    report = ConflictDetector().detect(QUESTION, [mirror, copy2, gold])
+    assert report.conflict and {g.answer for g in report.groups} == {"1931", "1939"}
+    by_answer = {g.answer: g for g in report.groups}
+    assert by_answer["1939"].count == 1  # two copies on one host count once
+    assert by_answer["1931"].count == 1
+    assert "wikipedia.org" in report.message and "wiki-mirror.example" in report.message
+
+
+def test_near_duplicate_copies_on_different_hosts_count_once() -> None:
+    copies = [hit(f"c{i}", BRIDGE_A + f" Page {i}.", f"host{i}.example") for i in range(3)]
+    assert jaccard(copies[0].chunk.text, copies[1].chunk.text) > 0.6
+    assert len(independent_sources(copies)) == 1
+    report = ConflictDetector().detect(QUESTION, [*copies, hit("b", BRIDGE_B, "site-b.example")])
+    counts = {g.answer: g.count for g in report.groups}
+    assert counts == {"1931": 1, "1947": 1}
+    # distinct texts on distinct hosts are distinct sources
+    assert len(independent_sources(bridge_hits())) == 3
+
+
+def test_agreeing_passages_are_consistent() -> None:
+    other_words = "Opened in June 1931, the Kessel Bridge was the longest arch in the region."
+    report = ConflictDetector().detect(QUESTION, [hit("a", BRIDGE_A, "a.example"), hit("d", other_words, "d.example")])
+    assert not report.conflict and report.decision == "consistent" and report.chosen is not None
+    assert report.groups[0].count == 2 and "agree" in report.message
+
+
+def test_passages_about_different_entities_do_not_conflict() -> None:
+    report = ConflictDetector().detect(QUESTION, [hit("a", BRIDGE_A, "a.example"), hit("c", OTHER_BRIDGE, "c.example")])
+    assert not report.conflict
+
+
+def test_who_questions_group_name_variants() -> None:
+    q = "Who discovered the Meissner effect?"
+    one = hit("1", "The Meissner effect was discovered by Walther Meissner in 1933.", "a.example")
+    two = hit("2", "The Meissner effect is named after W. Meissner, who discovered it.", "b.example")
+    three = hit("3", "The Meissner effect was discovered by Heike Onnes.", "c.example")
+    assert passage_answer(q, one.chunk.text).answer == "walther meissner"
+    report = ConflictDetector().detect(q, [one, two, three])
+    assert report.conflict and len(report.groups) == 2
+    assert {g.count for g in report.groups} == {1, 2}
+
+
+class ShortAnswerLLM:
+    model_name = "fake"
+
+    def __init__(self, replies: dict[str, str]) -> None:
+        self.replies = replies
+
+    def warm_up(self) -> None:
+        pass
+
+    def generate_json(self, prompt: Any, schema: dict[str, Any], *, max_tokens: int = 256) -> dict[str, Any]:
+        text = prompt[-1]["content"]
+        return {"answer": next((a for k, a in self.replies.items() if k in text), "unknown")}
+
+
+def test_llm_short_answers_are_kept_only_where_the_passage_states_them() -> None:
+    llm = ShortAnswerLLM({"four years": "1931", "steel arch": "1950"})  # the second is not in its passage
+    report = ConflictDetector(llm=llm).detect(QUESTION, bridge_hits())
+    assert [a.answer for a in report.answers] == ["1931", "", ""]
+    assert "not in the passage" in report.answers[1].reason and not report.conflict
+    polar = ConflictDetector(llm=ShortAnswerLLM({"1931": "yes", "1947": "no"}))
+    r = polar.detect("Did the Kessel Bridge open before 1940?", bridge_hits()[:2])
+    assert r.conflict and {g.answer for g in r.groups} == {"yes", "no"}

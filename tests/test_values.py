@@ -1,0 +1,108 @@
+"""Typed value extraction and matching after normalisation."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragsieve.values import extract_values, find_in, fold, nearest
+
+
+def kinds(text: str) -> list[tuple[str, str]]:
+    return [(v.kind, v.norm) for v in extract_values(text)]
+
+
+def one(text: str):  # type: ignore[no-untyped-def]
+    [v] = extract_values(text)
+    return v
+
+
+def test_numbers_in_digits_words_and_ordinals() -> None:
+    assert kinds("It has 1,200 rooms and 3.5 floors.") == [("number", "1200"), ("number", "3.5")]
+    assert kinds("twenty-five people, two hundred and fifty seats") == [("number", "25"), ("number", "250")]
+    assert kinds("the 3rd and the third") == [("number", "3"), ("number", "3")]
+    assert kinds("1.5 million") == [("number", "1500000")]
+    assert kinds("one of them came first") == []  # pronoun and "earliest" are not counts
+    assert kinds("a temperature of −40") == [("number", "-40")]
+
+
+def test_number_matching_uses_stated_precision() -> None:
+    assert find_in(one("twelve"), "There were 12 of them.") is not None
+    assert find_in(one("1.5 million"), "a population of 1,534,000") is not None
+    assert find_in(one("1.5 million"), "a population of 1,634,000") is None
+    assert find_in(one("301"), "There were 300 of them.") is None
+
+
+def test_dates_in_many_formats() -> None:
+    same = ["12 March 1933", "March 12, 1933", "1933-03-12", "12th of March 1933"]
+    assert {one(t).norm for t in same} == {"1933-03-12"}
+    assert find_in(one("1933"), "on 12 March 1933") is not None  # a year stated by a full date
+    assert find_in(one("12 March 1933"), "in 1933") is None  # the day is not stated
+    assert find_in(one("March 1933"), "on 1933-03-12") is not None
+    assert find_in(one("April 1933"), "on 1933-03-12") is None
+    assert one("03/12/1933").norm == "1933-12-03|1933-03-12"  # both readings kept
+    assert find_in(one("1930s"), "It opened in 1937.") is not None
+    assert one("300 BC").norm == "-300"
+    assert find_in(one("in 1912"), "it was 1933") is None
+
+
+def test_quantities_convert_between_units() -> None:
+    k = one("4.2 kelvin")
+    assert k.kind == "quantity" and k.unit == "kelvin"
+    assert find_in(k, "at −268.95 °C") is not None
+    assert find_in(one("1.875 Kelvin"), "at about 4.2 kelvin") is None
+    assert find_in(one("5 miles"), "a distance of 8.05 km") is not None
+    assert find_in(one("5 miles"), "a distance of 9 km") is None
+    assert find_in(one("3 kg"), "3 metres") is None  # different dimensions never match
+    assert find_in(one("$5 million"), "it cost 5 million dollars") is not None
+    assert find_in(one("45%"), "45 percent of voters") is not None
+    assert one("1912 metres").kind == "quantity"  # a unit after a four-digit number: not a year
+
+
+def test_names_with_initials_case_and_diacritics() -> None:
+    assert kinds("He met Walther Meissner in Berlin.") == [("name", "walther meissner"), ("name", "berlin")]
+    ev = "Walther Meissner and Robert Ochsenfeld discovered it."
+    assert find_in(one("by W. Meissner"), ev) is not None
+    assert find_in(one("by MEISSNER"), ev) is not None
+    assert find_in(one("by Walther Ochsenfeld"), ev) is None
+    assert find_in(one("by José Martí"), "Jose Marti wrote it.") is not None
+    assert find_in(one("by John Kennedy"), "John F. Kennedy said so.") is not None
+    assert kinds("The Normans came.") == [("name", "normans")]  # leading "The" dropped
+    assert kinds("Currently it runs.") == []  # a sentence-opening adverb is not a name
+    # a capitalised opener is read (answers open with their subject) and matches in any case
+    assert find_in(one("Scientists came."), "Many scientists came.") is not None
+    assert find_in(one("American drivers won."), "A driver won.") is None  # "A" is not an initial
+    assert fold("Meißner Ångström") == "meissner angstrom"
+
+
+def test_identifiers_are_exact_tokens() -> None:
+    assert kinds("so call os.path.join() or ASN1_item_d2i, parseHTML, HttpClient, SHA256.") == [
+        ("identifier", "os.path.join()"),
+        ("identifier", "ASN1_item_d2i"),
+        ("identifier", "parseHTML"),
+        ("identifier", "HttpClient"),
+        ("identifier", "SHA256"),
+    ]
+    assert find_in(one("use ASN1_DEN"), "see ASN1_DEN_x and ASN1_item") is None
+    assert find_in(one("use os.path.join()"), "call os.path.join(a, b)") is not None
+    assert kinds("Use ASN1_DEN[1].") == [("identifier", "ASN1_DEN")]  # the citation marker is not a value
+    assert all(k != "identifier" for k, _ in kinds("e.g. the U.S. team"))
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "expected"),
+    [
+        ("in 1912", "in 1933 and 1850", "1933"),
+        ("7 km", "12 km or 3 miles", "3 miles"),
+        ("Oxfrod", "between Oxford and Rome", "Oxford"),
+    ],
+)
+def test_nearest_value_of_the_same_kind(claim: str, evidence: str, expected: str) -> None:
+    value = extract_values("It was " + claim)[-1]
+    found = nearest(value, evidence)
+    assert found is not None and found.text == expected
+
+
+def test_one_letter_units_need_a_plain_digit_number() -> None:
+    assert kinds("at 4.2 K.") == [("quantity", "4.2 kelvin")]
+    assert kinds("the 2013 A. Sugar Bowl") == [("date", "2013"), ("name", "sugar bowl")]
+    assert [k for k, _ in kinds("the Second B. of Guam")] == ["number", "name"]
