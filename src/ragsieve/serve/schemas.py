@@ -152,7 +152,6 @@ class ClassifyResponse(BaseModel):
 class HealthResponse(BaseModel):
     status: Literal["ok", "starting", "degraded"]
     index_generation: str | None = None
-    index_dir: str | None = None
     model_loaded: bool
     model: str | None = None
     pipeline: str
