@@ -950,3 +950,15 @@ def check_dense_scores(scores: np.ndarray, bound: float, path: Path, index_dir: 
             f"index file {path} returned an impossible similarity ({worst:.3g}; cosines lie within [-1, 1]): "
             f"the file is corrupt; {_verify_hint(index_dir)}"
         )
+
+
+def sparse_query_note(query: str) -> str | None:
+    """Why BM25 cannot match ``query`` at all, or None: a query of only stopwords, punctuation,
+    symbols or emoji has no term left after tokenisation, so sparse search returns 0 hits."""
+    if bm25_tokenize([query])[0]:
+        return None
+    return (
+        "the query has no searchable words for keyword (sparse) search: BM25 drops stopwords, "
+        "punctuation, symbols and emoji, and nothing else is left; add content words, or search "
+        "in dense or hybrid mode"
+    )

@@ -334,12 +334,19 @@ class Engine:
             with trace.timed("search"):
                 domains = pipe.resolve_domains(query, trace, route)
                 hits = pipe.retrieve(query, trace, k=k, domains=domains, where=where or None)[:k]
-        return {
+        out: dict[str, Any] = {
             "query": query,
             "hits": [h.to_dict() for h in hits],
             "trace": trace.to_dict(),
             "index_generation": snap.generation,
         }
+        if not hits and str(cfg.retrieval.mode) == "sparse":
+            from ragsieve.index.store import sparse_query_note
+
+            note = sparse_query_note(query)
+            if note:
+                out["note"] = note
+        return out
 
     def classify(
         self,
