@@ -131,7 +131,7 @@ def test_document_controlled_text_is_inert_in_the_sources_list() -> None:
     text = answer_content(answer)
     sources = text.split("Sources:\n", 1)[1]
     assert sources.count("\n") == 0  # one line per source: a title cannot forge more entries
-    assert "<img" not in sources and "<script>" not in sources
+    assert "<" not in sources and ">" not in sources
     assert "](" not in sources  # no live Markdown link
 
 

@@ -228,14 +228,15 @@ def _question_of(messages: list[Any]) -> str:
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
-_MARKUP = re.compile(r"([\\`*_{}\[\]()<>#!|~])")
+_MARKUP = re.compile(r"([\\`*_{}\[\]()~])")
 
 
 def plain_label(value: Any, limit: int = 200) -> str:
     """Document-controlled text (a title, a file name) as one inert line for a chat client that
     renders Markdown or HTML: control and bidi characters dropped, whitespace collapsed, markup
-    characters backslash-escaped, length capped."""
-    text = " ".join(_CONTROL.sub(" ", str(value)).split())
+    characters backslash-escaped, angle brackets replaced by look-alike quotes (no tag can form
+    in any renderer), length capped."""
+    text = " ".join(_CONTROL.sub(" ", str(value)).split()).replace("<", "\u2039").replace(">", "\u203a")
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return _MARKUP.sub(r"\\\1", text)
