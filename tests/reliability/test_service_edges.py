@@ -37,12 +37,12 @@ def test_a_new_folder_another_ingest_is_creating_is_not_refused(tmp_path: Path) 
 def test_two_ingests_racing_to_create_a_new_index_both_succeed(tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "corpus")
     target = tmp_path / "fresh" / "idx"
-    workers = [start_worker(corpus, target) for _ in range(3)]
+    workers = [start_worker(corpus, target) for _ in range(2)]
     outcomes = [w.communicate(timeout=120) for w in workers]
     codes = [w.returncode for w in workers]
-    assert codes == [0, 0, 0], [err for _, err in outcomes]
+    assert codes == [0, 0], [err for _, err in outcomes]
     generations = {json.loads(out)["generation"] for out, _ in outcomes}
-    assert len(generations) == 3  # serialised by the writer lock, each published whole
+    assert len(generations) == 2  # serialised by the writer lock, each published whole
     with Index.open(target, embedder=HashEmbedder()) as index:
         assert index.generation in generations
 
