@@ -172,14 +172,12 @@ def atomic_directory(target: str | Path, lock_timeout_s: float = 120.0) -> Itera
     The old directory is kept until the new one is complete and flushed to disk, so an
     interrupted build leaves the previous version usable. On Linux the swap is one atomic
     exchange: a reader always finds a complete folder at ``target``, old or new, never none.
-    Saves to the same target are serialised by a lock file beside it (``.<name>.lock``), so
-    concurrent saves each publish whole, the last one winning; a failure raises
+    Saves into one parent folder are serialised by an ``flock`` on that folder (no lock file is
+    left behind), so concurrent saves each publish whole, the last one winning; a failure raises
     :class:`ArtifactSaveError` naming the folder and the fix. An existing folder is replaced only
     when ragsieve wrote it (it holds the marker file) or when the new build rewrites every
     entry in it; anything else raises before a byte is written, so a user's folder is never lost.
     """
-    from filelock import FileLock, Timeout
-
     from ragsieve.errors import InputError
 
     target = Path(target)
@@ -196,26 +194,44 @@ def atomic_directory(target: str | Path, lock_timeout_s: float = 120.0) -> Itera
         ) from exc
     try:
         yield tmp
-        lock = FileLock(str(target.parent / f".{target.name}.lock"))
         try:
-            lock.acquire(timeout=lock_timeout_s)
-        except Timeout:
-            raise ArtifactSaveError(
-                f"another save kept {target} locked for over {lock_timeout_s:.0f} s "
-                f"({target.parent / f'.{target.name}.lock'}); wait for it to finish and save again"
-            ) from None
-        try:
-            _publish(tmp, target)
+            with _folder_lock(target, lock_timeout_s):
+                _publish(tmp, target)
         except OSError as exc:
             raise ArtifactSaveError(
                 f"saving {target} failed ({exc.strerror or exc}); the previous version is unchanged. "
                 "Check free space and permissions, then save again"
             ) from exc
-        finally:
-            lock.release()
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def _folder_lock(target: Path, timeout_s: float) -> Iterator[None]:
+    """Exclusive ``flock`` on ``target``'s parent folder (a no-op where flock does not exist)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: its renames are not atomic for readers anyway
+        yield
+        return
+    fd = os.open(target.parent, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ArtifactSaveError(
+                        f"another save into {target.parent} kept it locked for over {timeout_s:.0f} s; "
+                        "wait for it to finish and save again"
+                    ) from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _publish(tmp: Path, target: Path) -> None:
