@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from fastapi.testclient import TestClient
 from tests.helpers import HashEmbedder
 from tests.reliability.support import FAST

@@ -17,8 +17,7 @@ from tests.reliability.support import FAST, start_worker, write_corpus
 
 from ragsieve.errors import ModelError, RagsieveError
 from ragsieve.http import make_client, post_json
-from ragsieve.index import BuildReport, Index
-from ragsieve.index import storage
+from ragsieve.index import BuildReport, Index, storage
 from ragsieve.io import atomic_directory
 from ragsieve.llm.cancel import CancelToken, GenerationCancelledError, cancel_scope
 from ragsieve.llm.openai_http import OpenAICompatibleLLM
@@ -98,9 +97,11 @@ def test_a_failed_save_is_a_ragsieve_error_with_a_fix(tmp_path: Path, monkeypatc
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("ragsieve.io.fsync_tree", disk_full)
-    with pytest.raises(RagsieveError, match="saving .*saved failed .*No space left.*save again"):
-        with atomic_directory(target) as tmp:
-            (tmp / "a.txt").write_text("x")
+    with (
+        pytest.raises(RagsieveError, match="saving .*saved failed .*No space left.*save again"),
+        atomic_directory(target) as tmp,
+    ):
+        (tmp / "a.txt").write_text("x")
     assert not target.exists()
 
 

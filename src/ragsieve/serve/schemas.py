@@ -117,7 +117,9 @@ class SearchResponse(BaseModel):
     hits: list[Hit]
     trace: TraceBody
     index_generation: str | None = None
-    note: str | None = Field(None, description="Why there are no hits, when the query cannot match (e.g. only stopwords).")
+    note: str | None = Field(
+        None, description="Why there are no hits, when the query cannot match (e.g. only stopwords)."
+    )
 
 
 # ---------------------------------------------------------------------- /v1/classify

@@ -31,9 +31,8 @@ class ConnectionLimits:
 
 def _base_protocol() -> type[Any]:
     try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
         import httptools  # noqa: F401  (the protocol needs it at run time)
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
         return HttpToolsProtocol
     except ImportError:
