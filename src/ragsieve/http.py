@@ -20,6 +20,7 @@ What a caller can rely on:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import email.utils
 import json
 import logging
@@ -29,7 +30,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
@@ -117,6 +118,27 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
         # retrying back-to-back.
         return None
     return min(seconds, MAX_RETRY_AFTER_S)
+
+
+_QUESTION_DEADLINE: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar(
+    "ragsieve_question_deadline", default=None
+)
+
+
+@contextlib.contextmanager
+def question_deadline(seconds: float = TOTAL_DEADLINE_S) -> Iterator[None]:
+    """Bound every HTTP call made inside the block (one question's LLM and embedding calls) by
+    one shared wall-clock deadline of ``seconds``; past it, calls raise :class:`ModelError`.
+
+    Example:
+        >>> with question_deadline(120):  # doctest: +SKIP
+        ...     answer = pipeline.ask("What is graphene?")
+    """
+    token = _QUESTION_DEADLINE.set((time.monotonic() + float(seconds), float(seconds)))
+    try:
+        yield
+    finally:
+        _QUESTION_DEADLINE.reset(token)
 
 
 def _timeout_of(client: Any) -> float:
@@ -220,6 +242,14 @@ def post_json(
     limit = _timeout_of(client) if timeout_s is None else float(timeout_s)
     budget = max(TOTAL_DEADLINE_S if total_s is None else float(total_s), limit)
     give_up_at = time.monotonic() + budget
+    question = _QUESTION_DEADLINE.get()
+    if question is not None and question[0] < give_up_at:
+        give_up_at, budget = question[0], question[1]
+        if give_up_at - time.monotonic() <= 0:
+            raise ModelError(
+                f"the question's {budget:g} s deadline passed before {service} at "
+                f"{str(client.base_url).rstrip('/')} was called; raise the deadline or check the server"
+            )
     token = current_token()
     url = str(client.base_url).rstrip("/") + "/" + path.lstrip("/")
     last = ""
@@ -322,6 +352,7 @@ __all__ = [
     "make_client",
     "parse_reply",
     "post_json",
+    "question_deadline",
     "redact",
     "retry_after_seconds",
 ]

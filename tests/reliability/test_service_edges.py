@@ -158,6 +158,21 @@ def test_one_llm_call_has_a_bounded_total_deadline(fault_server, monkeypatch: py
     assert time.monotonic() - start < 2.0  # not 9 attempts x 0.4 s plus backoff
 
 
+def test_one_question_shares_one_deadline_across_its_calls(fault_server) -> None:
+    from ragsieve.http import question_deadline
+
+    fault_server.script(Fault.hang())
+    llm = OpenAICompatibleLLM("m", fault_server.url, api_key_env="RAGSIEVE_NO_KEY", timeout_s=0.5, max_retries=0)
+    start = time.monotonic()
+    failures = 0
+    with question_deadline(1.2):
+        for _ in range(5):  # a question that would make five calls of 0.5 s each
+            with pytest.raises(ModelError):
+                llm.generate("hi")
+            failures += 1
+    assert failures == 5 and time.monotonic() - start < 2.0
+
+
 def test_the_default_total_deadline_is_at_most_two_minutes() -> None:
     import ragsieve.http as http
 
@@ -176,7 +191,17 @@ def test_a_cancelled_call_closes_the_stream_of_a_hung_server(fault_server) -> No
 
 
 def test_llama_cpp_stops_generating_between_tokens_when_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("llama_cpp")
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:  # the loop below plays llama.cpp; only its criteria list is needed
+        import sys
+        import types
+
+        class StoppingCriteriaList(list):  # type: ignore[type-arg]
+            def __call__(self, ids: Any, logits: Any) -> bool:
+                return any(criterion(ids, logits) for criterion in self)
+
+        monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(StoppingCriteriaList=StoppingCriteriaList))
     from ragsieve.llm.llama_cpp import LlamaCppLLM
 
     produced: list[int] = []
