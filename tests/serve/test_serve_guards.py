@@ -136,9 +136,20 @@ def test_document_controlled_text_is_inert_in_the_sources_list() -> None:
 
 
 # ---------------------------------------------------------------------- slow clients
-def _serve_guarded(app: Any, limits: ConnectionLimits) -> ServerThread:
+def _base(name: str) -> Any:
+    if name == "h11":
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        return H11Protocol
+    pytest.importorskip("httptools")
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    return HttpToolsProtocol
+
+
+def _serve_guarded(app: Any, limits: ConnectionLimits, base: str = "httptools") -> ServerThread:
     server = ServerThread(app)
-    server.server.config.http = guarded_protocol(limits)
+    server.server.config.http = guarded_protocol(limits, _base(base))
     server.server.config.limit_concurrency = limits.max_connections
     return server
 
@@ -153,10 +164,11 @@ def _closed_within(sock: socket.socket, seconds: float) -> bool:
         return False
 
 
-def test_stalled_clients_are_dropped_and_the_service_keeps_answering(index_dir: Path) -> None:
+@pytest.mark.parametrize("base", ["httptools", "h11"])
+def test_stalled_clients_are_dropped_and_the_service_keeps_answering(index_dir: Path, base: str) -> None:
     app = create_app(fake_engine(index_dir), ServeSettings())
     limits = ConnectionLimits(header_timeout_s=1.0, max_connections=64)
-    with _serve_guarded(app, limits) as server:
+    with _serve_guarded(app, limits, base) as server:
         stalled = []
         for i in range(40):  # half a request line, half the headers, or nothing at all
             sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
@@ -262,3 +274,21 @@ def test_health_is_degraded_while_the_llm_lane_is_stuck(index_dir: Path) -> None
             time.sleep(0.01)
     assert stuck["status"] == "degraded" and "past its deadline" in stuck["problem"]
     assert recovered["status"] == "ok"
+
+
+def test_an_idle_keep_alive_connection_is_not_cut_but_a_stalled_next_request_is(index_dir: Path) -> None:
+    app = create_app(fake_engine(index_dir), ServeSettings())
+    request = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    with (
+        _serve_guarded(app, ConnectionLimits(header_timeout_s=1.0, keep_alive_s=30)) as server,
+        socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock,
+    ):
+        sock.sendall(request)
+        first = sock.recv(65536)
+        time.sleep(1.5)  # idle past the header timeout: keep-alive governs an idle connection
+        sock.sendall(request)
+        second = sock.recv(65536)
+        sock.sendall(b"GET /v1/health HTTP/1.1\r\nHo")  # then a next request that stalls
+        cut = _closed_within(sock, 3.0)
+    assert first.startswith(b"HTTP/1.1 200") and second.startswith(b"HTTP/1.1 200")
+    assert cut
