@@ -70,3 +70,21 @@ def test_check_dense_scores_bounds() -> None:
     for bad in ([1.5], [float("nan")], [float("inf")], [4.8e23]):
         with pytest.raises(IndexStoreError, match="dense.faiss"):
             check_dense_scores(np.array(bad, dtype=np.float32), 1.0 + 1e-3, Path("x/dense.faiss"), Path("x"))
+
+
+def test_an_index_of_vectors_that_are_not_unit_length_is_not_flagged(tmp_path: Path) -> None:
+    class RawEmbedder(HashEmbedder):  # an embedder configured with normalize=False
+        normalize = False
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return super().embed(texts) * 3.0
+
+    from tests.reliability.support import FAST, write_corpus
+
+    raw = RawEmbedder()
+    built = Index.build(write_corpus(tmp_path / "corpus"), tmp_path / "idx", config=FAST, embedder=raw)
+    built.close()
+    # Opened by a normalising embedder of the same name: scores exceed 1 but are not corruption.
+    with Index.open(tmp_path / "idx", embedder=HashEmbedder()) as index:
+        hits = index.search("red planet dust", k=3, mode="dense")
+    assert hits and max(h.scores["dense"] for h in hits) > 1.0

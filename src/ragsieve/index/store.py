@@ -141,9 +141,10 @@ class Index:
         self._fields: set[str] | None = None
         self._domain_of_row = np.array([c.domain for c in chunks], dtype=object)
         self.source_weights: dict[str, float] | None = self._read_source_weights()
-        # Unit vectors (the Embedder contract, unless the embedder says normalize=False): dense
-        # scores are cosines, so anything outside [-1, 1] means a corrupt file.
-        self.normalized = _is_normalized(embedder)
+        # Unit vectors (the Embedder contract; judged from the stored vectors, since an index
+        # built with normalize=False may be opened by a normalising embedder): dense scores are
+        # then cosines times the query's norm, so anything beyond that means a corrupt file.
+        self.normalized = looks_normalized(embeddings)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -495,7 +496,7 @@ class Index:
                 )
             if embeddings.dtype != np.float32:
                 raise IndexStoreError(f"{gen_dir / 'embeddings.npy'} is not float32 vectors; re-ingest the index")
-            check_vector_sample(embeddings, gen_dir / "embeddings.npy", directory, _is_normalized(embedder))
+            check_vector_sample(embeddings, gen_dir / "embeddings.npy", directory, looks_normalized(embeddings))
         except IndexStoreError as exc:
             lease.release()
             _name_the_culprit(gen_dir, manifest, directory, exc)
@@ -756,8 +757,16 @@ def _dense_sample(dense: DenseBackend, rows: np.ndarray) -> np.ndarray | None:
         return None
 
 
-def _is_normalized(embedder: Any) -> bool:
-    return getattr(embedder, "normalize", True) is not False
+def looks_normalized(vectors: np.ndarray) -> bool:
+    """Whether an index stores unit vectors: most of a sample of rows has norm 1 (a few damaged
+    rows do not change the verdict; they are what the norm check then reports)."""
+    if len(vectors) == 0:
+        return True
+    norms = np.linalg.norm(np.asarray(vectors[_sample_rows(len(vectors))], dtype=np.float64), axis=1)
+    norms = norms[np.isfinite(norms) & (norms > 1e-6)]
+    if norms.size == 0:
+        return True
+    return bool(np.mean(np.abs(norms - 1.0) <= 1e-2) >= 0.5)
 
 
 def _check_embedder(embedder: Embedder, model_name: str, dim: int, directory: Path) -> None:
