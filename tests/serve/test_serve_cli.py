@@ -70,9 +70,9 @@ def test_serve_flags_reach_the_server(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr("ragsieve.serve.engine.Engine", lambda cfg: engine)
     monkeypatch.setattr(uvicorn, "Server", RecordingServer)
     main(["serve", "--index", str(index_dir), "--max-body-bytes", "5000", "--allowed-host", "box.lan",
-          "--header-timeout", "3", "--max-connections", "7"])
+          "--header-timeout", "3", "--max-connections", "7", "--body-timeout", "4"])
     (config,) = started
     settings = config.app.state.settings
-    assert settings.max_body_bytes == 5000
+    assert settings.max_body_bytes == 5000 and settings.body_timeout_s == 4.0
     assert settings.allowed_hosts == frozenset({"127.0.0.1", "localhost", "::1", "box.lan"})
     assert config.limit_concurrency == 7 and config.http.__name__.startswith("Guarded")

@@ -75,6 +75,9 @@ def serve(
     header_timeout: float = typer.Option(
         10.0, "--header-timeout", min=0.1, help="Seconds a client has to send its request headers (then closed)."
     ),
+    body_timeout: float = typer.Option(
+        30.0, "--body-timeout", min=0.1, help="Seconds a request body may pause before the request gets 408."
+    ),
     max_connections: int = typer.Option(
         512, "--max-connections", min=1, help="Open connections allowed at once (more are refused)."
     ),
@@ -107,7 +110,7 @@ def serve(
     engine.snapshot()  # a missing or corrupt index fails here, before the port opens
     settings = ServeSettings(
         api_key=key, queue_size=queue_size, deadline_s=deadline, max_body_bytes=max_body_bytes,
-        allowed_hosts=host_allow_list(host, allowed_host),
+        body_timeout_s=body_timeout, allowed_hosts=host_allow_list(host, allowed_host),
     )
     application = create_app(engine, settings)
     logger.warning("ragsieve serving %s on http://%s:%d/ (page at /, OpenAPI at /docs)", index, host, port)
