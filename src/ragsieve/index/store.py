@@ -932,7 +932,7 @@ def _bad_norms(vectors: np.ndarray, normalized: bool) -> bool:
 
 def _verify_hint(index_dir: Path) -> str:
     return (
-        f"run `ragsieve info {index_dir} --verify` to find the damaged file, then re-ingest "
+        f"run `ragsieve info --index {index_dir} --verify` to find the damaged file, then re-ingest "
         f"(`ragsieve ingest PATH --index {index_dir}`)"
     )
 
