@@ -29,16 +29,14 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
 
 
-def _error(status: int, message: str, type_: str, extra_headers: Iterable[tuple[bytes, bytes]] = ()) -> tuple[
-    Message, Message
-]:
+def _error(status: int, message: str, type_: str, close: bool = False) -> tuple[Message, Message]:
+    """An error answer. ``close`` ends the connection after it (a stalled or malformed request);
+    otherwise uvicorn reads and discards the rest of an unread body, so the client is not reset
+    before it has read the answer."""
     body = json.dumps({"error": {"message": message, "type": type_, "code": None, "param": None}}).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close"),
-        *extra_headers,
-    ]
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
     return (
         {"type": "http.response.start", "status": status, "headers": headers},
         {"type": "http.response.body", "body": body, "more_body": False},
@@ -75,7 +73,7 @@ class HostAllowListMiddleware:
             return
         hosts = [value for name, value in scope.get("headers", []) if name == b"host"]
         if len(hosts) != 1:
-            start, body = _error(400, "the request needs exactly one Host header", "invalid_request_error")
+            start, body = _error(400, "the request needs exactly one Host header", "invalid_request_error", close=True)
         else:
             host = normalise_host(hosts[0].decode("latin-1"))
             if host in self.allowed:
@@ -119,7 +117,9 @@ class BodyLimitMiddleware:
                 except ValueError:
                     declared = -1
                 if declared < 0:
-                    start, body = _error(400, "the Content-Length header is not a number", "invalid_request_error")
+                    start, body = _error(
+                        400, "the Content-Length header is not a number", "invalid_request_error", close=True
+                    )
                     await send(start)
                     await send(body)
                     return
@@ -137,7 +137,8 @@ class BodyLimitMiddleware:
                 message = await asyncio.wait_for(receive(), timeout=self.body_timeout_s)
             except asyncio.TimeoutError:
                 start, body = _error(
-                    408, f"the request body did not arrive within {self.body_timeout_s:g} s", "timeout_error"
+                    408, f"the request body did not arrive within {self.body_timeout_s:g} s", "timeout_error",
+                    close=True,
                 )
                 await send(start)
                 await send(body)
