@@ -7,13 +7,20 @@ What a caller can rely on:
 - the API key (and any ``Bearer`` token) never appears in an error message or a log line, even
   when the server echoes it back;
 - ``Retry-After`` is honoured only within ``[0, MAX_RETRY_AFTER_S]``; a negative, non-finite or
-  unparsable value falls back to exponential backoff;
+  unparsable value falls back to exponential backoff, and no retry follows the previous one
+  sooner than ``backoff_s`` (never back-to-back);
+- one call, retries included, ends within ``max(TOTAL_DEADLINE_S, timeout_s)`` (2 minutes by
+  default): a hung server costs one bounded wait, not ``(max_retries + 1) * timeout_s``;
+- a cancelled LLM job (:mod:`ragsieve.llm.cancel`: its request timed out or its client left)
+  closes the open stream and stops retrying, raising ``GenerationCancelledError``;
 - replies can be validated against a pydantic model with :func:`parse_reply`, whose error names
   the server and the field, never the value.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import email.utils
 import json
 import logging
@@ -23,15 +30,19 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from ragsieve.errors import ConfigError, ModelError
+from ragsieve.llm.cancel import CancelToken, current_token
 
 logger = logging.getLogger(__name__)
 
 MAX_RETRY_AFTER_S = 60.0
+# The wall-clock budget of one post_json call across all its retries (one attempt always gets its
+# full timeout_s even when that is longer).
+TOTAL_DEADLINE_S = 120.0
 MAX_BODY_BYTES = 256 * 1024 * 1024
 REDACTED = "[REDACTED]"
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
@@ -100,9 +111,34 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
         if when.tzinfo is None:
             when = when.replace(tzinfo=timezone.utc)
         seconds = (when - (now or datetime.now(timezone.utc))).total_seconds()
-    if not math.isfinite(seconds):
+        # A date already past means "now"; the caller's backoff floor still spaces the retry.
+        return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if math.isfinite(seconds) else None
+    if not math.isfinite(seconds) or seconds < 0:
+        # A negative delay is a broken header: fall back to the caller's backoff rather than
+        # retrying back-to-back.
         return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+    return min(seconds, MAX_RETRY_AFTER_S)
+
+
+_QUESTION_DEADLINE: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar(
+    "ragsieve_question_deadline", default=None
+)
+
+
+@contextlib.contextmanager
+def question_deadline(seconds: float = TOTAL_DEADLINE_S) -> Iterator[None]:
+    """Bound every HTTP call made inside the block (one question's LLM and embedding calls) by
+    one shared wall-clock deadline of ``seconds``; past it, calls raise :class:`ModelError`.
+
+    Example:
+        >>> with question_deadline(120):  # doctest: +SKIP
+        ...     answer = pipeline.ask("What is graphene?")
+    """
+    token = _QUESTION_DEADLINE.set((time.monotonic() + float(seconds), float(seconds)))
+    try:
+        yield
+    finally:
+        _QUESTION_DEADLINE.reset(token)
 
 
 def _timeout_of(client: Any) -> float:
@@ -112,19 +148,28 @@ def _timeout_of(client: Any) -> float:
     return max(finite) if finite else 60.0
 
 
-def _attempt(client: Any, path: str, payload: dict[str, Any], deadline: float) -> tuple[int, Any, bytes]:
-    """One POST, its body read in chunks so the wall-clock ``deadline`` is checked as bytes arrive."""
+def _attempt(
+    client: Any, path: str, payload: dict[str, Any], deadline: float, token: CancelToken | None = None,
+    box: dict[str, Any] | None = None,
+) -> tuple[int, Any, bytes]:
+    """One POST, its body read in chunks so the wall-clock ``deadline`` (and a cancellation) is
+    checked as bytes arrive. The open response is put in ``box["response"]`` so another thread
+    can close it."""
     import httpx
 
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise _DeadlineError
     with client.stream("POST", path, json=payload, timeout=httpx.Timeout(remaining)) as resp:
+        if box is not None:
+            box["response"] = resp
         chunks: list[bytes] = []
         size = 0
         for chunk in resp.iter_bytes():
             chunks.append(chunk)
             size += len(chunk)
+            if token is not None:
+                token.check()
             if time.monotonic() > deadline:
                 raise _DeadlineError
             if size > MAX_BODY_BYTES:
@@ -135,22 +180,33 @@ def _attempt(client: Any, path: str, payload: dict[str, Any], deadline: float) -
         return resp.status_code, resp.headers, b"".join(chunks)
 
 
-def _attempt_within(client: Any, path: str, payload: dict[str, Any], timeout_s: float) -> tuple[int, Any, bytes]:
+def _attempt_within(
+    client: Any, path: str, payload: dict[str, Any], timeout_s: float, token: CancelToken | None = None
+) -> tuple[int, Any, bytes]:
     """:func:`_attempt` on a daemon thread, so that even a server dripping its *headers* (which
     httpx reads before any body chunk) cannot hold the caller past ``timeout_s``. The abandoned
-    thread stops at its own deadline check or at httpx's per-read timeout."""
+    thread stops at its own deadline check or at httpx's per-read timeout. A cancelled ``token``
+    closes the stream at once and raises ``GenerationCancelledError``."""
     deadline = time.monotonic() + timeout_s
     box: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            box["result"] = _attempt(client, path, payload, deadline)
+            box["result"] = _attempt(client, path, payload, deadline, token, box)
         except BaseException as exc:  # handed to the caller's thread below
             box["error"] = exc
 
     worker = threading.Thread(target=run, name="ragsieve-http", daemon=True)
     worker.start()
-    worker.join(timeout_s + 0.05)
+    end = deadline + 0.05
+    while worker.is_alive() and time.monotonic() < end:
+        if token is not None and token.cancelled:
+            response = box.get("response")
+            if response is not None:
+                with contextlib.suppress(Exception):
+                    response.close()  # the server sees the connection go and can stop generating
+            token.check()
+        worker.join(min(0.05, max(end - time.monotonic(), 0.0)))
     if worker.is_alive():
         raise _DeadlineError
     if "error" in box:
@@ -168,6 +224,7 @@ def post_json(
     max_retries: int,
     backoff_s: float,
     timeout_s: float | None = None,
+    total_s: float | None = None,
 ) -> dict[str, Any]:
     """POST ``payload`` and return the JSON answer (a JSON object).
 
@@ -176,22 +233,51 @@ def post_json(
     (``backoff_s * 2**attempt`` with 10% jitter, or the server's clamped ``Retry-After``); when
     retries run out a :class:`ModelError` names ``service``, the URL and the fix. Other 4xx
     answers raise :class:`HTTPStatusError` at once. Nothing raised or logged contains the key.
+    The whole call, retries included, ends within ``max(total_s, timeout_s)`` (``total_s``
+    default :data:`TOTAL_DEADLINE_S`).
     """
     import httpx
 
     secrets = client_secrets(client)
     limit = _timeout_of(client) if timeout_s is None else float(timeout_s)
+    budget = max(TOTAL_DEADLINE_S if total_s is None else float(total_s), limit)
+    give_up_at = time.monotonic() + budget
+    question = _QUESTION_DEADLINE.get()
+    if question is not None and question[0] < give_up_at:
+        give_up_at, budget = question[0], question[1]
+        if give_up_at - time.monotonic() <= 0:
+            raise ModelError(
+                f"the question's {budget:g} s deadline passed before {service} at "
+                f"{str(client.base_url).rstrip('/')} was called; raise the deadline or check the server"
+            )
+    token = current_token()
     url = str(client.base_url).rstrip("/") + "/" + path.lstrip("/")
     last = ""
+
+    def sleep(seconds: float) -> None:
+        if token is not None:
+            token.wait(seconds)
+            token.check()
+        else:
+            time.sleep(seconds)
+
     for attempt in range(max_retries + 1):
+        if token is not None:
+            token.check()
         wait = backoff_s * (2**attempt) * (1.0 + 0.1 * random.random())
+        left = give_up_at - time.monotonic()
+        if attempt > 0 and left <= 0:
+            raise ModelError(
+                f"{service} at {url} gave no usable reply within the {budget:g} s total deadline "
+                f"({attempt} attempts; last: {last}); check the server, or raise timeout_s"
+            )
         try:
-            status, headers, raw = _attempt_within(client, path, payload, limit)
+            status, headers, raw = _attempt_within(client, path, payload, min(limit, max(left, 0.001)), token)
         except (httpx.TimeoutException, _DeadlineError) as exc:
             last = f"no complete reply within the {limit:g} s timeout"
             if attempt < max_retries:
                 logger.warning("%s %s: %s; retry %d in %.2fs", service, url, last, attempt + 1, wait)
-                time.sleep(wait)
+                sleep(min(wait, max(give_up_at - time.monotonic(), 0.0)))
                 continue
             raise ModelError(
                 f"{service} at {url} sent no complete reply within timeout_s={limit:g} s "
@@ -201,7 +287,7 @@ def post_json(
             last = redact(f"{type(exc).__name__}: {exc}", secrets)
             if attempt < max_retries:
                 logger.warning("%s %s: %s; retry %d in %.2fs", service, url, last, attempt + 1, wait)
-                time.sleep(wait)
+                sleep(min(wait, max(give_up_at - time.monotonic(), 0.0)))
                 continue
             raise ModelError(
                 f"could not reach {service} at {url} after {attempt + 1} attempts ({last}); start it or fix base_url"
@@ -212,9 +298,9 @@ def post_json(
             if attempt < max_retries:
                 server_wait = retry_after_seconds(headers.get("Retry-After"))
                 if server_wait is not None:
-                    wait = server_wait
+                    wait = max(server_wait, backoff_s)
                 logger.warning("%s %s: %s; retry %d in %.2fs", service, url, last, attempt + 1, wait)
-                time.sleep(wait)
+                sleep(min(wait, max(give_up_at - time.monotonic(), 0.0)))
                 continue
             raise ModelError(
                 f"{service} at {url} kept failing ({last}) after {attempt + 1} attempts; "
@@ -260,11 +346,13 @@ def parse_reply(model: type[T], data: dict[str, Any], *, service: str) -> T:
 
 __all__ = [
     "MAX_RETRY_AFTER_S",
+    "TOTAL_DEADLINE_S",
     "HTTPStatusError",
     "client_secrets",
     "make_client",
     "parse_reply",
     "post_json",
+    "question_deadline",
     "redact",
     "retry_after_seconds",
 ]

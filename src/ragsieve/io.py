@@ -6,16 +6,20 @@ the rename itself is flushed to disk (the folder is fsynced) before the call ret
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from ragsieve.errors import RagsieveError
 
 
 def sha256_file(path: str | Path) -> str:
@@ -132,12 +136,45 @@ def fsync_tree(root: str | Path) -> None:
 ARTIFACT_MARKER = ".ragsieve-artifact"
 
 
+class ArtifactSaveError(RagsieveError):
+    """Saving a folder (atomic_directory) failed; the previous version is left in place."""
+
+
+# Linux renameat2(2) flag: swap two paths in one step, so the target always names a complete folder.
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap folders ``a`` and ``b``; False where the platform cannot (then the caller
+    falls back to two renames)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd = -100
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EPERM, errno.EOPNOTSUPP):
+        return False  # the file system does not support the exchange
+    raise OSError(err, os.strerror(err), str(b))
+
+
 @contextmanager
-def atomic_directory(target: str | Path) -> Iterator[Path]:
+def atomic_directory(target: str | Path, lock_timeout_s: float = 120.0) -> Iterator[Path]:
     """Build a directory in a temporary sibling, then swap it into place.
 
     The old directory is kept until the new one is complete and flushed to disk, so an
-    interrupted build leaves the previous version usable. An existing folder is replaced only
+    interrupted build leaves the previous version usable. On Linux the swap is one atomic
+    exchange: a reader always finds a complete folder at ``target``, old or new, never none.
+    Saves into one parent folder are serialised by an ``flock`` on that folder (no lock file is
+    left behind), so concurrent saves each publish whole, the last one winning; a failure raises
+    :class:`ArtifactSaveError` naming the folder and the fix. An existing folder is replaced only
     when ragsieve wrote it (it holds the marker file) or when the new build rewrites every
     entry in it; anything else raises before a byte is written, so a user's folder is never lost.
     """
@@ -148,29 +185,77 @@ def atomic_directory(target: str | Path) -> Iterator[Path]:
         raise InputError(f"{target} names a folder by '.' or '..'; pass a new folder name to write into")
     if target.exists() and not target.is_dir():
         raise InputError(f"{target} exists and is a file; pass a folder path that is new or was written by ragsieve")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".building", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".building", dir=target.parent))
+    except OSError as exc:
+        raise ArtifactSaveError(
+            f"cannot create a folder beside {target} ({exc.strerror or exc}); check the path and its permissions"
+        ) from exc
     try:
         yield tmp
-        (tmp / ARTIFACT_MARKER).write_text("written by ragsieve; this folder is replaced on the next save\n")
-        if target.is_dir() and not (target / ARTIFACT_MARKER).is_file():
-            foreign = sorted(p.name for p in target.iterdir() if not (tmp / p.name).exists())
-            if foreign:
-                raise InputError(
-                    f"{target} already holds files ragsieve did not write ({', '.join(foreign[:5])}); "
-                    "save into a new folder, or move those files away first"
-                )
-        fsync_tree(tmp)
-        old = target.with_name(f".{target.name}.{os.getpid()}-{time.monotonic_ns()}.old")
-        if target.exists():
-            os.replace(target, old)
-        os.replace(tmp, target)
-        fsync_dir(target.parent)
-        if old.exists():
-            shutil.rmtree(old)
+        try:
+            with _folder_lock(target, lock_timeout_s):
+                _publish(tmp, target)
+        except OSError as exc:
+            raise ArtifactSaveError(
+                f"saving {target} failed ({exc.strerror or exc}); the previous version is unchanged. "
+                "Check free space and permissions, then save again"
+            ) from exc
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def _folder_lock(target: Path, timeout_s: float) -> Iterator[None]:
+    """Exclusive ``flock`` on ``target``'s parent folder (a no-op where flock does not exist)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: its renames are not atomic for readers anyway
+        yield
+        return
+    fd = os.open(target.parent, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ArtifactSaveError(
+                        f"another save into {target.parent} kept it locked for over {timeout_s:.0f} s; "
+                        "wait for it to finish and save again"
+                    ) from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _publish(tmp: Path, target: Path) -> None:
+    from ragsieve.errors import InputError
+
+    (tmp / ARTIFACT_MARKER).write_text("written by ragsieve; this folder is replaced on the next save\n")
+    if target.is_dir() and not (target / ARTIFACT_MARKER).is_file():
+        foreign = sorted(p.name for p in target.iterdir() if not (tmp / p.name).exists())
+        if foreign:
+            raise InputError(
+                f"{target} already holds files ragsieve did not write ({', '.join(foreign[:5])}); "
+                "save into a new folder, or move those files away first"
+            )
+    fsync_tree(tmp)
+    if target.is_dir() and _exchange(tmp, target):
+        fsync_dir(target.parent)
+        return  # tmp now holds the previous version; the caller removes it
+    old = target.with_name(f".{target.name}.{os.getpid()}-{time.monotonic_ns()}.old")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(tmp, target)
+    fsync_dir(target.parent)
+    if old.exists():
+        shutil.rmtree(old)
 
 
 def user_cache_dir() -> Path:

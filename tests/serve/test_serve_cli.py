@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +48,31 @@ def test_missing_index_fails_before_listening(tmp_path: Path, capsys: pytest.Cap
         main(["serve", "--index", str(tmp_path / "nothing"), "--port", "1"])
     assert exc.value.code == 2
     assert "no index at" in " ".join(capsys.readouterr().err.split())
+
+
+def test_serve_flags_reach_the_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+    from tests.serve.fakes import fake_engine, write_index_dir
+
+    from ragsieve.cli import main
+
+    index_dir = write_index_dir(tmp_path / "idx")
+    started: list[Any] = []
+
+    class RecordingServer:
+        def __init__(self, config: Any) -> None:
+            self.config = config
+
+        def run(self) -> None:
+            started.append(self.config)
+
+    engine = fake_engine(index_dir)  # built before Engine is replaced below
+    monkeypatch.setattr("ragsieve.serve.engine.Engine", lambda cfg: engine)
+    monkeypatch.setattr(uvicorn, "Server", RecordingServer)
+    main(["serve", "--index", str(index_dir), "--max-body-bytes", "5000", "--allowed-host", "box.lan",
+          "--header-timeout", "3", "--max-connections", "7", "--body-timeout", "4"])
+    (config,) = started
+    settings = config.app.state.settings
+    assert settings.max_body_bytes == 5000 and settings.body_timeout_s == 4.0
+    assert settings.allowed_hosts == frozenset({"127.0.0.1", "localhost", "::1", "box.lan"})
+    assert config.limit_concurrency == 7 and config.http.__name__.startswith("Guarded")

@@ -17,6 +17,7 @@ their lock (the newest previous one is always kept).
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -25,6 +26,7 @@ import re
 import secrets
 import shutil
 import stat
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +50,8 @@ BUILDING_PREFIX = ".building-"
 # is kept this long after it stopped being live.
 NO_LOCK_GRACE_S = 3600.0
 
+# atomic_write_text's temporary file for the marker (".<name>.<random>.tmp").
+_MARKER_TMP = re.compile(r"^\.\.ragsieve-index\.[A-Za-z0-9_]+\.tmp$")
 _SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 
 try:  # POSIX advisory locks for readers; absent on Windows
@@ -153,7 +157,11 @@ def dir_state(index_dir: Path) -> DirState:
         return "index"
     if _is_format_one(index_dir, names):
         return "legacy"
-    return "empty" if not names else "foreign"
+    # Another ingest may be writing the marker into this new folder right now (its temporary
+    # file is all there is): that folder is as good as empty, and the writer lock orders the two.
+    if all(_MARKER_TMP.match(name) or name == WRITER_LOCK for name in names):
+        return "empty"
+    return "foreign"
 
 
 # What a format-1 index kept at its top level; an upgrade removes exactly these, nothing else.
@@ -209,10 +217,39 @@ def prepare_target(index_dir: Path, corpus: Path | None = None) -> Path:
             f"{index_dir} exists and is {what} (no {MARKER} marker); ragsieve never replaces other files or "
             "folders: pass a new or empty folder to --index"
         )
-    if state in ("absent", "empty"):
-        index_dir.mkdir(parents=True, exist_ok=True)
+    if state == "absent":
+        _create_index_dir(index_dir)
+    elif state == "empty":
         atomic_write_text(index_dir / MARKER, marker_text())
     return index_dir
+
+
+def _create_index_dir(index_dir: Path) -> None:
+    """Create a new index folder with its marker in one step (a renamed staging folder), so a
+    second ingest racing to create the same folder finds either nothing or a marked index, and
+    then waits for the writer lock instead of failing."""
+    parent = index_dir.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.", suffix=".creating", dir=parent))
+    try:
+        atomic_write_text(staging / MARKER, marker_text())
+        try:
+            os.rename(staging, index_dir)
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR):
+                raise
+        else:
+            fsync_dir(parent)
+            return
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    # Another ingest created it first: fine if it is an index (the writer lock orders the builds).
+    if dir_state(index_dir) != "index":
+        raise IndexStoreError(
+            f"{index_dir} appeared while this ingest was creating it and is not a ragsieve index; "
+            "pass a new or empty folder to --index"
+        )
 
 
 def read_current(index_dir: Path) -> tuple[str, str]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -89,6 +90,8 @@ class BuildReport:
 
 
 class _Partition:
+    folder: Path = Path(DenseBackend.FILE).parent
+
     def __init__(self, rows: np.ndarray, dense: DenseBackend, sparse: SparseBackend) -> None:
         self.rows = rows  # local row -> global row
         self.dense = dense
@@ -138,6 +141,10 @@ class Index:
         self._fields: set[str] | None = None
         self._domain_of_row = np.array([c.domain for c in chunks], dtype=object)
         self.source_weights: dict[str, float] | None = self._read_source_weights()
+        # Unit vectors (the Embedder contract; judged from the stored vectors, since an index
+        # built with normalize=False may be opened by a normalising embedder): dense scores are
+        # then cosines times the query's norm, so anything beyond that means a corrupt file.
+        self.normalized = looks_normalized(embeddings)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -489,6 +496,7 @@ class Index:
                 )
             if embeddings.dtype != np.float32:
                 raise IndexStoreError(f"{gen_dir / 'embeddings.npy'} is not float32 vectors; re-ingest the index")
+            check_vector_sample(embeddings, gen_dir / "embeddings.npy", directory, looks_normalized(embeddings))
         except IndexStoreError as exc:
             lease.release()
             _name_the_culprit(gen_dir, manifest, directory, exc)
@@ -549,7 +557,12 @@ class Index:
                 f"index file {folder / DenseBackend.FILE} holds {dense.size} vectors of dim {dense.dim}, expected "
                 f"{len(rows)} of dim {self.embeddings.shape[1]}; re-ingest the index"
             )
-        return _Partition(rows, dense, sparse)
+        sample = _dense_sample(dense, _sample_rows(dense.size))
+        if sample is not None:
+            check_vector_sample(sample, folder / DenseBackend.FILE, self.dir, self.normalized)
+        part = _Partition(rows, dense, sparse)
+        part.folder = folder
+        return part
 
     def _global_partition(self) -> _Partition:
         if self._global is None:
@@ -629,8 +642,14 @@ class Index:
             [self._global_partition()] if not domains else [self._domain_partition(d) for d in dict.fromkeys(domains)]
         )
         qvec = None
+        score_bound = math.inf
         if mode != "sparse":
             qvec = query_vector if query_vector is not None else self.embedder.embed([query])[0]
+            qnorm = float(np.linalg.norm(np.asarray(qvec, dtype=np.float64)))
+            if not math.isfinite(qnorm):
+                raise InputError("the query vector holds non-finite values; check the embedder")
+            if self.normalized:
+                score_bound = qnorm * (1.0 + SCORE_EPS) + SCORE_EPS
         tokens = bm25_tokenize([query])[0] if mode != "dense" else []
 
         dense_list: list[tuple[int, float]] = []
@@ -639,6 +658,8 @@ class Index:
             local_mask = mask[part.rows] if mask is not None else None
             if qvec is not None:
                 ids, scores = part.dense.search(qvec, candidates, local_mask)
+                # Every search: a garbage vector must fail loudly, not rank first.
+                check_dense_scores(scores, score_bound, part.folder / DenseBackend.FILE, self.dir)
                 dense_list.extend(zip(part.rows[ids].tolist(), scores.tolist(), strict=True))
             if tokens:
                 ids, scores = part.sparse.search(tokens, candidates, local_mask)
@@ -723,6 +744,29 @@ def read_source_weights(directory: Path) -> dict[str, float] | None:
         raise IndexStoreError(f"{path} is corrupt ({exc}); re-run `ragsieve importance apply`") from exc
     weights = data.get("weights", data)
     return {str(k): float(v) for k, v in weights.items()}
+
+
+def _dense_sample(dense: DenseBackend, rows: np.ndarray) -> np.ndarray | None:
+    """The stored vectors at ``rows``, or None where the faiss index cannot give them back
+    (IVF without a direct map): the per-search score check still covers those."""
+    if rows.size == 0:
+        return None
+    try:
+        return np.stack([np.asarray(dense.index.reconstruct(int(i)), dtype=np.float32) for i in rows])
+    except (RuntimeError, AttributeError, TypeError):
+        return None
+
+
+def looks_normalized(vectors: np.ndarray) -> bool:
+    """Whether an index stores unit vectors: most of a sample of rows has norm 1 (a few damaged
+    rows do not change the verdict; they are what the norm check then reports)."""
+    if len(vectors) == 0:
+        return True
+    norms = np.linalg.norm(np.asarray(vectors[_sample_rows(len(vectors))], dtype=np.float64), axis=1)
+    norms = norms[np.isfinite(norms) & (norms > 1e-6)]
+    if norms.size == 0:
+        return True
+    return bool(np.mean(np.abs(norms - 1.0) <= 1e-2) >= 0.5)
 
 
 def _check_embedder(embedder: Embedder, model_name: str, dim: int, directory: Path) -> None:
@@ -863,3 +907,67 @@ def iter_chunks_jsonl(path: str | Path) -> Iterable[Chunk]:
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             yield Chunk.from_dict(json.loads(line))
+
+
+# A cosine of unit vectors lies in [-1, 1]; float32 rounding stays far inside this margin.
+SCORE_EPS = 1e-3
+# Rows whose norms are checked when an index (or a partition's vector file) is opened.
+NORM_SAMPLE = 64
+
+
+def _sample_rows(n: int, size: int = NORM_SAMPLE) -> np.ndarray:
+    """Evenly spread rows (first and last included): the same rows on every open."""
+    if n <= size:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, size).round().astype(np.int64))
+
+
+def _bad_norms(vectors: np.ndarray, normalized: bool) -> bool:
+    norms = np.linalg.norm(np.asarray(vectors, dtype=np.float64), axis=1)
+    if not np.all(np.isfinite(norms)):
+        return True
+    # A unit vector, or the zero vector an empty text may embed to.
+    return normalized and bool(np.any((np.abs(norms - 1.0) > 1e-2) & (norms > 1e-6)))
+
+
+def _verify_hint(index_dir: Path) -> str:
+    return (
+        f"run `ragsieve info --index {index_dir} --verify` to find the damaged file, then re-ingest "
+        f"(`ragsieve ingest PATH --index {index_dir}`)"
+    )
+
+
+def check_vector_sample(vectors: np.ndarray, path: Path, index_dir: Path, normalized: bool) -> None:
+    """Norms of a sample of ``vectors`` (cheap: ``NORM_SAMPLE`` rows of a memory map): garbage
+    bytes in a vector file usually show as non-finite or far-from-unit norms."""
+    if len(vectors) == 0:
+        return
+    rows = _sample_rows(len(vectors))
+    if _bad_norms(vectors[rows], normalized):
+        raise IndexStoreError(
+            f"index file {path} holds corrupt vectors (non-finite or not unit length); {_verify_hint(index_dir)}"
+        )
+
+
+def check_dense_scores(scores: np.ndarray, bound: float, path: Path, index_dir: Path) -> None:
+    """Dense scores must be finite and, for unit vectors, within ``bound`` (the query's norm)."""
+    if scores.size == 0:
+        return
+    if not np.all(np.isfinite(scores)) or float(np.max(np.abs(scores))) > bound:
+        worst = float(np.max(np.abs(np.nan_to_num(scores, nan=np.inf))))
+        raise IndexStoreError(
+            f"index file {path} returned an impossible similarity ({worst:.3g}; cosines lie within [-1, 1]): "
+            f"the file is corrupt; {_verify_hint(index_dir)}"
+        )
+
+
+def sparse_query_note(query: str) -> str | None:
+    """Why BM25 cannot match ``query`` at all, or None: a query of only stopwords, punctuation,
+    symbols or emoji has no term left after tokenisation, so sparse search returns 0 hits."""
+    if bm25_tokenize([query])[0]:
+        return None
+    return (
+        "the query has no searchable words for keyword (sparse) search: BM25 drops stopwords, "
+        "punctuation, symbols and emoji, and nothing else is left; add content words, or search "
+        "in dense or hybrid mode"
+    )

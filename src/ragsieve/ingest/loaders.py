@@ -206,6 +206,7 @@ def _load_records(
         rows = [(f"record {i + 1}", r) for i, r in enumerate(items)]
     else:
         rows = [(f"record {i + 1}", r) for i, r in enumerate(csv.DictReader(io.StringIO(text)))]
+    first_with_id: dict[str, str] = {}
     for i, (where, row) in enumerate(rows):
         body = row.get(config.text_field)
         if not isinstance(body, str) or not body.strip():
@@ -221,6 +222,15 @@ def _load_records(
             bad.append((f"{rel} {where}", f"{where} {reason}; fix or remove it"))
             continue
         rid = str(row.get(config.id_field) or i)
+        if rid in first_with_id:
+            # One repeated id must not refuse the whole ingest: keep the first record, skip this one.
+            bad.append((
+                f"{rel} {where}",
+                f"{where} repeats id {rid!r} of {first_with_id[rid]}; skipped. Give each record a unique "
+                f"{config.id_field!r} to ingest both",
+            ))
+            continue
+        first_with_id[rid] = where
         metadata = {k: row[k] for k in config.metadata_fields if k in row}
         source_value = row.get(config.source_field) if config.source_field else row.get("url") or row.get("source")
         source = _site(str(source_value)) if source_value else rel

@@ -42,6 +42,7 @@ from ragsieve.config import DEFAULT_REPEAT_PENALTY
 from ragsieve.errors import ConfigError, InputError, LLMOutputError, ModelError
 from ragsieve.llm.base import ChatMessage, ContinuationScore, Generation, Prompt, as_messages
 from ragsieve.llm.bundled import BUNDLED_MODEL_NAME, bundled_gguf_path
+from ragsieve.llm.cancel import check_cancelled, current_token
 
 if TYPE_CHECKING:  # pragma: no cover
     from llama_cpp import Llama
@@ -338,6 +339,9 @@ class LlamaCppLLM:
         from llama_cpp import llama_get_logits_ith
 
         for start in range(keep, n, step):
+            # Between batches the cache is consistent (n_tokens counts what was decoded), so a
+            # cancelled request (deadline, client gone) can stop here.
+            check_cancelled()
             chunk = [int(t) for t in tokens[start : start + step]]
             m = len(chunk)
             batch.n_tokens = m
@@ -536,6 +540,14 @@ class LlamaCppLLM:
         llama = self._model()
         from llama_cpp import StoppingCriteriaList
 
+        criteria: list[Callable[[Any, Any], bool]] = []
+        if stop_repetition_ngram > 0 and grammar is None:
+            criteria.append(_repetition_stop(llama.detokenize, len(tokens), stop_repetition_ngram))
+        token = current_token()
+        if token is not None:
+            # Checked between generated tokens: a cancelled request stops the generation loop.
+            criteria.append(lambda _ids, _logits: token.cancelled)
+        check_cancelled()
         with self._lock:
             # Generation always starts from an empty KV cache: llama-cpp-python's own prefix
             # reuse re-decodes the last prompt token alone, which changes greedy outputs at
@@ -553,12 +565,9 @@ class LlamaCppLLM:
                 stop=stops or None,
                 seed=self.seed if seed is None else seed,
                 grammar=grammar,
-                stopping_criteria=(
-                    StoppingCriteriaList([_repetition_stop(llama.detokenize, len(tokens), stop_repetition_ngram)])
-                    if stop_repetition_ngram > 0 and grammar is None
-                    else None
-                ),
+                stopping_criteria=StoppingCriteriaList(criteria) if criteria else None,
             )
+        check_cancelled()  # a stopped generation is partial: never hand it on as an answer
         choice = out["choices"][0]
         usage = out["usage"]
         return Generation(

@@ -37,7 +37,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragsieve.errors import ConfigError, IndexStoreError, InputError, LLMOutputError, ModelError, RagsieveError
+from ragsieve.llm.cancel import GenerationCancelledError
 from ragsieve.serve.engine import DEFAULT_MODEL_NAME, PIPELINE_NAMES, Engine
+from ragsieve.serve.guard import BodyLimitMiddleware, HostAllowListMiddleware, SecurityHeadersMiddleware, page_csp
 from ragsieve.serve.metrics import ServiceMetrics
 from ragsieve.serve.page import render_page
 from ragsieve.serve.queue import ClientGoneError, DeadlineExceededError, LLMQueue, QueueFullError
@@ -57,6 +59,8 @@ from ragsieve.serve.schemas import (
 logger = logging.getLogger(__name__)
 
 API_VERSION = "v1"
+# Chat histories and classify knowledge lists are text; 4 MiB leaves room for long ones.
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 # Reachable without the API key: liveness for orchestrators, and the page's static shell
 # (it holds no data; the page sends the key with every call it makes).
 PUBLIC_PATHS = frozenset({"/v1/health", "/"})
@@ -70,6 +74,8 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         400: "The request cannot be answered as sent (the message says why).",
         401: "Missing or wrong API key.",
         404: "Unknown model or pipeline.",
+        413: "The request body is larger than the server's limit (--max-body-bytes).",
+        421: "The Host header is not one this server answers to (--allowed-host).",
         422: "The body does not match the schema.",
         429: "The LLM queue is full; retry after the Retry-After header's seconds.",
         503: "The index or model is not available.",
@@ -91,6 +97,13 @@ class ServeSettings:
     # Searches running at once; more wait on the event loop. Beyond the core count, extra threads
     # only contend for the GIL with the event loop that parses requests and writes answers.
     search_threads: int = field(default_factory=lambda: max(2, os.cpu_count() or 2))
+    # Request bodies over this many bytes get 413 while they stream in (never held whole).
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # A body that stops arriving for this long gets 408.
+    body_timeout_s: float = 30.0
+    # Host names answered (DNS-rebinding guard); None answers any Host. `ragsieve serve` sets it
+    # for loopback binds (see ragsieve.serve.guard.allowed_hosts_for).
+    allowed_hosts: frozenset[str] | None = None
 
 
 class ServiceError(Exception):
@@ -117,7 +130,7 @@ def error_for(exc: RagsieveError) -> tuple[int, str, dict[str, str]]:
     """HTTP status, error type and headers for a library error."""
     if isinstance(exc, QueueFullError):
         return 429, "rate_limit_error", {"Retry-After": str(exc.retry_after_s)}
-    if isinstance(exc, DeadlineExceededError):
+    if isinstance(exc, DeadlineExceededError | GenerationCancelledError):
         return 504, "timeout_error", {}
     if isinstance(exc, InputError):
         return 400, "invalid_request_error", {}
@@ -214,6 +227,21 @@ def _question_of(messages: list[Any]) -> str:
                        "invalid_request_error", param="messages")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+_MARKUP = re.compile(r"([\\`*_{}\[\]()~])")
+
+
+def plain_label(value: Any, limit: int = 200) -> str:
+    """Document-controlled text (a title, a file name) as one inert line for a chat client that
+    renders Markdown or HTML: control and bidi characters dropped, whitespace collapsed, markup
+    characters backslash-escaped, angle brackets replaced by look-alike quotes (no tag can form
+    in any renderer), length capped."""
+    text = " ".join(_CONTROL.sub(" ", str(value)).split()).replace("<", "\u2039").replace(">", "\u203a")
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return _MARKUP.sub(r"\\\1", text)
+
+
 def answer_content(answer: dict[str, Any]) -> str:
     """The chat message: the answer text, then the evidence it cites as numbered sources."""
     text = str(answer.get("answer", "")).strip()
@@ -223,8 +251,9 @@ def answer_content(answer: dict[str, Any]) -> str:
     sources = []
     for n, hit in enumerate(answer.get("evidence") or [], 1):
         if hit.get("id") in cited:
-            label = hit.get("title") or hit.get("source") or hit.get("id")
-            sources.append(f"[{n}] {label} ({hit.get('source', '')}#{hit.get('id')})")
+            label = plain_label(hit.get("title") or hit.get("source") or hit.get("id"))
+            where = plain_label(f"{hit.get('source', '')}#{hit.get('id')}")
+            sources.append(f"[{n}] {label} ({where})")
     if sources:
         text += "\n\nSources:\n" + "\n".join(sources)
     return text
@@ -286,7 +315,13 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
         lifespan=lifespan,
     )
     app.state.engine, app.state.queue, app.state.metrics, app.state.settings = engine, queue, metrics, settings
+    # Outermost last: security headers on every answer, then the Host check, then key and
+    # metrics, then the body limit right before the routes read the body.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(_GuardMiddleware, settings=settings, metrics=metrics)
+    if settings.allowed_hosts is not None:
+        app.add_middleware(HostAllowListMiddleware, allowed=settings.allowed_hosts)
+    app.add_middleware(SecurityHeadersMiddleware)
 
     # ------------------------------------------------------------------ errors
     @app.exception_handler(RequestValidationError)
@@ -345,12 +380,13 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
     # ------------------------------------------------------------------ routes
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page() -> HTMLResponse:
-        return HTMLResponse(render_page(None))
+        html = render_page(None)
+        return HTMLResponse(html, headers={"Content-Security-Policy": page_csp(html)})
 
     @app.get("/v1/health", response_model=HealthResponse, tags=["service"])
     async def health() -> dict[str, Any]:
         """Liveness, the index generation being served and whether the model is loaded."""
-        return {**engine.health(), "queue_depth": queue.depth, "queue_capacity": queue.capacity}
+        return {**engine.health(llm_stuck=queue.stuck()), "queue_depth": queue.depth, "queue_capacity": queue.capacity}
 
     @app.get("/metrics", tags=["service"], response_class=Response, responses={401: _ERROR_RESPONSES[401]})
     async def prometheus() -> Response:

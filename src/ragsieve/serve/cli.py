@@ -64,6 +64,23 @@ def serve(
     llm_url: str | None = typer.Option(None, "--llm-url", help="Use an OpenAI-compatible LLM server."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
+    max_body_bytes: int = typer.Option(
+        4 * 1024 * 1024, "--max-body-bytes", min=1024, help="Largest request body accepted (then 413)."
+    ),
+    allowed_host: list[str] = typer.Option(
+        [], "--allowed-host",
+        help="Extra Host name to answer to (repeatable). Loopback binds answer only to the bound address, "
+        "localhost, 127.0.0.1 and ::1 (a DNS-rebinding guard); other binds check Host only when this is given.",
+    ),
+    header_timeout: float = typer.Option(
+        10.0, "--header-timeout", min=0.1, help="Seconds a client has to send its request headers (then closed)."
+    ),
+    body_timeout: float = typer.Option(
+        30.0, "--body-timeout", min=0.1, help="Seconds a request body may pause before the request gets 408."
+    ),
+    max_connections: int = typer.Option(
+        512, "--max-connections", min=1, help="Open connections allowed at once (more are refused)."
+    ),
 ) -> None:
     """Serve the index over HTTP: OpenAI-compatible chat, /v1/ask, /v1/search, /metrics and a trace page."""
     from ragsieve.extras import require
@@ -75,6 +92,7 @@ def serve(
     from ragsieve.cli import _config
     from ragsieve.serve.app import ServeSettings, create_app
     from ragsieve.serve.engine import Engine
+    from ragsieve.serve.server import ConnectionLimits, uvicorn_config
 
     key = read_api_key(api_key_file)
     if not is_loopback(host) and key is None:
@@ -90,16 +108,26 @@ def serve(
     cfg = _config(config, overrides)
     engine = Engine(cfg)
     engine.snapshot()  # a missing or corrupt index fails here, before the port opens
-    application = create_app(engine, ServeSettings(api_key=key, queue_size=queue_size, deadline_s=deadline))
-    logger.warning("ragsieve serving %s on http://%s:%d/ (page at /, OpenAPI at /docs)", index, host, port)
-    uvicorn.run(
-        application, host=host, port=port, log_level="warning",
-        # In-flight requests get up to one deadline to finish after SIGTERM/Ctrl-C.
-        timeout_graceful_shutdown=int(deadline) + 1,
-        # Longer than a client's usual pause (a 429's Retry-After): a keep-alive connection closed
-        # by the server just as the client reuses it fails that request.
-        timeout_keep_alive=30,
+    settings = ServeSettings(
+        api_key=key, queue_size=queue_size, deadline_s=deadline, max_body_bytes=max_body_bytes,
+        body_timeout_s=body_timeout, allowed_hosts=host_allow_list(host, allowed_host),
     )
+    application = create_app(engine, settings)
+    logger.warning("ragsieve serving %s on http://%s:%d/ (page at /, OpenAPI at /docs)", index, host, port)
+    limits = ConnectionLimits(header_timeout_s=header_timeout, max_connections=max_connections)
+    uvicorn.Server(
+        uvicorn_config(application, host=host, port=port, limits=limits, graceful_s=int(deadline) + 1)
+    ).run()
+
+
+def host_allow_list(host: str, extra: list[str]) -> frozenset[str] | None:
+    """The Host names the service answers to: on for loopback binds (the bound address,
+    localhost, 127.0.0.1, ::1 and ``extra``); for other binds only when ``extra`` is given."""
+    from ragsieve.serve.guard import allowed_hosts_for
+
+    if is_loopback(host) or extra:
+        return allowed_hosts_for(host, extra)
+    return None
 
 
 @app.command("view")

@@ -8,13 +8,16 @@ mid-request changes nothing for that request; new requests see the new index.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
+import json
 import logging
+import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -32,21 +35,57 @@ PipelineFactory = Callable[[PipelineConfig], Any]
 IndexOpener = Callable[[str], Any]
 
 
-def manifest_signature(index_dir: str | Path) -> tuple[int, int, int] | None:
-    """Identity of the index directory's current manifest (None while a swap is in progress).
+IndexSignature = tuple[Any, ...]
 
-    A re-ingest swaps in a new directory, so the inode changes even within one mtime tick."""
+
+def _stat_key(path: Path) -> tuple[int, int, int] | None:
     try:
-        st = (Path(index_dir) / "manifest.json").stat()
+        st = path.stat()
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
+def index_signature(index_dir: str | Path) -> IndexSignature | None:
+    """Identity of what the index folder currently publishes (None while nothing is readable).
+
+    The current layout keeps a small ``CURRENT`` pointer at the top, replaced atomically by each
+    re-ingest, naming the live ``generations/<id>/``: its text plus its inode (a replace makes a new
+    one even within one mtime tick) plus the named generation's manifest identify the build. An
+    index without ``CURRENT`` (the format-1 layout, or a custom store) is identified by the
+    ``manifest.json`` at its top. None means "mid-swap or unreadable: keep the snapshot".
+    """
+    root = Path(index_dir)
+    pointer = root / "CURRENT"
+    try:
+        text = pointer.read_bytes()
+    except FileNotFoundError:
+        text = None
+    except OSError:
+        return None
+    if text is not None:
+        key = _stat_key(pointer)
+        try:
+            generation = str(json.loads(text)["generation"])
+        except (ValueError, KeyError, TypeError):
+            return None  # a torn or corrupt pointer: the opener would fail; keep serving
+        manifest = _stat_key(root / "generations" / generation / "manifest.json") if "/" not in generation else None
+        if key is None or manifest is None:
+            return None
+        return ("current", hashlib.sha256(text).hexdigest(), key, manifest)
+    legacy = _stat_key(root / "manifest.json")
+    return None if legacy is None else ("manifest", legacy)
+
+
+def manifest_signature(index_dir: str | Path) -> IndexSignature | None:
+    """Kept for callers of the earlier name: :func:`index_signature`."""
+    return index_signature(index_dir)
+
+
 def index_generation(index: Any, index_dir: str | Path) -> str | None:
     """The index's snapshot id: its own ``generation`` when it has one, else a manifest digest."""
     generation = getattr(index, "generation", None)
-    if generation is not None:
+    if generation:
         return str(generation)
     try:
         return hashlib.sha256((Path(index_dir) / "manifest.json").read_bytes()).hexdigest()[:16]
@@ -60,8 +99,12 @@ class Snapshot:
 
     index: Any
     generation: str | None
-    signature: tuple[int, int, int] | None
+    signature: IndexSignature | None
     pipelines: dict[str, Any] = field(default_factory=dict)
+    # Requests using this snapshot; a replaced snapshot is closed when the last one finishes,
+    # so its generation's reader lease is released and the next writer may remove it.
+    users: int = 0
+    retired: bool = False
 
 
 class Engine:
@@ -99,6 +142,8 @@ class Engine:
         self._embedder: Any = None
         self._snapshot: Snapshot | None = None
         self._reload_lock = threading.Lock()
+        self._users_lock = threading.Lock()
+        self._failed_signature: IndexSignature | None = None
         self._classifiers: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self.model_loaded = False
         self.problem: str | None = None
@@ -136,26 +181,32 @@ class Engine:
         return open_index(self.config, self._embedder)
 
     def snapshot(self) -> Snapshot:
-        """The current index snapshot, reopened first if the directory was re-ingested."""
+        """The current index snapshot, reopened first if the folder was re-ingested.
+
+        Callers that use it for a whole request should hold it with :meth:`using`."""
         current = self._snapshot
-        signature = manifest_signature(self.index_dir)
+        signature = index_signature(self.index_dir)
         if current is not None and (signature is None or signature == current.signature):
             return current  # unchanged, or mid-swap: keep serving the snapshot we have
         with self._reload_lock:
             current = self._snapshot
-            signature = manifest_signature(self.index_dir)
+            signature = index_signature(self.index_dir)
             if current is not None and (signature is None or signature == current.signature):
                 return current
+            if current is not None and signature == self._failed_signature:
+                return current  # this build already failed to open; do not retry it on every request
             try:
                 index = self._open_index()
             except Exception as exc:
                 # A half-written or broken re-ingest must not take down a working service.
                 if current is None:
                     raise
+                self._failed_signature = signature
                 self.problem = f"reloading the re-ingested index failed ({exc}); still serving the previous one"
                 logger.warning(self.problem)
                 return current
             fresh = Snapshot(index, index_generation(index, self.index_dir), signature)
+            self._failed_signature = None
             if current is not None:
                 self.reloads += 1
                 logger.info(
@@ -165,7 +216,45 @@ class Engine:
                     self.on_reload()
             self.problem = None
             self._snapshot = fresh
+            if current is not None:
+                self._retire(current)
             return fresh
+
+    @contextlib.contextmanager
+    def using(self) -> Iterator[Snapshot]:
+        """Hold the current snapshot for one request: everything the request reads comes from
+        this one generation, however many re-ingests happen meanwhile."""
+        while True:
+            snap = self.snapshot()
+            with self._users_lock:
+                if not snap.retired or snap is self._snapshot:
+                    snap.users += 1
+                    break
+            # Replaced between snapshot() and here: take the newer one.
+        try:
+            yield snap
+        finally:
+            with self._users_lock:
+                snap.users -= 1
+                close = snap.retired and snap.users == 0
+            if close:
+                self._close(snap)
+
+    def _retire(self, snap: Snapshot) -> None:
+        with self._users_lock:
+            snap.retired = True
+            close = snap.users == 0
+        if close:
+            self._close(snap)
+
+    @staticmethod
+    def _close(snap: Snapshot) -> None:
+        closer = getattr(snap.index, "close", None)
+        if callable(closer):
+            try:
+                closer()
+            except Exception as exc:  # closing only releases a lease; never fail a request for it
+                logger.debug("closing a replaced index snapshot failed: %s", exc)
 
     def pipeline_name(self, requested: str | None) -> str:
         """Resolve a request's pipeline or model name; unknown names raise :class:`InputError`."""
@@ -209,17 +298,17 @@ class Engine:
 
         Runs on the LLM thread (the caller serialises)."""
         name = self.pipeline_name(pipeline)
-        snap = self.snapshot()
-        pipe = self._pipeline(snap, name)
-        options = {"k": k, "route": route, "no_retrieval": no_retrieval or None}
-        wanted = {key: value for key, value in options.items() if value is not None}
-        params = inspect.signature(pipe.ask).parameters
-        unsupported = [key for key in wanted if key not in params]
-        if unsupported:
-            raise InputError(
-                f"pipeline {name} does not take {', '.join(unsupported)}; leave it out of the request"
-            )
-        answer = pipe.ask(question, **wanted)
+        with self.using() as snap:
+            pipe = self._pipeline(snap, name)
+            options = {"k": k, "route": route, "no_retrieval": no_retrieval or None}
+            wanted = {key: value for key, value in options.items() if value is not None}
+            params = inspect.signature(pipe.ask).parameters
+            unsupported = [key for key in wanted if key not in params]
+            if unsupported:
+                raise InputError(
+                    f"pipeline {name} does not take {', '.join(unsupported)}; leave it out of the request"
+                )
+            answer = pipe.ask(question, **wanted)
         out: dict[str, Any] = answer.to_dict()
         out["pipeline"] = name
         out["index_generation"] = snap.generation
@@ -238,19 +327,26 @@ class Engine:
         from ragsieve.pipeline import Pipeline
         from ragsieve.types import Trace
 
-        snap = self.snapshot()
         cfg = self.config if mode is None else apply_overrides(self.config, {"retrieval.mode": mode})
-        pipe = Pipeline(cfg, index=snap.index)
-        trace = Trace(query=query)
-        with trace.timed("search"):
-            domains = pipe.resolve_domains(query, trace, route)
-            hits = pipe.retrieve(query, trace, k=k, domains=domains, where=where or None)[:k]
-        return {
+        with self.using() as snap:
+            pipe = Pipeline(cfg, index=snap.index)
+            trace = Trace(query=query)
+            with trace.timed("search"):
+                domains = pipe.resolve_domains(query, trace, route)
+                hits = pipe.retrieve(query, trace, k=k, domains=domains, where=where or None)[:k]
+        out: dict[str, Any] = {
             "query": query,
             "hits": [h.to_dict() for h in hits],
             "trace": trace.to_dict(),
             "index_generation": snap.generation,
         }
+        if not hits and str(cfg.retrieval.mode) == "sparse":
+            from ragsieve.index.store import sparse_query_note
+
+            note = sparse_query_note(query)
+            if note:
+                out["note"] = note
+        return out
 
     def classify(
         self,
@@ -291,10 +387,14 @@ class Engine:
             "ms": round(ms, 2),
         }
 
-    def health(self) -> dict[str, Any]:
+    def health(self, llm_stuck: str | None = None) -> dict[str, Any]:
+        """Status for ``/v1/health``. It is public, so it names no file-system path: the index is
+        identified by its generation only. ``llm_stuck`` (from the LLM queue) marks the service
+        degraded while the model lane is held past its deadline."""
         snap = self._snapshot
         model = getattr(self.llm, "model_name", None) if self.llm is not None else None
-        if self.problem:
+        problem = self.problem or llm_stuck
+        if problem:
             status = "degraded"
         elif snap is None or not self.model_loaded:
             status = "starting"
@@ -303,9 +403,16 @@ class Engine:
         return {
             "status": status,
             "index_generation": snap.generation if snap else None,
-            "index_dir": self.index_dir,
             "model_loaded": self.model_loaded,
-            "model": str(model) if model is not None else None,
+            "model": _without_paths(str(model)) if model is not None else None,
             "pipeline": self.default_pipeline,
-            "problem": self.problem,
+            "problem": _without_paths(problem) if problem else None,
         }
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w:/])(?:/[^\s/'\"():;,]+)+/?|[A-Za-z]:\\[^\s'\"():;,]+")
+
+
+def _without_paths(text: str) -> str:
+    """``text`` with absolute file-system paths reduced to their last component (``.../name``)."""
+    return _ABSOLUTE_PATH.sub(lambda m: ".../" + re.split(r"[\\/]", m.group(0).rstrip("/\\"))[-1], text)

@@ -3,8 +3,11 @@
 llama.cpp holds one KV cache and is not safe to call from two threads, so every request that
 needs the LLM runs on one worker. Waiting requests are bounded (a full queue answers 429 with a
 ``Retry-After`` estimated from recent service times), carry a deadline, and leave the queue as
-soon as their client disconnects. A job that has started cannot be interrupted inside llama.cpp:
-past its deadline the client gets 504 and the worker frees up when the job returns.
+soon as their client disconnects. A job that has started runs under a
+:class:`~ragsieve.llm.cancel.CancelToken`: past its deadline (504) or when its client disconnects
+the token is set, and the backends stop at their next check (llama.cpp between tokens, HTTP
+backends between chunks, closing the stream), so the model lane frees up for the next request.
+While a job holds the lane past its deadline, :meth:`LLMQueue.stuck` says so (health: degraded).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ragsieve.errors import RagsieveError
+from ragsieve.llm.cancel import CancelToken, cancel_scope
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +74,24 @@ class LLMQueue:
         self.waiting = 0
         self.running = 0
         self._mean_service_s: float | None = None
+        # (start time, deadline instant, token) of the running job, for stuck().
+        self._current: tuple[float, float, CancelToken] | None = None
+
+    def stuck(self, now: float | None = None) -> str | None:
+        """Why the model lane is stuck, or None: a job still running past its deadline (its
+        request already got 504 or went away, and the backend has not stopped yet)."""
+        current = self._current
+        if current is None:
+            return None
+        started, deadline, token = current
+        now = time.monotonic() if now is None else now
+        if now <= deadline and not token.cancelled:
+            return None
+        return (
+            f"the LLM has been busy with one request for {now - started:.0f} s, past its deadline"
+            + (f" (cancelled: {token.reason})" if token.cancelled else "")
+            + "; requests that need the model wait behind it. Check the LLM backend or restart the service"
+        )
 
     def _ensure(self) -> tuple[ThreadPoolExecutor, asyncio.Lock]:
         # Created lazily inside the serving event loop (an asyncio.Lock binds to its loop).
@@ -122,10 +144,13 @@ class LLMQueue:
         loop = asyncio.get_running_loop()
         self.running += 1
         start = time.perf_counter()
+        token = CancelToken()
+        self._current = (time.monotonic(), deadline, token)
 
         def _timed() -> T:
             try:
-                return fn()
+                with cancel_scope(token):
+                    return fn()
             finally:
                 self._observe(time.perf_counter() - start)
 
@@ -133,16 +158,36 @@ class LLMQueue:
 
         def _release(_: Any) -> None:
             self.running -= 1
+            self._current = None
             lock.release()
 
         # The lock is held until the thread returns, even if this request gives up waiting:
-        # a second llama.cpp call must never start beside a running one.
+        # a second llama.cpp call must never start beside a running one. Cancelling the token
+        # makes the thread return soon.
         future.add_done_callback(_release)
         remaining = deadline - time.monotonic()
+        watchers: set[asyncio.Future[Any]] = {future}
+        gone: asyncio.Future[Any] | None = None
+        if disconnected is not None:
+            gone = asyncio.ensure_future(disconnected())
+            watchers.add(gone)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0.001))
-        except asyncio.TimeoutError as exc:
-            raise DeadlineExceededError(deadline_s, "the model was answering") from exc
+            done, _ = await asyncio.wait(
+                watchers, timeout=max(remaining, 0.001), return_when=asyncio.FIRST_COMPLETED
+            )
+            if future in done:
+                return future.result()
+            if gone is not None and gone in done:
+                token.cancel("the client disconnected")
+                raise ClientGoneError()
+            token.cancel(f"past the {deadline_s:g} s deadline")
+            raise DeadlineExceededError(deadline_s, "the model was answering")
+        except asyncio.CancelledError:
+            token.cancel("the request was cancelled")
+            raise
+        finally:
+            if gone is not None:
+                gone.cancel()
 
     @staticmethod
     async def _acquire(

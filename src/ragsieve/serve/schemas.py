@@ -117,6 +117,9 @@ class SearchResponse(BaseModel):
     hits: list[Hit]
     trace: TraceBody
     index_generation: str | None = None
+    note: str | None = Field(
+        None, description="Why there are no hits, when the query cannot match (e.g. only stopwords)."
+    )
 
 
 # ---------------------------------------------------------------------- /v1/classify
@@ -152,7 +155,6 @@ class ClassifyResponse(BaseModel):
 class HealthResponse(BaseModel):
     status: Literal["ok", "starting", "degraded"]
     index_generation: str | None = None
-    index_dir: str | None = None
     model_loaded: bool
     model: str | None = None
     pipeline: str

@@ -1,0 +1,95 @@
+"""Cooperative cancellation of LLM work.
+
+The service runs every LLM call on one worker thread. When the request that started a call times
+out or its client disconnects, the call must stop so the next request can have the model. A
+:class:`CancelToken` is installed for the duration of a job with :func:`cancel_scope`; the
+backends check it where they can stop cleanly (llama.cpp between generated tokens and between
+decoded batches, the HTTP client between received chunks and between retries, closing the
+stream) and raise :class:`GenerationCancelledError`.
+
+Example:
+    >>> token = CancelToken()
+    >>> with cancel_scope(token):
+    ...     token.cancel("client went away")
+    ...     is_cancelled()
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterator
+
+from ragsieve.errors import RagsieveError
+
+
+class GenerationCancelledError(RagsieveError):
+    """The LLM call was cancelled because its request gave up (deadline or client gone)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"the LLM call was cancelled ({reason}); retry the request, or raise the deadline if it keeps timing out"
+        )
+        self.reason = reason
+
+
+class CancelToken:
+    """A flag another thread sets to ask the running LLM call to stop."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason = ""
+
+    def cancel(self, reason: str) -> None:
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; True (early) when cancelled meanwhile."""
+        return self._event.wait(max(seconds, 0.0))
+
+    def check(self) -> None:
+        """Raise :class:`GenerationCancelledError` when cancelled."""
+        if self._event.is_set():
+            raise GenerationCancelledError(self.reason or "cancelled")
+
+
+_CURRENT: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar("ragsieve_cancel", default=None)
+
+
+@contextlib.contextmanager
+def cancel_scope(token: CancelToken) -> Iterator[CancelToken]:
+    """Make ``token`` the current thread's token while the block runs."""
+    reset = _CURRENT.set(token)
+    try:
+        yield token
+    finally:
+        _CURRENT.reset(reset)
+
+
+def current_token() -> CancelToken | None:
+    """The token of the running job, if any."""
+    return _CURRENT.get()
+
+
+def is_cancelled() -> bool:
+    token = _CURRENT.get()
+    return token is not None and token.cancelled
+
+
+def check_cancelled() -> None:
+    """Raise :class:`GenerationCancelledError` if the running job was cancelled."""
+    token = _CURRENT.get()
+    if token is not None:
+        token.check()
+
+
+__all__ = ["CancelToken", "GenerationCancelledError", "cancel_scope", "check_cancelled", "current_token",
+           "is_cancelled"]
