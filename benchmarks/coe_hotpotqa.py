@@ -49,7 +49,7 @@ from ragsieve.coe.perturb import (  # noqa: E402
     sentence_perturbation,
     word_perturbation,
 )
-from ragsieve.eval.qa import contains_answer, token_f1  # noqa: E402
+from ragsieve.answers import contains_answer, token_f1  # noqa: E402
 from ragsieve.io import atomic_write_json  # noqa: E402
 
 log = logging.getLogger("coe_hotpotqa")

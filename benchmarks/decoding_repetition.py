@@ -68,11 +68,11 @@ def main() -> None:
 
     from ragsieve.config import PipelineConfig, apply_overrides
     from ragsieve.demo import demo_corpus_dir, demo_questions
-    from ragsieve.eval.qa import contains_answer
+    from ragsieve.answers import contains_answer
     from ragsieve.generate.answer import build_answer_messages, trim_repetition
     from ragsieve.index import Index
     from ragsieve.llm import load_llm
-    from ragsieve.pipeline import Pipeline
+    from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.tasks.reflection import distinct_n
     from ragsieve.types import Trace
 

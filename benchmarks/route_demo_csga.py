@@ -47,7 +47,7 @@ def main() -> None:
     from ragsieve.demo import demo_corpus_dir, demo_questions
     from ragsieve.embed import load_embedder
     from ragsieve.index import Index
-    from ragsieve.pipeline import Pipeline
+    from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.route import QueryRouter
 
     cfg = PipelineConfig(

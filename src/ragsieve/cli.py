@@ -317,7 +317,7 @@ def search(
 ) -> None:
     """Rank chunks for a query and show each retriever's score."""
     from ragsieve.index import parse_where, validate_k
-    from ragsieve.pipeline import Pipeline
+    from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.types import Trace
 
     k = validate_k(k)
@@ -506,7 +506,7 @@ def ask(
     as_json: bool = typer.Option(False, "--json", help="Print the answer and full trace as JSON."),
 ) -> None:
     """Answer a question from the index, checking the evidence and the answer (the sieve)."""
-    from ragsieve.pipeline import build_pipeline
+    from ragsieve.sieve.pipeline import build_pipeline
 
     overrides: dict[str, Any] = {
         "index_dir": str(index) if index else None,
@@ -692,7 +692,7 @@ def demo(
     """Build an index of the bundled demo corpus and answer questions with the bundled models."""
     from ragsieve.demo import DEMO_SHOWCASE, demo_corpus_dir
     from ragsieve.index import BuildReport, Index
-    from ragsieve.pipeline import Pipeline
+    from ragsieve.sieve.pipeline import Pipeline
 
     index_dir = index or default_demo_index()
     cfg = apply_overrides(

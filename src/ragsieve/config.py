@@ -196,7 +196,7 @@ class SieveConfig(_Section):
     # relevance judge scores each passage against all of it. Measured in docs/results.md,
     # "Knowledge poisoning" and "The sieve vs plain RAG".
     cover_entities: bool = True
-    # poison: the poisoning-aware check after the judge (ragsieve.attack.judge.PoisonJudge). It
+    # poison: the poisoning-aware check after the judge (ragsieve.sieve.poison.PoisonJudge). It
     # drops candidates that restate the question verbatim from its opening words past its question
     # word (the shape of black-box knowledge-poisoning passages: question + false answer, so they
     # rank first) and handles near-copies from different documents: "dedupe" keeps the
@@ -223,7 +223,7 @@ class SieveConfig(_Section):
 
 
 class PipelineConfig(_Section):
-    """Everything a :class:`ragsieve.pipeline.Pipeline` needs."""
+    """Everything a :class:`ragsieve.sieve.pipeline.Pipeline` needs."""
 
     index_dir: str | None = None
     # One stage list, three presets: "plain" (alias "direct") retrieves and answers; "task-adaptive"

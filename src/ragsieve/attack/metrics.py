@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ragsieve.errors import InputError
-from ragsieve.eval.qa import contains_answer
+from ragsieve.answers import contains_answer
 
 __all__ = [
     "TABLE_HEADERS",

@@ -39,9 +39,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragsieve.attack.judge import INTERROGATIVES
+from ragsieve.sieve.poison import INTERROGATIVES
 from ragsieve.errors import InputError
-from ragsieve.eval.qa import contains_answer
+from ragsieve.answers import contains_answer
 from ragsieve.generate.polar import AUXILIARIES
 
 __all__ = [

@@ -278,7 +278,7 @@ def _error_record(key: str, spec: EvalSpec, item: QAItem, exc: Exception, second
 
 
 def _build(spec: EvalSpec) -> Any:
-    from ragsieve.pipeline import build_pipeline
+    from ragsieve.sieve.pipeline import build_pipeline
 
     return build_pipeline(spec.config)
 

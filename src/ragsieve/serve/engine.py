@@ -70,7 +70,7 @@ class Engine:
     Args:
         config: the pipeline config (``index_dir`` must be set).
         pipeline_factory: builds a pipeline from a config (default
-            :func:`ragsieve.pipeline.build_pipeline`); its result needs ``ask(question)``.
+            :func:`ragsieve.sieve.pipeline.build_pipeline`); its result needs ``ask(question)``.
         index_opener: opens the index directory (default: :func:`ragsieve.store.open.open_index`:
             the folder index, or the store ``config.store`` names, with one embedder shared across reloads).
         llm: an already-built LLM (default: :func:`ragsieve.llm.load_llm` on ``config.llm``).
@@ -182,7 +182,7 @@ class Engine:
         pipe = snap.pipelines.get(name)
         if pipe is None:
             if self._pipeline_factory is None:
-                from ragsieve.pipeline import build_pipeline
+                from ragsieve.sieve.pipeline import build_pipeline
 
                 factory: PipelineFactory = build_pipeline
             else:
@@ -235,7 +235,7 @@ class Engine:
         where: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Ranked hits with each retriever's score, as ``ragsieve search --json``. Thread-safe."""
-        from ragsieve.pipeline import Pipeline
+        from ragsieve.sieve.pipeline import Pipeline
         from ragsieve.types import Trace
 
         snap = self.snapshot()

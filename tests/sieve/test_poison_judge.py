@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.attack.judge import PoisonJudge, longest_common_run, question_anchor
+from ragsieve.sieve.poison import PoisonJudge, longest_common_run, question_anchor
 from ragsieve.errors import ConfigError
 from ragsieve.select import TopKSelector
 from ragsieve.types import Chunk, SearchHit, Trace
