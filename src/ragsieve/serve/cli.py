@@ -72,7 +72,7 @@ def serve(
         require(module, "serve", "`ragsieve serve`")
     uvicorn = require("uvicorn", "serve", "`ragsieve serve`")
 
-    from ragsieve.cli import _config
+    from ragsieve.config import load_with_overrides
     from ragsieve.serve.app import ServeSettings, create_app
     from ragsieve.serve.engine import Engine
 
@@ -87,7 +87,7 @@ def serve(
     }
     if llm_url:
         overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
-    cfg = _config(config, overrides)
+    cfg = load_with_overrides(config, overrides)
     engine = Engine(cfg)
     engine.snapshot()  # a missing or corrupt index fails here, before the port opens
     application = create_app(engine, ServeSettings(api_key=key, queue_size=queue_size, deadline_s=deadline))

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from ragsieve.config import PipelineConfig, apply_overrides
+from ragsieve.config import PipelineConfig, PipelineName, apply_overrides
 from ragsieve.errors import ConfigError, InputError
 
 logger = logging.getLogger(__name__)
 
 # "ragsieve" is the name OpenAI clients use for the server's default pipeline.
 DEFAULT_MODEL_NAME = "ragsieve"
-PIPELINE_NAMES: tuple[str, ...] = tuple(get_args(PipelineConfig.model_fields["pipeline"].annotation))
+PIPELINE_NAMES: tuple[str, ...] = get_args(PipelineName)
 
 PipelineFactory = Callable[[PipelineConfig], Any]
 IndexOpener = Callable[[str], Any]
