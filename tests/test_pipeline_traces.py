@@ -51,11 +51,11 @@ class EchoLLM:
     def _text(self, prompt: Any) -> str:
         if isinstance(prompt, str):
             return prompt
-        return "\n".join(getattr(m, "content", str(m)) for m in prompt)
+        return "\n".join(m["content"] for m in prompt)
 
     def generate(self, prompt, *, max_tokens=256, temperature=0.0, stop=None, seed=None) -> Generation:
         text = self._text(prompt)
-        found = re.search(r"\[1\]\s*(.+)", text)
+        found = re.search(r"^\[1\] (.+)$", text, re.MULTILINE)  # the first evidence line
         if not found:
             return Generation("I don't know.", len(text.split()), 3, "stop")
         first = re.split(r"(?<=[.!?])\s", found.group(1).strip(), maxsplit=1)[0]
