@@ -87,19 +87,20 @@ class EchoLLM:
 
 
 def _round(value: Any) -> Any:
+    """Floats to 4 digits, and no wall-clock field (``*_ms``) anywhere."""
     if isinstance(value, float):
         return round(value, 4)
     if isinstance(value, dict):
-        return {str(k): _round(v) for k, v in value.items()}
+        return {str(k): _round(v) for k, v in value.items() if not str(k).endswith("_ms")}
     if isinstance(value, (list, tuple)):
         return [_round(v) for v in value]
     return value
 
 
 def canonical(answer: Any) -> dict[str, Any]:
-    """The answer and its trace without timings (their stage names stay), floats rounded."""
+    """The answer and its trace without timings (the timed stages' names stay), floats rounded."""
     trace = answer.trace.to_dict()
-    trace["timings_ms"] = sorted(trace["timings_ms"])
+    trace["timed"] = sorted(trace.pop("timings_ms"))
     data = {
         "text": answer.text,
         "abstained": answer.abstained,

@@ -26,7 +26,7 @@ from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-from ragsieve.config import FilterName
+from ragsieve.config import FilterName as FilterName  # declared with the other option sets
 from ragsieve.errors import ConfigError, InputError
 from ragsieve.llm.base import LLM, ChatMessage
 
