@@ -50,10 +50,10 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from _report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
-from ragsieve.sieve.poison import PoisonJudge  # noqa: E402
 from ragsieve.attack.metrics import TABLE_HEADERS, Outcome, summarize, table_row, wilson  # noqa: E402
 from ragsieve.attack.poison import Target, choose_targets  # noqa: E402
 from ragsieve.config import SieveConfig  # noqa: E402
+from ragsieve.sieve.poison import PoisonJudge  # noqa: E402
 
 logger = logging.getLogger("attack_poisoning")
 RUNS = ROOT / "runs" / "attack"

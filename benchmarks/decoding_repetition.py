@@ -66,9 +66,9 @@ def main() -> None:
     parser.add_argument("--index", type=Path, default=Path("runs/demo-index"))
     args = parser.parse_args()
 
+    from ragsieve.answers import contains_answer
     from ragsieve.config import PipelineConfig, apply_overrides
     from ragsieve.demo import demo_corpus_dir, demo_questions
-    from ragsieve.answers import contains_answer
     from ragsieve.generate.answer import build_answer_messages, trim_repetition
     from ragsieve.index import Index
     from ragsieve.llm import load_llm

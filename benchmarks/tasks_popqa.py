@@ -60,11 +60,11 @@ def run(args, sample, chosen, results, tasks, verdicts, llm_calls, seconds) -> N
     from ragsieve.config import EmbedderConfig, LLMConfig
     from ragsieve.embed import load_embedder
     from ragsieve.llm import load_llm
+    from ragsieve.sieve.adaptive import ListRetriever, TaskAdaptiveParts
+    from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.tasks.classifier import TfidfTaskClassifier
     from ragsieve.tasks.config import TaskAdaptiveConfig
     from ragsieve.tasks.labels import load_task_requests
-    from ragsieve.sieve.adaptive import ListRetriever, TaskAdaptiveParts
-    from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.tasks.popqa import answer_in
 
     emb = load_embedder(EmbedderConfig(cache_dir=args.cache_dir))

@@ -55,8 +55,14 @@ def choices(name: str, options: Any) -> Any:
 
 
 if TYPE_CHECKING:  # the enums are built at run time; to a type checker each is an Enum
-    RetrievalMode = Fusion = PipelineChoice = SelectChoice = ChunkChoice = Enum
-    StoreChoice = DenseChoice = FilterChoice = Enum
+    RetrievalMode = Enum
+    Fusion = Enum
+    PipelineChoice = Enum
+    SelectChoice = Enum
+    ChunkChoice = Enum
+    StoreChoice = Enum
+    DenseChoice = Enum
+    FilterChoice = Enum
 else:
     RetrievalMode = choices("RetrievalMode", RetrievalModeName)
     Fusion = choices("Fusion", FusionName)
@@ -268,7 +274,7 @@ def search(
         | _store_options(store, store_uri),
     )
     cfg = apply_overrides(cfg, {"index_dir": str(resolve_index_dir(index, cfg.index_dir))})
-    pipe = Pipeline.fromload_with_overrides(cfg)
+    pipe = Pipeline.from_config(cfg)
     trace = Trace(query=query)
     pipe.warm_up_index()
     domains = pipe.resolve_domains(query, trace)
@@ -560,7 +566,7 @@ def info(
 
     cfg = load_with_overrides(config, {**_store_options(store, store_uri), "store.collection": collection})
     folder = resolve_index_dir(index, cfg.index_dir)
-    if effective_storeload_with_overrides(cfg, folder).backend == "milvus":
+    if effective_store_config(cfg, folder).backend == "milvus":
         if verify:
             raise InputError(
                 "--verify checks the folder index's file checksums; a Milvus store keeps none, so drop --verify"

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from tests.attack.fakes import QUESTIONS, SamplingLLM, build_index
 
+from ragsieve.answers import contains_answer
 from ragsieve.attack.poison import (
     LLMWriter,
     Target,
@@ -19,7 +20,6 @@ from ragsieve.attack.poison import (
     question_statement,
 )
 from ragsieve.errors import InputError
-from ragsieve.answers import contains_answer
 
 
 def tree_hashes(folder: Path) -> dict[str, str]:

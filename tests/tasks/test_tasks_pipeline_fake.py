@@ -7,10 +7,10 @@ import pytest
 from tasks_fakes import MALFORMED, HashEmbedder, ScriptedLLM
 
 from ragsieve.errors import ConfigError, InputError
-from ragsieve.tasks.config import TaskAdaptiveConfig
-from ragsieve.tasks.evaluator import FEATURE_NAMES, TrainedRetrievalEvaluator
 from ragsieve.sieve.adaptive import ListRetriever, TaskAdaptiveParts, refine_hits
 from ragsieve.sieve.pipeline import Pipeline
+from ragsieve.tasks.config import TaskAdaptiveConfig
+from ragsieve.tasks.evaluator import FEATURE_NAMES, TrainedRetrievalEvaluator
 from ragsieve.types import Chunk
 
 CHUNKS = [

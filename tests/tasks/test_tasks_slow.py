@@ -6,11 +6,11 @@ import pytest
 
 from ragsieve.config import PipelineConfig
 from ragsieve.expand.hyde import HyDEExpander
+from ragsieve.sieve.adaptive import ListRetriever, TaskAdaptiveParts
+from ragsieve.sieve.pipeline import Pipeline
 from ragsieve.tasks.classifier import LLMTaskClassifier
 from ragsieve.tasks.evaluator import VERDICTS, LLMRetrievalEvaluator, TrainedRetrievalEvaluator
 from ragsieve.tasks.labels import TASK_LABELS
-from ragsieve.sieve.adaptive import ListRetriever, TaskAdaptiveParts
-from ragsieve.sieve.pipeline import Pipeline
 from ragsieve.tasks.reflection import GenerationReflector, distinct_n, knowledge_coverage
 from ragsieve.types import Chunk
 

@@ -28,11 +28,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragsieve.answers import contains_answer
 from ragsieve.attack.metrics import Outcome, attack_succeeded
 from ragsieve.attack.poison import Target
 from ragsieve.config import SIEVE_STAGES, PipelineConfig, validate_config
 from ragsieve.errors import ConfigError, InputError
-from ragsieve.answers import contains_answer
 from ragsieve.llm.base import ContinuationScore, Generation
 
 __all__ = [

@@ -39,10 +39,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragsieve.sieve.poison import INTERROGATIVES
-from ragsieve.errors import InputError
 from ragsieve.answers import contains_answer
+from ragsieve.errors import InputError
 from ragsieve.generate.polar import AUXILIARIES
+from ragsieve.sieve.poison import INTERROGATIVES
 
 __all__ = [
     "ATTACK_FILE",

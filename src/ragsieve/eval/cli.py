@@ -96,10 +96,10 @@ def eval_command(
     ),
 ) -> None:
     """Score the sieve, plain RAG, no retrieval and ablations: accuracy, coverage, AURC, faithfulness, cost."""
+    from ragsieve.cluster import dask_client
     from ragsieve.config import load_with_overrides
     from ragsieve.console import console
     from ragsieve.console import progress as progress_bars
-    from ragsieve.cluster import dask_client
     from ragsieve.eval.data import load_qa
     from ragsieve.eval.harness import EvalCache, default_specs, run_eval
     from ragsieve.eval.report import plot_risk_coverage

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import typer
 from pydantic import ValidationError
+from rich.console import Console
 
 from ragsieve.console import console
 from ragsieve.errors import InputError

@@ -33,7 +33,19 @@ if TYPE_CHECKING:
     from ragsieve.sieve.poison import PoisonJudge
     from ragsieve.sieve.state import PRESETS, PipelineState, Stage, preset_stages
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "PRESETS",
+    "CrossEncoderJudge",
+    "EvaluatorJudge",
+    "Judge",
+    "Pipeline",
+    "PipelineState",
+    "PoisonJudge",
+    "Stage",
+    "TaskAdaptiveParts",
+    "build_pipeline",
+    "preset_stages",
+]
 
 
 def __getattr__(name: str) -> Any:

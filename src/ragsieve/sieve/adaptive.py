@@ -36,7 +36,7 @@ from ragsieve.tasks.evaluator import (
 )
 from ragsieve.tasks.labels import TASK_LABELS, TaskLabel, load_task_requests
 from ragsieve.tasks.reflection import GenerationReflector
-from ragsieve.types import Answer, SearchHit, Trace
+from ragsieve.types import SearchHit, Trace
 
 logger = logging.getLogger(__name__)
 

@@ -64,7 +64,9 @@ def embedder_of(index: Ref[Index | Store]) -> Callable[[], Any]:
     return embedder
 
 
-def task_parts_maker(config: PipelineConfig, index: Ref[Index | Store], llm: Ref[LLM]) -> Callable[[], TaskAdaptiveParts]:
+def task_parts_maker(
+    config: PipelineConfig, index: Ref[Index | Store], llm: Ref[LLM]
+) -> Callable[[], TaskAdaptiveParts]:
     """Builds the task-adaptive components on first use (opening the index when configured)."""
 
     def make() -> TaskAdaptiveParts:
@@ -135,12 +137,16 @@ class Pipeline:
         task_parts: TaskAdaptiveParts | None = None,
     ) -> None:
         self.config = config
-        self._index: Ref[Index | Store] = Ref(index, missing="the pipeline has no index; call warm_up() or pass --index DIR")
+        self._index: Ref[Index | Store] = Ref(
+            index, missing="the pipeline has no index; call warm_up() or pass --index DIR"
+        )
         self._llm: Ref[LLM] = Ref(llm, missing="the pipeline has no LLM; call warm_up() first")
         self._selector_given = selector
         self._judge_given = judge
         self._claim_judge_given = claim_judge
-        self._task_parts: Ref[TaskAdaptiveParts] = Ref(task_parts, make=task_parts_maker(config, self._index, self._llm))
+        self._task_parts: Ref[TaskAdaptiveParts] = Ref(
+            task_parts, make=task_parts_maker(config, self._index, self._llm)
+        )
         self._stages: list[Stage] | None = list(stages) if stages is not None else None
         self._parts: _Shared | None = None
 

@@ -38,10 +38,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragsieve.answers import normalize_answer
 from ragsieve.config import SieveConfig
 from ragsieve.errors import ConfigError
 from ragsieve.sieve.state import PipelineState
-from ragsieve.answers import normalize_answer
 from ragsieve.types import Answer, SearchHit, Trace, Verdict
 
 __all__ = [

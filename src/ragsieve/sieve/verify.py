@@ -13,7 +13,6 @@ from ragsieve.sieve.generate import Generator
 from ragsieve.sieve.state import PipelineState, first_sentence
 from ragsieve.types import ClaimVerdict, SearchHit, Trace
 
-
 _DECLINE_RE = re.compile(
     r"\b(i don'?t know|i do not know|(?:does|do) not (?:contain|mention|provide|say|specify|include)|"
     r"no information|not enough information|cannot (?:answer|determine|be determined)|"
