@@ -338,6 +338,22 @@ class Pipeline:
         )
         return search(question, trace, k=k, domains=domains, where=where)
 
+    def ready_judge(self) -> Judge:
+        """The relevance judge (the one given, else the one ``sieve.judge`` names)."""
+        return self._shared().judge()
+
+    def judge_thresholds(self) -> tuple[float, float]:
+        """The judge's (upper, lower) thresholds after ``sieve.upper``/``sieve.lower``."""
+        return self._shared().relevance.thresholds()
+
+    def ready_claim_judge(self) -> Any:
+        """The claim judge of the verify stage (the one given, else ``sieve.claim_judge``'s)."""
+        return self._shared().claim_judge()
+
+    def ready_selector(self, method: str) -> Selector:
+        """The selector for ``method``; a selector passed to the constructor wins in plain RAG."""
+        return self._shared().selectors(method)
+
     def judge_scores(self, question: str, hits: Sequence[SearchHit], state: PipelineState) -> list[float]:
         """Judge scores of ``hits``, scoring only those not judged earlier in this request."""
         return self._shared().relevance.scores(question, hits, state)
