@@ -22,7 +22,7 @@ selector (``inner``); :meth:`PoisonJudge.judge` returns the per-candidate verdic
 sieve that wants the scores without the selection. Each verdict is recorded with
 ``trace.decide("poison", ...)``. :class:`PoisonStage` is the sieve's ``poison`` stage.
 
-Example:
+Examples:
     >>> from ragsieve.sieve.poison import PoisonJudge
     >>> from ragsieve.types import Chunk, SearchHit, Trace
     >>> q = "Who directed the film Sinister?"
