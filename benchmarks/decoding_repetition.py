@@ -69,7 +69,8 @@ def main() -> None:
     from ragsieve.answers import contains_answer
     from ragsieve.config import PipelineConfig, apply_overrides
     from ragsieve.demo import demo_corpus_dir, demo_questions
-    from ragsieve.generate.answer import build_answer_messages, trim_repetition
+    from ragsieve.generate.answer import build_answer_messages
+    from ragsieve.text import trim_repetition
     from ragsieve.index import Index
     from ragsieve.llm import load_llm
     from ragsieve.sieve.pipeline import Pipeline

@@ -280,7 +280,7 @@ class PipelineConfig(_Section):
         data = self.to_dict()
         for (section, name), neutral in NEUTRAL_DEFAULTS.items():
             # a sieve option changes no answer of another pipeline, whatever its value
-            unused = section == "sieve" and self.pipeline != "sieve"
+            unused = section == "sieve" and data["pipeline"] != "sieve"
             if unused or data.get(section, {}).get(name) == neutral:
                 data[section] = {k: v for k, v in data[section].items() if k != name}
         return data

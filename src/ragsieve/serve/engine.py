@@ -167,7 +167,7 @@ class Engine:
             self._snapshot = fresh
             return fresh
 
-    def pipeline_name(self, requested: str | None) -> str:
+    def chosen_pipeline(self, requested: str | None) -> str:
         """Resolve a request's pipeline or model name; unknown names raise :class:`InputError`."""
         if requested is None or requested == DEFAULT_MODEL_NAME:
             return self.default_pipeline
@@ -208,7 +208,7 @@ class Engine:
         """``Answer.to_dict()`` of the named pipeline, plus the pipeline and index generation.
 
         Runs on the LLM thread (the caller serialises)."""
-        name = self.pipeline_name(pipeline)
+        name = self.chosen_pipeline(pipeline)
         snap = self.snapshot()
         pipe = self._pipeline(snap, name)
         options = {"k": k, "route": route, "no_retrieval": no_retrieval or None}
