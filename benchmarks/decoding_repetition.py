@@ -70,11 +70,11 @@ def main() -> None:
     from ragsieve.config import PipelineConfig, apply_overrides
     from ragsieve.demo import demo_corpus_dir, demo_questions
     from ragsieve.generate.answer import build_answer_messages
-    from ragsieve.text import trim_repetition
     from ragsieve.index import Index
     from ragsieve.llm import load_llm
     from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.tasks.reflection import distinct_n
+    from ragsieve.text import trim_repetition
     from ragsieve.types import Trace
 
     penalties = [float(x) for x in args.penalties.split(",")]
