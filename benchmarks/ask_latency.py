@@ -21,7 +21,7 @@ from benchmarks._report import markdown_table, write_section
 from ragsieve.config import PipelineConfig, apply_overrides
 from ragsieve.demo import demo_corpus_dir, demo_questions
 from ragsieve.index import Index
-from ragsieve.pipeline import Pipeline
+from ragsieve.sieve.pipeline import Pipeline
 
 
 def main() -> None:

@@ -50,10 +50,10 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from _report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
-from ragsieve.attack.judge import PoisonJudge  # noqa: E402
 from ragsieve.attack.metrics import TABLE_HEADERS, Outcome, summarize, table_row, wilson  # noqa: E402
 from ragsieve.attack.poison import Target, choose_targets  # noqa: E402
 from ragsieve.config import SieveConfig  # noqa: E402
+from ragsieve.sieve.poison import PoisonJudge  # noqa: E402
 
 logger = logging.getLogger("attack_poisoning")
 RUNS = ROOT / "runs" / "attack"
@@ -867,7 +867,7 @@ def main() -> None:
         "preset with every check but X ablated (judge = the CRAG-style relevance judge, select = ScopeCoE with "
         "rule features, verify = claim verification with regeneration and abstention, poison = the "
         "poisoning-aware check alone); `sieve` = the default sieve, every check including its `poison` stage "
-        "after the relevance judge (`ragsieve.pipeline.PoisonStage`: drops candidates that restate the question "
+        "after the relevance judge (`ragsieve.sieve.poison.PoisonStage`: drops candidates that restate the question "
         f"verbatim past its interrogative word, a run covering >= {sieve_cfg.poison_restate_share:.0%} of the "
         "question's tokens; of a cluster of near-duplicates from different documents, word Jaccard >= "
         f"{sieve_cfg.poison_duplicate_jaccard:g} once the question's words are removed, "
@@ -882,7 +882,7 @@ def main() -> None:
         "(`generation.polar_answers = \"label\"`). "
         "The knowledge filters (direct / proxy) score (input, knowledge) pairs for classification labels; on QA "
         "the sieve's filter stage passes candidates through (`stages.filtering.filter = none`), so they have no "
-        "row. `poison-judge` = the same check (`ragsieve.attack.judge.PoisonJudge` with its own defaults: "
+        "row. `poison-judge` = the same check (`ragsieve.sieve.poison.PoisonJudge` with its own defaults: "
         f"Jaccard >= {judge_defaults['duplicate_jaccard'].default:g}, whole clusters dropped) in "
         "front of plain RAG's selector, without the sieve's other checks. The restatement signal targets the "
         "black-box construction (question text prepended); a writer that drops the question or turns it into a "

@@ -35,6 +35,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _report import SHARED_DATA, markdown_table, write_section  # noqa: E402
+from ragsieve.answers import contains_answer, token_f1  # noqa: E402
 from ragsieve.coe.config import CoEConfig  # noqa: E402
 from ragsieve.coe.cover import cover  # noqa: E402
 from ragsieve.coe.features import EvidenceFeatures, FeatureExtractor  # noqa: E402
@@ -49,7 +50,6 @@ from ragsieve.coe.perturb import (  # noqa: E402
     sentence_perturbation,
     word_perturbation,
 )
-from ragsieve.eval.qa import contains_answer, token_f1  # noqa: E402
 from ragsieve.io import atomic_write_json  # noqa: E402
 
 log = logging.getLogger("coe_hotpotqa")

@@ -66,14 +66,15 @@ def main() -> None:
     parser.add_argument("--index", type=Path, default=Path("runs/demo-index"))
     args = parser.parse_args()
 
+    from ragsieve.answers import contains_answer
     from ragsieve.config import PipelineConfig, apply_overrides
     from ragsieve.demo import demo_corpus_dir, demo_questions
-    from ragsieve.eval.qa import contains_answer
-    from ragsieve.generate.answer import build_answer_messages, trim_repetition
+    from ragsieve.generate.answer import build_answer_messages
     from ragsieve.index import Index
     from ragsieve.llm import load_llm
-    from ragsieve.pipeline import Pipeline
+    from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.tasks.reflection import distinct_n
+    from ragsieve.text import trim_repetition
     from ragsieve.types import Trace
 
     penalties = [float(x) for x in args.penalties.split(",")]

@@ -56,11 +56,12 @@ def main() -> None:
     args = ap.parse_args()
 
     import eval_sieve
+    from ragsieve.answers import contains_answer
     from ragsieve.config import PipelineConfig
     from ragsieve.eval.data import load_qa
     from ragsieve.eval.harness import EvalCache, default_specs
-    from ragsieve.eval.qa import contains_answer
-    from ragsieve.pipeline import Pipeline, PipelineState
+    from ragsieve.sieve.pipeline import Pipeline
+    from ragsieve.sieve.state import PipelineState
     from ragsieve.types import Trace
 
     out = eval_sieve.RUNS / args.set

@@ -64,7 +64,7 @@ def open_index(name: str, embedder: Any) -> tuple[Any, dict[str, str], dict[str,
 
 def same_text(a: Any, b: Any, jaccard: float = 0.95) -> bool:
     """Whether two candidates carry the same text (word-set Jaccard at or above ``jaccard``)."""
-    from ragsieve.eval.qa import normalize_answer
+    from ragsieve.answers import normalize_answer
 
     x, y = set(normalize_answer(a.chunk.text).split()), set(normalize_answer(b.chunk.text).split())
     return bool(x | y) and len(x & y) / len(x | y) >= jaccard
@@ -73,7 +73,8 @@ def same_text(a: Any, b: Any, jaccard: float = 0.95) -> bool:
 def measure(name: str, embedder: Any, k: int) -> list[list[object]]:
     from ragsieve.attack.evaluate import defence_config
     from ragsieve.config import RetrievalConfig
-    from ragsieve.pipeline import Pipeline, PoisonStage
+    from ragsieve.sieve.pipeline import Pipeline
+    from ragsieve.sieve.poison import PoisonStage
 
     index, queries, qrels = open_index(name, embedder)
     index.warm_up()

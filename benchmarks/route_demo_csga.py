@@ -47,8 +47,8 @@ def main() -> None:
     from ragsieve.demo import demo_corpus_dir, demo_questions
     from ragsieve.embed import load_embedder
     from ragsieve.index import Index
-    from ragsieve.pipeline import Pipeline
     from ragsieve.route import QueryRouter
+    from ragsieve.sieve.pipeline import Pipeline
 
     cfg = PipelineConfig(
         index_dir=args.index_dir,

@@ -83,7 +83,7 @@ def main() -> None:
     from ragsieve.demo import demo_corpus_dir, demo_questions
     from ragsieve.index import Index
     from ragsieve.llm import load_llm
-    from ragsieve.pipeline import Pipeline
+    from ragsieve.sieve.pipeline import Pipeline
 
     base = apply_overrides(PipelineConfig(index_dir=str(args.index)), {"llm.n_threads": args.threads})
     index = Index.build(demo_corpus_dir(), args.index, config=base)

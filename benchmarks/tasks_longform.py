@@ -36,7 +36,8 @@ def main() -> None:
     from ragsieve.embed import load_embedder
     from ragsieve.index import Index
     from ragsieve.llm import load_llm
-    from ragsieve.tasks.pipeline import TaskAdaptivePipeline
+    from ragsieve.sieve.adaptive import TaskAdaptiveParts
+    from ragsieve.sieve.pipeline import Pipeline
 
     requests = list(demo_writing_requests())
     if args.limit:
@@ -64,7 +65,7 @@ def main() -> None:
         t0 = time.time()
         Index.build(demo_corpus_dir(), cfg.index_dir, config=cfg, embedder=emb)
         build_s = time.time() - t0
-        pipe = TaskAdaptivePipeline.from_config(cfg, llm=llm, embedder=emb)
+        pipe = Pipeline.task_adaptive(TaskAdaptiveParts.from_config(cfg, llm=llm, embedder=emb), ablate=cfg.ablate)
         for i, req in enumerate(requests):
             text = req["request"]
             ans = pipe.ask(text)

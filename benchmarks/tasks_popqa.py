@@ -60,10 +60,11 @@ def run(args, sample, chosen, results, tasks, verdicts, llm_calls, seconds) -> N
     from ragsieve.config import EmbedderConfig, LLMConfig
     from ragsieve.embed import load_embedder
     from ragsieve.llm import load_llm
+    from ragsieve.sieve.adaptive import ListRetriever, TaskAdaptiveParts
+    from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.tasks.classifier import TfidfTaskClassifier
     from ragsieve.tasks.config import TaskAdaptiveConfig
     from ragsieve.tasks.labels import load_task_requests
-    from ragsieve.tasks.pipeline import ListRetriever, TaskAdaptivePipeline
     from ragsieve.tasks.popqa import answer_in
 
     emb = load_embedder(EmbedderConfig(cache_dir=args.cache_dir))
@@ -85,21 +86,23 @@ def run(args, sample, chosen, results, tasks, verdicts, llm_calls, seconds) -> N
             hyde_max_tokens=args.hyde_tokens,
             **row,
         )
-        pipes[name] = TaskAdaptivePipeline(
-            llm,
-            emb,
-            None,
-            cfg,
-            k=3,
-            max_tokens=args.answer_tokens,
-            classifier=router if cfg.classifier == "tfidf" else None,
+        pipes[name] = Pipeline.task_adaptive(
+            TaskAdaptiveParts(
+                llm,
+                emb,
+                None,
+                cfg,
+                k=3,
+                max_tokens=args.answer_tokens,
+                classifier=router if cfg.classifier == "tfidf" else None,
+            )
         )
     log = Path(args.log).open("w", encoding="utf-8")  # noqa: SIM115 - appended to per question
     t_start = time.time()
     for qi, it in enumerate(sample):
         retriever = ListRetriever(it.chunks, emb)
         for name, pipe in pipes.items():
-            pipe.retriever = retriever
+            pipe.task_parts().retriever = retriever
             t0 = time.perf_counter()
             ans = pipe.ask(it.question)
             seconds[name] += time.perf_counter() - t0

@@ -19,7 +19,7 @@ import pytest
 from ragsieve import cli, config
 from ragsieve.cli import cli_command, hit_block, main, resolve_index_dir
 from ragsieve.errors import InputError
-from ragsieve.filtering.filters import FilterName
+from ragsieve.filtering.factory import FilteringConfig
 from ragsieve.types import Chunk, SearchHit
 
 
@@ -93,20 +93,23 @@ def test_options_with_fixed_values_list_them():
 
 
 @pytest.mark.parametrize(
-    "enum, literal",
+    "enum, literal, field",
     [
-        (cli.RetrievalMode, config.RetrievalConfig.model_fields["mode"].annotation),
-        (cli.Fusion, config.RetrievalConfig.model_fields["fusion"].annotation),
-        (cli.PipelineName, config.PipelineConfig.model_fields["pipeline"].annotation),
-        (cli.SelectName, config.PipelineConfig.model_fields["select"].annotation),
-        (cli.ChunkUnit, config.ChunkingConfig.model_fields["unit"].annotation),
-        (cli.DenseKind, config.DenseIndexConfig.model_fields["kind"].annotation),
-        (cli.StoreBackend, config.StoreConfig.model_fields["backend"].annotation),
-        (cli.FilterChoice, FilterName),
+        (cli.RetrievalMode, config.RetrievalModeName, config.RetrievalConfig.model_fields["mode"]),
+        (cli.Fusion, config.FusionName, config.RetrievalConfig.model_fields["fusion"]),
+        (cli.PipelineChoice, config.PipelineName, config.PipelineConfig.model_fields["pipeline"]),
+        (cli.SelectChoice, config.SelectName, config.PipelineConfig.model_fields["select"]),
+        (cli.SelectChoice, config.SelectName, config.SieveConfig.model_fields["select"]),
+        (cli.ChunkChoice, config.ChunkUnit, config.ChunkingConfig.model_fields["unit"]),
+        (cli.DenseChoice, config.DenseKind, config.DenseIndexConfig.model_fields["kind"]),
+        (cli.StoreChoice, config.StoreBackendName, config.StoreConfig.model_fields["backend"]),
+        (cli.FilterChoice, config.FilterName, FilteringConfig.model_fields["filter"]),
     ],
 )
-def test_choices_match_the_config(enum, literal):
-    assert {m.value for m in enum} == set(typing.get_args(literal))
+def test_each_option_set_is_declared_once_in_the_config(enum, literal, field):
+    # the config field is typed by the one declaration, and the command line's choices are built from it
+    assert field.annotation is literal
+    assert [m.value for m in enum] == list(typing.get_args(literal))
 
 
 def test_shell_completion_completes_commands_and_choices():

@@ -14,17 +14,11 @@ from ragsieve.errors import ConfigError, InputError
 from ragsieve.index import Index
 from ragsieve.io import atomic_write_json
 from ragsieve.llm.base import ContinuationScore, Generation
-from ragsieve.pipeline import (
-    Pipeline,
-    PipelineState,
-    Stage,
-    build_pipeline,
-    entity_rescues,
-    names_entity,
-    preset_stages,
-    reweight_hits,
-)
-from ragsieve.tasks.pipeline import FixedTaskClassifier
+from ragsieve.sieve.adaptive import FixedTaskClassifier
+from ragsieve.sieve.judge import entity_rescues, names_entity
+from ragsieve.sieve.pipeline import Pipeline, build_pipeline
+from ragsieve.sieve.retrieve import reweight_hits
+from ragsieve.sieve.state import PipelineState, Stage, preset_stages
 from ragsieve.types import Answer, Chunk, SearchHit, Trace
 from ragsieve.verify import LexicalEmbeddingJudge
 
@@ -414,7 +408,7 @@ def test_cross_encoder_judge_maps_logits_to_probabilities(monkeypatch):
     import sys
     import types
 
-    from ragsieve.pipeline import CrossEncoderJudge, Judge
+    from ragsieve.sieve.judge import CrossEncoderJudge, Judge
 
     class FakeCrossEncoder:
         def __init__(self, name: str) -> None:
@@ -433,7 +427,7 @@ def test_cross_encoder_judge_maps_logits_to_probabilities(monkeypatch):
 
 
 def test_poison_stage_drops_restated_questions_and_abstains_when_nothing_is_left(hash_index):
-    from ragsieve.pipeline import PoisonStage
+    from ragsieve.sieve.poison import PoisonStage
 
     pipe = sieve(hash_index, QueueLLM("unused"), KeywordJudge())
     stage = next(s for s in pipe.stages if s.name == "poison")

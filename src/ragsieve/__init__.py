@@ -16,7 +16,7 @@ _LAZY = {
     "SearchHit": "ragsieve.types",
     "Trace": "ragsieve.types",
     "Index": "ragsieve.index",
-    "Pipeline": "ragsieve.pipeline",
+    "Pipeline": "ragsieve.sieve.pipeline",
     "PipelineConfig": "ragsieve.config",
     "RagsieveError": "ragsieve.errors",
 }
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ragsieve.config import PipelineConfig
     from ragsieve.errors import RagsieveError
     from ragsieve.index import Index
-    from ragsieve.pipeline import Pipeline
+    from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.types import Chunk, SearchHit, Trace
 
 __all__ = [

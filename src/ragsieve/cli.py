@@ -1,12 +1,13 @@
 """The ``ragsieve`` command line: a thin layer over the Python API.
 
-Each stage mounts its own sub-command group (``router``, ``filters``, ``tasks``, ``coe``,
-``importance``) from ``ragsieve.<stage>.cli``.
+Each stage's sub-command group (``router``, ``filters``, ``tasks``, ``coe``, ``importance``,
+``trace``, ``attack``) and the ``serve`` and ``eval`` commands live in ``ragsieve.<package>.cli``
+and are mounted in one place, :func:`mount_subcommands`. Every command module takes its
+console from :mod:`ragsieve.console` and its config from :func:`ragsieve.config.load_with_overrides`.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -14,24 +15,29 @@ import sys
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import typer
 import typer.main
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
-from ragsieve.config import SIEVE_STAGES, PipelineConfig, apply_overrides, load_config
+from ragsieve.config import (
+    SIEVE_STAGES,
+    ChunkUnit,
+    DenseKind,
+    FusionName,
+    PipelineConfig,
+    PipelineName,
+    RetrievalModeName,
+    SelectName,
+    StoreBackendName,
+    apply_overrides,
+    load_with_overrides,
+)
+from ragsieve.console import ProgressReporter, console, err_console
+from ragsieve.console import progress as progress_bars
 from ragsieve.errors import InputError, RagsieveError
+from ragsieve.filtering.filters import FilterName
 
 app = typer.Typer(
     name="ragsieve",
@@ -40,83 +46,66 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
-
-# Stage sub-command groups: (module, attribute, command name).
-SUBAPPS = [
-    ("ragsieve.route.cli", "app", "router"),
-    ("ragsieve.filtering.cli", "app", "filters"),
-    ("ragsieve.tasks.cli", "app", "tasks"),
-    ("ragsieve.coe.cli", "app", "coe"),
-    ("ragsieve.importance.cli", "app", "importance"),
-    ("ragsieve.serve.cli", "app", "trace"),
-    ("ragsieve.attack.cli", "app", "attack"),
-]
 
 
-# Options with a fixed set of values; the values mirror the Literal types in ragsieve.config
-# (a test keeps them in step) so that --help lists them and a typo is a usage error.
-class RetrievalMode(str, Enum):
-    dense = "dense"
-    sparse = "sparse"
-    hybrid = "hybrid"
+def choices(name: str, options: Any) -> Any:
+    """A ``str`` enum of a config ``Literal``'s values: typer lists them in ``--help`` and
+    refuses any other value, and the set is declared once, in :mod:`ragsieve.config`."""
+    return Enum(name, {value: value for value in get_args(options)}, type=str)
 
 
-class Fusion(str, Enum):
-    rrf = "rrf"
-    weighted = "weighted"
-
-
-class PipelineName(str, Enum):
-    plain = "plain"
-    direct = "direct"
-    task_adaptive = "task-adaptive"
-    sieve = "sieve"
-
-
-class SelectName(str, Enum):
-    top_k = "top-k"
-    scope_coe = "scope-coe"
-
-
-class ChunkUnit(str, Enum):
-    window = "window"
-    sentence = "sentence"
-
-
-class StoreBackend(str, Enum):
-    folder = "folder"
-    milvus = "milvus"
-
-
-class DenseKind(str, Enum):
-    flat = "flat"
-    ivf = "ivf"
-    hnsw = "hnsw"
-
-
-class FilterChoice(str, Enum):
-    none = "none"
-    direct = "direct"
-    icl = "icl"
-    proxy = "proxy"
-    ensemble = "ensemble"
+if TYPE_CHECKING:  # the enums are built at run time; to a type checker each is an Enum
+    RetrievalMode = Enum
+    Fusion = Enum
+    PipelineChoice = Enum
+    SelectChoice = Enum
+    ChunkChoice = Enum
+    StoreChoice = Enum
+    DenseChoice = Enum
+    FilterChoice = Enum
+else:
+    RetrievalMode = choices("RetrievalMode", RetrievalModeName)
+    Fusion = choices("Fusion", FusionName)
+    PipelineChoice = choices("PipelineChoice", PipelineName)
+    SelectChoice = choices("SelectChoice", SelectName)
+    ChunkChoice = choices("ChunkChoice", ChunkUnit)
+    StoreChoice = choices("StoreChoice", StoreBackendName)
+    DenseChoice = choices("DenseChoice", DenseKind)
+    FilterChoice = choices("FilterChoice", FilterName)
 
 
 def _value(choice: Enum | None) -> Any:
     return None if choice is None else choice.value
 
 
-def _mount_subapps() -> None:
-    for module_name, attr, name in SUBAPPS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue  # that stage has no CLI in this build
-            raise
-        app.add_typer(getattr(module, attr), name=name)
+def mount_subcommands(root: typer.Typer) -> None:
+    """Mount every sub-command module's commands on ``root`` (each ``*/cli.py`` is imported
+    only here, when the command line is built, so ``import ragsieve.cli`` stays light)."""
+    from ragsieve.attack.cli import app as attack_app
+    from ragsieve.coe.cli import app as coe_app
+    from ragsieve.eval.calibrate_cli import calibrate_command
+    from ragsieve.eval.cli import eval_command
+    from ragsieve.filtering.cli import app as filters_app
+    from ragsieve.importance.cli import app as importance_app
+    from ragsieve.route.cli import app as router_app
+    from ragsieve.serve.cli import app as trace_app
+    from ragsieve.serve.cli import serve as serve_command
+    from ragsieve.tasks.cli import app as tasks_app
+
+    groups = {
+        "router": router_app,
+        "filters": filters_app,
+        "tasks": tasks_app,
+        "coe": coe_app,
+        "importance": importance_app,
+        "trace": trace_app,
+        "attack": attack_app,
+    }
+    for name, group in groups.items():
+        root.add_typer(group, name=name)
+    root.command("serve")(serve_command)
+    root.command("eval")(eval_command)
+    root.command("calibrate")(calibrate_command)
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -127,46 +116,6 @@ def _setup_logging(verbose: bool) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def _config(config_path: Path | None, overrides: dict[str, Any]) -> PipelineConfig:
-    base = load_config(config_path) if config_path else PipelineConfig()
-    return apply_overrides(base, overrides)
-
-
-class _ProgressReporter:
-    """Adapts the index builder's ``(stage, done, total)`` callback to rich progress bars."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.tasks: dict[str, Any] = {}
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        labels = {"load": "loading files", "embed": "embedding chunks", "index": "building indexes"}
-        if stage not in self.tasks:
-            self.tasks[stage] = self.progress.add_task(labels.get(stage, stage), total=total)
-        self.progress.update(self.tasks[stage], completed=done, total=total)
-
-
-class _RateColumn(ProgressColumn):
-    """Items per second (chunks, files) of a task."""
-
-    def render(self, task: Any) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.0f}/s" if speed else "", style="progress.data.speed")
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        _RateColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=False,
-    )
 
 
 # ---------------------------------------------------------------------- commands
@@ -183,10 +132,10 @@ def ingest(
     partition_by: str | None = typer.Option(None, "--partition-by", help="'folder' or a metadata field."),
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="Chunk size in tokens."),
     overlap: int | None = typer.Option(None, "--overlap", help="Overlap between chunks in tokens."),
-    unit: ChunkUnit | None = typer.Option(None, "--unit", help="Chunk by token window (default) or by sentence."),
+    unit: ChunkChoice | None = typer.Option(None, "--unit", help="Chunk by token window (default) or by sentence."),
     text_field: str | None = typer.Option(None, "--text-field", help="JSON/CSV field holding the text."),
     id_field: str | None = typer.Option(None, "--id-field", help="JSON/CSV field holding the record id."),
-    dense_kind: DenseKind | None = typer.Option(None, "--dense", help="faiss index: flat (exact), ivf or hnsw."),
+    dense_kind: DenseChoice | None = typer.Option(None, "--dense", help="faiss index: flat (exact), ivf or hnsw."),
     follow_symlinks: bool = typer.Option(
         False, "--follow-symlinks", help="Also ingest symlinks that point outside the folder."
     ),
@@ -196,7 +145,7 @@ def ingest(
     threads: int | None = typer.Option(
         None, "--threads", min=1, help="CPU threads for the embedder (default: all cores)."
     ),
-    store: StoreBackend | None = typer.Option(
+    store: StoreChoice | None = typer.Option(
         None, "--store", help="Where the chunks live: the index folder (default) or Milvus."
     ),
     store_uri: str | None = typer.Option(
@@ -222,7 +171,7 @@ def ingest(
     """
     from ragsieve.index import BuildReport, Index
 
-    cfg = _config(
+    cfg = load_with_overrides(
         config,
         {
             "ingest.partition_by": partition_by,
@@ -244,8 +193,8 @@ def ingest(
         _ingest_partitioned(path, index, cfg, workers, cluster, partition_files, as_json)
         return
     report = BuildReport()
-    with _progress() as progress:
-        built = Index.build(path, index, config=cfg, progress=_ProgressReporter(progress), report=report)
+    with progress_bars() as progress:
+        built = Index.build(path, index, config=cfg, progress=ProgressReporter(progress), report=report)
     if as_json:
         console.print_json(json.dumps({**report.to_dict(), "index": built.stats()}))
         return
@@ -273,9 +222,9 @@ def _ingest_partitioned(
 
     if workers and cfg.embedder.threads is None:
         cfg = apply_overrides(cfg, {"embedder.threads": threads_per_worker(workers)})
-    with dask_client(workers, cluster, "ingesting") as client, _progress() as progress:
+    with dask_client(workers, cluster, "ingesting") as client, progress_bars() as progress:
         report = ingest_partitioned(
-            path, index, cfg, client=client, files_per_partition=per, progress=_ProgressReporter(progress)
+            path, index, cfg, client=client, files_per_partition=per, progress=ProgressReporter(progress)
         )
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
@@ -291,7 +240,7 @@ def _ingest_partitioned(
             err_console.print(f"  {p}: {reason}")
 
 
-def _store_options(store: StoreBackend | None, store_uri: str | None) -> dict[str, Any]:
+def _store_options(store: StoreChoice | None, store_uri: str | None) -> dict[str, Any]:
     return {"store.backend": _value(store), "store.uri": store_uri}
 
 
@@ -305,23 +254,23 @@ def search(
     index: Path | None = typer.Option(
         None, "--index", metavar="DIR", help="Index directory (default: $RAGSIEVE_INDEX, else the demo index)."
     ),
-    mode: RetrievalMode = typer.Option(RetrievalMode.hybrid, "--mode", help="Retriever(s) to rank with."),
+    mode: RetrievalMode = typer.Option(RetrievalMode("hybrid"), "--mode", help="Retriever(s) to rank with."),
     k: int = typer.Option(10, "-k", help="Number of results."),
     where: list[str] = typer.Option([], "--where", help="Metadata filter key=value (repeatable)."),
     route: str = typer.Option("all", "--route", help="all, auto (router) or a domain name."),
     fusion: Fusion | None = typer.Option(None, "--fusion", help="How hybrid mode merges the two rankings."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
-    store: StoreBackend | None = STORE_OPTION,
+    store: StoreChoice | None = STORE_OPTION,
     store_uri: str | None = STORE_URI_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ) -> None:
     """Rank chunks for a query and show each retriever's score."""
     from ragsieve.index import parse_where, validate_k
-    from ragsieve.pipeline import Pipeline
+    from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.types import Trace
 
     k = validate_k(k)
-    cfg = _config(
+    cfg = load_with_overrides(
         config,
         {"retrieval.mode": mode.value, "retrieval.fusion": _value(fusion), "route": route}
         | _store_options(store, store_uri),
@@ -488,25 +437,25 @@ def ask(
     k: int | None = typer.Option(None, "-k", help="Evidence pieces to use."),
     mode: RetrievalMode | None = typer.Option(None, "--mode", help="Retriever(s) to rank with."),
     route: str | None = typer.Option(None, "--route", help="all, auto (router) or a domain name."),
-    pipeline: PipelineName | None = typer.Option(
+    pipeline: PipelineChoice | None = typer.Option(
         None, "--pipeline", help="sieve (default: every check, verified), plain (RAG) or task-adaptive."
     ),
     ablate: str | None = typer.Option(
         None, "--ablate", help="Comma-separated stages to switch off: " + ", ".join(SIEVE_STAGES) + "."
     ),
-    select: SelectName | None = typer.Option(
+    select: SelectChoice | None = typer.Option(
         None, "--select", help="How evidence is chosen from the hits (plain pipeline)."
     ),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),
     llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible server base URL."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
-    store: StoreBackend | None = STORE_OPTION,
+    store: StoreChoice | None = STORE_OPTION,
     store_uri: str | None = STORE_URI_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the answer and full trace as JSON."),
 ) -> None:
     """Answer a question from the index, checking the evidence and the answer (the sieve)."""
-    from ragsieve.pipeline import build_pipeline
+    from ragsieve.sieve.pipeline import build_pipeline
 
     overrides: dict[str, Any] = {
         "index_dir": str(index) if index else None,
@@ -521,7 +470,7 @@ def ask(
     }
     if llm_url:
         overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
-    cfg = _config(config, overrides)
+    cfg = load_with_overrides(config, overrides)
     if not no_retrieval:
         cfg = apply_overrides(cfg, {"index_dir": str(resolve_index_dir(index, cfg.index_dir))})
     pipe = build_pipeline(cfg)
@@ -549,7 +498,7 @@ def classify(
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
     as_json: bool = typer.Option(False, "--json", help="Print the distribution as JSON."),
     index: Path | None = typer.Option(None, "--index", help="Retrieve knowledge from this index (for --filter)."),
-    filter_name: FilterChoice = typer.Option(FilterChoice.none, "--filter", help="Knowledge filter."),
+    filter_name: FilterChoice = typer.Option(FilterChoice("none"), "--filter", help="Knowledge filter."),
     fusion: bool = typer.Option(False, "--fusion/--no-fusion", help="Fuse one distribution per kept piece."),
     proxy: Path | None = typer.Option(None, "--proxy", help="Proxy filter folder (`ragsieve filters train`)."),
     dkf: Path | None = typer.Option(None, "--dkf", help="D_kf JSONL for in-context filter demonstrations."),
@@ -564,7 +513,7 @@ def classify(
         raise InputError("--labels needs at least two distinct comma-separated labels, e.g. positive,negative")
     if not text.strip():
         raise InputError("the text to classify is empty")
-    cfg = _config(config, {"llm.model": model, "llm.n_threads": threads})
+    cfg = load_with_overrides(config, {"llm.model": model, "llm.n_threads": threads})
     llm = load_llm(cfg.llm)
     llm.warm_up()
     kwargs: dict[str, Any] = {"calibrate": calibrate}
@@ -573,7 +522,7 @@ def classify(
     clf = LabelClassifier(label_list, **kwargs)
     if calibrate:
         clf.fit_calibration(llm)
-    if index is not None or filter_name is not FilterChoice.none or fusion:
+    if index is not None or filter_name is not FilterChoice("none") or fusion:
         from ragsieve.filtering.cli import classify_filtered
 
         classify_filtered(
@@ -609,7 +558,7 @@ def info(
     ),
     verify: bool = typer.Option(False, "--verify", help="Check every file's sha256 against the manifest."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file (embedder settings)."),
-    store: StoreBackend | None = STORE_OPTION,
+    store: StoreChoice | None = STORE_OPTION,
     store_uri: str | None = STORE_URI_OPTION,
     collection: str | None = typer.Option(None, "--collection", help="Milvus collection name."),
 ) -> None:
@@ -617,7 +566,7 @@ def info(
     from ragsieve.index import Index
     from ragsieve.store.open import effective_store_config
 
-    cfg = _config(config, {**_store_options(store, store_uri), "store.collection": collection})
+    cfg = load_with_overrides(config, {**_store_options(store, store_uri), "store.collection": collection})
     folder = resolve_index_dir(index, cfg.index_dir)
     if effective_store_config(cfg, folder).backend == "milvus":
         if verify:
@@ -686,22 +635,22 @@ def demo(
         help="Question to ask the demo corpus (repeatable); default: one it answers, one it should abstain on.",
     ),
     index: Path | None = typer.Option(None, "--index", help="Where to build the demo index."),
-    pipeline: PipelineName = typer.Option(PipelineName.sieve, "--pipeline", help="Pipeline preset."),
+    pipeline: PipelineChoice = typer.Option(PipelineChoice("sieve"), "--pipeline", help="Pipeline preset."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for llama.cpp."),
 ) -> None:
     """Build an index of the bundled demo corpus and answer questions with the bundled models."""
     from ragsieve.demo import DEMO_SHOWCASE, demo_corpus_dir
     from ragsieve.index import BuildReport, Index
-    from ragsieve.pipeline import Pipeline
+    from ragsieve.sieve.pipeline import Pipeline
 
     index_dir = index or default_demo_index()
     cfg = apply_overrides(
         PipelineConfig(index_dir=str(index_dir)), {"llm.n_threads": threads, "pipeline": pipeline.value}
     )
     report = BuildReport()
-    with _progress() as progress:
+    with progress_bars() as progress:
         built = Index.build(
-            demo_corpus_dir(), index_dir, config=cfg, progress=_ProgressReporter(progress), report=report
+            demo_corpus_dir(), index_dir, config=cfg, progress=ProgressReporter(progress), report=report
         )
     console.print(
         f"demo index: {report.chunks} chunks in {len(built.domains)} domains at {index_dir} "
@@ -712,11 +661,6 @@ def demo(
         console.print()
         _print_answer(pipe.ask(q))
 
-
-from ragsieve.serve.cli import serve as _serve  # noqa: E402  (light: fastapi loads when it runs)
-
-app.command("serve")(_serve)
-app.command("eval")(importlib.import_module("ragsieve.eval.cli").eval_command)
 
 _TYPE_METAVARS = {Path: "PATH", str: "TEXT", int: "INT", float: "NUMBER"}
 
@@ -780,7 +724,7 @@ def cli_command() -> Any:
     """The click command behind ``ragsieve``, with every stage's sub-commands mounted."""
     global _COMMAND
     if _COMMAND is None:
-        _mount_subapps()
+        mount_subcommands(app)
         _COMMAND = readable_help(typer.main.get_command(app))
     return _COMMAND
 

@@ -36,6 +36,18 @@ SIEVE_STAGES: tuple[str, ...] = (
 )
 
 
+# Option sets, each declared once: the config fields below, the command line's choices
+# (ragsieve.cli builds its enums from these with typing.get_args) and the docs read them here.
+PipelineName = Literal["plain", "direct", "task-adaptive", "sieve"]
+SelectName = Literal["top-k", "scope-coe"]
+RetrievalModeName = Literal["dense", "sparse", "hybrid"]
+FusionName = Literal["rrf", "weighted"]
+ChunkUnit = Literal["sentence", "window"]
+DenseKind = Literal["flat", "ivf", "hnsw"]
+StoreBackendName = Literal["folder", "milvus"]
+FilterName = Literal["none", "direct", "icl", "proxy", "ensemble"]  # stages.filtering.filter
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -84,7 +96,7 @@ class ChunkingConfig(_Section):
     max_tokens: int = Field(200, ge=1)
     overlap_tokens: int = Field(0, ge=0)
     # "sentence": one chunk per sentence (the knowledge-filtering method works on sentences).
-    unit: Literal["sentence", "window"] = "window"
+    unit: ChunkUnit = "window"
 
 
 class IngestConfig(_Section):
@@ -105,7 +117,7 @@ class IngestConfig(_Section):
 
 
 class DenseIndexConfig(_Section):
-    kind: Literal["flat", "ivf", "hnsw"] = "flat"
+    kind: DenseKind = "flat"
     nlist: int = Field(1024, ge=1)
     nprobe: int = Field(16, ge=1)
     hnsw_m: int = Field(32, ge=4)
@@ -113,10 +125,10 @@ class DenseIndexConfig(_Section):
 
 
 class RetrievalConfig(_Section):
-    mode: Literal["dense", "sparse", "hybrid"] = "hybrid"
+    mode: RetrievalModeName = "hybrid"
     k: int = Field(5, ge=1)
     candidates: int = Field(50, ge=1)  # per retriever, before fusion
-    fusion: Literal["rrf", "weighted"] = "rrf"
+    fusion: FusionName = "rrf"
     rrf_k: int = Field(60, ge=1)
     dense_weight: float = Field(0.5, ge=0.0, le=1.0)
     max_query_chars: int = Field(2000, ge=1)
@@ -130,7 +142,7 @@ class StoreConfig(_Section):
     later stages keep (source weights, router). A server URI is only ever taken from here or a
     flag, never from a file inside the index, so opening a downloaded index makes no network call."""
 
-    backend: Literal["folder", "milvus"] = "folder"
+    backend: StoreBackendName = "folder"
     uri: str | None = None
     collection: str = Field("ragsieve", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
     # Name of the environment variable holding the server's token (never the token itself).
@@ -196,7 +208,7 @@ class SieveConfig(_Section):
     # relevance judge scores each passage against all of it. Measured in docs/results.md,
     # "Knowledge poisoning" and "The sieve vs plain RAG".
     cover_entities: bool = True
-    # poison: the poisoning-aware check after the judge (ragsieve.attack.judge.PoisonJudge). It
+    # poison: the poisoning-aware check after the judge (ragsieve.sieve.poison.PoisonJudge). It
     # drops candidates that restate the question verbatim from its opening words past its question
     # word (the shape of black-box knowledge-poisoning passages: question + false answer, so they
     # rank first) and handles near-copies from different documents: "dedupe" keeps the
@@ -209,7 +221,7 @@ class SieveConfig(_Section):
     poison_restate_share: float = Field(0.6, gt=0.0, le=1.0)
     poison_duplicate_jaccard: float = Field(0.95, gt=0.0, le=1.0)
     poison_duplicates: Literal["dedupe", "drop", "keep"] = "dedupe"
-    select: Literal["scope-coe", "top-k"] = "scope-coe"
+    select: SelectName = "scope-coe"
     # ScopeCoE's question features (intent, keywords, relations): "rules" extracts them without
     # the LLM; "llm" asks the model (two schema-constrained generations per question, which cost
     # more than the answer itself on the bundled model; see docs/benchmarks.md).
@@ -243,15 +255,15 @@ class CalibrationConfig(_Section):
 
 
 class PipelineConfig(_Section):
-    """Everything a :class:`ragsieve.pipeline.Pipeline` needs."""
+    """Everything a :class:`ragsieve.sieve.pipeline.Pipeline` needs."""
 
     index_dir: str | None = None
     # One stage list, three presets: "plain" (alias "direct") retrieves and answers; "task-adaptive"
     # adds the task router, HyDE and the CRAG-style evaluator; "sieve" runs every check and verifies.
-    pipeline: Literal["plain", "direct", "task-adaptive", "sieve"] = "sieve"
+    pipeline: PipelineName = "sieve"
     # Stage names switched off in the chosen preset (``ragsieve eval --ablate``); see SIEVE_STAGES.
     ablate: list[str] = Field(default_factory=list)
-    select: Literal["top-k", "scope-coe"] = "top-k"
+    select: SelectName = "top-k"
     route: str = "all"  # "all", "auto" (router) or a domain name
     embedder: EmbedderConfig = EmbedderConfig()
     llm: LLMConfig = LLMConfig()
@@ -289,7 +301,7 @@ class PipelineConfig(_Section):
         data = self.to_dict()
         for (section, name), neutral in NEUTRAL_DEFAULTS.items():
             # a sieve option changes no answer of another pipeline, whatever its value
-            unused = section == "sieve" and self.pipeline != "sieve"
+            unused = section == "sieve" and data["pipeline"] != "sieve"
             if unused or data.get(section, {}).get(name) == neutral:
                 data[section] = {k: v for k, v in data[section].items() if k != name}
         # Without a threshold the calibration section is a record of how one was (not) chosen and
@@ -328,6 +340,13 @@ def load_config(path: str | Path) -> PipelineConfig:
             raise
         raise ConfigError(f"config file {p} could not be parsed: {exc}") from exc
     return validate_config(data, origin=str(p))
+
+
+def load_with_overrides(path: str | Path | None, overrides: dict[str, Any]) -> PipelineConfig:
+    """The config file at ``path`` (the defaults when ``None``) with dotted-key ``overrides``
+    applied (:func:`apply_overrides`): how every command builds its config from its options."""
+    base = load_config(path) if path else PipelineConfig()
+    return apply_overrides(base, overrides)
 
 
 def validate_config(data: dict[str, Any], origin: str = "config") -> PipelineConfig:

@@ -155,7 +155,7 @@ class ClaimVerdict:
 
 @dataclass
 class Answer:
-    """The result of :meth:`ragsieve.pipeline.Pipeline.ask`.
+    """The result of :meth:`ragsieve.sieve.pipeline.Pipeline.ask`.
 
     ``abstained`` is a first-class outcome: ``text`` then says what the evidence does and does
     not support and ``abstain_reason`` says which check decided. ``confidence`` (in [0, 1], higher

@@ -101,9 +101,9 @@ def test_source_weights_learned_on_validation(tmp_path):
 
 def test_make_pipeline_refuses_a_missing_preset(attacked, monkeypatch):
     clean, *_ = attacked
-    import ragsieve.pipeline as pipeline_module
+    import ragsieve.sieve.state as state_module
 
-    monkeypatch.setattr(pipeline_module, "PRESETS", {"plain": ()})
+    monkeypatch.setattr(state_module, "PRESETS", {"plain": ()})
     from ragsieve.errors import ConfigError
 
     with pytest.raises(ConfigError, match="not available"):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from tests.attack.fakes import QUESTIONS, SamplingLLM, build_index
 
+from ragsieve.answers import contains_answer
 from ragsieve.attack.poison import (
     LLMWriter,
     Target,
@@ -19,7 +20,6 @@ from ragsieve.attack.poison import (
     question_statement,
 )
 from ragsieve.errors import InputError
-from ragsieve.eval.qa import contains_answer
 
 
 def tree_hashes(folder: Path) -> dict[str, str]:
@@ -62,7 +62,7 @@ def test_question_statement_drops_interrogatives_keeps_content(question, stem):
 
 
 def test_leads_statement_and_none_do_not_open_with_the_question():
-    from ragsieve.attack.judge import PoisonJudge
+    from ragsieve.sieve.poison import PoisonJudge
     from ragsieve.types import Chunk, SearchHit
 
     t = choose_targets(QUESTIONS, seed=0)[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ragsieve.coe import ScopeCoESelector
 from ragsieve.config import validate_config
 from ragsieve.index import Index
-from ragsieve.pipeline import Pipeline
+from ragsieve.sieve.pipeline import Pipeline
 from ragsieve.types import Chunk
 
 from .fakes import BagEmbedder, FakeLLM

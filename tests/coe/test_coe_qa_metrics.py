@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.eval.qa import contains_answer, exact_match, normalize_answer, token_f1
+from ragsieve.answers import contains_answer, exact_match, normalize_answer, token_f1
 
 
 def test_normalize_squad_style():

@@ -7,7 +7,7 @@ import pytest
 from ragsieve.config import PipelineConfig
 from ragsieve.demo import DEMO_SHOWCASE, demo_corpus_dir, demo_questions
 from ragsieve.index import Index
-from ragsieve.pipeline import Pipeline
+from ragsieve.sieve.pipeline import Pipeline
 
 pytestmark = pytest.mark.slow
 

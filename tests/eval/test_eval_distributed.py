@@ -68,7 +68,7 @@ BUILDS: list[tuple[str, int]] = []
 
 
 def build_pipeline(index_dir: str, spec: EvalSpec) -> Any:
-    from ragsieve.pipeline import Pipeline
+    from ragsieve.sieve.pipeline import Pipeline
 
     BUILDS.append((spec.name, threading.get_ident()))
     return Pipeline(spec.config, index=Index.open(index_dir, embedder=HashEmbedder()), llm=EchoLLM())

@@ -39,7 +39,7 @@ def test_answer_prompt_numbers_evidence_and_clips_long_text():
 
 
 def test_trim_repetition_cuts_a_loop_at_the_last_clause_end():
-    from ragsieve.generate.answer import trim_repetition
+    from ragsieve.text import trim_repetition
 
     loop = ("Graphene is made of a single layer of carbon atoms bonded in a hexagonal lattice [1], which is "
             "a single layer of carbon atoms bonded in a hexagonal lattice, which is a single layer")

@@ -10,7 +10,7 @@ from ragsieve.errors import ModelError
 from ragsieve.generate.polar import is_polar_question, polar_label, starts_with_polarity, with_polar_label
 from ragsieve.index import Index
 from ragsieve.llm.base import Generation
-from ragsieve.pipeline import Pipeline
+from ragsieve.sieve.pipeline import Pipeline
 
 
 class LabelLLM:

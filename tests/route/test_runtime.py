@@ -157,7 +157,7 @@ def test_invalid_stage_config_is_a_clear_error() -> None:
 
 def test_pipeline_records_the_route_in_the_trace(index: Any) -> None:
     from ragsieve.config import PipelineConfig
-    from ragsieve.pipeline import Pipeline
+    from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.types import Trace
 
     cfg = PipelineConfig(route="auto", stages={"route": {"unsure_threshold": 0.3, "mass_threshold": 0.5}})

@@ -12,7 +12,7 @@ from tests.test_pipeline import ScriptedLLM
 from ragsieve.config import PipelineConfig, RetrievalConfig
 from ragsieve.index import Index
 from ragsieve.io import atomic_write_json
-from ragsieve.pipeline import Pipeline
+from ragsieve.sieve.pipeline import Pipeline
 from ragsieve.store import FolderStore, MilvusStore, Store
 
 

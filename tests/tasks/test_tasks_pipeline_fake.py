@@ -7,9 +7,10 @@ import pytest
 from tasks_fakes import MALFORMED, HashEmbedder, ScriptedLLM
 
 from ragsieve.errors import ConfigError, InputError
+from ragsieve.sieve.adaptive import ListRetriever, TaskAdaptiveParts, refine_hits
+from ragsieve.sieve.pipeline import Pipeline
 from ragsieve.tasks.config import TaskAdaptiveConfig
 from ragsieve.tasks.evaluator import FEATURE_NAMES, TrainedRetrievalEvaluator
-from ragsieve.tasks.pipeline import ListRetriever, TaskAdaptivePipeline, refine_hits
 from ragsieve.types import Chunk
 
 CHUNKS = [
@@ -35,7 +36,12 @@ def evaluator_path(tmp_path):
     return str(ev.save(tmp_path / "ev.json"))
 
 
-def make(evaluator_path: str, texts=(), **cfg) -> tuple[TaskAdaptivePipeline, ScriptedLLM]:
+def task_pipeline(*args, ablate=(), **kwargs) -> Pipeline:
+    """The task-adaptive preset with its components given."""
+    return Pipeline.task_adaptive(TaskAdaptiveParts(*args, **kwargs), ablate=ablate)
+
+
+def make(evaluator_path: str, texts=(), **cfg) -> tuple[Pipeline, ScriptedLLM]:
     emb = HashEmbedder()
     llm = ScriptedLLM(texts=list(texts))
     conf = TaskAdaptiveConfig(
@@ -45,7 +51,7 @@ def make(evaluator_path: str, texts=(), **cfg) -> tuple[TaskAdaptivePipeline, Sc
         hyde=False,
         **cfg,
     )
-    return TaskAdaptivePipeline(llm, emb, ListRetriever(CHUNKS, emb), conf, k=2), llm
+    return task_pipeline(llm, emb, ListRetriever(CHUNKS, emb), conf, k=2), llm
 
 
 def stages(ans) -> list[str]:
@@ -99,7 +105,7 @@ def test_empty_retrieval_still_answers(evaluator_path) -> None:
         hyde=False,
         rewrite_query=False,
     )
-    pipe = TaskAdaptivePipeline(
+    pipe = task_pipeline(
         ScriptedLLM(texts=["A hypothesis.", "I don't know."]), emb, ListRetriever([], emb), conf
     )
     ans = pipe.ask("Who wrote Dune?")
@@ -135,7 +141,7 @@ def test_malformed_classifier_output_takes_default_path(evaluator_path) -> None:
         hyde=False,
         evaluator="off",
     )
-    pipe = TaskAdaptivePipeline(llm, emb, ListRetriever(CHUNKS, emb), conf)
+    pipe = task_pipeline(llm, emb, ListRetriever(CHUNKS, emb), conf)
     ans = pipe.ask("Who wrote Dune?")
     task = ans.trace.stage("task")[0]
     assert task["fallback"] and task["label"] == "information_retrieval"
@@ -146,7 +152,7 @@ def test_config_errors() -> None:
     with pytest.raises(ConfigError, match="stages.tasks"):
         TaskAdaptiveConfig.from_stage({"hyde": "sometimes"})
     with pytest.raises(ConfigError, match="fixed_task"):
-        TaskAdaptivePipeline(ScriptedLLM(), HashEmbedder(), None, TaskAdaptiveConfig(classifier="fixed"))
+        task_pipeline(ScriptedLLM(), HashEmbedder(), None, TaskAdaptiveConfig(classifier="fixed"))
 
 
 def test_refine_keeps_best_sentences_in_order(evaluator_path) -> None:
@@ -158,7 +164,7 @@ def test_refine_keeps_best_sentences_in_order(evaluator_path) -> None:
     out = refine_hits("q", hits, lambda q, s: [0.1, 0.2], top_sentences=5, min_score=0.5)
     assert out[0].chunk.text == "The weather was mild that year."  # at least the best one
     with pytest.raises(InputError):
-        TaskAdaptivePipeline(
+        task_pipeline(
             ScriptedLLM(),
             HashEmbedder(),
             None,
@@ -167,13 +173,11 @@ def test_refine_keeps_best_sentences_in_order(evaluator_path) -> None:
 
 
 def test_task_adaptive_is_a_preset_of_the_one_pipeline(evaluator_path) -> None:
-    from ragsieve.pipeline import Pipeline
-
     pipe, _ = make(evaluator_path, texts=["Frank Herbert [1]."], upper=0.0, lower=0.0)
     assert isinstance(pipe, Pipeline) and pipe.preset == "task-adaptive"
     assert [s.name for s in pipe.stages] == ["need", "retrieve", "judge", "generate"]
     emb = HashEmbedder()
-    pipe.retriever = ListRetriever(CHUNKS[2:], emb)  # benchmarks swap the pool per question
+    pipe.task_parts().retriever = ListRetriever(CHUNKS[2:], emb)  # benchmarks swap the pool per question
     ans = pipe.ask("When was Dune published?")
     assert {h.chunk.id for h in ans.evidence} <= {"b1"}
     judged = [d for d in ans.trace.decisions if d["check"] == "judge"]
@@ -186,7 +190,7 @@ def test_task_adaptive_ablation_skips_the_evaluator(evaluator_path) -> None:
     conf = TaskAdaptiveConfig(
         classifier="fixed", fixed_task="information_retrieval", evaluator_path=evaluator_path, hyde=False
     )
-    pipe = TaskAdaptivePipeline(
+    pipe = task_pipeline(
         ScriptedLLM(texts=["Herbert [1]."]), emb, ListRetriever(CHUNKS, emb), conf, k=2, ablate=["judge"]
     )
     ans = pipe.ask("Who wrote the novel Dune?")

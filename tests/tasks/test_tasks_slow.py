@@ -6,10 +6,11 @@ import pytest
 
 from ragsieve.config import PipelineConfig
 from ragsieve.expand.hyde import HyDEExpander
+from ragsieve.sieve.adaptive import ListRetriever, TaskAdaptiveParts
+from ragsieve.sieve.pipeline import Pipeline
 from ragsieve.tasks.classifier import LLMTaskClassifier
 from ragsieve.tasks.evaluator import VERDICTS, LLMRetrievalEvaluator, TrainedRetrievalEvaluator
 from ragsieve.tasks.labels import TASK_LABELS
-from ragsieve.tasks.pipeline import ListRetriever, TaskAdaptivePipeline
 from ragsieve.tasks.reflection import GenerationReflector, distinct_n, knowledge_coverage
 from ragsieve.types import Chunk
 
@@ -115,7 +116,7 @@ def index_dir(tmp_path_factory, embedder):
     return str(d)
 
 
-def _pipeline(index_dir: str, llm, embedder, **stage) -> TaskAdaptivePipeline:
+def _pipeline(index_dir: str, llm, embedder, **stage) -> Pipeline:
     cfg = PipelineConfig.model_validate(
         {
             "index_dir": index_dir,
@@ -125,7 +126,7 @@ def _pipeline(index_dir: str, llm, embedder, **stage) -> TaskAdaptivePipeline:
             "stages": {"tasks": {"text_max_tokens": 32, "max_rounds": 1, "hyde_max_tokens": 24, **stage}},
         }
     )
-    return TaskAdaptivePipeline.from_config(cfg, llm=llm, embedder=embedder)
+    return Pipeline.task_adaptive(TaskAdaptiveParts.from_config(cfg, llm=llm, embedder=embedder), ablate=cfg.ablate)
 
 
 def test_end_to_end_general_qa(index_dir, llm, embedder) -> None:

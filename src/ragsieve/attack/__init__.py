@@ -6,10 +6,10 @@
   the poisoned index, with a resumable LLM-output cache;
 * :mod:`ragsieve.attack.metrics`: retrieval-level success, attack success rate, clean accuracy,
   Wilson and paired-bootstrap intervals;
-* :mod:`ragsieve.attack.judge`: a poisoning-aware evidence check (question restatement,
-  near-duplicate clusters).
 
-``ragsieve attack poison`` / ``ragsieve attack eval`` run the same on a user's index.
+The defence itself, the check that drops poisoned passages, is the sieve's ``poison`` stage
+(:mod:`ragsieve.sieve.poison`). ``ragsieve attack poison`` / ``ragsieve attack eval`` run the
+same on a user's index.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ _EXPORTS = {
     "summarize": "metrics",
     "wilson": "metrics",
     "paired_bootstrap": "metrics",
-    "PoisonJudge": "judge",
     "CachedLLM": "evaluate",
     "DEFENCES": "evaluate",
     "defence_config": "evaluate",

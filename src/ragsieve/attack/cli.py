@@ -18,20 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from ragsieve.config import load_with_overrides
+from ragsieve.console import console
 from ragsieve.errors import InputError
 
 app = typer.Typer(help="Knowledge-poisoning attacks: poison a copy of an index, measure each defence.",
                   no_args_is_help=True)
-console = Console()
-
-
-def _config(path: Path | None) -> Any:
-    from ragsieve.config import PipelineConfig, load_config
-
-    return load_config(path) if path else PipelineConfig()
 
 
 def _open_index(path: Path, config: Any) -> Any:
@@ -92,7 +86,7 @@ def poison(
         raise InputError(f"--writer must be template or llm, got {writer!r}")
     if lead not in LEADS:
         raise InputError(f"--lead must be one of {', '.join(LEADS)}, got {lead!r}")
-    cfg = _config(config)
+    cfg = load_with_overrides(config, {})
     idx = _open_index(index, cfg)
     targets = choose_targets(read_questions(questions), seed=seed)
     if not targets:
@@ -132,7 +126,7 @@ def eval_(
         targets = [t for t in targets if t.id in wanted]
         if not targets:
             raise InputError(f"none of the questions in {questions} is a target of the attack in {poisoned}")
-    cfg = _config(config)
+    cfg = load_with_overrides(config, {})
     configs = {name: defence_config(name, cfg) for name in defence}
     clean_idx = _open_index(index, cfg)
     pois_idx = _open_index(poisoned, cfg)

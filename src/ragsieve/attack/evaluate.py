@@ -3,7 +3,7 @@
 Each defence is a :class:`ragsieve.config.PipelineConfig` (:data:`DEFENCES` names the
 built-in ones): plain RAG, source weights learned by data importance (prune / reweight),
 the CRAG-style retrieval evaluator, ScopeCoE, the poisoning-aware judge
-(:class:`ragsieve.attack.judge.PoisonJudge`), and the sieve preset with each of its checks
+(:class:`ragsieve.sieve.poison.PoisonJudge`), and the sieve preset with each of its checks
 alone or all together. :func:`evaluate_defence` asks every target question on both indexes
 and returns one :class:`ragsieve.attack.metrics.Outcome` per question, plus a log row that
 says which check saw each poisoned passage and with what score.
@@ -28,11 +28,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragsieve.answers import contains_answer
 from ragsieve.attack.metrics import Outcome, attack_succeeded
 from ragsieve.attack.poison import Target
 from ragsieve.config import SIEVE_STAGES, PipelineConfig, validate_config
 from ragsieve.errors import ConfigError, InputError
-from ragsieve.eval.qa import contains_answer
 from ragsieve.llm.base import ContinuationScore, Generation
 
 __all__ = [
@@ -161,9 +161,9 @@ def append_log(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
 
 def sieve_available() -> bool:
     """Whether this build's pipeline has the sieve preset."""
-    import ragsieve.pipeline as pipeline_module
+    import ragsieve.sieve.state as state_module
 
-    return "sieve" in getattr(pipeline_module, "PRESETS", {})
+    return "sieve" in getattr(state_module, "PRESETS", {})
 
 
 # ---------------------------------------------------------------- LLM cache
@@ -277,7 +277,8 @@ class CachedLLM:
 # ---------------------------------------------------------------- pipelines
 def make_pipeline(config: PipelineConfig, index: Any, llm: Any) -> Any:
     """A pipeline for ``config`` that uses the given (already open) index and LLM."""
-    import ragsieve.pipeline as pipeline_module
+    from ragsieve.sieve.pipeline import Pipeline
+    from ragsieve.sieve.select import build_selector
 
     if config.pipeline == "sieve" and not sieve_available():
         raise ConfigError("pipeline 'sieve' is not available in this build; install a ragsieve with the "
@@ -285,19 +286,19 @@ def make_pipeline(config: PipelineConfig, index: Any, llm: Any) -> Any:
     attack_stage = dict(config.stages.get("attack", {}))
     judge = None
     if attack_stage.pop("judge", False):
-        from ragsieve.attack.judge import PoisonJudge
+        from ragsieve.sieve.poison import PoisonJudge
 
         judge = PoisonJudge(k=config.retrieval.k, embedder=getattr(index, "embedder", None), **attack_stage)
     if config.pipeline in ("plain", "direct"):
-        selector = pipeline_module.build_selector(config, llm, index)
+        selector = build_selector(config, llm, index)
         if judge is not None:
             judge.inner = selector
             selector = judge
-        return pipeline_module.Pipeline(config, index=index, llm=llm, selector=selector)
+        return Pipeline(config, index=index, llm=llm, selector=selector)
     if judge is not None:
         raise ConfigError("stages.attack.judge applies to plain RAG; the sieve has its own poison stage "
                           "(set sieve.poison_duplicates / sieve.poison_restate_share instead)")
-    return pipeline_module.Pipeline(config, index=index, llm=llm)
+    return Pipeline(config, index=index, llm=llm)
 
 
 def _target_of(chunk: Any, default: str) -> str:

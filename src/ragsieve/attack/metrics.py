@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ragsieve.answers import contains_answer
 from ragsieve.errors import InputError
-from ragsieve.eval.qa import contains_answer
 
 __all__ = [
     "TABLE_HEADERS",

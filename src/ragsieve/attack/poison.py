@@ -39,10 +39,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragsieve.attack.judge import INTERROGATIVES
+from ragsieve.answers import contains_answer
 from ragsieve.errors import InputError
-from ragsieve.eval.qa import contains_answer
 from ragsieve.generate.polar import AUXILIARIES
+from ragsieve.sieve.poison import INTERROGATIVES
 
 __all__ = [
     "ATTACK_FILE",

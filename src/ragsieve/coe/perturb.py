@@ -31,8 +31,8 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from ragsieve.answers import contains_answer, normalize_answer
 from ragsieve.errors import InputError, LLMOutputError
-from ragsieve.eval.qa import contains_answer, normalize_answer
 from ragsieve.llm.base import LLM, ChatMessage
 
 __all__ = [

@@ -96,8 +96,10 @@ def eval_command(
     ),
 ) -> None:
     """Score the sieve, plain RAG, no retrieval and ablations: accuracy, coverage, AURC, faithfulness, cost."""
-    from ragsieve.cli import _config, _progress, console
     from ragsieve.cluster import dask_client
+    from ragsieve.config import load_with_overrides
+    from ragsieve.console import console
+    from ragsieve.console import progress as progress_bars
     from ragsieve.eval.data import load_qa
     from ragsieve.eval.harness import EvalCache, default_specs, run_eval
     from ragsieve.eval.report import plot_risk_coverage
@@ -113,7 +115,7 @@ def eval_command(
     }
     if llm_url:
         overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
-    cfg = _config(config, overrides)
+    cfg = load_with_overrides(config, overrides)
     specs = default_specs(cfg, parse_ablations(ablate))
     if only:
         wanted = [s.strip() for s in only.split(",") if s.strip()]
@@ -129,7 +131,7 @@ def eval_command(
     store = EvalCache(cache_path).load()
     fixed_judge = make_judge(judge, cfg)
     start = time.perf_counter()
-    with dask_client(workers, cluster, "evaluating") as client, _progress() as progress:
+    with dask_client(workers, cluster, "evaluating") as client, progress_bars() as progress:
         task = progress.add_task(f"evaluating {len(specs)} configurations", total=len(items) * len(specs))
         records = run_eval(
             items,

@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ragsieve.eval.qa import contains_answer, normalize_answer
+from ragsieve.answers import contains_answer, normalize_answer
 
 __all__ = [
     "GoldEvidenceJudge",

@@ -278,7 +278,7 @@ def _error_record(key: str, spec: EvalSpec, item: QAItem, exc: Exception, second
 
 
 def _build(spec: EvalSpec) -> Any:
-    from ragsieve.pipeline import build_pipeline
+    from ragsieve.sieve.pipeline import build_pipeline
 
     return build_pipeline(spec.config)
 
@@ -300,13 +300,13 @@ class _Answerer:
     def __init__(self, build: Callable[[EvalSpec], Any], judge: FaithfulnessJudge | None) -> None:
         self.build = build
         self.judge = judge
-        self.pipes: dict[str, Any] = {}
+        self.built_pipelines: dict[str, Any] = {}
         self.judge_ready = False
 
     def record(self, spec: EvalSpec, item: QAItem, key: str) -> dict[str, Any]:
-        if spec.name not in self.pipes:
-            self.pipes[spec.name] = _warmed(self.build(spec))
-        pipe = self.pipes[spec.name]
+        if spec.name not in self.built_pipelines:
+            self.built_pipelines[spec.name] = _warmed(self.build(spec))
+        pipe = self.built_pipelines[spec.name]
         start = time.perf_counter()
         try:
             answer = (

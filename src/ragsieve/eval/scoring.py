@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from ragsieve.answers import contains_answer, exact_match, token_f1
 from ragsieve.eval.data import QAItem
-from ragsieve.eval.qa import contains_answer, exact_match, token_f1
 from ragsieve.eval.selective import (
     aurc,
     bootstrap_interval,

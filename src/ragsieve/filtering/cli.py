@@ -12,10 +12,10 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from ragsieve.console import console
 from ragsieve.errors import InputError
 
 app = typer.Typer(help="Knowledge filtering: perplexity labels (D_kf), proxy training, filter quality.")
-console = Console()
 
 
 def _read_labelled(path: Path) -> list[dict[str, str]]:

@@ -26,6 +26,7 @@ from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from ragsieve.config import FilterName as FilterName  # declared with the other option sets
 from ragsieve.errors import ConfigError, InputError
 from ragsieve.llm.base import LLM, ChatMessage
 
@@ -34,7 +35,6 @@ from .tasks import TaskSpec, TaskTemplate, resolve_task, task_spec
 
 logger = logging.getLogger(__name__)
 
-FilterName = Literal["none", "direct", "icl", "proxy", "ensemble"]
 Calibration = Literal["none", "content-free"]
 CONTENT_FREE = "N/A"
 OPTION_TOKENS = ("A", "B")  # A = Harmful, B = Harmless

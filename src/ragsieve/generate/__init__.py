@@ -11,8 +11,8 @@ from ragsieve.generate.answer import (
     build_answer_messages,
     cite_evidence,
     parse_citations,
-    trim_repetition,
 )
+from ragsieve.text import trim_repetition
 
 if TYPE_CHECKING:
     from ragsieve.generate.classify import LabelClassifier

@@ -26,15 +26,14 @@ from typing import Any, Literal  # noqa: E402
 
 import numpy as np  # noqa: E402
 import typer  # noqa: E402
-from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from ragsieve.console import console  # noqa: E402
 from ragsieve.errors import InputError  # noqa: E402
 
 app = typer.Typer(
     help="Data importance: learn, store and inspect a weight per data source.", no_args_is_help=True
 )
-console = Console()
 
 
 class MethodOpt(str, Enum):

@@ -133,7 +133,7 @@ class LlamaCppLLM:
         repeat_penalty: llama.cpp's penalty on tokens already in the context when generating
             (1.0: off); scoring calls never use it.
         stop_repetition_ngram: stop generating once the reply repeats a word n-gram
-            (:func:`ragsieve.generate.answer.trim_repetition` would cut the rest anyway, so the
+            (:func:`ragsieve.text.trim_repetition` would cut the rest anyway, so the
             trimmed answer is the same and a looping reply stops costing tokens); 0: off.
 
     Example:
@@ -637,7 +637,7 @@ def _repetition_stop(
 ) -> Callable[[Any, Any], bool]:
     """A llama.cpp stopping criterion: true once the reply so far (without its last, possibly
     unfinished word) repeats a word ``ngram``-gram, i.e. once ``trim_repetition`` would cut it."""
-    from ragsieve.generate.answer import trim_repetition
+    from ragsieve.text import trim_repetition
 
     def repeated(input_ids: Any, logits: Any) -> bool:
         reply = [int(t) for t in input_ids[n_prompt:]]

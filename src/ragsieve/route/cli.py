@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from ragsieve.console import console
+
 app = typer.Typer(help="Query-to-domain router of a domain-partitioned index.", no_args_is_help=True)
-console = Console()
 
 
 def _route_config(

@@ -372,7 +372,7 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
             raise DeadlineExceededError(settings.deadline_s, "searching") from exc
 
     async def run_ask(request: Request, question: str, **options: Any) -> dict[str, Any]:
-        engine.pipeline_name(options.get("pipeline"))  # fail fast, before queueing
+        engine.chosen_pipeline(options.get("pipeline"))  # fail fast, before queueing
         answer: dict[str, Any] = await on_llm(request, lambda: engine.ask(question, **options))
         metrics.observe_trace(answer.get("trace") or {})
         return answer
@@ -439,7 +439,7 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
         the full answer and trace; with ``stream: true`` it comes in the last chunk before ``[DONE]``."""
         question = _question_of(body.messages)
         try:
-            pipeline = engine.pipeline_name(body.model)
+            pipeline = engine.chosen_pipeline(body.model)
         except InputError as exc:
             raise ServiceError(404, str(exc), "invalid_request_error", code="model_not_found", param="model") from exc
         answer = await run_ask(request, question, pipeline=pipeline)

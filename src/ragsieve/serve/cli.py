@@ -89,7 +89,7 @@ def serve(
         require(module, "serve", "`ragsieve serve`")
     uvicorn = require("uvicorn", "serve", "`ragsieve serve`")
 
-    from ragsieve.cli import _config
+    from ragsieve.config import load_with_overrides
     from ragsieve.serve.app import ServeSettings, create_app
     from ragsieve.serve.engine import Engine
     from ragsieve.serve.server import ConnectionLimits, uvicorn_config
@@ -105,7 +105,7 @@ def serve(
     }
     if llm_url:
         overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
-    cfg = _config(config, overrides)
+    cfg = load_with_overrides(config, overrides)
     engine = Engine(cfg)
     engine.snapshot()  # a missing or corrupt index fails here, before the port opens
     settings = ServeSettings(

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from ragsieve.config import PipelineConfig, apply_overrides
+from ragsieve.config import PipelineConfig, PipelineName, apply_overrides
 from ragsieve.errors import ConfigError, InputError
 
 logger = logging.getLogger(__name__)
 
 # "ragsieve" is the name OpenAI clients use for the server's default pipeline.
 DEFAULT_MODEL_NAME = "ragsieve"
-PIPELINE_NAMES: tuple[str, ...] = tuple(get_args(PipelineConfig.model_fields["pipeline"].annotation))
+PIPELINE_NAMES: tuple[str, ...] = get_args(PipelineName)
 
 PipelineFactory = Callable[[PipelineConfig], Any]
 IndexOpener = Callable[[str], Any]
@@ -113,7 +113,7 @@ class Engine:
     Args:
         config: the pipeline config (``index_dir`` must be set).
         pipeline_factory: builds a pipeline from a config (default
-            :func:`ragsieve.pipeline.build_pipeline`); its result needs ``ask(question)``.
+            :func:`ragsieve.sieve.pipeline.build_pipeline`); its result needs ``ask(question)``.
         index_opener: opens the index directory (default: :func:`ragsieve.store.open.open_index`:
             the folder index, or the store ``config.store`` names, with one embedder shared across reloads).
         llm: an already-built LLM (default: :func:`ragsieve.llm.load_llm` on ``config.llm``).
@@ -256,7 +256,7 @@ class Engine:
             except Exception as exc:  # closing only releases a lease; never fail a request for it
                 logger.debug("closing a replaced index snapshot failed: %s", exc)
 
-    def pipeline_name(self, requested: str | None) -> str:
+    def chosen_pipeline(self, requested: str | None) -> str:
         """Resolve a request's pipeline or model name; unknown names raise :class:`InputError`."""
         if requested is None or requested == DEFAULT_MODEL_NAME:
             return self.default_pipeline
@@ -271,7 +271,7 @@ class Engine:
         pipe = snap.pipelines.get(name)
         if pipe is None:
             if self._pipeline_factory is None:
-                from ragsieve.pipeline import build_pipeline
+                from ragsieve.sieve.pipeline import build_pipeline
 
                 factory: PipelineFactory = build_pipeline
             else:
@@ -297,7 +297,7 @@ class Engine:
         """``Answer.to_dict()`` of the named pipeline, plus the pipeline and index generation.
 
         Runs on the LLM thread (the caller serialises)."""
-        name = self.pipeline_name(pipeline)
+        name = self.chosen_pipeline(pipeline)
         with self.using() as snap:
             pipe = self._pipeline(snap, name)
             options = {"k": k, "route": route, "no_retrieval": no_retrieval or None}
@@ -324,7 +324,7 @@ class Engine:
         where: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Ranked hits with each retriever's score, as ``ragsieve search --json``. Thread-safe."""
-        from ragsieve.pipeline import Pipeline
+        from ragsieve.sieve.pipeline import Pipeline
         from ragsieve.types import Trace
 
         cfg = self.config if mode is None else apply_overrides(self.config, {"retrieval.mode": mode})

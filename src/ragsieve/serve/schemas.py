@@ -10,13 +10,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ragsieve.config import PipelineName as ConfigPipelineName
+
 # Bounds keep one request's cost predictable; the pipeline's own limit (retrieval.max_query_chars)
 # still applies and answers 400 with its own message.
 MAX_TEXT_CHARS = 20_000
 MAX_K = 100
 
 # Names a request may use for a pipeline: "ragsieve" is the server's default.
-PipelineName = Literal["ragsieve", "plain", "direct", "task-adaptive", "sieve"]
+PipelineName = Literal["ragsieve", ConfigPipelineName]
 WhereValue = str | int | float | bool | list[str | int | float | bool]
 
 

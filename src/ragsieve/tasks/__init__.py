@@ -4,18 +4,19 @@ actions, generation-stage coverage/diversity reflection).
 
 Example::
 
+    from ragsieve import Pipeline
     from ragsieve.config import PipelineConfig
-    from ragsieve.tasks.pipeline import TaskAdaptivePipeline
 
     cfg = PipelineConfig(index_dir="my-index", pipeline="task-adaptive",
                          stages={"tasks": {"classifier": "tfidf", "hyde": True, "evaluator": "trained"}})
-    answer = TaskAdaptivePipeline.from_config(cfg).ask("Write a short overview of graphene")
+    answer = Pipeline(cfg).ask("Write a short overview of graphene")
     answer.trace.stage("task"), answer.trace.stage("generation_reflection")
 
 Modules: ``labels`` (task labels, bundled request set), ``classifier`` (LLM and TF-IDF task
 classifiers), ``evaluator`` (trained and LLM retrieval evaluators), ``reflection`` (coverage,
-distinct-2, regeneration loop), ``pipeline`` (the task-adaptive pipeline), ``popqa`` (PopQA
-retrieval pools and evaluator training data), ``cli`` (``ragsieve tasks train|eval``).
+distinct-2, regeneration loop), ``popqa`` (PopQA
+retrieval pools and evaluator training data), ``cli`` (``ragsieve tasks train|eval``). The
+preset's stages are in :mod:`ragsieve.sieve.adaptive`.
 """
 
 from ragsieve.tasks.labels import TASK_LABELS, TaskLabel, TaskRequest, load_task_requests

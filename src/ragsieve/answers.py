@@ -1,4 +1,4 @@
-"""Answer-quality metrics shared by the QA experiments.
+"""Answer normalisation and answer-quality metrics every layer may use.
 
 SQuAD-style normalisation (lower case, strip punctuation and the articles a/an/the,
 collapse whitespace), exact match, normalised answer containment (the metric the
@@ -6,7 +6,7 @@ Chain-of-Evidence paper uses: a prediction is correct when it contains a gold an
 and token-level F1.
 
 Example:
-    >>> from ragsieve.eval.qa import contains_answer, token_f1
+    >>> from ragsieve.answers import contains_answer, token_f1
     >>> contains_answer("It was The Beatles.", ["the beatles"])
     True
     >>> round(token_f1("Paris France", ["Paris"]), 3)

@@ -1,4 +1,6 @@
-"""The task-adaptive preset of the pipeline (Task-Classifying RAG on top of CRAG).
+"""The task-adaptive preset's stages (Task-Classifying RAG on top of CRAG): ``need`` (the task
+router), ``retrieve`` (HyDE), ``judge`` (the CRAG-style evaluator and its actions) and
+``generate`` (with reflection), and the components they share (:class:`TaskAdaptiveParts`).
 
 * general_qa: answer directly (no retrieval, no reflection);
 * information_retrieval: retrieve (HyDE when on) → evaluate evidence → act (refine / corrective
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -23,7 +25,6 @@ from ragsieve.errors import ConfigError
 from ragsieve.expand.hyde import HyDEExpander, merge_hits
 from ragsieve.generate.answer import build_answer_messages, cite_evidence
 from ragsieve.llm.base import LLM, ChatMessage
-from ragsieve.pipeline import Pipeline
 from ragsieve.tasks.classifier import LLMTaskClassifier, TaskClassifier, TaskPrediction, TfidfTaskClassifier
 from ragsieve.tasks.config import TaskAdaptiveConfig
 from ragsieve.tasks.evaluator import (
@@ -35,7 +36,7 @@ from ragsieve.tasks.evaluator import (
 )
 from ragsieve.tasks.labels import TASK_LABELS, TaskLabel, load_task_requests
 from ragsieve.tasks.reflection import GenerationReflector
-from ragsieve.types import Answer, SearchHit, Trace
+from ragsieve.types import SearchHit, Trace
 
 logger = logging.getLogger(__name__)
 
@@ -348,23 +349,24 @@ class TaskAdaptiveParts:
 
 
 # ---------------------------------------------------------------------------- stages
-# The task-adaptive preset of :class:`ragsieve.pipeline.Pipeline`: need (task router) →
-# retrieve (HyDE) → judge (CRAG-style evaluator and its actions) → generate (with reflection).
+# The task-adaptive preset: need (task router) → retrieve (HyDE) → judge (CRAG-style evaluator
+# and its actions) → generate (with reflection). Each stage gets the shared components through
+# ``parts`` (built on first use: they load models). Set by ``stages.tasks``
+# (:class:`ragsieve.tasks.config.TaskAdaptiveConfig`).
 
 
 class _TaskStage:
     name = "stage"
 
-    def __init__(self, pipe: Any) -> None:
-        self.pipe = pipe
+    def __init__(self, parts: Callable[[], TaskAdaptiveParts]) -> None:
+        self._parts = parts
 
     @property
     def parts(self) -> TaskAdaptiveParts:
-        parts: TaskAdaptiveParts = self.pipe.task_parts()
-        return parts
+        return self._parts()
 
     def warm_up(self) -> None:
-        self.pipe.task_parts()
+        self._parts()
 
 
 class TaskRouteStage(_TaskStage):
@@ -469,7 +471,7 @@ class TaskGenerateStage(_TaskStage):
         return candidates
 
 
-def task_adaptive_stages(pipe: Any, names: Sequence[str]) -> list[Any]:
+def task_adaptive_stages(parts: Callable[[], TaskAdaptiveParts], names: Sequence[str]) -> list[Any]:
     """The task-adaptive preset's stages among ``names`` (ablation removes the others)."""
     factories = {
         "need": TaskRouteStage,
@@ -477,95 +479,7 @@ def task_adaptive_stages(pipe: Any, names: Sequence[str]) -> list[Any]:
         "judge": CragStage,
         "generate": TaskGenerateStage,
     }
-    return [factories[n](pipe) for n in names if n in factories]
-
-
-class TaskAdaptivePipeline(Pipeline):
-    """:class:`ragsieve.pipeline.Pipeline` with the task-adaptive preset and its components
-    given directly (tests, benchmarks with in-memory retrievers).
-
-    Example::
-
-        from ragsieve.config import PipelineConfig
-        cfg = PipelineConfig(index_dir="my-index", pipeline="task-adaptive",
-                             stages={"tasks": {"hyde": True, "evaluator": "trained"}})
-        answer = TaskAdaptivePipeline.from_config(cfg).ask("Write a short note on our remote-work policy")
-        answer.trace.stage("task")
-    """
-
-    def __init__(
-        self,
-        llm: LLM,
-        embedder: Any,
-        retriever: Retriever | None,
-        config: TaskAdaptiveConfig | None = None,
-        k: int = 5,
-        max_tokens: int = 128,
-        max_evidence_chars: int = 600,
-        classifier: TaskClassifier | None = None,
-        ablate: Sequence[str] = (),
-    ) -> None:
-        parts = TaskAdaptiveParts(llm, embedder, retriever, config, k, max_tokens, max_evidence_chars, classifier)
-        cfg = PipelineConfig.model_validate(
-            {
-                "pipeline": "task-adaptive",
-                "ablate": list(ablate),
-                "retrieval": {"k": parts.k},
-                "generation": {"max_tokens": max_tokens, "max_evidence_chars": max_evidence_chars},
-                "stages": {"tasks": parts.config.model_dump(mode="json")},
-            }
-        )
-        super().__init__(cfg, llm=parts.llm)
-        self.parts = parts
-        self.config_tasks = parts.config
-
-    @property
-    def retriever(self) -> Retriever | None:
-        return self.parts.retriever
-
-    @retriever.setter
-    def retriever(self, retriever: Retriever | None) -> None:
-        # Benchmarks swap in one in-memory pool per question.
-        self.parts.retriever = retriever
-
-    @property
-    def classifier(self) -> TaskClassifier:
-        return self.parts.classifier
-
-    def task_parts(self) -> TaskAdaptiveParts:
-        return self.parts
-
-    def warm_up(self, need_index: bool = True) -> None:
-        # The components were given: nothing to open.
-        for stage in self.stages:
-            stage.warm_up()
-
-    @classmethod
-    def from_config(
-        cls,
-        config: PipelineConfig,
-        retriever: Retriever | None = None,
-        llm: LLM | None = None,
-        embedder: Any = None,
-    ) -> TaskAdaptivePipeline:
-        parts = TaskAdaptiveParts.from_config(config, retriever=retriever, llm=llm, embedder=embedder)
-        return cls(
-            parts.llm,
-            parts.embedder,
-            parts.retriever,
-            parts.config,
-            k=config.retrieval.k,
-            max_tokens=config.generation.max_tokens,
-            max_evidence_chars=config.generation.max_evidence_chars,
-            classifier=parts.classifier,
-            ablate=config.ablate,
-        )
-
-    def ask(  # type: ignore[override]
-        self, question: str, task: TaskLabel | None = None, no_retrieval: bool = False, k: int | None = None
-    ) -> Answer:
-        """Answer ``question``; ``task`` forces a path; ``no_retrieval`` forces the direct path."""
-        return super().ask(question, task=task, no_retrieval=no_retrieval, k=k)
+    return [factories[n](parts) for n in names if n in factories]
 
 
 class IndexRetriever:

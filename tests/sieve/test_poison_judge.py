@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.attack.judge import PoisonJudge, longest_common_run, question_anchor
 from ragsieve.errors import ConfigError
 from ragsieve.select import TopKSelector
+from ragsieve.sieve.poison import PoisonJudge, longest_common_run, question_anchor
 from ragsieve.types import Chunk, SearchHit, Trace
 
 Q = "Who was the first person to walk on the Moon?"

@@ -1,4 +1,4 @@
-"""A poisoning-aware evidence check: drop candidates shaped like black-box attack passages.
+"""Stage ``poison``, the poisoning defence: drop candidates shaped like black-box attack passages.
 
 Two signals, both cheap and both visible in the trace (a third, optional, uses the embedder):
 
@@ -17,13 +17,13 @@ Two signals, both cheap and both visible in the trace (a third, optional, uses t
   embedding for the same reason).
 
 :class:`PoisonJudge` is a :class:`ragsieve.select.Selector` (``select(query, hits, trace)``),
-so it plugs into :class:`ragsieve.pipeline.Pipeline` as the selector or runs before another
+so it plugs into :class:`ragsieve.sieve.pipeline.Pipeline` as the selector or runs before another
 selector (``inner``); :meth:`PoisonJudge.judge` returns the per-candidate verdicts for a
 sieve that wants the scores without the selection. Each verdict is recorded with
-``trace.decide("poison", ...)``.
+``trace.decide("poison", ...)``. :class:`PoisonStage` is the sieve's ``poison`` stage.
 
-Example:
-    >>> from ragsieve.attack.judge import PoisonJudge
+Examples:
+    >>> from ragsieve.sieve.poison import PoisonJudge
     >>> from ragsieve.types import Chunk, SearchHit, Trace
     >>> q = "Who directed the film Sinister?"
     >>> hits = [SearchHit(Chunk("p", q + " The answer is Ridley Scott.", "p", "evil.example"), 1.0, 1, {}),
@@ -34,17 +34,21 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragsieve.answers import normalize_answer
+from ragsieve.config import SieveConfig
 from ragsieve.errors import ConfigError
-from ragsieve.eval.qa import normalize_answer
-from ragsieve.types import SearchHit, Trace, Verdict
+from ragsieve.sieve.state import PipelineState
+from ragsieve.types import Answer, SearchHit, Trace, Verdict
 
 __all__ = [
     "DUPLICATE_ACTIONS",
+    "POISON_STAGE_OPTIONS",
     "PoisonJudge",
+    "PoisonStage",
     "PoisonVerdict",
     "longest_common_run",
     "question_anchor",
@@ -313,3 +317,71 @@ class PoisonJudge:
                                   "pass inner= yourself")
             params["inner"] = TopKSelector(int(inner["k"]))
         return cls(**params)
+
+
+# PoisonJudge options a config may set under ``stages.poison`` (the rest are ``sieve.poison_*``)
+POISON_STAGE_OPTIONS = ("min_restate_tokens", "min_cluster", "semantic_duplicate")
+
+
+class PoisonStage:
+    """The poisoning-aware check (:class:`PoisonJudge`): drop candidates
+    shaped like black-box poisoning passages and near-duplicate copies; when it drops every
+    candidate the sieve abstains rather than answer closed-book.
+
+    ``sieve.poison_*`` set the check's main thresholds; ``stages.poison`` takes the judge's other
+    options (:data:`POISON_STAGE_OPTIONS`), e.g. ``{"semantic_duplicate": 0.9}`` to cluster
+    near-paraphrases by embedding (an attacker who does not restate the question).
+
+    Reads the candidates; writes one ``poison`` decision per candidate and a ``poison`` record,
+    or an ``abstain`` record and the abstention."""
+
+    name = "poison"
+
+    def __init__(self, sieve: SieveConfig, options: dict[str, Any], embedder: Callable[[], Any]) -> None:
+        sc = sieve
+        self.embedder = embedder
+        extra = dict(options)
+        unknown = sorted(set(extra) - set(POISON_STAGE_OPTIONS))
+        if unknown:
+            raise ConfigError(
+                f"stages.poison does not take {', '.join(unknown)}; it takes {', '.join(POISON_STAGE_OPTIONS)} "
+                "(the restatement share, Jaccard and duplicate action are sieve.poison_restate_share, "
+                "sieve.poison_duplicate_jaccard and sieve.poison_duplicates)"
+            )
+        self.judge = PoisonJudge(
+            restate_share=sc.poison_restate_share,
+            duplicate_jaccard=sc.poison_duplicate_jaccard,
+            duplicates=sc.poison_duplicates,
+            **extra,
+        )
+
+    def warm_up(self) -> None:
+        if self.judge.semantic_duplicate is not None and self.judge.embedder is None:
+            self.judge.embedder = self.embedder()
+
+    def run(
+        self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState
+    ) -> list[SearchHit] | Answer:
+        if not candidates:
+            return candidates
+        self.warm_up()
+        # judge() and the trace only: select() would cut at the judge's k, and the stage is
+        # shared by concurrent requests under `ragsieve serve`, so nothing per-request is stored
+        verdicts = self.judge.judge(question, candidates)
+        self.judge.record(trace, candidates, verdicts)
+        kept = [h for h, v in zip(candidates, verdicts, strict=True) if not v.dropped]
+        if kept:
+            return kept
+        reason = f"poison: all {len(candidates)} candidates look like poisoning (restated question or copies)"
+        trace.record("abstain", check="poison", reason=reason)
+        return Answer(
+            question,
+            f"I can't answer this from the indexed documents: every relevant passage ({len(candidates)}) "
+            "restates the question or copies another passage, the pattern of planted text, so none is trusted.",
+            [],
+            [],
+            trace,
+            abstained=True,
+            abstain_reason=reason,
+            confidence=0.0,
+        )

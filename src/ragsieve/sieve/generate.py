@@ -1,0 +1,105 @@
+"""Stage ``generate``: the answer from the selected evidence, with ``[n]`` citations mapped
+to chunk ids (markers, else similarity attribution), and a yes or no read from the model's
+log-probabilities for polar questions when ``generation.polar_answers = "label"``."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ragsieve.config import GenerationConfig
+from ragsieve.errors import RagsieveError
+from ragsieve.generate.answer import build_answer_messages, cite_evidence
+from ragsieve.generate.polar import is_polar_question, polar_label, with_polar_label
+from ragsieve.llm.base import LLM, ChatMessage
+from ragsieve.sieve.state import PipelineState
+from ragsieve.text import trim_repetition
+from ragsieve.types import SearchHit, Trace
+
+logger = logging.getLogger(__name__)
+
+
+class Generator:
+    """Answers from evidence with the LLM; shared by the ``generate`` stage and the ``verify``
+    stage's one regeneration."""
+
+    def __init__(self, llm: Callable[[], LLM], generation: GenerationConfig, embedder: Callable[[], Any]) -> None:
+        self.llm = llm
+        self.generation = generation
+        self.embedder = embedder
+
+    def __call__(
+        self, question: str, evidence: list[SearchHit], trace: Trace, record_as: str = "generate"
+    ) -> tuple[str, list[str]]:
+        """Answer from ``evidence`` and return the text with the cited chunk ids."""
+        llm = self.llm()
+        gc = self.generation
+        messages = build_answer_messages(question, evidence, gc.max_evidence_chars)
+        out = llm.generate(messages, max_tokens=gc.max_tokens, temperature=gc.temperature)
+        trace.count_llm(out.prompt_tokens, out.completion_tokens)
+        raw = out.text.strip()
+        text = trim_repetition(raw, gc.repetition_ngram) if gc.trim_repetition else raw
+        polar: dict[str, Any] = {}
+        if gc.polar_answers == "label" and is_polar_question(question):
+            text, polar = self._label_polar(llm, messages, text)
+        cited, method, similarities = cite_evidence(text, evidence, self.embedder())
+        trace.record(
+            record_as,
+            **polar,
+            trimmed_repetition=len(raw) - len(text),
+            prompt_tokens=out.prompt_tokens,
+            completion_tokens=out.completion_tokens,
+            finish_reason=out.finish_reason,
+            citation_method=method,
+            attribution=[{"id": cid, "similarity": round(s, 4)} for cid, s in similarities],
+            cited=cited,
+        )
+        return text, cited
+
+    @staticmethod
+    def _label_polar(llm: LLM, messages: list[ChatMessage], text: str) -> tuple[str, dict[str, Any]]:
+        """``text`` opening with the model's log-probability choice of yes or no, and the trace
+        fields that say so; a backend that cannot score prompts leaves the reply as sampled."""
+        try:
+            label = polar_label(llm, messages)
+        except RagsieveError as exc:  # a server without prompt log-probabilities
+            logger.info("no yes/no label for a polar question: %s", exc)
+            return text, {"polar": {"label": None, "reason": str(exc)[:200]}}
+        labelled, added = with_polar_label(text, label.label)
+        return labelled, {"polar": {"label": label.label, "margin": round(label.margin, 4), "added": added}}
+
+    def answer_likelihood(self, question: str, text: str) -> float | None:
+        """exp(mean token log-prob) of a closed-book answer under the model (one scoring pass)."""
+        if not text.strip():
+            return None
+        llm = self.llm()
+        try:
+            score = llm.continuation_logprobs(build_answer_messages(question, []), [text])[0]
+        except RagsieveError as exc:  # a server without prompt log-probabilities
+            logger.info("no answer likelihood for the closed-book answer: %s", exc)
+            return None
+        return round(math.exp(score.mean_logprob), 6)
+
+
+class GenerateStage:
+    """Answer from the evidence with ``[n]`` citations (closed book when there is none).
+
+    Reads the candidates (the selected evidence) and ``state.retrieve``; writes ``state.evidence``,
+    ``state.text``, ``state.cited`` and a ``generate`` record (tokens, citations, attribution).
+    Set by ``generation`` and ``llm``."""
+
+    name = "generate"
+
+    def __init__(self, generator: Generator) -> None:
+        self.generator = generator
+
+    def warm_up(self) -> None:
+        pass
+
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
+        evidence = candidates if state.retrieve else []
+        text, cited = self.generator(question, evidence, trace)
+        state.evidence, state.text, state.cited = list(evidence), text, cited
+        return candidates

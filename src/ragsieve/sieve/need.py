@@ -1,0 +1,99 @@
+"""Stage ``need``: does the question need retrieval? The task router first, then the judge's
+best score over a probe retrieval (long-tail entities read like general questions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragsieve.config import SieveConfig
+from ragsieve.sieve.judge import RelevanceScores
+from ragsieve.sieve.retrieve import CandidateSearch
+from ragsieve.sieve.state import PipelineState
+from ragsieve.types import SearchHit, Trace
+
+
+class NeedStage:
+    """Is retrieval needed? The task router first; when it says "answer directly", the judge's
+    best score over a probe retrieval decides instead, so questions about long-tail entities
+    (which read like general questions) still retrieve when the index knows them.
+
+    Why the retrieval signal rather than the model's own answer confidence: the probe reuses the
+    retrieval the question needs anyway (its hits and judge scores go on to the judge stage), so
+    it costs no LLM call, while a confidence signal needs a closed-book draft first. Which of
+    the two separates "needs retrieval" from "does not" better has not been measured yet on
+    held-out questions; the closed-book path records the model's answer likelihood as its
+    confidence, so both signals are in the trace for that comparison.
+
+    Reads ``state.forced_no_retrieval``, ``state.domains`` and ``state.where``; writes
+    ``state.retrieve``, ``state.probe`` (the probe's hits, which the retrieve stage reuses),
+    ``state.relevance`` (their judge scores) and a ``need`` record. Set by ``sieve.need``,
+    ``sieve.need_threshold``, ``sieve.closed_book`` and ``sieve.candidates``.
+    """
+
+    name = "need"
+
+    def __init__(self, sieve: SieveConfig, search: CandidateSearch, relevance: RelevanceScores) -> None:
+        self.sieve = sieve
+        self.search = search
+        self.relevance = relevance
+        self.classifier: Any = None
+
+    def warm_up(self) -> None:
+        if self.classifier is None and self.sieve.need == "auto":
+            from ragsieve.tasks.classifier import TfidfTaskClassifier
+            from ragsieve.tasks.labels import load_task_requests
+
+            train = load_task_requests("train")
+            self.classifier = TfidfTaskClassifier().fit([r.text for r in train], [r.label for r in train])
+
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
+        sc = self.sieve
+        if state.forced_no_retrieval:
+            trace.record("need", retrieve=False, reason="--no-retrieval")
+            return candidates
+        if sc.need == "always":
+            trace.record("need", retrieve=True, reason="sieve.need=always")
+            return candidates
+        self.warm_up()
+        pred = self.classifier.classify(question)
+        if pred.label != "general_qa":
+            trace.record("need", retrieve=True, task=pred.label, reason=f"task router: {pred.label}")
+            return candidates
+        probe = self.search(question, trace, k=sc.candidates, domains=state.domains, where=state.where)
+        scores = self.relevance.scores(question, probe, state) if probe else []
+        best = max(scores, default=0.0)
+        state.probe = probe
+        if best >= sc.need_threshold:
+            trace.record(
+                "need",
+                retrieve=True,
+                task=pred.label,
+                signal="retrieval",
+                best_relevance=round(best, 4),
+                reason=f"task router says answer directly, but the index has a relevant passage "
+                f"({best:.2f} >= {sc.need_threshold})",
+            )
+            return candidates
+        if sc.closed_book == "never":
+            trace.record(
+                "need",
+                retrieve=True,
+                task=pred.label,
+                signal="retrieval",
+                best_relevance=round(best, 4),
+                reason=f"task router says answer directly and no passage is relevant ({best:.2f} < "
+                f"{sc.need_threshold}), but the sieve answers from evidence only (sieve.closed_book=never): "
+                "the judge decides",
+            )
+            return candidates
+        state.retrieve = False
+        state.probe = None
+        trace.record(
+            "need",
+            retrieve=False,
+            task=pred.label,
+            signal="retrieval",
+            best_relevance=round(best, 4),
+            reason=f"task router says answer directly and no passage is relevant ({best:.2f} < {sc.need_threshold})",
+        )
+        return []

@@ -1,0 +1,432 @@
+"""One question-answering pipeline: builds a preset's stages, warms them up, runs them in
+order and assembles the :class:`~ragsieve.types.Answer`.
+
+A stage (:class:`~ragsieve.sieve.state.Stage`) takes the question, the current candidates, the
+trace and a small shared :class:`~ragsieve.sieve.state.PipelineState`; it returns the
+candidates for the next stage (or an :class:`~ragsieve.types.Answer`, which ends the run: an
+abstention) and records its decisions in the trace (``trace.record`` per stage,
+``trace.decide`` per candidate a check keeps, drops or flags). Stages get their resources
+(index, LLM, judges, config sections) when they are built here; none of them knows the pipeline.
+
+The presets are stage lists of the same :class:`Pipeline` (``config.pipeline``):
+
+* ``plain`` (alias ``direct``): route → retrieve → select → generate (hybrid top-k RAG);
+* ``task-adaptive``: the task router, HyDE retrieval, the CRAG-style evaluator and its actions,
+  generation with reflection (:mod:`ragsieve.sieve.adaptive`);
+* ``sieve`` (the default): route → need → retrieve → judge → poison → filter → select →
+  generate → verify, then accept, regenerate once with only the supported evidence, or abstain.
+
+``config.ablate`` removes stages by name (:data:`ragsieve.config.SIEVE_STAGES`); every
+remaining list still answers (without ``verify`` the answer is unverified, without ``need``
+the pipeline always retrieves, without ``judge`` every candidate is kept, without ``select``
+the top-k are used).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ragsieve.config import PipelineConfig
+from ragsieve.errors import ConfigError, InputError
+from ragsieve.index import Index
+from ragsieve.llm.base import LLM
+from ragsieve.select import Selector
+from ragsieve.sieve.adaptive import IndexRetriever, TaskAdaptiveParts, task_adaptive_stages
+from ragsieve.sieve.filter import FilterStage
+from ragsieve.sieve.generate import GenerateStage, Generator
+from ragsieve.sieve.judge import Judge, JudgeStage, RelevanceScores, build_judge
+from ragsieve.sieve.need import NeedStage
+from ragsieve.sieve.poison import PoisonStage
+from ragsieve.sieve.retrieve import CandidateSearch, RetrieveStage
+from ragsieve.sieve.route import RouteStage, resolve_domains
+from ragsieve.sieve.select import Selectors, SelectStage, build_selector
+from ragsieve.sieve.state import PipelineState, Ref, Stage, preset_name, preset_stages
+from ragsieve.sieve.verify import VerifyStage, answer_confidence
+from ragsieve.store.protocol import Store
+from ragsieve.types import Answer, SearchHit, Trace
+
+
+def open_configured_index(config: PipelineConfig) -> Index | Store:
+    """The index (or store) ``config`` names, with its embedder."""
+    from ragsieve.embed import load_embedder
+    from ragsieve.store.open import open_index
+
+    return open_index(config, load_embedder(config.embedder))
+
+
+def embedder_of(index: Ref[Index | Store]) -> Callable[[], Any]:
+    """The open index's embedder, or ``None`` while no index is open."""
+
+    def embedder() -> Any:
+        return index.value.embedder if index.value is not None else None
+
+    return embedder
+
+
+def task_parts_maker(
+    config: PipelineConfig, index: Ref[Index | Store], llm: Ref[LLM]
+) -> Callable[[], TaskAdaptiveParts]:
+    """Builds the task-adaptive components on first use (opening the index when configured)."""
+
+    def make() -> TaskAdaptiveParts:
+        if index.value is None and config.index_dir:
+            index.value = open_configured_index(config)
+        opened = index.value
+        return TaskAdaptiveParts.from_config(
+            config,
+            retriever=IndexRetriever(opened, config) if opened is not None else None,
+            llm=llm(),
+            embedder=opened.embedder if opened is not None else None,
+        )
+
+    return make
+
+
+class _Shared:
+    """What the stages of one built preset share (built with the stages)."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        index: Ref[Index | Store],
+        llm: Ref[LLM],
+        *,
+        sieve: bool,
+        judge: Judge | None,
+        selector: Selector | None,
+        claim_judge: Any,
+    ) -> None:
+        embedder = embedder_of(index)
+        self.judge: Ref[Judge] = Ref(judge, make=lambda: build_judge(config.sieve, embedder()))
+        self.relevance = RelevanceScores(self.judge, config.sieve)
+        self.search = CandidateSearch(index, config.retrieval, sieve=sieve, wide=config.select != "top-k" and not sieve)
+        self.selectors = Selectors(config, lambda: llm.value, embedder, sieve=sieve, fixed=selector)
+        self.generator = Generator(llm, config.generation, embedder)
+
+        def build_claim() -> Any:
+            from ragsieve.verify import build_claim_judge
+
+            return build_claim_judge(config.sieve.claim_judge, llm=llm.value, embedder=embedder())
+
+        self.claim_judge: Ref[Any] = Ref(claim_judge, make=build_claim)
+
+
+class Pipeline:
+    """Run the stage list ``config.pipeline`` names (minus ``config.ablate``), recording every
+    decision in a :class:`Trace`.
+
+    Example:
+        >>> from ragsieve.config import PipelineConfig
+        >>> from ragsieve import Pipeline
+        >>> pipe = Pipeline.from_config(PipelineConfig(index_dir="demo-index"))  # doctest: +SKIP
+        >>> answer = pipe.ask("What is graphene?")                                # doctest: +SKIP
+        >>> answer.abstained, answer.confidence, [c.supported for c in answer.claims]  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        index: Index | Store | None = None,
+        llm: LLM | None = None,
+        selector: Selector | None = None,
+        *,
+        judge: Judge | None = None,
+        claim_judge: Any = None,
+        stages: Sequence[Stage] | None = None,
+        task_parts: TaskAdaptiveParts | None = None,
+    ) -> None:
+        self.config = config
+        self._index: Ref[Index | Store] = Ref(
+            index, missing="the pipeline has no index; call warm_up() or pass --index DIR"
+        )
+        self._llm: Ref[LLM] = Ref(llm, missing="the pipeline has no LLM; call warm_up() first")
+        self._selector_given = selector
+        self._judge_given = judge
+        self._claim_judge_given = claim_judge
+        self._task_parts: Ref[TaskAdaptiveParts] = Ref(
+            task_parts, make=task_parts_maker(config, self._index, self._llm)
+        )
+        self._stages: list[Stage] | None = list(stages) if stages is not None else None
+        self._parts: _Shared | None = None
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_config(cls, config: PipelineConfig) -> Pipeline:
+        return cls(config)
+
+    @classmethod
+    def task_adaptive(cls, parts: TaskAdaptiveParts, ablate: Sequence[str] = ()) -> Pipeline:
+        """The task-adaptive preset with its components given (tests, benchmarks with in-memory
+        retrievers; swap ``parts.retriever`` per question).
+
+        Example::
+
+            parts = TaskAdaptiveParts(llm, embedder, ListRetriever(chunks, embedder), TaskAdaptiveConfig())
+            Pipeline.task_adaptive(parts).ask("Write a short note on our remote-work policy")
+        """
+        cfg = PipelineConfig.model_validate(
+            {
+                "pipeline": "task-adaptive",
+                "ablate": list(ablate),
+                "retrieval": {"k": parts.k},
+                "generation": {"max_tokens": parts.max_tokens, "max_evidence_chars": parts.max_evidence_chars},
+                "stages": {"tasks": parts.config.model_dump(mode="json")},
+            }
+        )
+        return cls(cfg, llm=parts.llm, task_parts=parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.config.to_dict()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Pipeline:
+        from ragsieve.config import validate_config
+
+        return cls(validate_config(data))
+
+    # ------------------------------------------------------------------ resources
+    @property
+    def index(self) -> Index | Store | None:
+        return self._index.value
+
+    @index.setter
+    def index(self, index: Index | Store | None) -> None:
+        self._index.value = index
+
+    @property
+    def llm(self) -> LLM | None:
+        return self._llm.value
+
+    @llm.setter
+    def llm(self, llm: LLM | None) -> None:
+        self._llm.value = llm
+
+    @property
+    def selector(self) -> Selector | None:
+        return self._parts.selectors.fixed if self._parts is not None else self._selector_given
+
+    @property
+    def judge(self) -> Judge | None:
+        return self._parts.judge.value if self._parts is not None else self._judge_given
+
+    @property
+    def claim_judge(self) -> Any:
+        return self._parts.claim_judge.value if self._parts is not None else self._claim_judge_given
+
+    @property
+    def preset(self) -> str:
+        return preset_name(self.config.pipeline)
+
+    @property
+    def is_sieve(self) -> bool:
+        return self.preset == "sieve"
+
+    def embedder(self) -> Any:
+        index = self._index.value
+        return index.embedder if index is not None else None
+
+    def ready_index(self) -> Index | Store:
+        return self._index()
+
+    def ready_llm(self) -> LLM:
+        return self._llm()
+
+    def task_parts(self) -> TaskAdaptiveParts:
+        """The task-adaptive preset's components (:class:`ragsieve.sieve.adaptive.TaskAdaptiveParts`)."""
+        return self._task_parts()
+
+    # ------------------------------------------------------------------ stages
+    @property
+    def stages(self) -> list[Stage]:
+        if self._stages is None:
+            self._stages = self.build_stages()
+        return self._stages
+
+    def _shared(self) -> _Shared:
+        if self._parts is None:
+            self._parts = _Shared(
+                self.config,
+                self._index,
+                self._llm,
+                sieve=self.is_sieve,
+                judge=self._judge_given,
+                selector=self._selector_given,
+                claim_judge=self._claim_judge_given,
+            )
+        return self._parts
+
+    def build_stages(self) -> list[Stage]:
+        """The preset's stages, minus the ablated ones."""
+        names = preset_stages(self.config)
+        if self.preset == "task-adaptive":
+            return task_adaptive_stages(self._task_parts, names)
+        config, sc, sieve = self.config, self.config.sieve, self.is_sieve
+        shared = self._shared()
+        factories: dict[str, Callable[[], Stage]] = {
+            "route": lambda: RouteStage(
+                self._index,
+                (config.route if config.route != "all" else sc.route) if sieve else config.route,
+                sc.route_close_margin if sieve else None,
+                config.stages.get("route", {}),
+            ),
+            "need": lambda: NeedStage(sc, shared.search, shared.relevance),
+            "retrieve": lambda: RetrieveStage(shared.search, sc.candidates if sieve else None),
+            "judge": lambda: JudgeStage(shared.relevance, sc),
+            "poison": lambda: PoisonStage(sc, config.stages.get("poison", {}), embedder_of(self._index)),
+            "filter": lambda: FilterStage(config.stages.get("filtering", {}), self._llm, embedder_of(self._index)),
+            "select": lambda: SelectStage(
+                shared.selectors, sc.select if sieve else config.select, config.retrieval.k, sieve=sieve
+            ),
+            "generate": lambda: GenerateStage(shared.generator),
+            "verify": lambda: VerifyStage(shared.claim_judge, shared.generator, sc),
+        }
+        stages = [factories[n]() for n in names]
+        if "generate" not in names:
+            raise ConfigError("ablate cannot remove 'generate': a pipeline must answer; remove it from ablate")
+        if "select" not in names and "retrieve" in names:
+            # Without a selection step the generator still gets only the top k.
+            stages.insert(
+                names.index("generate"), SelectStage(shared.selectors, "top-k", config.retrieval.k, sieve=sieve)
+            )
+        return stages
+
+    # ------------------------------------------------------------------ warm-up
+    def warm_up_index(self) -> Index | Store:
+        """Open the index and its embedder (idempotent); enough for search."""
+        if self._index.value is None:
+            self._index.value = open_configured_index(self.config)
+        return self._index.value
+
+    def warm_up(self, need_index: bool = True) -> None:
+        """Open the index, load the models and every stage's own state (idempotent)."""
+        if need_index or self.index is not None:
+            self.warm_up_index()
+        if self._llm.value is None:
+            from ragsieve.llm import load_llm
+
+            self._llm.value = load_llm(self.config.llm)
+        self._llm.value.warm_up()
+        selectors = self._shared().selectors
+        if selectors.fixed is None and not self.is_sieve:
+            selectors.fixed = build_selector(self.config, self.llm, self.index)
+        for stage in self.stages:
+            stage.warm_up()
+
+    # ------------------------------------------------------------------ building blocks
+    def resolve_domains(
+        self, question: str, trace: Trace, route: str | None = None, close_margin: float | None = None
+    ) -> list[str] | None:
+        """Which partitions to search: ``None`` means the global index."""
+        index = self.ready_index()
+        return resolve_domains(
+            index, question, trace, route or self.config.route, self.config.stages.get("route", {}), close_margin
+        )
+
+    def retrieve(
+        self,
+        question: str,
+        trace: Trace,
+        k: int | None = None,
+        domains: list[str] | None = None,
+        where: dict[str, Any] | None = None,
+    ) -> list[SearchHit]:
+        """Candidates for selection (:class:`ragsieve.sieve.retrieve.CandidateSearch`)."""
+        sieve = self.is_sieve
+        search = CandidateSearch(
+            self._index, self.config.retrieval, sieve=sieve, wide=self.config.select != "top-k" and not sieve
+        )
+        return search(question, trace, k=k, domains=domains, where=where)
+
+    def ready_judge(self) -> Judge:
+        """The relevance judge (the one given, else the one ``sieve.judge`` names)."""
+        return self._shared().judge()
+
+    def judge_thresholds(self) -> tuple[float, float]:
+        """The judge's (upper, lower) thresholds after ``sieve.upper``/``sieve.lower``."""
+        return self._shared().relevance.thresholds()
+
+    def ready_claim_judge(self) -> Any:
+        """The claim judge of the verify stage (the one given, else ``sieve.claim_judge``'s)."""
+        return self._shared().claim_judge()
+
+    def ready_selector(self, method: str) -> Selector:
+        """The selector for ``method``; a selector passed to the constructor wins in plain RAG."""
+        return self._shared().selectors(method)
+
+    def judge_scores(self, question: str, hits: Sequence[SearchHit], state: PipelineState) -> list[float]:
+        """Judge scores of ``hits``, scoring only those not judged earlier in this request."""
+        return self._shared().relevance.scores(question, hits, state)
+
+    def generate(
+        self, question: str, evidence: list[SearchHit], trace: Trace, record_as: str = "generate"
+    ) -> tuple[str, list[str]]:
+        """Answer from ``evidence`` and return the text with the cited chunk ids."""
+        return self._shared().generator(question, evidence, trace, record_as=record_as)
+
+    def answer_likelihood(self, question: str, text: str) -> float | None:
+        """exp(mean token log-prob) of a closed-book answer under the model (one scoring pass)."""
+        return self._shared().generator.answer_likelihood(question, text)
+
+    # ------------------------------------------------------------------ entry point
+    def ask(
+        self,
+        question: str,
+        *,
+        no_retrieval: bool = False,
+        k: int | None = None,
+        route: str | None = None,
+        where: dict[str, Any] | None = None,
+        task: str | None = None,
+    ) -> Answer:
+        """Run the stages on ``question``; ``task`` forces the task-adaptive path."""
+        max_chars = self.config.retrieval.max_query_chars
+        if not isinstance(question, str) or not question.strip():
+            raise InputError("the question is empty; pass a question to ask")
+        if len(question) > max_chars:
+            raise InputError(
+                f"the question has {len(question)} characters, over the limit of {max_chars}; "
+                "shorten it or raise retrieval.max_query_chars"
+            )
+        question = question.strip()
+        trace = Trace(query=question)
+        with trace.timed("warm_up"):
+            self.warm_up(need_index=not no_retrieval and self.preset != "task-adaptive")
+        state = PipelineState(
+            question=question,
+            k=k,
+            route=route,
+            where=where,
+            task=task,
+            retrieve=not no_retrieval,
+            forced_no_retrieval=no_retrieval,
+        )
+        trace.record("pipeline", preset=self.preset, stages=[s.name for s in self.stages], ablated=self.config.ablate)
+        candidates: list[SearchHit] = []
+        for stage in self.stages:
+            with trace.timed(stage.name):
+                out = stage.run(question, candidates, trace, state)
+            if isinstance(out, Answer):
+                return out
+            candidates = out
+        if state.confidence is None and self.is_sieve and state.relevance:
+            # verify switched off: the evidence's relevance alone orders the answers.
+            state.confidence = answer_confidence(
+                [], max((state.relevance.get(h.chunk.id, 0.0) for h in state.evidence), default=None)
+            )
+        return Answer(
+            question=question,
+            text=state.text,
+            evidence=state.evidence,
+            cited_ids=state.cited,
+            trace=trace,
+            abstained=state.abstained,
+            abstain_reason=state.abstain_reason,
+            confidence=state.confidence,
+            claims=state.claims,
+        )
+
+
+def build_pipeline(config: PipelineConfig) -> Pipeline:
+    """The pipeline ``config.pipeline`` names (one class; the preset picks its stage list)."""
+    return Pipeline.from_config(config)

@@ -1,0 +1,123 @@
+"""Stage ``retrieve``: hybrid search over the routed partitions, with the learned source
+weights applied when the index has them and the config asks (the sieve always reweights)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ragsieve.config import RetrievalConfig
+from ragsieve.errors import ConfigError
+from ragsieve.index import Index
+from ragsieve.sieve.state import PipelineState, Ref
+from ragsieve.store.protocol import Store
+from ragsieve.types import SearchHit, Trace
+
+
+def source_weight_threshold(index: Index | Store) -> float:
+    """The pruning threshold stored with the index's learned source weights."""
+    data = json.loads((index.dir / "source_weights.json").read_text(encoding="utf-8"))
+    return float(data.get("threshold", 0.5)) if isinstance(data, dict) else 0.5
+
+
+def reweight_hits(index: Index | Store, hits: list[SearchHit]) -> list[SearchHit]:
+    """Scale each hit's score by its source's learned weight and re-rank."""
+    weights = index.source_weights
+    if weights is None:
+        raise ConfigError(
+            "retrieval.use_source_weights=reweight but the index has no source_weights.json; "
+            "run `ragsieve importance apply` first"
+        )
+    scored = [
+        SearchHit(
+            h.chunk,
+            h.score * weights.get(h.chunk.source, 1.0),
+            0,
+            {**h.scores, "source_weight": weights.get(h.chunk.source, 1.0)},
+        )
+        for h in hits
+    ]
+    scored.sort(key=lambda h: -h.score)
+    return [SearchHit(h.chunk, h.score, r, h.scores) for r, h in enumerate(scored, 1)]
+
+
+class CandidateSearch:
+    """Candidates for selection from the index: ``retrieval.candidates`` hits (``k`` when
+    larger) unless top-k selection needs only ``k``; ``sieve=True`` reweights by source weights
+    whenever the index has them. Shared by the ``need`` probe and the ``retrieve`` stage."""
+
+    def __init__(self, index: Ref[Index | Store], retrieval: RetrievalConfig, *, sieve: bool, wide: bool) -> None:
+        self.index = index
+        self.retrieval = retrieval
+        self.sieve = sieve
+        self.wide = wide  # a selector other than top-k chooses from all the candidates
+
+    def __call__(
+        self,
+        question: str,
+        trace: Trace,
+        k: int | None = None,
+        domains: list[str] | None = None,
+        where: dict[str, Any] | None = None,
+    ) -> list[SearchHit]:
+        index = self.index()
+        rc = self.retrieval
+        n = max(k or rc.k, rc.k)
+        use = rc.use_source_weights
+        if self.sieve and use == "off" and index.source_weights is not None:
+            use = "reweight"
+        prune = None
+        if use == "prune":
+            if index.source_weights is None:
+                raise ConfigError(
+                    "retrieval.use_source_weights=prune but the index has no source_weights.json; "
+                    "run `ragsieve importance apply` first"
+                )
+            prune = source_weight_threshold(index)
+        hits = index.search(
+            question,
+            k=max(n, rc.candidates) if self.wide else n,
+            mode=rc.mode,
+            where=where,
+            domains=domains,
+            retrieval=rc,
+            prune_threshold=prune,
+        )
+        if use == "reweight":
+            hits = reweight_hits(index, hits)
+        trace.record(
+            "retrieve",
+            mode=rc.mode,
+            fusion=rc.fusion,
+            domains=domains,
+            where=where,
+            source_weights=use,
+            candidates=[h.to_dict() for h in hits],
+        )
+        return hits
+
+
+class RetrieveStage:
+    """Hybrid search (source weights applied when the index has them and the config asks).
+
+    Reads ``state.retrieve``, ``state.probe`` (the need stage's hits, reused), ``state.domains``,
+    ``state.where`` and ``state.k``; writes a ``retrieve`` trace record with every candidate.
+    Set by ``retrieval`` (and ``sieve.candidates`` in the sieve)."""
+
+    name = "retrieve"
+
+    def __init__(self, search: CandidateSearch, n: int | None = None) -> None:
+        self.search = search
+        self.n = n
+
+    def warm_up(self) -> None:
+        pass
+
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
+        if not state.retrieve:
+            trace.record("retrieve", skipped=True, reason="--no-retrieval" if state.forced_no_retrieval else "need")
+            return []
+        if state.probe is not None:
+            trace.record("retrieve", reused="need probe", ids=[h.chunk.id for h in state.probe])
+            return state.probe
+        return self.search(question, trace, k=self.n or state.k, domains=state.domains, where=state.where)

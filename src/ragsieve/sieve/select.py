@@ -1,0 +1,109 @@
+"""Stage ``select``: the evidence the generator sees (ScopeCoE's minimal cover or the top k)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ragsieve.config import PipelineConfig
+from ragsieve.index import Index
+from ragsieve.llm.base import LLM
+from ragsieve.select import Selector, TopKSelector
+from ragsieve.sieve.state import PipelineState
+from ragsieve.store.protocol import Store
+from ragsieve.types import SearchHit, Trace
+
+
+def build_selector(config: PipelineConfig, llm: LLM | None, index: Index | Store | None) -> Selector:
+    """The selector ``config.select`` names."""
+    if config.select == "scope-coe":
+        from ragsieve.coe import ScopeCoESelector
+
+        return ScopeCoESelector.from_config(config, llm=llm, embedder=index.embedder if index else None)
+    return TopKSelector(config.retrieval.k)
+
+
+def scope_coe_selector(config: PipelineConfig, llm: LLM | None, embedder: Any, features: str) -> Selector:
+    """ScopeCoE over the judged candidates; ``features="rules"`` extracts the question's intent
+    and keywords without the LLM (ScopeCoE's own rule fallback), keeping the cover step cheap."""
+    from ragsieve.coe import ScopeCoESelector
+
+    if features == "llm":
+        return ScopeCoESelector.from_config(config, llm=llm, embedder=embedder)
+    from ragsieve.coe.features import EvidenceFeatures, fallback_features
+
+    class RuleFeatureScopeCoE(ScopeCoESelector):
+        def extract(self, query: str) -> EvidenceFeatures:
+            return fallback_features(" ".join(query.split()))
+
+    return RuleFeatureScopeCoE.from_config(config, llm=llm, embedder=embedder)
+
+
+class Selectors:
+    """The selector for a method name, built once per method. ``fixed`` (a selector given to the
+    pipeline, or the one ``config.select`` names in plain RAG) wins outside the sieve."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        llm: Callable[[], LLM | None],
+        embedder: Callable[[], Any],
+        *,
+        sieve: bool,
+        fixed: Selector | None = None,
+    ) -> None:
+        self.config = config
+        self.llm = llm
+        self.embedder = embedder
+        self.sieve = sieve
+        self.fixed = fixed
+        self.built: dict[str, Selector] = {}
+
+    def __call__(self, method: str) -> Selector:
+        if self.fixed is not None and not self.sieve:
+            return self.fixed
+        if method not in self.built:
+            if method == "scope-coe":
+                self.built[method] = scope_coe_selector(
+                    self.config, self.llm(), self.embedder(), self.config.sieve.coe_features
+                )
+            else:
+                self.built[method] = TopKSelector(self.config.retrieval.k)
+        return self.built[method]
+
+
+class SelectStage:
+    """The evidence the generator sees: ScopeCoE's minimal cover, or the top k.
+
+    Reads the candidates, ``state.retrieve`` and ``state.k``; writes one ``select`` decision per
+    candidate (in the sieve) and whatever the selector records. Set by ``sieve.select`` and
+    ``sieve.coe_features`` (sieve), ``select`` (plain), ``retrieval.k`` and ``stages.coe``."""
+
+    name = "select"
+
+    def __init__(self, selectors: Selectors, method: str, default_k: int, *, sieve: bool) -> None:
+        self.selectors = selectors
+        self.method = method
+        self.default_k = default_k
+        self.sieve = sieve
+
+    def warm_up(self) -> None:
+        pass
+
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
+        if not state.retrieve:
+            return []
+        k = state.k or self.default_k
+        selector: Selector = self.selectors(self.method)
+        if state.k is not None and isinstance(selector, TopKSelector):
+            selector = TopKSelector(state.k)
+        chosen = selector.select(question, candidates, trace)
+        if self.sieve:
+            kept_ids = {h.chunk.id for h in chosen}
+            for h in candidates:
+                if h.chunk.id in kept_ids:
+                    trace.decide("select", h.chunk.id, "kept", f"in the {self.method} selection")
+                else:
+                    why = "not needed for the minimal cover" if self.method == "scope-coe" else f"beyond the top {k}"
+                    trace.decide("select", h.chunk.id, "dropped", why)
+        return chosen

@@ -1,0 +1,50 @@
+"""Text helpers every layer may use (no model, no I/O)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["trim_repetition"]
+
+_CITATION_RE = re.compile(r"\[(\d{1,3})\]")
+_WORD_RE = re.compile(r"\S+")
+_SENTENCE_END = ".!?"
+_CLAUSE_END = ",;"
+
+
+def trim_repetition(text: str, ngram: int = 5) -> str:
+    """Cut a generated answer where it starts repeating itself.
+
+    Small models decoding greedily fall into loops ("..., which is a single layer of carbon
+    atoms bonded in a hexagonal lattice, which is a single layer ..."). The text is cut before
+    the first word ``ngram``-gram (case, punctuation and ``[n]`` markers ignored) that already
+    occurred, then back to the last sentence or clause end before the cut, so the answer ends
+    on a complete statement. Text without a repeated n-gram is returned unchanged.
+
+    >>> trim_repetition("Graphene is carbon in a flat hexagonal lattice, which is carbon in a flat hexagonal lattice.")
+    'Graphene is carbon in a flat hexagonal lattice.'
+    >>> trim_repetition("Paris is the capital of France [1].")
+    'Paris is the capital of France [1].'
+    """
+    if ngram < 2:
+        raise ValueError(f"trim_repetition needs ngram >= 2, got {ngram}")
+    words: list[tuple[str, int]] = []
+    for m in _WORD_RE.finditer(text):
+        norm = re.sub(r"[^\w]", "", _CITATION_RE.sub("", m.group()).lower())
+        if norm:
+            words.append((norm, m.start()))
+    seen: set[tuple[str, ...]] = set()
+    cut: int | None = None
+    for j in range(len(words) - ngram + 1):
+        gram = tuple(w for w, _ in words[j : j + ngram])
+        if gram in seen:
+            cut = words[j][1]
+            break
+        seen.add(gram)
+    if cut is None:
+        return text
+    head = text[:cut].rstrip()
+    end = max(head.rfind(ch) for ch in _SENTENCE_END + _CLAUSE_END)
+    if end < 0:
+        return head
+    return head[:end].rstrip() + "." if head[end] in _CLAUSE_END else head[: end + 1]
