@@ -186,7 +186,10 @@ def main() -> None:
     print(body)
     if not args.no_write:
         write_section(
-            "results/conflicts.md", "conflicts", "Conflicting sources: WikiContradict, ConflictQA, false conflicts", body
+            "results/conflicts.md",
+            "conflicts",
+            "Conflicting sources: WikiContradict, ConflictQA, false conflicts",
+            body,
         )
 
 

@@ -342,7 +342,8 @@ def main() -> None:
     )
     print(body)
     if not args.no_write:
-        write_section("results/verification.md", "value-grounding", "Verification: value grounding on swapped values", body)
+        title = "Verification: value grounding on swapped values"
+        write_section("results/verification.md", "value-grounding", title, body)
 
 
 if __name__ == "__main__":
