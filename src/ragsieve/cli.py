@@ -30,6 +30,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from ragsieve.citations import Citation, format_citation
 from ragsieve.config import SIEVE_STAGES, PipelineConfig, apply_overrides, load_config
 from ragsieve.errors import InputError, RagsieveError
 
@@ -370,7 +371,8 @@ def hit_block(hit: Any, width: int = MAX_WIDTH) -> list[str]:
     first_line = next((line for line in hit.chunk.text.splitlines() if line.strip()), "")
     return [
         "",
-        f"{hit.rank:>3}. " + _clip(hit.chunk.id, width - 5),
+        # The citation (path:page, path#heading, the record's URL) in full: never cut.
+        f"{hit.rank:>3}. " + format_citation(Citation.from_chunk(hit.chunk)),
         indent + _clip("  ".join(scores) + (f"  ({where})" if where else ""), inner),
         indent + _clip(first_line, inner),
     ]
@@ -409,6 +411,12 @@ def render_answer(answer: Any, width: int = 80) -> list[str]:
     lines = textwrap.wrap(f"Q: {answer.question}", width, subsequent_indent="   ")
     head = "A (abstained): " if answer.abstained else "A: "
     lines += textwrap.wrap(head + (answer.text or "(empty)"), width, subsequent_indent="   ")
+    cited = set(answer.cited_ids)
+    lines += [
+        f"   [{n}] {format_citation(Citation.from_chunk(h.chunk))}"
+        for n, h in enumerate(answer.evidence, 1)
+        if h.chunk.id in cited
+    ]
     facts = []
     if answer.abstained and answer.abstain_reason:
         facts.append(f"why: {answer.abstain_reason}")
