@@ -416,9 +416,9 @@ def render_answer(answer: Any, width: int = 80) -> list[str]:
     lines = textwrap.wrap(f"Q: {answer.question}", width, subsequent_indent="   ")
     head = "A (abstained): " if answer.abstained else "A: "
     lines += textwrap.wrap(head + (answer.text or "(empty)"), width, subsequent_indent="   ")
-    cited = set(answer.cited_ids)
+    cited_ids = set(answer.cited_ids)
     for n, h in enumerate(answer.evidence, 1):
-        if h.chunk.id in cited:  # the cited sources, each in full (wrapped, never cut)
+        if h.chunk.id in cited_ids:  # the cited sources, each in full (wrapped, never cut)
             lines += textwrap.wrap(
                 format_citation(Citation.from_chunk(h.chunk)), width, initial_indent=f"   [{n}] ",
                 subsequent_indent="       ", break_on_hyphens=False,

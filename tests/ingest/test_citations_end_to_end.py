@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.helpers import HashEmbedder
+from tests.ingest.test_extraction import FIXTURES, write_guide
 
 from ragsieve.citations import Citation, citation_uri
 from ragsieve.cli import main
@@ -17,8 +19,6 @@ from ragsieve.config import PipelineConfig
 from ragsieve.index import Index
 from ragsieve.store.milvus import _chunk, _row
 from ragsieve.types import Chunk
-from tests.helpers import HashEmbedder
-from tests.ingest.test_extraction import FIXTURES, write_guide
 
 
 def _corpus(root: Path) -> Path:

@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.ingest.pdf_builder import multipage_pdf
 
 from ragsieve.config import IngestConfig
 from ragsieve.index.store import chunk_documents
 from ragsieve.ingest import chunk_text, load_folder
 from ragsieve.ingest.loaders import clean_pdf_pages, file_type_domains, load_file, markdown_sections
-from tests.ingest.pdf_builder import multipage_pdf
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "ingest"
 

@@ -35,52 +35,55 @@ small inputs on one thread.
 
 from __future__ import annotations
 
-import math
-import os
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 import functools
 import logging
+import math
+import os
 from collections.abc import Callable
 from typing import Any
 
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import numpy as np
 
-try:
-    from numba import njit, prange
 
+def _interpreted_njit(*args: Any, **options: Any) -> Any:
+    """numba's ``njit`` stand-in: the function itself; entry points (``parallel=True``) run with
+    integer wrap-around warnings off, as the compiled ``uint64`` hash arithmetic wraps silently."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        if not options.get("parallel"):
+            return func
+
+        @functools.wraps(func)
+        def entry(*a: Any, **kw: Any) -> Any:
+            if not _HINTED:
+                _HINTED.append(True)
+                logging.getLogger(__name__).info(
+                    "data-importance kernels run interpreted (numba is not installed); for large "
+                    "validation sets install the compiled ones: pip install 'ragsieve[fast-kernels]'"
+                )
+            with np.errstate(over="ignore"):
+                return func(*a, **kw)
+
+        return entry
+
+    if len(args) == 1 and callable(args[0]) and not options:
+        return args[0]
+    return decorate
+
+
+_HINTED: list[bool] = []
+try:
+    import numba
+
+    njit = numba.njit
+    prange = numba.prange
     COMPILED = True
 except ImportError:  # the fast-kernels extra is not installed: run the kernels interpreted
-    COMPILED = False
+    njit = _interpreted_njit
     prange = range
-    _HINTED: list[bool] = []
-
-    def njit(*args: Any, **options: Any) -> Any:  # type: ignore[no-redef]
-        """numba's ``njit`` stand-in: the function itself; entry points (``parallel=True``) run with
-        integer wrap-around warnings off, as the compiled ``uint64`` hash arithmetic wraps silently."""
-
-        def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-            if not options.get("parallel"):
-                return func
-
-            @functools.wraps(func)
-            def entry(*a: Any, **kw: Any) -> Any:
-                if not _HINTED:
-                    _HINTED.append(True)
-                    logging.getLogger(__name__).info(
-                        "data-importance kernels run interpreted (numba is not installed); for large "
-                        "validation sets install the compiled ones: pip install 'ragsieve[fast-kernels]'"
-                    )
-                with np.errstate(over="ignore"):
-                    return func(*a, **kw)
-
-            return entry
-
-        if len(args) == 1 and callable(args[0]) and not options:
-            return args[0]
-        return decorate
-
+    COMPILED = False
 
 _CACHE = True
 

@@ -383,8 +383,8 @@ def _load_pdf(path: Path) -> list[Segment]:
     try:
         reader = PdfReader(str(path))
         texts = [page.extract_text() or "" for page in reader.pages]
-        root = reader.trailer["/Root"]
-        labels = list(reader.page_labels) if "/PageLabels" in root else None
+        catalog: Any = reader.trailer["/Root"]
+        labels = list(reader.page_labels) if "/PageLabels" in catalog else None
     except (PyPdfError, ValueError, KeyError, TypeError) as exc:
         raise _SkipFile(f"PDF could not be parsed ({exc}); re-export it or remove it") from exc
     return [
