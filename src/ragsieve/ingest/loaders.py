@@ -415,8 +415,12 @@ def _load_html(path: Path) -> tuple[str, list[Segment], str]:
     if not markdown:
         raise _SkipFile("no main text could be extracted from the HTML")
     metadata = trafilatura.extract_metadata(html)
-    title = (metadata.title if metadata is not None else None) or ""
-    text, segments = markdown_sections(markdown, root=[title] if title else [])
+    title = ((metadata.title if metadata is not None else None) or "").strip()
+    if title and not markdown.lstrip().startswith("#"):
+        # trafilatura takes a heading that repeats the title out of the text (it is the title): put
+        # it back as the page's top heading, as a Markdown file keeps its own.
+        markdown = f"# {title}\n\n{markdown}"
+    text, segments = markdown_sections(markdown)
     return text, segments, title
 
 
@@ -432,12 +436,12 @@ def _inline_text(token: Any) -> str:
     return "".join(parts).strip()
 
 
-def markdown_sections(markdown: str, root: list[str] | None = None) -> tuple[str, list[Segment]]:
+def markdown_sections(markdown: str) -> tuple[str, list[Segment]]:
     """Markdown as plain text (markup removed, one block per paragraph, list item, table row
     or code block) and its sections: one :class:`Segment` per heading, with the heading path.
 
-    Headings stay in the text, each opening its section. Text before the first heading gets
-    ``root`` as its heading path (an HTML page's title), Markdown files none.
+    Headings stay in the text, each opening its section; text before the first heading has an
+    empty heading path.
     """
     from markdown_it import MarkdownIt
 
@@ -467,7 +471,7 @@ def markdown_sections(markdown: str, root: list[str] | None = None) -> tuple[str
         elif token.type in ("fence", "code_block", "html_block") and token.content.strip():
             blocks.append((token.content.rstrip("\n"), None))
     text_parts: list[str] = []
-    starts: list[tuple[int, list[str]]] = [(0, list(root or []))]
+    starts: list[tuple[int, list[str]]] = [(0, [])]
     offset = 0
     for content, opens in blocks:
         if text_parts:
