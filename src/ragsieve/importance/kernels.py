@@ -74,6 +74,8 @@ def _interpreted_njit(*args: Any, **options: Any) -> Any:
 
 
 _HINTED: list[bool] = []
+njit: Any
+prange: Any
 try:
     import numba
 
