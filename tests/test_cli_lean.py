@@ -85,10 +85,13 @@ def lean_index(tmp_path_factory) -> Path:
 def test_search_shows_blocks_and_json(lean_index):
     result = ragsieve("search", "Apollo moon landing", "--index", str(lean_index), "-k", "2")
     assert result.returncode == 0, result.stderr
-    assert "1. astronomy/moon.txt:0" in result.stdout
+    # The citation of a plain-text file is its path (a ":0" would read as a page number).
+    assert "  1. astronomy/moon.txt\n" in result.stdout
     assert all(len(line) <= 80 for line in result.stdout.splitlines())
     as_json = ragsieve("search", "Apollo moon landing", "--index", str(lean_index), "-k", "2", "--json")
-    assert json.loads(as_json.stdout)["hits"][0]["id"] == "astronomy/moon.txt:0"
+    top = json.loads(as_json.stdout)["hits"][0]
+    assert top["id"] == "astronomy/moon.txt:0" and top["path"] == "astronomy/moon.txt"
+    assert top["citation"] == "astronomy/moon.txt" and top["char_start"] == 0
 
 
 def test_ask_through_an_openai_compatible_server(lean_index, chat_server):

@@ -21,6 +21,7 @@ import typer
 import typer.main
 from rich.text import Text
 
+from ragsieve.citations import Citation, format_citation
 from ragsieve.config import (
     SIEVE_STAGES,
     ChunkUnit,
@@ -310,7 +311,9 @@ def _clip(text: str, width: int) -> str:
 
 
 def hit_block(hit: Any, width: int = MAX_WIDTH) -> list[str]:
-    """Three lines for a search hit: rank and id; domain, source and scores; first line of its text."""
+    """Three lines for a search hit: rank and citation; domain, source and scores; first line of its text."""
+    import textwrap
+
     indent = " " * 5
     inner = width - len(indent)
     scores = [f"fused {hit.scores.get('fused', hit.score):.4f}"]
@@ -319,7 +322,11 @@ def hit_block(hit: Any, width: int = MAX_WIDTH) -> list[str]:
     first_line = next((line for line in hit.chunk.text.splitlines() if line.strip()), "")
     return [
         "",
-        f"{hit.rank:>3}. " + _clip(hit.chunk.id, width - 5),
+        # The citation (path:page, path#heading, the record's URL) in full: wrapped, never cut.
+        *textwrap.wrap(
+            format_citation(Citation.from_chunk(hit.chunk)), width, initial_indent=f"{hit.rank:>3}. ",
+            subsequent_indent=indent, break_on_hyphens=False,
+        ),
         indent + _clip("  ".join(scores) + (f"  ({where})" if where else ""), inner),
         indent + _clip(first_line, inner),
     ]
@@ -358,6 +365,13 @@ def render_answer(answer: Any, width: int = 80) -> list[str]:
     lines = textwrap.wrap(f"Q: {answer.question}", width, subsequent_indent="   ")
     head = "A (abstained): " if answer.abstained else "A: "
     lines += textwrap.wrap(head + (answer.text or "(empty)"), width, subsequent_indent="   ")
+    cited_ids = set(answer.cited_ids)
+    for n, h in enumerate(answer.evidence, 1):
+        if h.chunk.id in cited_ids:  # the cited sources, each in full (wrapped, never cut)
+            lines += textwrap.wrap(
+                format_citation(Citation.from_chunk(h.chunk)), width, initial_indent=f"   [{n}] ",
+                subsequent_indent="       ", break_on_hyphens=False,
+            )
     facts = []
     if answer.abstained and answer.abstain_reason:
         facts.append(f"why: {answer.abstain_reason}")

@@ -105,8 +105,12 @@ class IngestConfig(_Section):
     id_field: str = "id"
     title_field: str = "title"
     metadata_fields: list[str] = Field(default_factory=list)
-    # "folder": the first folder level under the ingested path; otherwise a metadata field name.
+    # "folder": the first folder level under the ingested path; "none": one domain ("default");
+    # otherwise a record field name (JSON/JSONL/CSV rows).
     partition_by: str = "folder"
+    # Folder rules the user sets: glob pattern on the path relative to the ingested folder ->
+    # domain ({"pdf/manual-*": "manuals", "*/faq/*": "faq"}); the first match wins over partition_by.
+    domain_rules: dict[str, str] = Field(default_factory=dict)
     source_field: str | None = None
     extract_entities: bool = True
     max_file_mb: float = 50.0

@@ -21,6 +21,7 @@ from ragsieve.errors import MissingExtraError
 # Top-level modules that only an extra installs, by extra (the core never imports them eagerly).
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "local-llm": ("llama_cpp", "jinja2"),
+    "fast-kernels": ("numba", "llvmlite"),
     "torch": ("torch", "transformers", "sentence_transformers"),
     "distributed": ("dask", "distributed"),
     "plots": ("matplotlib",),

@@ -19,6 +19,14 @@ class Chunk:
     ``source`` is the data source the importance stage weighs (a file, or a site for
     web data); ``domain`` is the partition the router picks (by default the first
     folder level under the ingested path).
+
+    Where the text came from, so a citation can be opened (all ``None`` for chunks built
+    before ingest recorded them, or made by hand): ``path`` is the file relative to the
+    ingested folder; ``page`` the 1-based PDF page (a chunk never crosses a page) and
+    ``page_label`` the label the PDF prints on it, when the PDF defines labels; ``heading`` the
+    Markdown/HTML heading path (outermost first) of the section the chunk lies in;
+    ``char_start``/``char_end`` the chunk's span in the extracted text of its page (PDF) or
+    document (everything else); ``url`` the original address of a JSON/CSV record.
     """
 
     id: str
@@ -29,13 +37,34 @@ class Chunk:
     title: str = ""
     position: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None
+    page: int | None = None
+    page_label: str | None = None
+    heading: list[str] | None = None
+    char_start: int | None = None
+    char_end: int | None = None
+    url: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        # Location fields are written only when known, so chunks without them (hand-made, or
+        # from an index built earlier) keep their old, smaller serialisation.
+        for name in LOCATION_FIELDS:
+            if data[name] is None:
+                del data[name]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Chunk:
         return cls(**data)
+
+    def location(self) -> dict[str, Any]:
+        """The source-location fields (``None`` where unknown), as ``--json`` and the API carry them."""
+        return {name: getattr(self, name) for name in LOCATION_FIELDS}
+
+
+# The Chunk fields that say where its text came from (see :class:`Chunk`).
+LOCATION_FIELDS: tuple[str, ...] = ("path", "page", "page_label", "heading", "char_start", "char_end", "url")
 
 
 class SearchHit(NamedTuple):
@@ -57,7 +86,16 @@ class SearchHit(NamedTuple):
             "domain": self.chunk.domain,
             "title": self.chunk.title,
             "text": self.chunk.text,
+            **self.chunk.location(),
+            "citation": _citation_text(self.chunk),
         }
+
+
+def _citation_text(chunk: Chunk) -> str:
+    # Imported here: ragsieve.citations is built on these types (it imports this module).
+    from ragsieve.citations import Citation, format_citation
+
+    return format_citation(Citation.from_chunk(chunk))
 
 
 @dataclass

@@ -89,7 +89,13 @@ _POSITIONS_PER_THREAD = 100_000
 
 @contextmanager
 def _threads(n_jobs: int | None, n_positions: int | None = None) -> Iterator[int]:
-    """Run with ``n_jobs`` numba threads; ``None`` or <= 0: all, but one per 100k positions."""
+    """Run with ``n_jobs`` numba threads; ``None`` or <= 0: all, but one per 100k positions.
+
+    Without numba (the ``fast-kernels`` extra) the kernels run interpreted on one thread.
+    """
+    if not kernels.COMPILED:
+        yield 1
+        return
     import numba
 
     if n_jobs is None or n_jobs <= 0:

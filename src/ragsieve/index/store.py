@@ -50,6 +50,10 @@ SearchMode = Literal["dense", "sparse", "hybrid"]
 ProgressFn = Callable[[str, int, int], None]
 # IngestConfig fields that do not change how files become chunks (a change must not re-chunk).
 _NOT_CHUNKING = {"follow_symlinks", "lock_timeout_s"}
+# What a chunk records beyond its text; a re-ingest of an index built with an older version
+# re-chunks every file (and re-embeds only text that changed). 2: source locations, cleaner
+# HTML/PDF text, segments (pages, sections) that chunks never cross.
+CHUNK_FORMAT = 2
 
 
 def _chunk_key(text: str) -> str:
@@ -152,6 +156,21 @@ class Index:
         return list(self.manifest.get("domains", []))
 
     @property
+    def corpus_root(self) -> Path | None:
+        """The folder the chunks' ``path`` fields are relative to (``None`` when not a folder ingest).
+
+        Pass it to :func:`ragsieve.citations.citation_uri` to link a cited file.
+        """
+        from ragsieve.ingest.loaders import SUPPORTED_SUFFIXES
+
+        source = self.manifest.get("source")
+        if not isinstance(source, str) or source == "chunks":
+            return None
+        root = Path(source)
+        # A single file was ingested: paths are relative to the folder that holds it.
+        return root.parent if root.suffix.lower() in SUPPORTED_SUFFIXES and not root.is_dir() else root
+
+    @property
     def partitioned(self) -> bool:
         return bool(self.manifest.get("partitioned"))
 
@@ -195,10 +214,12 @@ class Index:
         config: PipelineConfig | None = None,
         embeddings: np.ndarray | None = None,
         progress: ProgressFn | None = None,
+        corpus: str | Path | None = None,
     ) -> Index:
         """Build and save an index over ready-made chunks (e.g. a dataset's sentences).
 
-        ``embeddings`` may be passed when already computed (row i for chunk i).
+        ``embeddings`` may be passed when already computed (row i for chunk i). ``corpus``: the
+        folder the chunks' ``path`` fields are relative to, recorded so citations can link files.
         """
         config = config or PipelineConfig()
         chunks = list(chunks)
@@ -211,7 +232,10 @@ class Index:
         with storage.writer_lock(target, config.ingest.lock_timeout_s):
             if embeddings is None:
                 embeddings = _embed_all([c.text for c in chunks], embedder, progress)
-            return cls._write(target, chunks, embeddings, embedder, config, {"source": "chunks"}, progress)
+            extra: dict[str, Any] = {"source": "chunks"}
+            if corpus is not None:
+                extra = {"source": str(Path(corpus).resolve()), "chunk_format": CHUNK_FORMAT}
+            return cls._write(target, chunks, embeddings, embedder, config, extra, progress)
 
     @classmethod
     def build(
@@ -253,7 +277,7 @@ class Index:
         report: BuildReport,
     ) -> Index:
         from ragsieve.ingest import file_hash, iter_files, load_file
-        from ragsieve.ingest.loaders import _SkipFile, safe_relpath
+        from ragsieve.ingest.loaders import _SkipFile, safe_relpath, warn_file_type_domains
 
         previous: Index | None = None
         if cls.exists(index_dir):
@@ -264,9 +288,12 @@ class Index:
                     raise
                 logger.warning("existing index at %s is unusable (%s); rebuilding from scratch", index_dir, exc)
         try:
-            same_chunking = previous is not None and _chunking_settings(
-                IngestConfig.model_validate(previous.manifest.get("ingest", {}))
-            ) == _chunking_settings(config.ingest)
+            same_chunking = (
+                previous is not None
+                and previous.manifest.get("chunk_format", 1) == CHUNK_FORMAT
+                and _chunking_settings(IngestConfig.model_validate(previous.manifest.get("ingest", {})))
+                == _chunking_settings(config.ingest)
+            )
         except ValueError:
             same_chunking = False
         old_files: dict[str, dict[str, Any]] = previous.manifest.get("files", {}) if previous and same_chunking else {}
@@ -348,7 +375,8 @@ class Index:
             report.embed_seconds = time.perf_counter() - embed_start
         report.chunks = len(chunks)
         report.chunks_embedded = len(todo)
-        extra = {"source": str(corpus.resolve()), "files": new_files}
+        warn_file_type_domains({c.domain for c in chunks}, config.ingest)
+        extra = {"source": str(corpus.resolve()), "files": new_files, "chunk_format": CHUNK_FORMAT}
         try:
             return cls._write(index_dir, chunks, embeddings, embedder, config, extra, progress)
         finally:
@@ -868,28 +896,50 @@ def _embed_all(texts: list[str], embedder: Embedder, progress: ProgressFn | None
 def chunk_documents(
     docs: Iterable[Any], config: IngestConfig, extract: Callable[[str], dict[str, list[str]]] | None
 ) -> list[Chunk]:
-    """The chunks of loaded documents, with ids ``<doc_id>:<position>`` (every ingest path uses this)."""
+    """The chunks of loaded documents, with ids ``<doc_id>:<position>`` (every ingest path uses this).
+
+    Each of a document's segments (a PDF page, a Markdown/HTML section) is chunked on its own, so
+    a chunk never crosses a page or a heading; positions run on across a document's segments.
+    Every chunk records where it came from (path, page, heading path, character span, URL).
+    """
     from ragsieve.ingest import chunk_text
 
     out = []
     for doc in docs:
-        pieces = chunk_text(doc.text, config.chunking.max_tokens, config.chunking.overlap_tokens, config.chunking.unit)
-        for piece in pieces:
-            metadata = dict(doc.metadata)
-            if extract is not None:
-                metadata["entities"] = extract(piece.text)
-            out.append(
-                Chunk(
-                    id=f"{doc.doc_id}:{piece.position}",
-                    text=piece.text,
-                    doc_id=doc.doc_id,
-                    source=doc.source,
-                    domain=doc.domain,
-                    title=doc.title,
-                    position=piece.position,
-                    metadata=metadata,
-                )
+        parts = doc.parts() if hasattr(doc, "parts") else []
+        if not parts:  # a document-like object without segments
+            from ragsieve.ingest.loaders import Segment
+
+            parts = [Segment(doc.text)]
+        position = 0
+        for segment in parts:
+            pieces = chunk_text(
+                segment.text, config.chunking.max_tokens, config.chunking.overlap_tokens, config.chunking.unit
             )
+            for piece in pieces:
+                metadata = dict(doc.metadata)
+                if extract is not None:
+                    metadata["entities"] = extract(piece.text)
+                out.append(
+                    Chunk(
+                        id=f"{doc.doc_id}:{position}",
+                        text=piece.text,
+                        doc_id=doc.doc_id,
+                        source=doc.source,
+                        domain=doc.domain,
+                        title=doc.title,
+                        position=position,
+                        metadata=metadata,
+                        path=getattr(doc, "path", None),
+                        page=segment.page,
+                        page_label=segment.page_label,
+                        heading=list(segment.heading) or None,
+                        char_start=segment.offset + piece.start,
+                        char_end=segment.offset + piece.end,
+                        url=getattr(doc, "url", None),
+                    )
+                )
+                position += 1
     return out
 
 

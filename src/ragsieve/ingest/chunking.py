@@ -24,6 +24,10 @@ class TextChunk(NamedTuple):
     text: str
     position: int  # index of the chunk within its document
     n_tokens: int
+    # The chunk's span in the text it was cut from: text[start:end] holds the same words (the
+    # chunk's whitespace is normalised, the span's is the original).
+    start: int = 0
+    end: int = 0
 
 
 def count_tokens(text: str) -> int:
@@ -54,6 +58,30 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+class _Locator:
+    """Finds successive pieces of ``text`` whose whitespace was normalised, left to right."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.cursor = 0
+
+    def span(self, piece: str) -> tuple[int, int]:
+        words = piece.split()
+        if not words:
+            return self.cursor, self.cursor
+        first = self.text.find(words[0], self.cursor)
+        if first < 0:  # a splitter that changed the words: keep the last known position
+            return self.cursor, self.cursor
+        end = first + len(words[0])
+        for word in words[1:]:
+            found = self.text.find(word, end)
+            if found < 0:
+                break
+            end = found + len(word)
+        self.cursor = end
+        return first, end
+
+
 def chunk_text(
     text: str, max_tokens: int = 200, overlap_tokens: int = 0, unit: str = "window"
 ) -> list[TextChunk]:
@@ -61,16 +89,18 @@ def chunk_text(
 
     ``unit="sentence"`` yields one chunk per sentence. ``unit="window"`` packs whole
     sentences up to ``max_tokens`` and starts the next chunk with trailing sentences of
-    the previous one totalling at most ``overlap_tokens``.
+    the previous one totalling at most ``overlap_tokens``. Each chunk carries its span
+    (``start``, ``end``) in ``text``.
     """
     if max_tokens < 1:
         raise ValueError("max_tokens must be at least 1")
     sentences = split_sentences(text)
-    pieces: list[tuple[str, int]] = []
+    locate = _Locator(text)
+    pieces: list[tuple[str, int, int, int]] = []  # (text, tokens, start, end)
     for sentence in sentences:
         n = count_tokens(sentence)
         if n <= max_tokens:
-            pieces.append((sentence, n))
+            pieces.append((sentence, n, *locate.span(sentence)))
             continue
         # A sentence longer than a chunk is cut at word boundaries.
         current: list[str] = []
@@ -78,32 +108,39 @@ def chunk_text(
         for word in sentence.split():
             m = count_tokens(word)
             if current and current_n + m > max_tokens:
-                pieces.append((" ".join(current), current_n))
+                joined = " ".join(current)
+                pieces.append((joined, current_n, *locate.span(joined)))
                 current, current_n = [], 0
             current.append(word)
             current_n += m
         if current:
-            pieces.append((" ".join(current), current_n))
+            joined = " ".join(current)
+            pieces.append((joined, current_n, *locate.span(joined)))
 
     if unit == "sentence":
-        return [TextChunk(t, i, n) for i, (t, n) in enumerate(pieces)]
+        return [TextChunk(t, i, n, a, b) for i, (t, n, a, b) in enumerate(pieces)]
+
+    def close(window: list[tuple[str, int, int, int]], position: int, size: int) -> TextChunk:
+        return TextChunk(" ".join(p[0] for p in window), position, size, window[0][2], window[-1][3])
 
     chunks: list[TextChunk] = []
-    window: list[tuple[str, int]] = []
+    window: list[tuple[str, int, int, int]] = []
     size = 0
-    for piece, n in pieces:
+    for piece in pieces:
+        n = piece[1]
         if window and size + n > max_tokens:
-            chunks.append(TextChunk(" ".join(p for p, _ in window), len(chunks), size))
-            carried: list[tuple[str, int]] = []
+            chunks.append(close(window, len(chunks), size))
+            carried: list[tuple[str, int, int, int]] = []
             carried_size = 0
-            for prev, m in reversed(window):
+            for prev in reversed(window):
+                m = prev[1]
                 if carried_size + m > overlap_tokens or carried_size + m + n > max_tokens:
                     break
-                carried.insert(0, (prev, m))
+                carried.insert(0, prev)
                 carried_size += m
             window, size = carried, carried_size
-        window.append((piece, n))
+        window.append(piece)
         size += n
     if window:
-        chunks.append(TextChunk(" ".join(p for p, _ in window), len(chunks), size))
+        chunks.append(close(window, len(chunks), size))
     return chunks

@@ -2,15 +2,23 @@
 
 Files that cannot be read (binary, not UTF-8, malformed, unreadable) are skipped with a
 warning and counted in :class:`IngestReport`; they are never dropped silently.
+
+Each document keeps where its text came from, as :class:`Segment` s that chunks never cross: one
+per PDF page (with its number and label) and one per Markdown/HTML section (with its heading
+path). HTML is reduced to its main content by trafilatura (no navigation, headers, footers or
+repeated nested text); PDF pages are read by pypdf and cleaned of layout debris
+(:func:`clean_pdf_pages`).
 """
 
 from __future__ import annotations
 
 import csv
+import fnmatch
 import io
 import json
 import logging
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +33,38 @@ logger = logging.getLogger(__name__)
 
 SUPPORTED_SUFFIXES = {".txt", ".md", ".markdown", ".json", ".jsonl", ".csv", ".pdf", ".html", ".htm"}
 DEFAULT_DOMAIN = "default"
+# Record fields that hold the record's original address, in the order they are looked up.
+URL_FIELDS = ("url", "link", "source_url")
+# Folder names that say what format the files are in rather than what they are about; a domain
+# taken from one of them routes questions by file type (see :func:`file_type_domains`).
+FILE_TYPE_FOLDERS = frozenset(
+    {"html", "htm", "pdf", "pdfs", "md", "markdown", "txt", "text", "texts", "json", "jsonl", "csv", "doc", "docx",
+     "xml", "web", "pages"}
+)
+
+
+@dataclass
+class Segment:
+    """A stretch of a document that chunks never cross: a PDF page or a Markdown/HTML section.
+
+    ``offset`` is where ``text`` starts in the text that chunk offsets count in: the document's
+    ``text`` for sections, the page itself (0) for PDF pages.
+    """
+
+    text: str
+    offset: int = 0
+    page: int | None = None
+    page_label: str | None = None
+    heading: list[str] = field(default_factory=list)
 
 
 @dataclass
 class Document:
-    """One logical document before chunking."""
+    """One logical document before chunking.
+
+    ``segments`` split ``text`` into pages or sections (empty: the whole text is one segment);
+    ``url`` is a record's original address (a ``url``, ``link`` or ``source_url`` field).
+    """
 
     doc_id: str
     text: str
@@ -38,6 +73,12 @@ class Document:
     title: str
     path: str  # file path relative to the ingested folder
     metadata: dict[str, Any] = field(default_factory=dict)
+    segments: list[Segment] = field(default_factory=list)
+    url: str | None = None
+
+    def parts(self) -> list[Segment]:
+        """The segments to chunk: ``segments``, or the whole text as one."""
+        return self.segments or [Segment(self.text)]
 
 
 @dataclass
@@ -146,6 +187,11 @@ def _site(url: str) -> str:
 
 
 def _domain_for(rel: str, record: dict[str, Any] | None, config: IngestConfig) -> str:
+    for pattern, domain in config.domain_rules.items():
+        if fnmatch.fnmatchcase(rel, pattern):
+            return domain
+    if config.partition_by == "none":
+        return DEFAULT_DOMAIN
     if config.partition_by == "folder":
         parts = rel.split("/")
         return parts[0] if len(parts) > 1 else DEFAULT_DOMAIN
@@ -242,6 +288,7 @@ def _load_records(
             title=str(row.get(config.title_field) or ""),
             path=rel,
             metadata=metadata,
+            url=record_url(row),
         )
     for entry in bad:
         logger.warning("skipping %s: %s", *entry)
@@ -249,27 +296,207 @@ def _load_records(
         warnings.extend(bad)
 
 
-def _load_pdf(path: Path) -> str:
+def record_url(row: dict[str, Any]) -> str | None:
+    """A record's original ``http(s)`` address: its first ``url``, ``link`` or ``source_url`` field that holds one."""
+    for name in URL_FIELDS:
+        value = row.get(name)
+        if isinstance(value, str) and urlparse(value.strip()).scheme.lower() in ("http", "https"):
+            return value.strip()
+    return None
+
+
+def file_type_domains(domains: set[str] | list[str], config: IngestConfig) -> list[str]:
+    """Domains that come from folders named after a file type (``pdf/``, ``html/``, ``md/``...).
+
+    Such a domain routes questions by format rather than topic. Empty unless domains are taken
+    from folders; a domain a rule in ``ingest.domain_rules`` names on purpose is not reported.
+    """
+    if config.partition_by != "folder":
+        return []
+    chosen = set(config.domain_rules.values())
+    return sorted(d for d in set(domains) if d.lower() in FILE_TYPE_FOLDERS and d not in chosen)
+
+
+def warn_file_type_domains(domains: set[str] | list[str], config: IngestConfig) -> list[str]:
+    """Log (and return) the warning :func:`file_type_domains` calls for; every ingest path calls this."""
+    bad = file_type_domains(domains, config)
+    if bad:
+        logger.warning(
+            "domain%s %s come%s from folder names that look like file types, so questions would be routed by "
+            "format rather than topic; group the files by topic in folders, set ingest.domain_rules "
+            "(e.g. {'pdf/manual*': 'manuals'}), or set ingest.partition_by to a record field or 'none'",
+            "s" if len(bad) > 1 else "",
+            ", ".join(f"{d!r}" for d in bad),
+            "" if len(bad) > 1 else "s",
+        )
+    return bad
+
+
+# --------------------------------------------------------------------------- PDF
+_DOT_LEADER = re.compile(r"[ \t]*(?:[.·•][ \t]*){4,}|[ \t]*(?:…[ \t]*){2,}")
+_LINE_END_HYPHEN = re.compile(r"(\w)[-\u00ad][ \t]*\n[ \t]*(?=[a-z])")
+_DIGITS = re.compile(r"\d+")
+
+
+def _edge_lines(lines: list[str]) -> tuple[int | None, int | None]:
+    """Indices of the first and last non-blank line."""
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    return (filled[0], filled[-1]) if filled else (None, None)
+
+
+def clean_pdf_pages(pages: list[str]) -> list[str]:
+    """Remove layout debris from the text of each PDF page, keeping one string per page.
+
+    - a header or footer line repeated at the top or bottom of most pages (page numbers in it
+      may differ: ``Page 3 of 9``) is removed, when the document has at least 3 pages;
+    - dot leaders of tables of contents (``Introduction ........ 5``) become one space;
+    - a word hyphenated at a line end is joined (``exam-\\nple`` -> ``example``) when the next
+      line goes on in lower case; soft hyphens are dropped;
+    - trailing spaces and runs of blank lines are tidied.
+    """
+    split = [page.replace("\r\n", "\n").replace("\r", "\n").split("\n") for page in pages]
+    if len(split) >= 3:
+        tops: Counter[str] = Counter()
+        bottoms: Counter[str] = Counter()
+        for lines in split:
+            first, last = _edge_lines(lines)
+            if first is not None and last is not None:
+                tops[_DIGITS.sub("#", lines[first].strip())] += 1
+                bottoms[_DIGITS.sub("#", lines[last].strip())] += 1
+        need = max(3, int(0.6 * len(split) + 0.999))
+        for lines in split:
+            first, last = _edge_lines(lines)
+            if last is not None and bottoms[_DIGITS.sub("#", lines[last].strip())] >= need and last != first:
+                lines[last] = ""
+            if first is not None and tops[_DIGITS.sub("#", lines[first].strip())] >= need:
+                lines[first] = ""
+    cleaned = []
+    for lines in split:
+        text = "\n".join(line.rstrip() for line in lines)
+        text = _DOT_LEADER.sub(" ", text)
+        text = _LINE_END_HYPHEN.sub(r"\1", text)
+        text = text.replace("\u00ad", "")
+        text = re.sub(r"\n{3,}", "\n\n", text).strip()
+        cleaned.append(text)
+    return cleaned
+
+
+def _load_pdf(path: Path) -> list[Segment]:
+    """One segment per page (1-based ``page``, and ``page_label`` when the PDF defines labels).
+
+    pypdf, not pypdfium2: pure Python (no native wheel to match), already needed, and it reads
+    page labels; its text needs only the light clean-up of :func:`clean_pdf_pages`.
+    """
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import PyPdfError
 
     try:
         reader = PdfReader(str(path))
-        return "\n\n".join((page.extract_text() or "") for page in reader.pages)
-    except (PdfReadError, ValueError, KeyError) as exc:
+        texts = [page.extract_text() or "" for page in reader.pages]
+        catalog: Any = reader.trailer["/Root"]
+        labels = list(reader.page_labels) if "/PageLabels" in catalog else None
+    except (PyPdfError, ValueError, KeyError, TypeError) as exc:
         raise _SkipFile(f"PDF could not be parsed ({exc}); re-export it or remove it") from exc
+    return [
+        Segment(text, 0, page=n, page_label=labels[n - 1] if labels and n <= len(labels) else None)
+        for n, text in enumerate(clean_pdf_pages(texts), 1)
+    ]
 
 
-def _load_html(path: Path) -> tuple[str, str]:
-    from bs4 import BeautifulSoup
+# --------------------------------------------------------------------------- HTML and Markdown
+def _load_html(path: Path) -> tuple[str, list[Segment], str]:
+    """Main content (text, sections, title) by trafilatura: no navigation, header, footer or
+    boilerplate, nested lists once; headings kept (as Markdown) for the sections' heading paths."""
+    import trafilatura
 
-    soup = BeautifulSoup(_read_text(path), "html.parser")
-    for tag in soup(["script", "style", "nav", "footer", "header", "noscript"]):
-        tag.decompose()
-    title = soup.title.get_text(strip=True) if soup.title else ""
-    blocks = [el.get_text(" ", strip=True) for el in soup.find_all(["h1", "h2", "h3", "p", "li", "td", "pre"])]
-    text = "\n\n".join(b for b in blocks if b) or soup.get_text("\n", strip=True)
-    return text, title
+    html = _read_text(path)
+    options: dict[str, Any] = {
+        "output_format": "markdown",
+        "include_formatting": True,
+        "include_tables": True,
+        "include_links": False,
+        "include_images": False,
+        "include_comments": False,
+    }
+    # Precision first (drops menus and link lists even on short pages); recall when that finds nothing.
+    markdown = trafilatura.extract(html, favor_precision=True, **options) or trafilatura.extract(
+        html, favor_recall=True, **options
+    )
+    if not markdown:
+        raise _SkipFile("no main text could be extracted from the HTML")
+    metadata = trafilatura.extract_metadata(html)
+    title = ((metadata.title if metadata is not None else None) or "").strip()
+    if title and not markdown.lstrip().startswith("#"):
+        # trafilatura takes a heading that repeats the title out of the text (it is the title): put
+        # it back as the page's top heading, as a Markdown file keeps its own.
+        markdown = f"# {title}\n\n{markdown}"
+    text, segments = markdown_sections(markdown)
+    return text, segments, title
+
+
+def _inline_text(token: Any) -> str:
+    parts = []
+    for child in token.children or []:
+        if child.type in ("text", "code_inline", "html_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append("\n")
+        elif child.type == "image":
+            parts.append(child.content)
+    return "".join(parts).strip()
+
+
+def markdown_sections(markdown: str) -> tuple[str, list[Segment]]:
+    """Markdown as plain text (markup removed, one block per paragraph, list item, table row
+    or code block) and its sections: one :class:`Segment` per heading, with the heading path.
+
+    Headings stay in the text, each opening its section; text before the first heading has an
+    empty heading path.
+    """
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    blocks: list[tuple[str, list[str] | None]] = []  # (text, heading path it opens, or None)
+    stack: list[tuple[int, str]] = []
+    row: list[str] | None = None
+    for i, token in enumerate(tokens):
+        if token.type == "heading_open":
+            title = _inline_text(tokens[i + 1])
+            level = int(token.tag[1:])
+            stack = [h for h in stack if h[0] < level] + [(level, title)]
+            blocks.append((title, [t for _, t in stack]))
+        elif token.type == "tr_open":
+            row = []
+        elif token.type == "tr_close" and row is not None:
+            blocks.append((" | ".join(cell for cell in row if cell), None))
+            row = None
+        elif token.type == "inline" and not (i > 0 and tokens[i - 1].type == "heading_open"):
+            content = _inline_text(token)
+            if content.startswith("|") and content.endswith("|"):  # a table row without a header line
+                content = " | ".join(cell.strip() for cell in content.strip("|").split("|") if cell.strip())
+            if row is not None:
+                row.append(content)
+            elif content:
+                blocks.append((content, None))
+        elif token.type in ("fence", "code_block", "html_block") and token.content.strip():
+            blocks.append((token.content.rstrip("\n"), None))
+    text_parts: list[str] = []
+    starts: list[tuple[int, list[str]]] = [(0, [])]
+    offset = 0
+    for content, opens in blocks:
+        if text_parts:
+            offset += 2  # the blank line between blocks
+        if opens is not None:
+            starts.append((offset, opens))
+        text_parts.append(content)
+        offset += len(content)
+    text = "\n\n".join(text_parts)
+    segments = []
+    for n, (start, heading) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(text)
+        if end > start:
+            segments.append(Segment(text[start:end].rstrip(), start, heading=heading))
+    return text, segments
 
 
 def load_file(
@@ -288,16 +515,19 @@ def load_file(
     if suffix in {".json", ".jsonl", ".csv"}:
         return list(_load_records(path, rel, config, warnings))
     stem = rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    segments: list[Segment] = []
     if suffix == ".pdf":
-        text, title = _load_pdf(path), stem
+        segments = _load_pdf(path)
+        text, title = "\n\n".join(seg.text for seg in segments), stem
     elif suffix in {".html", ".htm"}:
-        text, title = _load_html(path)
+        text, segments, title = _load_html(path)
         title = title or stem
+    elif suffix in {".md", ".markdown"}:
+        raw = _read_text(path)
+        title = _title_from_markdown(raw, stem)
+        text, segments = markdown_sections(raw)
     else:
-        text = _read_text(path)
-        title = _title_from_markdown(text, stem) if suffix in {".md", ".markdown"} else stem
-        if suffix in {".md", ".markdown"}:
-            text = re.sub(r"^#+\s*", "", text, flags=re.M)
+        text, title = _read_text(path), stem
     if not text.strip():
         raise _SkipFile("no text could be extracted")
     return [
@@ -308,6 +538,7 @@ def load_file(
             domain=_domain_for(rel, None, config),
             title=title,
             path=rel,
+            segments=[seg for seg in segments if seg.text.strip()],
         )
     ]
 

@@ -117,7 +117,9 @@ class FolderStore:
         chunks = [self.index.chunks[i] for i in keep] + new
         vectors = np.concatenate([np.asarray(self.index.embeddings[keep], dtype=np.float32), new_vectors])
         old = self.index
-        self.index = Index.from_chunks(chunks, old.dir, embedder=old.embedder, config=self.config, embeddings=vectors)
+        self.index = Index.from_chunks(
+            chunks, old.dir, embedder=old.embedder, config=self.config, embeddings=vectors, corpus=old.corpus_root
+        )
         old.close()
 
 

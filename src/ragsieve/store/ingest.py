@@ -71,8 +71,10 @@ class PartitionedReport:
 
 
 def _settings_digest(config: PipelineConfig, embedder_name: str) -> str:
+    from ragsieve.index.store import CHUNK_FORMAT
+
     ingest = config.ingest.model_dump(mode="json", exclude={"lock_timeout_s"})
-    return json.dumps({"ingest": ingest, "embedder": embedder_name}, sort_keys=True)
+    return json.dumps({"ingest": ingest, "embedder": embedder_name, "chunk_format": CHUNK_FORMAT}, sort_keys=True)
 
 
 def plan_partitions(
@@ -259,6 +261,9 @@ def compute_partitions(
         vectors.append(v)
         report.skipped.extend(s)
     _remove_stale(work, {p.key for p in parts})
+    from ragsieve.ingest.loaders import warn_file_type_domains
+
+    warn_file_type_domains({c.domain for c in chunks}, config.ingest)
     report.chunks = len(chunks)
     dim = vectors[0].shape[1] if vectors else 0
     return chunks, (np.concatenate(vectors) if vectors else np.zeros((0, dim), dtype=np.float32))
@@ -330,7 +335,9 @@ def ingest_partitioned(
         raise InputError(f"no text could be ingested from {corpus}; see the skipped files")
     write_start = time.perf_counter()
     if config.store.backend == "folder":
-        Index.from_chunks(chunks, target, embedder=embedder, config=config, embeddings=vectors).close()
+        Index.from_chunks(
+            chunks, target, embedder=embedder, config=config, embeddings=vectors, corpus=Path(corpus)
+        ).close()
     else:
         with storage.writer_lock(target, config.ingest.lock_timeout_s):
             store = open_store(config, target, embedder)

@@ -31,12 +31,14 @@ from ragsieve.index.fusion import reciprocal_rank_fusion, top_k, weighted_score_
 from ragsieve.index.store import _check_embedder, _check_query, read_source_weights, validate_k
 from ragsieve.store.folder import _vectors_for
 from ragsieve.store.protocol import SearchMode
-from ragsieve.types import Chunk, SearchHit
+from ragsieve.types import LOCATION_FIELDS, Chunk, SearchHit
 
 logger = logging.getLogger(__name__)
 
 _ATTRIBUTES = ("domain", "source", "title", "doc_id")
 _OUTPUT = ["id", "text", "doc_id", "source", "domain", "title", "position", "metadata"]
+# Key inside the metadata JSON field that holds a chunk's source location (see _with_location).
+_LOCATION_KEY = "_ragsieve_location"
 # VARCHAR limits are in bytes; Milvus refuses longer values.
 _MAX_TEXT_BYTES = 65535
 _MAX_NAME_BYTES = 4096
@@ -493,11 +495,24 @@ def _row(chunk: Chunk, vector: np.ndarray) -> dict[str, Any]:
         "title": chunk.title,
         "doc_id": chunk.doc_id,
         "position": int(chunk.position),
-        "metadata": chunk.metadata or {},
+        "metadata": _with_location(chunk),
     }
 
 
+def _with_location(chunk: Chunk) -> dict[str, Any]:
+    """The chunk's metadata plus its source location (path, page, heading...) under a reserved key.
+
+    The location travels inside the JSON field so collections made before chunks had one keep
+    their schema; :func:`_chunk` takes it out again, so filters and ``fields()`` never see it.
+    """
+    location = {k: v for k, v in chunk.location().items() if v is not None}
+    return {**chunk.metadata, _LOCATION_KEY: location} if location else dict(chunk.metadata or {})
+
+
 def _chunk(entity: dict[str, Any]) -> Chunk:
+    metadata = dict(entity.get("metadata") or {})
+    location = metadata.pop(_LOCATION_KEY, None)
+    location = location if isinstance(location, dict) else {}
     return Chunk(
         id=str(entity["id"]),
         text=entity["text"],
@@ -506,5 +521,6 @@ def _chunk(entity: dict[str, Any]) -> Chunk:
         domain=entity["domain"],
         title=entity["title"],
         position=int(entity["position"]),
-        metadata=dict(entity.get("metadata") or {}),
+        metadata=metadata,
+        **{name: location.get(name) for name in LOCATION_FIELDS},
     )
