@@ -231,6 +231,11 @@ class Index:
         embedder = embedder or load_embedder(config.embedder)
         with storage.writer_lock(target, config.ingest.lock_timeout_s):
             index = cls._build_locked(corpus, target, config, embedder, progress, report)
+        if index.partitioned:
+            # Trained here, once, so that `ask --route auto` never fits a model at query time.
+            from ragsieve.route.train import ensure_router
+
+            ensure_router(index, config.stages.get("route", {}))
         report.seconds = time.perf_counter() - start
         report.generation = index.generation
         return index
