@@ -274,7 +274,7 @@ def softmax_rows(scores: np.ndarray) -> np.ndarray:
 
 # -------------------------------------------------------------------------------- files
 def save_arrays(path: str | Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
-    """Write ``path`` (``.npz``, compressed) and ``path`` with ``.json`` (the header), atomically."""
+    """Write ``path`` (an ``.npz`` archive, compressed) and ``path`` + ``.json`` (the header), atomically."""
     from ragsieve.io import atomic_path, atomic_write_json
 
     path = Path(path)
@@ -286,7 +286,8 @@ def save_arrays(path: str | Path, header: dict[str, Any], arrays: dict[str, np.n
 
 
 def header_path(path: Path) -> Path:
-    return path.with_suffix(".json")
+    """The JSON header beside an arrays file: ``model.npz`` -> ``model.npz.json``."""
+    return path.with_name(path.name + ".json")
 
 
 def load_arrays(path: str | Path, retrain: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

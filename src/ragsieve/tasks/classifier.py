@@ -476,31 +476,24 @@ class TfidfTaskClassifier:
         )
 
     def save(self, path: str | Path) -> Path:
-        """Write the fitted model to ``path`` (``.npz`` arrays; conventionally ``task_router.npz``)
-        and its header to the same name with ``.json``; loading never unpickles."""
+        """Write the fitted model to ``path`` (an ``.npz`` archive of arrays, conventionally
+        ``task_router.npz``) and its header to ``path`` + ``.json``; loading never unpickles."""
         from ragsieve.array_models import save_arrays
 
         header, arrays = self._arrays()
-        path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_suffix(".npz")
-        return save_arrays(path, header, arrays)
+        return save_arrays(Path(path), header, arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> TfidfTaskClassifier:
-        """A model written by :meth:`save` (``.npz`` + ``.json``), or a ``.skops`` file from an
-        earlier ragsieve (read with skops, then kept as arrays)."""
+        """A model written by :meth:`save`, or a skops file written by an earlier ragsieve (read
+        with skops, once, and then kept as arrays)."""
         from ragsieve.array_models import load_arrays
 
         p = Path(path)
         retrain = f"run `ragsieve tasks train --out {p}`"
-        if p.suffix == ".skops" and p.is_file():
-            return cls._load_skops(p, retrain)
-        if p.suffix != ".npz" and not p.is_file() and p.with_suffix(".npz").is_file():
-            p = p.with_suffix(".npz")
         if not p.is_file():
             raise InputError(f"task classifier file {p} does not exist; train one with `ragsieve tasks train`")
-        if zipfile.is_zipfile(p) and not _is_npz(p):
+        if not _is_npz(p):
             return cls._load_skops(p, retrain)
         header, arrays = load_arrays(p, retrain)
         return cls()._set_from_arrays(header, arrays)
@@ -546,6 +539,9 @@ class TfidfTaskClassifier:
 
 
 def _is_npz(path: Path) -> bool:
+    """An arrays archive (every member a ``.npy``), as opposed to a skops zip or anything else."""
+    if not zipfile.is_zipfile(path):
+        return False
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
     return bool(names) and all(n.endswith(".npy") for n in names)
