@@ -250,22 +250,40 @@ class OnnxEmbedder:
             raise ModelError(f"could not load the ONNX graph {path}: {exc}; delete it to re-export") from exc
         return session
 
-    def _run(self, texts: list[str]) -> np.ndarray:
+    def _tokenize(self, texts: list[str]) -> dict[str, np.ndarray]:
         encodings = self._tokenizer.encode_batch(texts)
         feeds = {
             "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
             "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
             "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
         }
-        return np.asarray(self._session.run(None, {k: feeds[k] for k in self._input_names})[0], dtype=np.float32)
+        return {k: feeds[k] for k in self._input_names}
+
+    def _infer(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        return self._infer(self._tokenize(texts))
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         # Batches of similar length waste little work on padding.
         order = np.argsort([len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), self._dim), dtype=np.float32)
-        for start in range(0, len(texts), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            out[rows] = self._run([texts[i] for i in rows])
+        batches = [order[start : start + self.batch_size] for start in range(0, len(texts), self.batch_size)]
+        if len(batches) == 1:
+            out[batches[0]] = self._run([texts[i] for i in batches[0]])
+        else:
+            # Tokenise the next batch in a thread while the session runs this one: both release
+            # the GIL, so the tokeniser's work hides behind inference.
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragsieve-tokenize") as pool:
+                pending = pool.submit(self._tokenize, [texts[i] for i in batches[0]])
+                for n, rows in enumerate(batches):
+                    feeds = pending.result()
+                    if n + 1 < len(batches):
+                        pending = pool.submit(self._tokenize, [texts[i] for i in batches[n + 1]])
+                    out[rows] = self._infer(feeds)
         return l2_normalize(out) if self.normalize else out
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

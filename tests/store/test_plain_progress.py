@@ -1,0 +1,31 @@
+"""PlainProgress: rate-limited plain progress lines for a stderr that is not a terminal."""
+
+from __future__ import annotations
+
+import io
+
+from ragsieve.store.ingest import PlainProgress
+
+
+def test_lines_are_rate_limited_but_first_and_last_always_print() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    report = PlainProgress(out, interval_s=5.0, clock=lambda: now[0])
+    for step in range(1, 21):
+        now[0] = step * 1.0
+        report("embed", step * 10, 200)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("embedding chunks: 10/200 (5%)")
+    assert lines[-1].startswith("embedding chunks: 200/200 (100%)")
+    assert len(lines) == 5  # t=1 (first), 6, 11, 16, and the last at t=20
+    assert "10.5/s" in lines[-1]  # 200 chunks in the 19 s since the first report
+
+
+def test_each_stage_has_its_own_clock_and_label() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    report = PlainProgress(out, interval_s=60.0, clock=lambda: now[0])
+    report("load", 1, 3)
+    report("load", 2, 3)  # within the interval: silent
+    report("index", 1, 2)
+    assert out.getvalue().splitlines() == ["loading files: 1/3 (33%) 0.0s", "building indexes: 1/2 (50%) 0.0s"]
