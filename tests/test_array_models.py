@@ -9,14 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.route.conftest import DOMAINS, QUESTIONS, HashEmbedder
 
 from ragsieve.array_models import LinearHead, TfidfArrays
 from ragsieve.route import DomainRouter
 from ragsieve.route.router import ARRAY_FILE, MODEL_FILE
 from ragsieve.tasks.classifier import TfidfTaskClassifier, bundled_resource_path, training_fingerprint
 from ragsieve.tasks.labels import load_task_requests
-
-from tests.route.conftest import DOMAINS, QUESTIONS, HashEmbedder
 
 HELD_OUT = Path(__file__).resolve().parents[1] / "src/ragsieve/tasks/data/task_requests_heldout_phrasings.jsonl"
 

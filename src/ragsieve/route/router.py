@@ -304,7 +304,6 @@ class DomainRouter:
         logreg, multinomial-nb and embedding-logreg are written as ``router.npz`` (arrays, read
         with numpy alone); gaussian-nb and linear-svc, which arrays do not cover, as
         ``router.skops``. The embedder is never saved; it is reattached on load."""
-        from ragsieve.array_models import save_arrays
 
         self._check_fitted()
         folder = Path(folder)
@@ -342,7 +341,8 @@ class DomainRouter:
         earlier ragsieve) with skops (see :mod:`ragsieve.safe_models`)."""
         folder = Path(folder)
         try:
-            meta = json.loads((folder / META_FILE).read_text(encoding="utf-8")) if (folder / META_FILE).is_file() else None
+            meta_path = folder / META_FILE
+            meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else None
         except (OSError, ValueError) as exc:
             raise IndexStoreError(f"router metadata {folder / META_FILE} is malformed ({exc}); {RETRAIN}") from exc
         if meta is not None and (folder / ARRAY_FILE).is_file() and "arrays" in meta:

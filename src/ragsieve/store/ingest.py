@@ -70,7 +70,9 @@ class PlainProgress:
         2
     """
 
-    def __init__(self, stream: Any = None, interval_s: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, stream: Any = None, interval_s: float = 5.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         import sys
 
         self.stream = stream if stream is not None else sys.stderr

@@ -596,4 +596,4 @@ if __name__ == "__main__":
 
     if sys.argv[1:] != ["--write-bundled"]:
         sys.exit(f"usage: {WRITE_BUNDLED}")
-    print(write_bundled())
+    sys.stdout.write(f"{write_bundled()}\n")
