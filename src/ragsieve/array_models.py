@@ -280,7 +280,7 @@ def save_arrays(path: str | Path, header: dict[str, Any], arrays: dict[str, np.n
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
+        np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]  # numpy stubs type allow_pickle
     atomic_write_json(header_path(path), header)
     return path
 

@@ -451,7 +451,7 @@ def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     from ragsieve.io import atomic_path
 
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
+        np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]  # numpy stubs type allow_pickle
 
 
 __all__ = ["ARRAY_FILE", "CLASSIFIERS", "ClassifierName", "DomainRouter"]
