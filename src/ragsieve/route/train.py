@@ -197,7 +197,8 @@ def ensure_router(index: Any, config: RouteConfig | dict[str, Any] | None = None
         return None
     try:
         return train_router(index, config)
-    except InputError as exc:
+    except (InputError, ConfigError) as exc:
+        # ingest succeeded; routing trains on first use or falls back to the global index
         logger.warning("no router trained for %s: %s", index.dir, exc)
         return None
 
