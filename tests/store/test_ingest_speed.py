@@ -29,3 +29,22 @@ def test_each_stage_has_its_own_clock_and_label() -> None:
     report("load", 2, 3)  # within the interval: silent
     report("index", 1, 2)
     assert out.getvalue().splitlines() == ["loading files: 1/3 (33%) 0.0s", "building indexes: 1/2 (50%) 0.0s"]
+
+
+def test_embed_ahead_gives_the_vectors_of_embedding_at_the_end() -> None:
+    import numpy as np
+
+    from ragsieve.store.ingest import EmbedAhead
+    from tests.helpers import HashEmbedder
+
+    emb = HashEmbedder()
+    texts = [f"chunk number {i} about topic {i % 7}" for i in range(300)]
+    reused = {texts[5], texts[77]}
+    ahead = EmbedAhead(emb, batch=32, skip=lambda t: t in reused)
+    for start in range(0, 250, 50):  # the last 50 are never submitted: embedded by finish()
+        ahead.submit(texts[start : start + 50] + texts[:3])  # repeats are embedded once
+    steps: list[tuple[int, int]] = []
+    todo = [t for t in texts if t not in reused]
+    got = ahead.finish(todo, lambda stage, done, total: steps.append((done, total)))
+    np.testing.assert_allclose(got, emb.embed(todo), atol=1e-6)
+    assert steps[-1] == (len(todo), len(todo)) and ahead.embed_seconds > 0
