@@ -33,9 +33,9 @@ def test_each_stage_has_its_own_clock_and_label() -> None:
 
 def test_embed_ahead_gives_the_vectors_of_embedding_at_the_end() -> None:
     import numpy as np
+    from tests.helpers import HashEmbedder
 
     from ragsieve.store.ingest import EmbedAhead
-    from tests.helpers import HashEmbedder
 
     emb = HashEmbedder()
     texts = [f"chunk number {i} about topic {i % 7}" for i in range(300)]
