@@ -132,6 +132,8 @@ def cold_ask(index: Path, url: str, work: Path) -> dict[str, float]:
         "verification": timings.get("verify", 0.0) / 1000,
         "total wall": wall,
     }
+    for stage in CHECKS:
+        row[f"  {stage}"] = timings.get(stage, 0.0) / 1000
     # everything before generation: start, imports, CLI and index setup, model loading, checks
     row["before first LLM call"] = wall - row["generation"] - row["verification"] - (time.time() - marks["t_end"])
     return row
@@ -145,10 +147,11 @@ def import_profile(top: int = 8) -> list[tuple[str, float]]:
     )
     by_package: dict[str, float] = {}
     for line in result.stderr.splitlines():
-        m = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
-        if m and len(m.group(2)) <= 1:  # top-level imports only (nested ones are inside them)
-            pkg = m.group(3).split(".")[0]
-            by_package[pkg] = by_package.get(pkg, 0.0) + int(m.group(1)) / 1e6
+        m = re.match(r"import time:\s+\d+ \|\s+(\d+) \|\s*(\S+)", line)
+        if m:
+            # a package's first import line holds its cumulative cost; keep the largest per package
+            pkg = m.group(2).split(".")[0]
+            by_package[pkg] = max(by_package.get(pkg, 0.0), int(m.group(1)) / 1e6)
     return sorted(by_package.items(), key=lambda kv: -kv[1])[:top]
 
 
@@ -216,8 +219,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     load_after = os.getloadavg()
 
-    parts = ["process start", "imports", "model loading", "checks", "before first LLM call", "generation",
-             "verification", "total wall"]
+    parts = ["process start", "imports", "model loading", "checks", *(f"  {s}" for s in CHECKS),
+             "before first LLM call", "generation", "verification", "total wall"]
     ask_rows = [[p, *(round(v, 3) for v in stats([a[p] for a in asks]))] for p in parts]
     help_min, help_med = stats(helps)
     ing_min, ing_med = stats(ingest["ingest"])
@@ -246,7 +249,8 @@ verification here are ragsieve's own cost around the LLM, not a model's.
 "checks" the route, need, retrieve, judge, poison, filter and select stages; "before first LLM call"
 is the wall time up to generation (start, imports, CLI setup, loading, checks).
 
-Largest imports of `import ragsieve.cli` (`python -X importtime`, cumulative seconds, one run):
+Largest packages imported by `import ragsieve.cli` (`python -X importtime`, cumulative seconds of each
+package's first import, one run; `ragsieve` is the whole):
 
 {markdown_table(["package", "seconds"], [[p, round(s, 3)] for p, s in imports])}
 
