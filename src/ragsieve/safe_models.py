@@ -1,5 +1,11 @@
 """Trained scikit-learn models saved in a format that cannot run code when loaded.
 
+Linear text models (the task router, the logreg / multinomial-NB / embedding domain routers)
+are stored as plain arrays instead (:mod:`ragsieve.array_models`), which load with numpy alone;
+this module is for the models arrays do not cover, and for files written by earlier versions.
+Importing ``skops`` costs seconds (its trusted-type list walks every scikit-learn estimator), so
+it is imported only inside these functions.
+
 Pickle and joblib files execute whatever their ``__reduce__`` says, and a trained model may sit
 in an index folder a user downloaded. Models are therefore written with ``skops.io`` (a zip of
 JSON + ``.npy`` arrays) and loaded only when every type the file names is either one skops

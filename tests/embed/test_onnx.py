@@ -49,13 +49,28 @@ def test_batching_and_length_sorting_keep_row_order(onnx_embedder):
 
 
 def test_export_is_cached_and_reused(onnx_dir, onnx_embedder, monkeypatch):
-    files = list(onnx_dir.glob("*.onnx"))
+    files = [p for p in onnx_dir.glob("*.onnx") if ".optimized." not in p.name]
     assert len(files) == 1
     import ragsieve.embed.onnx as onnx_module
 
     monkeypatch.setattr(onnx_module, "export_to_onnx", lambda *a: pytest.fail("exported again"))
     again = OnnxEmbedder(onnx_dir=str(onnx_dir))
     assert again.embed(["alpha"]).shape == (1, 384)
+
+
+def test_optimised_graph_is_cached_and_gives_the_same_vectors(onnx_dir, onnx_embedder):
+    import onnxruntime as ort
+
+    source = next(p for p in onnx_dir.glob("*.onnx") if ".optimized." not in p.name)
+    optimized = OnnxEmbedder.optimized_path(source, ort.__version__)
+    assert optimized.is_file()
+    again = OnnxEmbedder(onnx_dir=str(onnx_dir))
+    np.testing.assert_allclose(again.embed(TEXTS), onnx_embedder.embed(TEXTS), atol=1e-5)
+    # a damaged cached file is rebuilt, not an error
+    optimized.write_bytes(b"damaged")
+    third = OnnxEmbedder(onnx_dir=str(onnx_dir))
+    np.testing.assert_allclose(third.embed(TEXTS), onnx_embedder.embed(TEXTS), atol=1e-5)
+    assert optimized.stat().st_size > 1000
 
 
 def test_damaged_onnx_file_is_a_clear_error(tmp_path, onnx_dir, onnx_embedder):

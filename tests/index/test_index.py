@@ -202,8 +202,8 @@ def test_a_format_one_index_is_searched_then_upgraded_by_a_reingest(tmp_path):
     assert report.chunks_embedded == 0 and report.files_unchanged == report.files_seen  # reused the old vectors
     assert upgraded.generation and (legacy / ".ragsieve-index").is_file()
     assert sorted(p.name for p in legacy.iterdir()) == [
-        ".ragsieve-index", ".writer.lock", "CURRENT", "generations", "my-notes.txt", "source_weights.json"
-    ]
+        ".ragsieve-index", ".writer.lock", "CURRENT", "generations", "my-notes.txt", "router", "source_weights.json"
+    ]  # router: trained by the ingest of this two-domain corpus
     assert upgraded.source_weights == {"x": 0.5}
     assert [h.chunk.id for h in upgraded.search("planet storms", k=3)] == [
         h.chunk.id for h in current.search("planet storms", k=3)

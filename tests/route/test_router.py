@@ -108,6 +108,10 @@ def test_load_missing_or_corrupt(tmp_path: Path) -> None:
         DomainRouter.load(tmp_path)
     texts, labels = _train()
     DomainRouter().fit(texts, labels).save(tmp_path)
+    (tmp_path / "router.npz").write_bytes(b"not a model")
+    with pytest.raises(IndexStoreError, match="cannot be read.*router train"):
+        DomainRouter.load(tmp_path)
+    DomainRouter(classifier="linear-svc").fit(texts, labels).save(tmp_path)
     (tmp_path / "router.skops").write_bytes(b"not a model")
     with pytest.raises(IndexStoreError, match="not a skops model.*router train"):
         DomainRouter.load(tmp_path)

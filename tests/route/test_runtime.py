@@ -38,7 +38,7 @@ def test_partitioned_ingestion_by_folder(index: Any) -> None:
 def test_train_from_chunks_persists_beside_the_index(index: Any) -> None:
     router = train_router(index, {"classifier": "logreg"})
     folder = index.dir / ROUTER_DIR
-    assert (folder / "router.skops").is_file()
+    assert (folder / "router.npz").is_file()
     meta = json.loads((folder / "router.json").read_text())
     assert meta["trained_on"] == "chunks" and meta["n_train"] == sum(len(v) for v in DOMAINS.values())
     loaded = load_router(index)
@@ -64,12 +64,17 @@ def test_labels_with_unknown_domain_are_refused(index: Any, tmp_path: Path) -> N
 
 
 def test_route_confident_query_searches_one_partition(index: Any) -> None:
+    import shutil
+
+    # ingest trained a router; remove it to check one is trained on first use when missing
+    assert (index.dir / ROUTER_DIR / "router.npz").is_file()
+    shutil.rmtree(index.dir / ROUTER_DIR)
     qr = QueryRouter(index, {"mass_threshold": 0.5, "unsure_threshold": 0.4})
     decision = qr.route("python json file parse dictionary")
     assert decision.domains == ["code"] and not decision.fallback
     assert set(decision.probabilities) == set(index.domains)
     # the router was trained on first use and saved
-    assert (index.dir / ROUTER_DIR / "router.skops").is_file()
+    assert (index.dir / ROUTER_DIR / "router.npz").is_file()
 
 
 def test_multi_domain_and_fallback_are_counted(index: Any) -> None:
@@ -134,7 +139,7 @@ def test_resolve_route_modes(index: Any) -> None:
 
 def test_route_query_reuses_the_loaded_router(index: Any) -> None:
     route_query(index, "python json", {})
-    path = index.dir / ROUTER_DIR / "router.skops"
+    path = index.dir / ROUTER_DIR / "router.npz"
     mtime = path.stat().st_mtime_ns
     route_query(index, "vitamin d bones", {})
     assert path.stat().st_mtime_ns == mtime

@@ -11,7 +11,7 @@ from ragsieve.tasks.cli import app
 
 def test_train_then_eval(tmp_path) -> None:
     runner = CliRunner()
-    out = tmp_path / "clf.skops"
+    out = tmp_path / "clf.npz"
     res = runner.invoke(app, ["train", "--out", str(out), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["train_rows"] > 400 and out.is_file()

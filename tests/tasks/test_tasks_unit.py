@@ -53,7 +53,7 @@ def test_tfidf_classifier_fit_predict_persist(tmp_path) -> None:
     assert acc > 0.6  # held-out phrasings; chance is 1/3
     proba = clf.predict_proba(["Write a haiku about tea"])
     assert proba.shape == (1, 3) and np.isclose(proba.sum(), 1.0)
-    path = clf.save(tmp_path / "clf.skops")
+    path = clf.save(tmp_path / "clf.npz")
     again = TfidfTaskClassifier.load(path)
     assert again.predict([r.text for r in test[:20]]) == pred[:20]
     assert again.classify("Write a haiku about tea").method == "tfidf"

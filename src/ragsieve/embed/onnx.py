@@ -195,18 +195,7 @@ class OnnxEmbedder:
                 export_bert_to_onnx(model_dir, path)
             else:
                 export_to_onnx(model_dir, path)
-        options = ort.SessionOptions()
-        options.inter_op_num_threads = 1
-        if self.threads:
-            options.intra_op_num_threads = self.threads
-        options.log_severity_level = 3
-        # Spinning worker threads would keep cores busy after each call and slow the LLM that
-        # runs next in the same process.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own exception types for a damaged file
-            raise ModelError(f"could not load the ONNX graph {path}: {exc}; delete it to re-export") from exc
+        session = self._create_session(ort, path)
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tokenizer.enable_truncation(max_len)
         tokenizer.enable_padding()
@@ -216,22 +205,85 @@ class OnnxEmbedder:
         self._dim = int(session.get_outputs()[0].shape[-1])
         logger.info("loaded ONNX embedder %s (%s)", self.model_name, path.name)
 
-    def _run(self, texts: list[str]) -> np.ndarray:
+    def _options(self, ort: Any) -> Any:
+        options = ort.SessionOptions()
+        options.inter_op_num_threads = 1
+        if self.threads:
+            options.intra_op_num_threads = self.threads
+        options.log_severity_level = 3
+        # Spinning worker threads would keep cores busy after each call and slow the LLM that
+        # runs next in the same process.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return options
+
+    @staticmethod
+    def optimized_path(path: Path, ort_version: str) -> Path:
+        """Where the graph optimised by this onnxruntime version is cached, beside the graph."""
+        return path.with_name(f"{path.stem}.ort-{ort_version}.optimized.onnx")
+
+    def _create_session(self, ort: Any, path: Path) -> Any:
+        """A session on the cached optimised graph (its fusions done once, so a cold process skips
+        them: about 40% of session creation), written on first use from ``path``."""
+        optimized = self.optimized_path(path, ort.__version__)
+        providers = ["CPUExecutionProvider"]
+        if optimized.is_file():
+            options = self._options(ort)
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            try:
+                return ort.InferenceSession(str(optimized), options, providers=providers)
+            except Exception as exc:  # a damaged cache file: fall back to the source graph
+                logger.warning("cached optimised graph %s is unusable (%s); rebuilding it", optimized, exc)
+                optimized.unlink(missing_ok=True)
+        options = self._options(ort)
+        # Extended (not "all") optimisations are the ones onnxruntime documents as safe to save:
+        # no layout transforms tied to this CPU.
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        try:
+            with atomic_path(optimized) as tmp:
+                options.optimized_model_filepath = str(tmp)
+                session = ort.InferenceSession(str(path), options, providers=providers)
+        except OSError as exc:  # a read-only cache: run the source graph without saving
+            logger.info("could not cache the optimised graph at %s (%s)", optimized, exc)
+            options = self._options(ort)
+            session = ort.InferenceSession(str(path), options, providers=providers)
+        except Exception as exc:  # onnxruntime raises its own exception types for a damaged file
+            raise ModelError(f"could not load the ONNX graph {path}: {exc}; delete it to re-export") from exc
+        return session
+
+    def _tokenize(self, texts: list[str]) -> dict[str, np.ndarray]:
         encodings = self._tokenizer.encode_batch(texts)
         feeds = {
             "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
             "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
             "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
         }
-        return np.asarray(self._session.run(None, {k: feeds[k] for k in self._input_names})[0], dtype=np.float32)
+        return {k: feeds[k] for k in self._input_names}
+
+    def _infer(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        return self._infer(self._tokenize(texts))
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         # Batches of similar length waste little work on padding.
         order = np.argsort([len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), self._dim), dtype=np.float32)
-        for start in range(0, len(texts), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            out[rows] = self._run([texts[i] for i in rows])
+        batches = [order[start : start + self.batch_size] for start in range(0, len(texts), self.batch_size)]
+        if len(batches) == 1:
+            out[batches[0]] = self._run([texts[i] for i in batches[0]])
+        else:
+            # Tokenise the next batch in a thread while the session runs this one: both release
+            # the GIL, so the tokeniser's work hides behind inference.
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragsieve-tokenize") as pool:
+                pending = pool.submit(self._tokenize, [texts[i] for i in batches[0]])
+                for n, rows in enumerate(batches):
+                    feeds = pending.result()
+                    if n + 1 < len(batches):
+                        pending = pool.submit(self._tokenize, [texts[i] for i in batches[n + 1]])
+                    out[rows] = self._infer(feeds)
         return l2_normalize(out) if self.normalize else out
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

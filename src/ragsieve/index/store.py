@@ -262,6 +262,11 @@ class Index:
         embedder = embedder or load_embedder(config.embedder)
         with storage.writer_lock(target, config.ingest.lock_timeout_s):
             index = cls._build_locked(corpus, target, config, embedder, progress, report)
+        if index.partitioned:
+            # Trained here, once, so that `ask --route auto` never fits a model at query time.
+            from ragsieve.route.train import ensure_router
+
+            ensure_router(index, config.stages.get("route", {}))
         report.seconds = time.perf_counter() - start
         report.generation = index.generation
         return index
@@ -276,8 +281,7 @@ class Index:
         progress: ProgressFn | None,
         report: BuildReport,
     ) -> Index:
-        from ragsieve.ingest import file_hash, iter_files, load_file
-        from ragsieve.ingest.loaders import _SkipFile, safe_relpath, warn_file_type_domains
+        from ragsieve.ingest import iter_files
 
         previous: Index | None = None
         if cls.exists(index_dir):
@@ -309,6 +313,45 @@ class Index:
         new_files: dict[str, dict[str, Any]] = {}
         chunks: list[Chunk] = []
         extract = entity_extractor(config.ingest)
+        # Reuse embeddings of chunks whose text is unchanged; embed the rest on a background
+        # thread while later files are still being read and chunked.
+        reuse: dict[str, np.ndarray] = {}
+        if previous is not None:
+            for i, c in enumerate(previous.chunks):
+                reuse.setdefault(_chunk_key(c.text), previous.embeddings[i])
+        from ragsieve.store.ingest import EmbedAhead
+
+        ahead = EmbedAhead(embedder, skip=lambda text: _chunk_key(text) in reuse)
+        try:
+            return cls._load_and_embed(
+                corpus, index_dir, config, embedder, progress, report, previous, files, base, old_files,
+                new_files, chunks, extract, reuse, ahead,
+            )
+        finally:
+            ahead.close()
+
+    @classmethod
+    def _load_and_embed(
+        cls,
+        corpus: Path,
+        index_dir: Path,
+        config: PipelineConfig,
+        embedder: Embedder,
+        progress: ProgressFn | None,
+        report: BuildReport,
+        previous: Index | None,
+        files: list[Path],
+        base: Path,
+        old_files: dict[str, dict[str, Any]],
+        new_files: dict[str, dict[str, Any]],
+        chunks: list[Chunk],
+        extract: Callable[[str], dict[str, list[str]]] | None,
+        reuse: dict[str, np.ndarray],
+        ahead: Any,
+    ) -> Index:
+        from ragsieve.ingest import file_hash, load_file
+        from ragsieve.ingest.loaders import _SkipFile, safe_relpath, warn_file_type_domains
+
         for n, path in enumerate(files, 1):
             rel = safe_relpath(path.relative_to(base))
             report.files_seen += 1
@@ -338,6 +381,7 @@ class Index:
                     report.skipped.extend(warnings)
                 file_chunks = chunk_documents(docs, config.ingest, extract)
                 chunks.extend(file_chunks)
+                ahead.submit([c.text for c in file_chunks])
                 new_files[rel] = {"hash": digest, "chunks": [c.id for c in file_chunks]}
                 if rel in old_files:
                     report.files_updated += 1
@@ -355,11 +399,6 @@ class Index:
             raise InputError(f"duplicate chunk ids {dupes}; give records unique values in ingest.id_field")
         _check_domains(chunks)
 
-        # Reuse embeddings of chunks whose text is unchanged; embed only the rest.
-        reuse: dict[str, np.ndarray] = {}
-        if previous is not None:
-            for i, c in enumerate(previous.chunks):
-                reuse.setdefault(_chunk_key(c.text), previous.embeddings[i])
         dim = embedder.dim
         embeddings = np.empty((len(chunks), dim), dtype=np.float32)
         todo = []
@@ -370,9 +409,8 @@ class Index:
             else:
                 todo.append(i)
         if todo:
-            embed_start = time.perf_counter()
-            embeddings[todo] = _embed_all([chunks[i].text for i in todo], embedder, progress)
-            report.embed_seconds = time.perf_counter() - embed_start
+            embeddings[todo] = ahead.finish([chunks[i].text for i in todo], progress)
+            report.embed_seconds = ahead.embed_seconds
         report.chunks = len(chunks)
         report.chunks_embedded = len(todo)
         warn_file_type_domains({c.domain for c in chunks}, config.ingest)

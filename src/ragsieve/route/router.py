@@ -49,9 +49,12 @@ CLASSIFIERS: tuple[ClassifierName, ...] = (
     "embedding-logreg",
 )
 MODEL_FILE = "router.skops"
+# logreg, multinomial-nb and embedding-logreg are saved as arrays (no scikit-learn at load time)
+ARRAY_FILE = "router.npz"
+ARRAY_FORMAT = "ragsieve-domain-router/1"
 LEGACY_MODEL_FILE = "router.joblib"
 META_FILE = "router.json"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 # the fix quoted in every load error
 RETRAIN = "run `ragsieve router train INDEX_DIR` (or search with --route all)"
 
@@ -243,12 +246,19 @@ class DomainRouter:
                 ) from exc
             raise
         self.model_ = model
+        try:
+            self.arrays_ = _to_arrays(self.classifier, model)
+        except ModelError as exc:  # a setting arrays do not cover: the skops file keeps it
+            logger.info("router kept as a scikit-learn model (%s)", exc)
+            self.arrays_ = None
         self.classes_ = np.asarray([str(c) for c in model.classes_], dtype=object)
         self.n_train_ = len(texts)
         return self
 
+    arrays_: tuple[Any, Any] | None = None  # (TfidfArrays | None, LinearHead) when stored as arrays
+
     def _check_fitted(self) -> None:
-        if not hasattr(self, "model_"):
+        if not hasattr(self, "model_") and self.arrays_ is None:
             raise InputError("this router is not trained yet; call fit() or run `ragsieve router train`")
 
     def known_terms(self, texts: Sequence[str]) -> np.ndarray:
@@ -259,6 +269,10 @@ class DomainRouter:
         self._check_fitted()
         if self.uses_embeddings:
             return np.asarray([len(t.split()) for t in texts], dtype=np.int64)
+        if self.arrays_ is not None:
+            tfidf_arrays = self.arrays_[0]
+            if tfidf_arrays is not None:
+                return np.asarray([len(tfidf_arrays.transform_one(t)[0]) for t in texts], dtype=np.int64)
         tfidf = self.model_.named_steps["tfidf"]
         return np.asarray(tfidf.transform(list(texts)).getnnz(axis=1), dtype=np.int64)
 
@@ -267,6 +281,13 @@ class DomainRouter:
         self._check_fitted()
         if len(texts) == 0:
             return np.zeros((0, len(self.classes_)), dtype=np.float64)
+        if self.arrays_ is not None:
+            tfidf_arrays, head = self.arrays_
+            if tfidf_arrays is None:  # embedding-logreg: dense features only
+                emb = np.asarray(self._features(texts), dtype=np.float64)
+                rows = [(np.zeros(0, dtype=np.int64), np.zeros(0)) for _ in texts]
+                return head.predict_proba(rows, emb)
+            return head.predict_proba(tfidf_arrays.transform(list(texts)))
         return np.asarray(self.model_.predict_proba(self._features(texts)), dtype=np.float64)
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
@@ -278,30 +299,96 @@ class DomainRouter:
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, folder: str | Path, extra: dict[str, Any] | None = None) -> Path:
-        """Write ``router.skops`` (the fitted scikit-learn model) and ``router.json`` (parameters,
-        classes), each atomically. The embedder is never saved; it is reattached on load."""
-        from ragsieve.safe_models import save_estimator
+        """Write the fitted model and ``router.json`` (parameters, classes), each atomically.
+
+        logreg, multinomial-nb and embedding-logreg are written as ``router.npz`` (arrays, read
+        with numpy alone); gaussian-nb and linear-svc, which arrays do not cover, as
+        ``router.skops``. The embedder is never saved; it is reattached on load."""
 
         self._check_fitted()
         folder = Path(folder)
-        save_estimator(self.model_, folder / MODEL_FILE)
-        meta = {
+        meta: dict[str, Any] = {
             "format_version": FORMAT_VERSION,
             "router": self.to_dict(),
             "classes": [str(c) for c in self.classes_],
             "n_train": int(self.n_train_),
             **(extra or {}),
         }
+        if self.arrays_ is not None:
+            tfidf_arrays, head = self.arrays_
+            header: dict[str, Any] = {"format": ARRAY_FORMAT, "head": head.header()}
+            arrays = dict(head.arrays("head_"))
+            if tfidf_arrays is not None:
+                header["tfidf"] = tfidf_arrays.header()
+                arrays.update(tfidf_arrays.arrays("tfidf_"))
+            meta["arrays"] = header
+            folder.mkdir(parents=True, exist_ok=True)
+            _save_npz(folder / ARRAY_FILE, arrays)
+            (folder / MODEL_FILE).unlink(missing_ok=True)
+        else:
+            from ragsieve.safe_models import save_estimator
+
+            save_estimator(self.model_, folder / MODEL_FILE)
+            (folder / ARRAY_FILE).unlink(missing_ok=True)
         atomic_write_json(folder / META_FILE, meta)
         (folder / LEGACY_MODEL_FILE).unlink(missing_ok=True)
         return folder
 
     @classmethod
     def load(cls, folder: str | Path, embedder: Any = None) -> DomainRouter:
-        """The router saved in ``folder``; nothing in it is unpickled (see :mod:`ragsieve.safe_models`)."""
+        """The router saved in ``folder``; nothing in it is unpickled. A ``router.npz`` loads with
+        numpy alone; a ``router.skops`` (gaussian-nb, linear-svc, or any router saved by an
+        earlier ragsieve) with skops (see :mod:`ragsieve.safe_models`)."""
+        folder = Path(folder)
+        try:
+            meta_path = folder / META_FILE
+            meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else None
+        except (OSError, ValueError) as exc:
+            raise IndexStoreError(f"router metadata {folder / META_FILE} is malformed ({exc}); {RETRAIN}") from exc
+        if meta is not None and (folder / ARRAY_FILE).is_file() and "arrays" in meta:
+            return cls._load_arrays(folder, meta, embedder)
+        return cls._load_skops(folder, meta, embedder)
+
+    @classmethod
+    def _router_from_meta(cls, folder: Path, meta: Any) -> tuple[DomainRouter, list[str], int]:
+        try:
+            router = cls.from_dict(meta["router"])
+            classes = [str(c) for c in meta["classes"]]
+            n_train = int(meta["n_train"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise IndexStoreError(
+                f"router metadata {folder / META_FILE} is missing or malformed ({exc}); {RETRAIN}"
+            ) from exc
+        return router, classes, n_train
+
+    @classmethod
+    def _load_arrays(cls, folder: Path, meta: dict[str, Any], embedder: Any) -> DomainRouter:
+        from ragsieve.array_models import LinearHead, TfidfArrays
+
+        router, classes, n_train = cls._router_from_meta(folder, meta)
+        header = meta["arrays"]
+        try:
+            with np.load(folder / ARRAY_FILE, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+            if header.get("format") != ARRAY_FORMAT:
+                raise ModelError(f"unknown router array format {header.get('format')!r}")
+            head = LinearHead.from_parts(header["head"], arrays, "head_")
+            tfidf_arrays = TfidfArrays.from_parts(header["tfidf"], arrays, "tfidf_") if "tfidf" in header else None
+        except (OSError, ValueError, KeyError, TypeError, ModelError) as exc:
+            raise IndexStoreError(f"router arrays {folder / ARRAY_FILE} cannot be read ({exc}); {RETRAIN}") from exc
+        if list(head.classes) != classes:
+            raise IndexStoreError(f"{folder / ARRAY_FILE} and {folder / META_FILE} disagree on the domains; {RETRAIN}")
+        router.arrays_ = (tfidf_arrays, head)
+        router.classes_ = np.asarray(classes, dtype=object)
+        router.n_train_ = n_train
+        if embedder is not None:
+            router.set_embedder(embedder)
+        return router
+
+    @classmethod
+    def _load_skops(cls, folder: Path, meta: Any, embedder: Any) -> DomainRouter:
         from ragsieve.safe_models import CALIBRATED, load_estimator, refuse_legacy
 
-        folder = Path(folder)
         path = folder / MODEL_FILE
         if not path.is_file():
             if (folder / LEGACY_MODEL_FILE).is_file():
@@ -311,15 +398,9 @@ class DomainRouter:
             model = load_estimator(path, trusted=CALIBRATED, retrain=RETRAIN)
         except ModelError as exc:
             raise IndexStoreError(str(exc)) from exc
-        try:
-            meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
-            router = cls.from_dict(meta["router"])
-            classes = [str(c) for c in meta["classes"]]
-            n_train = int(meta["n_train"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise IndexStoreError(
-                f"router metadata {folder / META_FILE} is missing or malformed ({exc}); {RETRAIN}"
-            ) from exc
+        if meta is None:
+            raise IndexStoreError(f"router metadata {folder / META_FILE} is missing; {RETRAIN}")
+        router, classes, n_train = cls._router_from_meta(folder, meta)
         if [str(c) for c in getattr(model, "classes_", [])] != classes:
             raise IndexStoreError(f"{path} and {folder / META_FILE} disagree on the domains; {RETRAIN}")
         router.model_ = model
@@ -328,6 +409,23 @@ class DomainRouter:
         if embedder is not None:
             router.set_embedder(embedder)
         return router
+
+    def convert_to_arrays(self, folder: str | Path) -> bool:
+        """Rewrite a router loaded from ``router.skops`` as ``router.npz`` when its classifier
+        allows (so later loads skip skops and scikit-learn); returns whether it did."""
+        if self.arrays_ is not None or not hasattr(self, "model_"):
+            return False
+        try:
+            self.arrays_ = _to_arrays(self.classifier, self.model_)
+        except ModelError:
+            return False
+        if self.arrays_ is None:
+            return False
+        folder = Path(folder)
+        extra = {k: v for k, v in self.read_meta(folder).items() if k not in ("format_version", "router", "classes",
+                                                                            "n_train", "arrays")}
+        self.save(folder, extra=extra)
+        return True
 
     @staticmethod
     def read_meta(folder: str | Path) -> dict[str, Any]:
@@ -338,4 +436,22 @@ class DomainRouter:
         return data
 
 
-__all__ = ["CLASSIFIERS", "ClassifierName", "DomainRouter"]
+def _to_arrays(classifier: str, model: Any) -> tuple[Any, Any] | None:
+    """(TfidfArrays | None, LinearHead) for the classifiers arrays cover; None for the others."""
+    from ragsieve.array_models import LinearHead, TfidfArrays
+
+    if classifier == "embedding-logreg":
+        return None, LinearHead.from_sklearn(model)
+    if classifier in ("logreg", "multinomial-nb"):
+        return TfidfArrays.from_sklearn(model.named_steps["tfidf"]), LinearHead.from_sklearn(model.named_steps["clf"])
+    return None
+
+
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    from ragsieve.io import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]  # numpy stubs type allow_pickle
+
+
+__all__ = ["ARRAY_FILE", "CLASSIFIERS", "ClassifierName", "DomainRouter"]

@@ -20,7 +20,7 @@ from typing import Any
 
 from ragsieve.errors import IndexStoreError, InputError
 from ragsieve.route.decide import RouteDecision, RouteStats, decide
-from ragsieve.route.router import LEGACY_MODEL_FILE, MODEL_FILE, DomainRouter
+from ragsieve.route.router import ARRAY_FILE, LEGACY_MODEL_FILE, MODEL_FILE, DomainRouter
 from ragsieve.route.train import ROUTER_DIR, RouteConfig, check_domains, load_router, train_router
 
 logger = logging.getLogger(__name__)
@@ -56,8 +56,9 @@ class QueryRouter:
             saved = self.index.dir / ROUTER_DIR
             # an old pickled router is refused by load_router (with the retrain command) rather
             # than silently replaced by one trained from chunks
-            if (saved / MODEL_FILE).is_file() or (saved / LEGACY_MODEL_FILE).is_file():
+            if any((saved / name).is_file() for name in (ARRAY_FILE, MODEL_FILE, LEGACY_MODEL_FILE)):
                 self.router = load_router(self.index)
+                _convert_quietly(self.router, saved)
             else:
                 logger.info("no router in %s: training one from the index's chunks", self.index.dir)
                 self.router = train_router(self.index, self.config)
@@ -104,6 +105,16 @@ class QueryRouter:
         return decide(
             probs, self.config.mass_threshold, self.config.unsure_threshold, self.config.max_domains
         )
+
+
+def _convert_quietly(router: DomainRouter, folder: Any) -> None:
+    """Rewrite a router an earlier ragsieve saved with skops as arrays, so the next process
+    loads it with numpy alone; a read-only index keeps its skops file."""
+    try:
+        if router.convert_to_arrays(folder):
+            logger.info("converted the router in %s to arrays (router.npz)", folder)
+    except OSError as exc:
+        logger.info("router in %s left as skops (%s)", folder, exc)
 
 
 _ROUTERS: weakref.WeakKeyDictionary[Any, QueryRouter] = weakref.WeakKeyDictionary()

@@ -6,8 +6,10 @@ Two sources, so routing works out of the box:
 * the indexed chunks themselves: each chunk's text labelled with its domain, capped per
   domain (a fixed-seed sample) so a large domain does not drown the small ones.
 
-The router is saved to ``<index dir>/router/`` (``router.skops``, a skops model that loads
-without unpickling, + ``router.json``), each file written atomically.
+The router is trained at the end of ingest (:func:`ensure_router`) and saved to
+``<index dir>/router/``: ``router.npz`` (numpy arrays, for logreg, multinomial-nb and
+embedding-logreg) or ``router.skops`` (a skops model that loads without unpickling, for the
+others), + ``router.json``, each file written atomically.
 """
 
 from __future__ import annotations
@@ -176,6 +178,31 @@ def train_router(
     return router
 
 
+def router_is_current(index: Any) -> bool:
+    """Whether ``index`` has a saved router trained on exactly its domains."""
+    from ragsieve.route.router import ARRAY_FILE, MODEL_FILE
+
+    folder = Path(index.dir) / ROUTER_DIR
+    if not any((folder / name).is_file() for name in (ARRAY_FILE, MODEL_FILE)):
+        return False
+    meta = DomainRouter.read_meta(folder)
+    return sorted(str(c) for c in meta.get("classes", [])) == sorted(index.domains)
+
+
+def ensure_router(index: Any, config: RouteConfig | dict[str, Any] | None = None) -> DomainRouter | None:
+    """Train and save the router of a multi-domain ``index`` unless a current one is saved, so
+    no query process trains it (called at the end of ingest). A single-domain index, or one
+    whose chunks give no usable words, gets none (routing then falls back to the global index)."""
+    if len(index.domains) < 2 or router_is_current(index):
+        return None
+    try:
+        return train_router(index, config)
+    except (InputError, ConfigError) as exc:
+        # ingest succeeded; routing trains on first use or falls back to the global index
+        logger.warning("no router trained for %s: %s", index.dir, exc)
+        return None
+
+
 def load_router(index: Any) -> DomainRouter:
     """The router saved with ``index``; the embedding variant reuses the index's embedder."""
     router = DomainRouter.load(Path(index.dir) / ROUTER_DIR)
@@ -191,8 +218,10 @@ __all__ = [
     "RouteConfig",
     "check_domains",
     "default_classifier",
+    "ensure_router",
     "examples_from_chunks",
     "examples_from_jsonl",
     "load_router",
+    "router_is_current",
     "train_router",
 ]

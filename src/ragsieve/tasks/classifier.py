@@ -13,11 +13,14 @@ Two families:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
 import re
+import threading
 import time
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
@@ -25,7 +28,6 @@ from typing import Any, Literal, NamedTuple, Protocol
 import numpy as np
 
 from ragsieve.errors import InputError, LLMOutputError, ModelError
-from ragsieve.io import atomic_write_json
 from ragsieve.llm.base import LLM, ChatMessage
 from ragsieve.tasks.labels import TASK_LABELS, TaskLabel
 
@@ -264,20 +266,49 @@ def name_shape_features(texts: Sequence[str]) -> np.ndarray:
 # the one function a saved TfidfTaskClassifier may reference (its FunctionTransformer)
 _NAME_FEATURES = "ragsieve.tasks.classifier.name_shape_features"
 
+# The bundled task router: fitted once on the bundled training split with the default
+# hyperparameters and shipped as arrays, so no process trains it before its first question.
+BUNDLED_RESOURCE = "task_router.npz"
+WRITE_BUNDLED = "python -m ragsieve.tasks.classifier --write-bundled"
+ARRAY_FORMAT = "ragsieve-task-router/1"
+
 
 def _params_path(model_path: Path) -> Path:
     return model_path.with_name(model_path.name + ".json")
 
 
+def bundled_resource_path() -> Path:
+    """Where the bundled task router's arrays live (``ragsieve/resources/task_router.npz`` + ``.json``)."""
+    from importlib import resources
+
+    return Path(str(resources.files("ragsieve").joinpath("resources", BUNDLED_RESOURCE)))
+
+
+def training_fingerprint(params: dict[str, Any], texts: Sequence[str], labels: Sequence[str]) -> str:
+    """A hash of the hyperparameters and the exact training examples: equal fingerprints, equal fits."""
+    digest = hashlib.sha256(json.dumps(params, sort_keys=True).encode())
+    for text, label in zip(texts, labels, strict=True):
+        digest.update(b"\0" + text.encode() + b"\1" + label.encode())
+    return digest.hexdigest()
+
+
 class TfidfTaskClassifier:
     """Word + character TF-IDF features with a logistic-regression head (scikit-learn style).
 
+    ``fit`` trains with scikit-learn and keeps the fitted model as arrays (vocabularies, idf,
+    coefficients); prediction is pure numpy (:mod:`ragsieve.array_models`), the same
+    probabilities to 1e-6. Fitting on the bundled training split with the default
+    hyperparameters reuses the stored fit shipped with ragsieve (identical by construction: the
+    fingerprint of parameters and examples must match), so a query process never trains.
+
     Example::
+
+        clf = TfidfTaskClassifier.load_bundled()   # no scikit-learn import, no training
+        clf.predict(["Write a haiku about tea"])
 
         from ragsieve.tasks.labels import load_task_requests
         train = load_task_requests("train")
-        clf = TfidfTaskClassifier().fit([r.text for r in train], [r.label for r in train])
-        clf.predict(["Write a haiku about tea"])
+        clf = TfidfTaskClassifier(C=2.0).fit([r.text for r in train], [r.label for r in train])
     """
 
     def __init__(
@@ -326,31 +357,107 @@ class TfidfTaskClassifier:
         )
         return make_pipeline(feats, LogisticRegression(C=self.C, max_iter=2000))
 
+    def _hyperparameters(self) -> dict[str, Any]:
+        return {k: v for k, v in self.to_dict().items() if k != "type"}
+
     def fit(self, texts: Sequence[str], labels: Sequence[str]) -> TfidfTaskClassifier:
         bad = sorted({lb for lb in labels if lb not in TASK_LABELS})
         if bad:
             raise InputError(f"unknown task labels {bad}; use {', '.join(TASK_LABELS)}")
         if len(texts) != len(labels) or not texts:
             raise InputError("fit needs the same non-zero number of texts and labels")
+        fingerprint = training_fingerprint(self._hyperparameters(), texts, labels)
+        stored = _read_bundled_header()
+        if stored is not None and stored.get("fingerprint") == fingerprint:
+            # The stored fit was made from exactly these examples and hyperparameters.
+            return self._set_from_arrays(*_load_bundled_arrays())
+        return self.fit_sklearn(texts, labels)
+
+    def fit_sklearn(self, texts: Sequence[str], labels: Sequence[str]) -> TfidfTaskClassifier:
+        """Train with scikit-learn (never the stored fit) and keep the result as arrays."""
         from threadpoolctl import threadpool_limits
 
         # BLAS threads oversubscribe small fits badly (15 s instead of 0.2 s on a busy 2-core machine).
         with threadpool_limits(1):
-            self.model_ = self._build().fit(list(texts), list(labels))
-        self.classes_ = list(self.model_.classes_)
+            model = self._build().fit(list(texts), list(labels))
+        self._set_from_sklearn(model)
+        self.fingerprint_ = training_fingerprint(self._hyperparameters(), texts, labels)
         return self
 
+    def _set_from_sklearn(self, model: Any) -> TfidfTaskClassifier:
+        """Keep a fitted scikit-learn pipeline (FeatureUnion -> LogisticRegression) as arrays."""
+        from ragsieve.array_models import LinearHead, TfidfArrays
+
+        union, head = model.steps[0][1], model.steps[-1][1]
+        named = dict(union.transformer_list)
+        self.name_features = "names" in named
+        self.vectorizers_ = [TfidfArrays.from_sklearn(named["word"]), TfidfArrays.from_sklearn(named["char"])]
+        self.head_ = LinearHead.from_sklearn(head)
+        self.classes_ = list(self.head_.classes)
+        return self
+
+    def _set_from_arrays(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> TfidfTaskClassifier:
+        from ragsieve.array_models import LinearHead, TfidfArrays
+
+        if header.get("format") != ARRAY_FORMAT:
+            raise ModelError(f"task router arrays have format {header.get('format')!r}, not {ARRAY_FORMAT}; "
+                             f"rewrite them with {WRITE_BUNDLED} or `ragsieve tasks train`")
+        params = header.get("params", {})
+        self.C = params.get("C", self.C)
+        self.word_ngrams = tuple(params.get("word_ngrams", self.word_ngrams))
+        self.char_ngrams = tuple(params.get("char_ngrams", self.char_ngrams))
+        self.max_features = params.get("max_features", self.max_features)
+        self.name_features = bool(params.get("name_features", self.name_features))
+        self.vectorizers_ = [
+            TfidfArrays.from_parts(header["word"], arrays, "word_"),
+            TfidfArrays.from_parts(header["char"], arrays, "char_"),
+        ]
+        self.head_ = LinearHead.from_parts(header["head"], arrays, "head_")
+        self.classes_ = list(self.head_.classes)
+        self.fingerprint_ = str(header.get("fingerprint", ""))
+        n = (2 if self.name_features else 0) + sum(v.n_features for v in self.vectorizers_)
+        if self.head_.coef.shape[1] != n:
+            raise ModelError(f"task router arrays disagree on the number of features ({self.head_.coef.shape[1]} "
+                             f"coefficients, {n} features); rewrite them with `ragsieve tasks train`")
+        return self
+
+    def _arrays(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        self._check()
+        word, char = self.vectorizers_
+        header = {
+            "format": ARRAY_FORMAT,
+            "params": self._hyperparameters(),
+            "fingerprint": getattr(self, "fingerprint_", ""),
+            "word": word.header(),
+            "char": char.header(),
+            "head": self.head_.header(),
+        }
+        return header, {**word.arrays("word_"), **char.arrays("char_"), **self.head_.arrays("head_")}
+
     def _check(self) -> None:
-        if not hasattr(self, "model_"):
-            raise ModelError("TfidfTaskClassifier is not fitted; call fit() or load() first")
+        if not hasattr(self, "head_"):
+            raise ModelError("TfidfTaskClassifier is not fitted; call fit(), load() or load_bundled() first")
+
+    def _rows(self, texts: Sequence[str]) -> tuple[list[Any], np.ndarray | None]:
+        """Sparse rows of the word and char blocks side by side, plus the dense name features."""
+        word, char = self.vectorizers_
+        off = word.n_features
+        rows = []
+        for text in texts:
+            wc, wv = word.transform_one(text)
+            cc, cv = char.transform_one(text)
+            rows.append((np.concatenate([wc, cc + off]), np.concatenate([wv, cv])))
+        dense = name_shape_features(texts) if self.name_features else None
+        return rows, dense
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         self._check()
-        return np.asarray(self.model_.predict_proba(list(texts)))
+        rows, dense = self._rows(list(texts))
+        return self.head_.predict_proba(rows, dense)
 
     def predict(self, texts: Sequence[str]) -> list[str]:
-        self._check()
-        return [str(x) for x in self.model_.predict(list(texts))]
+        proba = self.predict_proba(texts)
+        return [self.classes_[int(i)] for i in proba.argmax(axis=1)]
 
     def classify(self, text: str) -> TaskPrediction:
         if not text.strip():
@@ -369,24 +476,32 @@ class TfidfTaskClassifier:
         )
 
     def save(self, path: str | Path) -> Path:
-        """Write the fitted model to ``path`` (a skops file, conventionally ``.skops``) and its
-        parameters to ``path`` + ``.json``; neither needs unpickling to load."""
-        from ragsieve.safe_models import save_estimator
+        """Write the fitted model to ``path`` (an ``.npz`` archive of arrays, conventionally
+        ``task_router.npz``) and its header to ``path`` + ``.json``; loading never unpickles."""
+        from ragsieve.array_models import save_arrays
 
-        self._check()
-        path = Path(path)
-        save_estimator(self.model_, path)
-        atomic_write_json(_params_path(path), self.to_dict())
-        return path
+        header, arrays = self._arrays()
+        return save_arrays(Path(path), header, arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> TfidfTaskClassifier:
-        from ragsieve.safe_models import load_estimator
+        """A model written by :meth:`save`, or a skops file written by an earlier ragsieve (read
+        with skops, once, and then kept as arrays)."""
+        from ragsieve.array_models import load_arrays
 
         p = Path(path)
         retrain = f"run `ragsieve tasks train --out {p}`"
         if not p.is_file():
             raise InputError(f"task classifier file {p} does not exist; train one with `ragsieve tasks train`")
+        if not _is_npz(p):
+            return cls._load_skops(p, retrain)
+        header, arrays = load_arrays(p, retrain)
+        return cls()._set_from_arrays(header, arrays)
+
+    @classmethod
+    def _load_skops(cls, p: Path, retrain: str) -> TfidfTaskClassifier:
+        from ragsieve.safe_models import load_estimator
+
         model = load_estimator(p, trusted=(_NAME_FEATURES,), retrain=retrain)
         try:
             params = json.loads(_params_path(p).read_text(encoding="utf-8"))
@@ -395,9 +510,12 @@ class TfidfTaskClassifier:
             raise ModelError(
                 f"task classifier parameters {_params_path(p)} are missing or malformed; {retrain}"
             ) from exc
-        obj.model_ = model
-        obj.classes_ = [str(c) for c in model.classes_]
-        return obj
+        return obj._set_from_sklearn(model)
+
+    @classmethod
+    def load_bundled(cls) -> TfidfTaskClassifier:
+        """The task router shipped with ragsieve (fitted on the bundled training split)."""
+        return cls()._set_from_arrays(*_load_bundled_arrays())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -420,7 +538,62 @@ class TfidfTaskClassifier:
         )
 
 
+def _is_npz(path: Path) -> bool:
+    """An arrays archive (every member a ``.npy``), as opposed to a skops zip or anything else."""
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+    return bool(names) and all(n.endswith(".npy") for n in names)
+
+
+_BUNDLED: tuple[dict[str, Any], dict[str, np.ndarray]] | None = None
+_BUNDLED_LOCK = threading.Lock()
+
+
+def _read_bundled_header() -> dict[str, Any] | None:
+    from ragsieve.array_models import header_path
+
+    path = header_path(bundled_resource_path())
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else None
+
+
+def _load_bundled_arrays() -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The bundled arrays, read once per process (they are never modified)."""
+    global _BUNDLED
+    from ragsieve.array_models import load_arrays
+
+    with _BUNDLED_LOCK:
+        if _BUNDLED is None:
+            path = bundled_resource_path()
+            if not path.is_file():
+                raise ModelError(f"the bundled task router {path} is missing; rebuild it with {WRITE_BUNDLED}")
+            _BUNDLED = load_arrays(path, f"rebuild it with {WRITE_BUNDLED}")
+        return _BUNDLED
+
+
+def write_bundled(path: str | Path | None = None) -> Path:
+    """Fit the default task router on the bundled training split with scikit-learn and write
+    its arrays (the package resource by default). Run after changing the training data."""
+    from ragsieve.tasks.labels import load_task_requests
+
+    train = load_task_requests("train")
+    clf = TfidfTaskClassifier().fit_sklearn([r.text for r in train], [r.label for r in train])
+    return clf.save(path or bundled_resource_path())
+
+
 def accuracy(pred: Sequence[str], gold: Sequence[str]) -> float:
     if not gold:
         return math.nan
     return sum(p == g for p, g in zip(pred, gold, strict=True)) / len(gold)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--write-bundled"]:
+        sys.exit(f"usage: {WRITE_BUNDLED}")
+    sys.stdout.write(f"{write_bundled()}\n")

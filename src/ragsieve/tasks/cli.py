@@ -19,7 +19,7 @@ ClassifierChoice = Literal["tfidf", "llm-json", "llm-logprob"]
 @app.command()
 def train(
     out: Path = typer.Option(
-        ..., "--out", help="Where to save the model (.skops for the classifier, .json for --evaluator)."
+        ..., "--out", help="Where to save the model (.npz arrays for the classifier, .json for --evaluator)."
     ),
     data: Path | None = typer.Option(None, "--data", help="Labelled requests JSONL (default: the bundled set)."),
     evaluator: bool = typer.Option(False, "--evaluator", help="Train the retrieval evaluator instead, on PopQA."),
