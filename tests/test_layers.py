@@ -23,7 +23,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # no model, no pipeline: types, errors, config, I/O and small helpers every layer may use
     "ground": (
         "types", "errors", "config", "io", "http", "text", "answers", "extras", "safe_models",
-        "console", "sentences", "values", "citations", "cluster", "demo",
+        "console", "sentences", "values", "citations", "cluster", "demo", "array_models", "cancel",
     ),
     # the parts a stage is made of: models, indexes, and each check's own component
     "components": (

@@ -512,8 +512,6 @@ def simulate_splits(
     method: Method | str = "ltt-binomial",
 ) -> SimulationResult:
     """Calibrate on a random ``cal_frac`` of the items and measure the risk on the rest, ``n_splits`` times."""
-    from ragsieve.eval.selective import wilson_interval
-
     conf, right = _check(confidences, correct, risk, delta)
     if not 0.0 < cal_frac < 1.0:
         raise InputError(f"cal_frac must be in (0, 1), got {cal_frac}; pass e.g. 0.5")
@@ -574,8 +572,6 @@ def held_out_report(
     """What ``eval --json`` reports about calibrated abstention: calibrate on one seeded
     ``cal_frac`` share of the questions, apply the threshold to the rest (coverage, realised risk
     and its Wilson 95% interval), and the split simulation over ``n_splits`` random splits."""
-    from ragsieve.eval.selective import wilson_interval
-
     conf, right = _check(confidences, correct, risk, delta)
     n = len(conf)
     n_cal = int(round(cal_frac * n))
@@ -599,3 +595,14 @@ def held_out_report(
         "test_risk_interval": [lo, hi] if denominator else None,
         "simulation": None if sim is None else {k: v for k, v in sim.to_dict().items() if k != "test_risks"},
     }
+
+
+def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``k/n`` (95% for the default ``z``)."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)

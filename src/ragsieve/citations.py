@@ -20,10 +20,31 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import PurePath, PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote, urlparse
 
-from ragsieve.types import Chunk, SearchHit
+
+class LocatedChunk(Protocol):
+    """What a citation reads from a chunk (:class:`ragsieve.types.Chunk` has these fields);
+    a protocol rather than an import, because ``ragsieve.types`` builds its ``citation``
+    field with this module."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def path(self) -> str | None: ...
+    @property
+    def page(self) -> int | None: ...
+    @property
+    def page_label(self) -> str | None: ...
+    @property
+    def heading(self) -> list[str] | None: ...
+    @property
+    def char_start(self) -> int | None: ...
+    @property
+    def char_end(self) -> int | None: ...
+    @property
+    def url(self) -> str | None: ...
 
 __all__ = ["HEADING_SEPARATOR", "Citation", "citation_uri", "format_citation"]
 
@@ -52,7 +73,7 @@ class Citation:
     url: str | None = None
 
     @classmethod
-    def from_chunk(cls, chunk: Chunk) -> Citation:
+    def from_chunk(cls, chunk: LocatedChunk) -> Citation:
         heading = HEADING_SEPARATOR.join(h for h in chunk.heading or [] if h) or None
         return cls(
             chunk_id=chunk.id,
@@ -66,9 +87,10 @@ class Citation:
         )
 
     @classmethod
-    def from_hit(cls, hit: SearchHit | dict[str, Any]) -> Citation:
-        """From a :class:`SearchHit` or its ``to_dict()`` form (an ``evidence`` entry of ``--json``)."""
-        if isinstance(hit, SearchHit):
+    def from_hit(cls, hit: Any) -> Citation:
+        """From a :class:`ragsieve.types.SearchHit` or its ``to_dict()`` form (an ``evidence``
+        entry of ``--json``)."""
+        if not isinstance(hit, dict):
             return cls.from_chunk(hit.chunk)
         heading = hit.get("heading")
         if isinstance(heading, list):

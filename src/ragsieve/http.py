@@ -11,7 +11,7 @@ What a caller can rely on:
   sooner than ``backoff_s`` (never back-to-back);
 - one call, retries included, ends within ``max(TOTAL_DEADLINE_S, timeout_s)`` (2 minutes by
   default): a hung server costs one bounded wait, not ``(max_retries + 1) * timeout_s``;
-- a cancelled LLM job (:mod:`ragsieve.llm.cancel`: its request timed out or its client left)
+- a cancelled LLM job (:mod:`ragsieve.cancel`: its request timed out or its client left)
   closes the open stream and stops retrying, raising ``GenerationCancelledError``;
 - replies can be validated against a pydantic model with :func:`parse_reply`, whose error names
   the server and the field, never the value.
@@ -34,8 +34,8 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
+from ragsieve.cancel import CancelToken, current_token
 from ragsieve.errors import ConfigError, ModelError
-from ragsieve.llm.cancel import CancelToken, current_token
 
 logger = logging.getLogger(__name__)
 

@@ -92,7 +92,7 @@ class SearchHit(NamedTuple):
 
 
 def _citation_text(chunk: Chunk) -> str:
-    # Imported here: ragsieve.citations is built on these types (it imports this module).
+    # Imported here, on first use: most callers never serialise a hit.
     from ragsieve.citations import Citation, format_citation
 
     return format_citation(Citation.from_chunk(chunk))

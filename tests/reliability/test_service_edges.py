@@ -15,11 +15,11 @@ from tests.fault_server import Fault
 from tests.helpers import HashEmbedder
 from tests.reliability.support import FAST, start_worker, write_corpus
 
+from ragsieve.cancel import CancelToken, GenerationCancelledError, cancel_scope
 from ragsieve.errors import ModelError, RagsieveError
 from ragsieve.http import make_client, post_json
 from ragsieve.index import BuildReport, Index, storage
 from ragsieve.io import atomic_directory
-from ragsieve.llm.cancel import CancelToken, GenerationCancelledError, cancel_scope
 from ragsieve.llm.openai_http import OpenAICompatibleLLM
 
 

@@ -19,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 from tests.serve.fakes import ServerThread, fake_engine, write_index_dir
 
-from ragsieve.llm.cancel import GenerationCancelledError, check_cancelled
+from ragsieve.cancel import GenerationCancelledError, check_cancelled
 from ragsieve.serve.app import ServeSettings, answer_content, create_app
 from ragsieve.serve.cli import host_allow_list
 from ragsieve.serve.guard import allowed_hosts_for

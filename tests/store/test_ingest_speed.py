@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from ragsieve.store.ingest import PlainProgress
+from ragsieve.console import PlainProgress
 
 
 def test_lines_are_rate_limited_but_first_and_last_always_print() -> None:
@@ -35,7 +35,7 @@ def test_embed_ahead_gives_the_vectors_of_embedding_at_the_end() -> None:
     import numpy as np
     from tests.helpers import HashEmbedder
 
-    from ragsieve.store.ingest import EmbedAhead
+    from ragsieve.embed.ahead import EmbedAhead
 
     emb = HashEmbedder()
     texts = [f"chunk number {i} about topic {i % 7}" for i in range(300)]

@@ -169,9 +169,8 @@ def calibrate_command(
 
     from ragsieve.calibrate import calibrate_threshold, simulate_splits
     from ragsieve.config import CalibrationConfig, PipelineConfig, apply_overrides, load_config
-    from ragsieve.eval.cli import default_cache_path
     from ragsieve.eval.data import load_qa
-    from ragsieve.eval.harness import EvalCache, EvalSpec
+    from ragsieve.eval.harness import EvalCache, EvalSpec, default_cache_path
 
     target = config or Path("ragsieve.toml")
     base = load_config(target) if target.exists() else PipelineConfig()

@@ -34,15 +34,6 @@ def make_judge(name: str, config: Any) -> Any:
     raise InputError(f"unknown faithfulness judge {name!r}; use one of {', '.join(JUDGES)}")
 
 
-def default_cache_path(data: Path, index: Path | None) -> Path:
-    import hashlib
-
-    from ragsieve.io import user_cache_dir
-
-    tag = hashlib.sha256(f"{data.resolve()}\n{index.resolve() if index else ''}".encode()).hexdigest()[:12]
-    return user_cache_dir() / "eval" / f"{data.stem}-{tag}.jsonl"
-
-
 def parse_ablations(values: list[str]) -> list[list[str]]:
     """``--ablate verify --ablate judge,filter`` -> ``[["verify"], ["judge", "filter"]]``."""
     from ragsieve.config import SIEVE_STAGES
@@ -101,7 +92,7 @@ def eval_command(
     from ragsieve.console import console
     from ragsieve.console import progress as progress_bars
     from ragsieve.eval.data import load_qa
-    from ragsieve.eval.harness import EvalCache, default_specs, run_eval
+    from ragsieve.eval.harness import EvalCache, default_cache_path, default_specs, run_eval
     from ragsieve.eval.report import plot_risk_coverage
     from ragsieve.eval.scoring import score_all
 

@@ -465,3 +465,12 @@ def cached_records(
     """Items every spec has a cached record for, and those records (for partial-n reports)."""
     have = [i for i in items if all(cache.get(s.key(i.id, i.question, judge)) is not None for s in specs)]
     return have, {s.name: [cache.records[s.key(i.id, i.question, judge)] for i in have] for s in specs}
+
+
+def default_cache_path(data: Path, index: Path | None) -> Path:
+    import hashlib
+
+    from ragsieve.io import user_cache_dir
+
+    tag = hashlib.sha256(f"{data.resolve()}\n{index.resolve() if index else ''}".encode()).hexdigest()[:12]
+    return user_cache_dir() / "eval" / f"{data.stem}-{tag}.jsonl"

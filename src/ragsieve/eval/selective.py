@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ragsieve.calibrate import wilson_interval  # noqa: F401  (re-exported: the eval reports use it)
+
 __all__ = [
     "NO_CONFIDENCE",
     "aurc",
@@ -136,12 +138,3 @@ def paired_bootstrap_interval(
     return bootstrap_interval(n, lambda idx: statistic_a(idx) - statistic_b(idx), n_boot, seed, level)
 
 
-def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a proportion ``k/n`` (95% for the default ``z``)."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)

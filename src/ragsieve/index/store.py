@@ -319,7 +319,7 @@ class Index:
         if previous is not None:
             for i, c in enumerate(previous.chunks):
                 reuse.setdefault(_chunk_key(c.text), previous.embeddings[i])
-        from ragsieve.store.ingest import EmbedAhead
+        from ragsieve.embed.ahead import EmbedAhead
 
         ahead = EmbedAhead(embedder, skip=lambda text: _chunk_key(text) in reuse)
         try:

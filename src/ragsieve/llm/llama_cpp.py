@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 
+from ragsieve.cancel import check_cancelled, current_token
 from ragsieve.config import DEFAULT_REPEAT_PENALTY
 from ragsieve.errors import ConfigError, InputError, LLMOutputError, ModelError
 from ragsieve.llm.base import ChatMessage, ContinuationScore, Generation, Prompt, as_messages
 from ragsieve.llm.bundled import BUNDLED_MODEL_NAME, bundled_gguf_path
-from ragsieve.llm.cancel import check_cancelled, current_token
 
 if TYPE_CHECKING:  # pragma: no cover
     from llama_cpp import Llama

@@ -36,8 +36,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragsieve.cancel import GenerationCancelledError
 from ragsieve.errors import ConfigError, IndexStoreError, InputError, LLMOutputError, ModelError, RagsieveError
-from ragsieve.llm.cancel import GenerationCancelledError
 from ragsieve.serve.engine import DEFAULT_MODEL_NAME, PIPELINE_NAMES, Engine
 from ragsieve.serve.guard import BodyLimitMiddleware, HostAllowListMiddleware, SecurityHeadersMiddleware, page_csp
 from ragsieve.serve.metrics import ServiceMetrics

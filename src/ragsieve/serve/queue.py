@@ -4,7 +4,7 @@ llama.cpp holds one KV cache and is not safe to call from two threads, so every 
 needs the LLM runs on one worker. Waiting requests are bounded (a full queue answers 429 with a
 ``Retry-After`` estimated from recent service times), carry a deadline, and leave the queue as
 soon as their client disconnects. A job that has started runs under a
-:class:`~ragsieve.llm.cancel.CancelToken`: past its deadline (504) or when its client disconnects
+:class:`~ragsieve.cancel.CancelToken`: past its deadline (504) or when its client disconnects
 the token is set, and the backends stop at their next check (llama.cpp between tokens, HTTP
 backends between chunks, closing the stream), so the model lane frees up for the next request.
 While a job holds the lane past its deadline, :meth:`LLMQueue.stuck` says so (health: degraded).
@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from ragsieve.cancel import CancelToken, cancel_scope
 from ragsieve.errors import RagsieveError
-from ragsieve.llm.cancel import CancelToken, cancel_scope
 
 logger = logging.getLogger(__name__)
 
