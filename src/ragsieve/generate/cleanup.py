@@ -110,7 +110,8 @@ def _strip_sections(text: str, out: CleanAnswer) -> str:
         kept = answers[-1]
         out.changes.append("kept the text under the answer label")
     else:
-        pieces = []
+        pieces: list[str] = []
+        source_markers: list[str] = []
         for label, body in sections:
             if label == "question":
                 out.changes.append("dropped an echoed question")
@@ -119,13 +120,16 @@ def _strip_sections(text: str, out: CleanAnswer) -> str:
             if label in ("sources", "references", "citations"):
                 markers = re.findall(r"\[\d{1,3}\]", body)
                 if markers and not re.sub(r"[\[\]\d\s,;]|and", "", body):
-                    pieces.append(" ".join(markers))
+                    source_markers += markers
                     out.changes.append("kept the markers of a sources label")
                     continue
             if label:
                 out.changes.append(f"removed the label {label.title()}:")
             pieces.append(body)
         kept = " ".join(p.strip() for p in pieces if p.strip())
+        extra = [m for m in dict.fromkeys(source_markers) if m not in kept]
+        if extra:
+            kept = f"{kept} {' '.join(extra)}"
     removed = text.replace(kept, "", 1).strip() if kept in text else ""
     if removed and removed not in out.removed:
         out.removed.append(removed)
@@ -149,10 +153,11 @@ def _strip_filler(text: str, out: CleanAnswer) -> str:
 def _strip_debris(text: str, out: CleanAnswer) -> str:
     m = _TRAILING_LABEL_RE.search(text)
     if m and text[: m.start()].strip():
-        markers = " ".join(re.findall(r"\[\d{1,3}\]", m.group(1)))
+        head = text[: m.start()]
+        markers = " ".join(k for k in dict.fromkeys(re.findall(r"\[\d{1,3}\]", m.group(1))) if k not in head)
         out.removed.append(m.group(0).strip())
         out.changes.append("kept the markers of a trailing sources label")
-        text = text[: m.start()].rstrip() + " " + markers
+        text = (head.rstrip() + " " + markers).rstrip()
     broken = _BROKEN_MARKER_RE.sub("", text)
     if broken != text:
         out.changes.append("removed unfinished citation markers")

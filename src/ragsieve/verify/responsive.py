@@ -392,7 +392,8 @@ class ResponsivenessChecker:
         polar_ok = kind == "yes/no" and starts_with_polarity(answer)
         values = self._kind_values(kind, answer, question)
         restates = a_content and (len(a_content) - len(new)) / len(a_content) >= self.restate_share
-        if not polar_ok and (not new or (restates and not values)):
+        choice = " or " in f" {question.lower()} " and bool(values)  # "A or B?" answered with one of them
+        if not polar_ok and not choice and (not new or (restates and not values)):
             return Responsiveness(False, "restated_question", kind, copied=copied,
                                   detail="the answer adds nothing to the question's own words")
         if kind == "yes/no":
