@@ -394,7 +394,8 @@ def question_subject(question: str) -> str:
     names = []
     for m in _NAME_RUN_RE.finditer(body):
         name = m.group(0).strip()
-        if name.lower() not in _SUBJECT_STOP and not name.isdigit() or (name.isdigit() and len(name) == 4):
+        # a bare number is a subject only as a year ("in 1969"); "600 K" is a value, not a topic
+        if (name.lower() not in _SUBJECT_STOP and not name.isdigit()) or (name.isdigit() and len(name) == 4):
             names.append(name)
     if names:
         return " and ".join(dict.fromkeys(names))

@@ -112,7 +112,8 @@ _ABSTAIN_RE = re.compile(
     r"\b(?:(?:i|we)\s+(?:do\s+not|don't|cannot|can't|can\s*not)\s+(?:know|tell|say|answer|find|determine)|"
     r"(?:does|do)\s+not\s+(?:contain|mention|say|state|provide|include)|doesn't\s+(?:contain|mention|say|state|"
     r"provide|include)|no\s+(?:information|mention|answer)|not\s+(?:enough|sufficient)\s+information|"
-    r"(?:is|are)\s+not\s+(?:mentioned|stated|given|provided)|unable\s+to\s+(?:answer|determine|find))\b",
+    r"(?:is|are)\s+not\s+(?:mentioned|stated|given|provided)|unable\s+to\s+(?:answer|determine|find)|"
+    r"(?:i'm|i\s+am)\s+sorry)\b",
     re.IGNORECASE)
 
 
@@ -391,7 +392,7 @@ class ResponsivenessChecker:
         new = [t for t in a_content if t not in q_content]
         polar_ok = kind == "yes/no" and starts_with_polarity(answer)
         values = self._kind_values(kind, answer, question)
-        restates = a_content and (len(a_content) - len(new)) / len(a_content) >= self.restate_share
+        restates = bool(a_content) and (len(a_content) - len(new)) / len(a_content) >= self.restate_share
         choice = " or " in f" {question.lower()} " and bool(values)  # "A or B?" answered with one of them
         if not polar_ok and not choice and (not new or (restates and not values)):
             return Responsiveness(False, "restated_question", kind, copied=copied,
