@@ -17,6 +17,8 @@ from ragsieve.generate.cleanup import clean_answer
     ("Sure! Here is the answer: Marie Curie [3].", "Marie Curie [3]."),
     ("From the passages: the tower is 330 metres tall [1].", "The tower is 330 metres tall [1]."),
     ("The answer is that it melts at 30 degrees [2].", "It melts at 30 degrees [2]."),
+    ("Here's the answer based on the provided evidence:\n\nGraphene [1]", "Graphene [1]."),
+    ("The evidence [2] states that the bridge opened in 1931.", "The bridge opened in 1931 [2]."),
 ])
 def test_leading_filler_is_removed(reply, expected):
     assert clean_answer(reply).text == expected
@@ -68,6 +70,7 @@ def test_echoed_question_is_dropped():
     "In 1911, Onnes cooled mercury to 4.2 kelvin [1].",
     "I don't know.",
     "Answers vary between sources, but 1911 is given [1].",
+    "The evidence of fraud was found in 1911 [1].",
 ])
 def test_clean_answers_are_left_alone(reply):
     out = clean_answer(reply)

@@ -56,9 +56,13 @@ _FILLER_RE = [
     + r"(?:\s+(?:provided|given|above|below))?(?:\s*\[\d{1,3}\])*\s*[,:]\s*",
     # "Sure!", "Certainly,", "Okay.", "Of course:"
     r"(?:sure|certainly|of\s+course|okay|ok|great|absolutely)\s*[!,.:]\s+",
-    # "Here is the answer:", "Here's a short answer."
+    # "Here is the answer:", "Here's a short answer based on the evidence:"
     r"here(?:\s+is|'s)\s+(?:the|an|my|a)\s+(?:short\s+|brief\s+)?answer(?:\s+to\s+(?:the|your|this)\s+question)?"
+    r"(?:\s+(?:based\s+on|from|according\s+to|using)\s+(?:the\s+)?(?:provided\s+|given\s+)?" + _CONTEXT_NOUN + r")?"
     r"\s*[:.!]\s*",
+    # "The evidence states that", "The provided context [2] shows that"
+    r"(?:the\s+)?(?:provided\s+|given\s+|above\s+)?" + _CONTEXT_NOUN + r"(?:\s*\[\d{1,3}\])*\s+"
+    r"(?:says|states|shows|indicates|mentions|suggests|explains|confirms)\s+that\s+",
 ]
 FILLER_PATTERNS: tuple[str, ...] = tuple(_FILLER_RE)
 _FILLER = [re.compile(r"^\s*(?:" + p + ")", re.IGNORECASE) for p in FILLER_PATTERNS]
