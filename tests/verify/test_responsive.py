@@ -96,10 +96,9 @@ def test_restated_question_is_not_an_answer(question, answer):
 
 @pytest.mark.parametrize("answer", [
     "[1] The Atomic Force Microscope (AFM) is a type of scanning probe microscope with a resolution on the order",
-    AFM,  # pasted whole, without a marker
     "Evidence: " + AFM[:120],
-    "The AFM is a type of scanning probe microscope with a resolution on the order of fractions of a nanometre, "
-    "more than 1000 times better than the optical diffraction limit [3].",
+    "[3] " + AFM,
+    AFM + " " + ONNES,  # two passages pasted one after the other
 ])
 def test_pasted_passage_is_not_an_answer(answer):
     verdict = checker.check("Who invented the atomic force microscope?", answer, EVIDENCE)
@@ -107,10 +106,25 @@ def test_pasted_passage_is_not_an_answer(answer):
     assert verdict.copied >= 8
 
 
-def test_a_short_verbatim_extract_that_answers_is_not_a_paste():
+def test_a_long_single_copied_run_is_a_paste():
+    long_text = " ".join(["The probe scans the surface line by line and records the deflection"] * 4) + "."
+    assert checker.check("What is an AFM?", long_text, [long_text]).reason == "pasted_passage"
+
+
+def test_a_verbatim_sentence_that_answers_is_not_a_paste():
     verdict = checker.check("When did Onnes discover superconductivity?",
                             "Heike Kamerlingh Onnes discovered superconductivity in 1911 [1].", EVIDENCE)
     assert verdict.ok
+    # a whole evidence sentence (more than 20 words) copied as the answer still answers
+    verdict = checker.check("Who discovered superconductivity?", ONNES + " [1]", EVIDENCE)
+    assert verdict.ok and verdict.copied >= 15
+
+
+def test_two_copied_sentences_are_a_paste():
+    text = ("The Atomic Force Microscope (AFM) is a type of scanning probe microscope with a resolution on the "
+            "order of fractions of a nanometre. It is more than 1000 times better than the optical limit.")
+    ev = [text]
+    assert checker.check("What is an AFM?", text, ev).reason == "pasted_passage"
 
 
 def test_value_of_the_right_kind_must_be_in_the_cited_evidence():

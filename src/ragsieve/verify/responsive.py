@@ -275,6 +275,23 @@ def longest_copied_run(answer_tokens: Sequence[str], source_tokens: Sequence[str
     return best
 
 
+def copied_share(answer_tokens: Sequence[str], sources: Sequence[Sequence[str]], min_run: int = 8) -> float:
+    """Share of ``answer_tokens`` inside runs of at least ``min_run`` tokens copied from one of
+    ``sources`` (several passages pasted one after another are covered together)."""
+    from difflib import SequenceMatcher
+
+    if not answer_tokens:
+        return 0.0
+    covered = [False] * len(answer_tokens)
+    for source in sources:
+        matcher = SequenceMatcher(None, list(answer_tokens), list(source), autojunk=False)
+        for block in matcher.get_matching_blocks():
+            if block.size >= min_run:
+                for i in range(block.a, block.a + block.size):
+                    covered[i] = True
+    return sum(covered) / len(answer_tokens)
+
+
 # ---------------------------------------------------------------- verdict
 @dataclass
 class Responsiveness:
@@ -315,10 +332,11 @@ Extractor = Callable[[str], dict[str, list[str]]]
 class ResponsivenessChecker:
     """Judges whether an answer answers its question (see the module docstring).
 
-    ``paste_min_tokens`` and ``paste_share``: an answer of at least that many tokens of which
-    that share is one run copied from an evidence text is a pasted passage (an answer that opens
-    with a marker or an ``Evidence:`` label needs ``label_paste_tokens`` copied tokens and half
-    its tokens copied). ``restate_share``: an answer whose content words are at least this share
+    ``paste_min_tokens`` and ``paste_share``: an answer with a run of at least that many tokens
+    copied from one evidence text, covering that share of its tokens, is a pasted passage when
+    it holds more than one sentence or the run is twice that long (one copied sentence of
+    ordinary length is an extractive answer); an answer that opens with a marker or an
+    ``Evidence:`` label needs only ``label_paste_tokens`` copied tokens and half its tokens copied. ``restate_share``: an answer whose content words are at least this share
     question words and that holds no value of the kind asked for restates the question.
     ``extract`` replaces :func:`extract_values` (same return shape).
 
@@ -369,9 +387,26 @@ class ResponsivenessChecker:
         q_tokens = {_stem(t) for t in _tokens(question)}
         return [(k, v) for k, v in pairs if not all(_stem(t) in q_tokens for t in _tokens(v))]
 
-    def check(self, question: str, answer: str, evidence: Sequence[SearchHit] | Sequence[str]) -> Responsiveness:
+    def _pasted(self, answer: str, a_tokens: Sequence[str], copied: int, covered: float,
+                labelled: bool) -> bool:
+        """A passage pasted as the answer: opened with a marker or an evidence label and copied,
+        or one copied run that covers most of the answer and either spans several sentences or
+        is longer than any one answer sentence should be. A single copied sentence of ordinary
+        length is an extractive answer, not a paste."""
+        from ragsieve.sentences import split_sentences
+
+        if labelled and copied >= self.label_paste_tokens and covered >= 0.5:
+            return True
+        if copied < self.paste_min_tokens or covered < self.paste_share:
+            return False
+        return copied >= 2 * self.paste_min_tokens or len(split_sentences(_MARKER_RE.sub(" ", answer))) > 1
+
+    def check(self, question: str, answer: str, evidence: Sequence[SearchHit] | Sequence[str],
+              opened_with_label: bool | None = None) -> Responsiveness:
         """The verdict for ``answer`` to ``question`` given the numbered ``evidence`` (hits or
-        strings, numbered from 1 as in the answer prompt)."""
+        strings, numbered from 1 as in the answer prompt). ``opened_with_label``: whether the
+        model's reply opened with a marker or an ``Evidence:`` label before cleanup removed it
+        (default: read from ``answer``)."""
         kind = expected_kind(question)
         texts = _evidence_texts(evidence)
         a_tokens = _tokens(answer)
@@ -379,11 +414,11 @@ class ResponsivenessChecker:
             return Responsiveness(False, "empty", kind, detail="the answer has no words")
         if _ABSTAIN_RE.search(answer):
             return Responsiveness(False, "abstention", kind, detail="the answer says it cannot answer")
-        copied = max((longest_copied_run(a_tokens, _tokens(t)) for t in texts), default=0)
-        share = copied / len(a_tokens)
-        labelled = bool(_LABEL_OPEN_RE.match(answer))
-        if (copied >= self.paste_min_tokens and share >= self.paste_share) or (
-                labelled and copied >= self.label_paste_tokens and share >= 0.5):
+        ev_tokens = [_tokens(t) for t in texts]
+        copied = max((longest_copied_run(a_tokens, t) for t in ev_tokens), default=0)
+        covered = copied_share(a_tokens, ev_tokens, self.label_paste_tokens)
+        labelled = bool(_LABEL_OPEN_RE.match(answer)) if opened_with_label is None else opened_with_label
+        if self._pasted(answer, a_tokens, copied, covered, labelled):
             return Responsiveness(False, "pasted_passage", kind, copied=copied,
                                   detail=f"{copied} of {len(a_tokens)} answer words are one run copied from the "
                                          "evidence")
@@ -515,7 +550,9 @@ def answer_responsively(
     for _ in range(retries + 1):
         raw = generate(instruction)
         cleaned = clean_answer(raw, question)
-        verdict = checker.check(question, cleaned.text, evidence)
+        # a reply that opened with an evidence label pasted what followed it, whatever cleanup kept
+        verdict = checker.check(question, cleaned.text, evidence,
+                                opened_with_label=bool(_LABEL_OPEN_RE.match(raw.strip())) or None)
         attempts.append({"raw": raw, "text": cleaned.text, "cleanup": cleaned.changes,
                          "instruction": instruction, "verdict": verdict.to_dict()})
         if verdict.ok:
