@@ -225,3 +225,13 @@ def test_policy_accepts_a_good_retry_and_does_not_retry_an_abstention():
 def test_retry_instruction_names_the_problem():
     v = Responsiveness(False, "restated_question", "person")
     assert "a person or name" in retry_instruction(v) and "Do not repeat the question" in retry_instruction(v)
+
+
+def test_add_instruction_appends_to_the_last_user_message():
+    from ragsieve.verify.responsive import add_instruction
+
+    msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]
+    out = add_instruction(msgs, "Answer with a year.")
+    assert out[1]["content"] == "Q\nAnswer with a year." and msgs[1]["content"] == "Q"  # input untouched
+    assert add_instruction(msgs, "") == msgs
+    assert add_instruction([{"role": "system", "content": "S"}], "X")[-1] == {"role": "user", "content": "X"}

@@ -52,7 +52,10 @@ __all__ = [
     "Responsiveness",
     "ResponsivenessChecker",
     "abstention_message",
+    "add_instruction",
     "answer_responsively",
+    "check_responsive",
+    "copied_share",
     "expected_kind",
     "extract_values",
     "retry_instruction",
@@ -473,6 +476,24 @@ def retry_instruction(verdict: Responsiveness) -> str:
         "ungrounded": " Use only values that appear in the evidence.",
     }.get(verdict.reason, "")
     return base + extra
+
+
+def add_instruction(messages: Sequence[Any], instruction: str) -> list[Any]:
+    """Chat ``messages`` with ``instruction`` appended to the last user message (the retry
+    prompt: the same evidence and question, plus what the first reply got wrong).
+
+    >>> add_instruction([{"role": "user", "content": "Question: When?"}], "Answer with a year.")
+    [{'role': 'user', 'content': 'Question: When?\\nAnswer with a year.'}]
+    """
+    out = [dict(m) for m in messages]
+    if not instruction:
+        return out
+    for m in reversed(out):
+        if m.get("role") == "user":
+            m["content"] = f"{m['content']}\n{instruction}"
+            return out
+    out.append({"role": "user", "content": instruction})
+    return out
 
 
 def _topic(hit: SearchHit | str) -> str:
