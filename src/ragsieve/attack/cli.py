@@ -4,6 +4,8 @@ Examples::
 
     ragsieve attack poison --index ./my-index --questions qa.jsonl --n 5 --out ./my-index-poisoned \\
         --spread sources --writer template --seed 0
+    ragsieve attack poison --index ./my-index --questions qa.jsonl --n 3 --out ./my-index-mirrors \\
+        --writer mirror        # the gold passage copied to 3 other hosts, only the answer changed
     ragsieve attack eval --index ./my-index --poisoned ./my-index-poisoned --questions qa.jsonl \\
         --defence plain --defence poison-judge --json
 
