@@ -29,7 +29,8 @@ def test_abbreviations_decimals_quotes_stay_whole(text, expected):
     ("• graphene [1]\n• graphite [2]", ["graphene [1]; graphite [2]."]),
     ("1. Paris is the capital of France.\n2. Lyon lies on the Rhone river.",
      ["Paris is the capital of France.", "Lyon lies on the Rhone river."]),
-    ("Two parts:\n1. Onnes\n2. 1911\n\nBoth are in the evidence.", ["Two parts: Onnes; 1911.", "Both are in the evidence."]),
+    ("Two parts:\n1. Onnes\n2. 1911\n\nBoth are in the evidence.",
+     ["Two parts: Onnes; 1911.", "Both are in the evidence."]),
 ])
 def test_lists_become_clean_sentences(text, expected):
     assert split_sentences(text) == expected

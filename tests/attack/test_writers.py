@@ -116,7 +116,8 @@ def test_assertion_llm_samples_are_cached(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "answers", "wrong", "expected", "count"), [
-    ("The tower opened in 1931. By 1931 it was busy.", ["1931"], "1947", "The tower opened in 1947. By 1947 it was busy.", 2),
+    ("The tower opened in 1931. By 1931 it was busy.", ["1931"], "1947",
+     "The tower opened in 1947. By 1947 it was busy.", 2),
     ("It holds 1,200 seats; 1200 seats in all.", ["1200"], "900", "It holds 900 seats; 900 seats in all.", 2),
     ("Mars has two moons.", ["2"], "3", "Mars has 3 moons.", 1),
     ("It costs 3.5 euros, not 3.55.", ["3.5"], "4.5", "It costs 4.5 euros, not 3.55.", 1),

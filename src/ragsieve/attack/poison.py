@@ -351,9 +351,13 @@ class LLMWriter:
 
 
 # ---------------------------------------------------------------- assertion writer
-_SUBJECT_STOP = frozenset("""a an the of in on at to for from by with and or but as is are was were be been being
-it its this that these those there their they them his her do does did has have had what which who whom whose
-when where why how first last name named called kind type year date number one""".split())
+_SUBJECT_STOP = frozenset({
+    "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "as", "is",
+    "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "their",
+    "they", "them", "his", "her", "do", "does", "did", "has", "have", "had", "what", "which", "who", "whom",
+    "whose", "when", "where", "why", "how", "first", "last", "name", "named", "called", "kind", "type", "year",
+    "date", "number", "one",
+})
 _SUBJECT_PREPS = ("of", "for", "about", "in", "on", "by", "from", "at")
 _NAME_RUN_RE = re.compile(r"[A-Z0-9][\w'’\-]*(?:\s+(?:(?:of|the|de|van|von|da|and|&)\s+)*[A-Z0-9][\w'’\-]*)*")
 
@@ -511,10 +515,14 @@ class AssertionWriter(LLMWriter):
 
 # ---------------------------------------------------------------- mirror writer
 _NUMBER_ANSWER_RE = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$|^[-+]?\d+(?:\.\d+)?$")
-_SMALL_NUMBERS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-                  "fifteen sixteen seventeen eighteen nineteen twenty").split()
-_MONTH_NAMES = ("january february march april may june july august september october november "
-                "december").split()
+_SMALL_NUMBERS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
+)
+_MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december",
+)
 
 
 def _number_forms(answer: str) -> list[str]:
@@ -526,9 +534,7 @@ def _number_forms(answer: str) -> list[str]:
         return []
     value = raw.replace(",", "")
     forms = [raw, value]
-    if "." not in value and len(value.lstrip("+-")) > 4:  # 4-digit numbers are usually years: no comma
-        forms.append(f"{int(value):,}")
-    elif "." not in value and len(value.lstrip("+-")) == 4:
+    if "." not in value and len(value.lstrip("+-")) >= 4:
         forms.append(f"{int(value):,}")
     if "." not in value and 0 <= int(value) < len(_SMALL_NUMBERS):
         forms.append(_SMALL_NUMBERS[int(value)])

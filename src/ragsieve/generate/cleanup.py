@@ -188,10 +188,11 @@ def clean_answer(text: str, question: str | None = None) -> CleanAnswer:
         out.changes.append("removed markdown emphasis")
         body = emphasis
     body = _strip_sections(body, out)
-    if question and body.strip().lower().startswith(question.strip().lower()) and body.strip()[len(question.strip()):].strip():
-        out.removed.append(question.strip())
+    asked = (question or "").strip()
+    if asked and body.strip().lower().startswith(asked.lower()) and body.strip()[len(asked) :].strip():
+        out.removed.append(asked)
         out.changes.append("dropped an echoed question")
-        body = body.strip()[len(question.strip()) :]
+        body = body.strip()[len(asked) :]
     n_removed = len(out.removed)
     body = _strip_filler(body, out)
     filler = out.removed[n_removed:]

@@ -81,17 +81,25 @@ _PLACE_NOUNS = frozenset({"city", "country", "town", "state", "continent", "isla
 _PERSON_NOUNS = frozenset({"person", "man", "woman", "scientist", "author", "writer", "inventor", "president",
                            "king", "queen", "composer", "painter", "physicist", "chemist", "actor", "actress",
                            "director", "player", "founder", "singer", "artist", "poet", "leader", "emperor"})
-_STOPWORDS = frozenset("""a an the of in on at to for from by with and or but as is are was were be been being
-it its this that these those there their they them he she his her him we our you your i me my do does did done
-has have had not no yes so if then than which what who whom whose when where why how into onto over under about
-after before between during also only very can could will would shall should may might must one ones such other
-both either neither each all any some more most much many same own just up out off again further once here
-answer question evidence""".split())
-_MONTHS = ("january february march april may june july august september october november december "
-           "jan feb mar apr jun jul aug sep sept oct nov dec").split()
-_NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}
+_STOPWORDS = frozenset({
+    "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "as", "is",
+    "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "their",
+    "they", "them", "he", "she", "his", "her", "him", "we", "our", "you", "your", "i", "me", "my", "do", "does",
+    "did", "done", "has", "have", "had", "not", "no", "yes", "so", "if", "then", "than", "which", "what", "who",
+    "whom", "whose", "when", "where", "why", "how", "into", "onto", "over", "under", "about", "after", "before",
+    "between", "during", "also", "only", "very", "can", "could", "will", "would", "shall", "should", "may", "might",
+    "must", "one", "ones", "such", "other", "both", "either", "neither", "each", "all", "any", "some", "more",
+    "most", "much", "many", "same", "own", "just", "up", "out", "off", "again", "further", "once", "here", "answer",
+    "question", "evidence",
+})
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+)
+_NUMBER_WORDS = {w: i for i, w in enumerate((
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
+))}
 _NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
                       "ninety": 90, "hundred": 100, "thousand": 1000, "million": 1_000_000,
                       "billion": 1_000_000_000, "dozen": 12, "once": 1, "twice": 2})
@@ -339,8 +347,10 @@ class ResponsivenessChecker:
     copied from one evidence text, covering that share of its tokens, is a pasted passage when
     it holds more than one sentence or the run is twice that long (one copied sentence of
     ordinary length is an extractive answer); an answer that opens with a marker or an
-    ``Evidence:`` label needs only ``label_paste_tokens`` copied tokens and half its tokens copied. ``restate_share``: an answer whose content words are at least this share
-    question words and that holds no value of the kind asked for restates the question.
+    ``Evidence:`` label needs only ``label_paste_tokens`` copied tokens and half its tokens
+    copied (runs of ``label_paste_tokens`` or more count towards the covered share).
+    ``restate_share``: an answer whose content words are at least this share question words and
+    that holds no value of the kind asked for restates the question.
     ``extract`` replaces :func:`extract_values` (same return shape).
 
     Example:
