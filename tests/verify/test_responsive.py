@@ -235,3 +235,45 @@ def test_add_instruction_appends_to_the_last_user_message():
     assert out[1]["content"] == "Q\nAnswer with a year." and msgs[1]["content"] == "Q"  # input untouched
     assert add_instruction(msgs, "") == msgs
     assert add_instruction([{"role": "system", "content": "S"}], "X")[-1] == {"role": "user", "content": "X"}
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("The physicist who cooled mercury worked in which city?", "place"),
+    ("The engineer who built the bridge was born in what year?", "date"),
+    ("The lab where Onnes worked employed how many assistants?", "quantity"),
+    ('When was "Who Framed Roger Rabbit" released?', "date"),
+    ('Who directed "When Harry Met Sally"?', "person"),
+])
+def test_relative_pronouns_and_titles_do_not_set_the_kind(question, kind):
+    assert expected_kind(question) == kind
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("Which is older, the Tay Bridge or the Forth Bridge?", "The Forth Bridge [1]."),
+    ("Which is older, the Tay Bridge or the Forth Bridge?", "The Forth Bridge is older [1]."),
+    ("Who was born first, Ada Lovelace or Mary Shelley?", "Mary Shelley [1]."),
+    ("Who was born first Ada Lovelace or Mary Shelley?", "Ada Lovelace [1]."),
+])
+def test_choosing_an_alternative_is_an_answer(question, answer):
+    ev = ["The Forth Bridge opened in 1890. Mary Shelley was born in 1797 and Ada Lovelace in 1815."]
+    assert checker.check(question, answer, ev).ok
+
+
+def test_choice_answer_naming_both_alternatives_is_not_a_choice():
+    verdict = checker.check("Which is older, the Tay Bridge or the Forth Bridge?",
+                            "The Tay Bridge or the Forth Bridge is older.", ["The Forth Bridge opened in 1890."])
+    assert not verdict.ok
+
+
+def test_short_answer_reusing_a_question_word_is_not_a_restatement():
+    ev = ["The Jayhawk fight song of the University of Kansas is called 'I'm a Jayhawk'."]
+    verdict = checker.check("What is the name of the fight song of the university in Lawrence, Kansas?",
+                            "Kansas Song", ev)
+    assert verdict.reason != "restated_question"
+
+
+def test_month_answers_are_dates():
+    ev = ["The festival is held every March in Sheffield."]
+    assert checker.check("In what month is the festival held?", "March [1].", ev).ok
+    assert checker.check("In what month is the festival held?", "June [1].", ev).reason == "ungrounded"
+    assert checker.check("When was it?", "It may rain [1].", ev).reason == "wrong_kind"  # "may" is no month

@@ -68,7 +68,8 @@ KIND_WORDS = {"date": "a date or year", "quantity": "a number or amount", "perso
               "place": "a place", "yes/no": "a yes or no", "open": "an answer"}
 
 _INTERROGATIVES = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
-_DATE_NOUNS = frozenset({"year", "years", "date", "decade", "century", "month", "day", "era", "period", "time"})
+_DATE_NOUNS = frozenset({"year", "years", "date", "decade", "century", "month", "day", "era", "period", "time",
+                         "timeframe", "season"})
 _QUANTITY_HOW = frozenset({"many", "much", "long", "old", "far", "tall", "big", "large", "high", "deep", "fast",
                            "heavy", "wide", "often", "hot", "cold", "thick", "small", "short", "low"})
 _QUANTITY_NOUNS = frozenset({"number", "population", "amount", "count", "percentage", "percent", "proportion",
@@ -107,9 +108,11 @@ _MARKER_RE = re.compile(r"\[\d{1,3}\]")
 _LABEL_OPEN_RE = re.compile(r"^\s*(?:\[\d{1,3}\]|(?:evidence|context|passage|source)s?\s*:)", re.IGNORECASE)
 _TOKEN_RE = re.compile(r"[^\W_]+(?:[.,'’][^\W_]+)*", re.UNICODE)
 _YEAR_RE = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b|\b\d{1,4}\s*(?:BC|BCE|AD|CE)\b")
-_CENTURY_RE = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)\s+century\b|\b(?:first|second|third|fourth|fifth|sixth|"
-                         r"seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|fifteenth|sixteenth|"
-                         r"seventeenth|eighteenth|nineteenth|twentieth|twenty-first)\s+century\b", re.IGNORECASE)
+_CENTURY_RE = re.compile(
+    r"\b\d{1,2}(?:st|nd|rd|th)(?:\s+(?:and|or|to)\s+\d{1,2}(?:st|nd|rd|th))?\s+(?:centur(?:y|ies)|millenni(?:um|a))\b|"
+    r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|"
+    r"fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|twenty-first)\s+centur(?:y|ies)\b",
+    re.IGNORECASE)
 _MONTH_DATE_RE = re.compile(r"\b(?:\d{1,2}\s+)?(?:" + "|".join(_MONTHS) + r")\.?(?:\s+\d{1,2}(?:st|nd|rd|th)?)?"
                             r"(?:,?\s+\d{3,4})?\b", re.IGNORECASE)
 _ISO_DATE_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")
@@ -143,8 +146,14 @@ def expected_kind(question: str) -> AnswerKind:
     """
     if is_polar_question(question):
         return "yes/no"
-    words = _words(question)
-    at = next((i for i, w in enumerate(words) if w in _INTERROGATIVES), None)
+    # quoted titles ("When Harry Met Sally") hold no question word
+    words = _words(re.sub(r"\"[^\"]*\"|“[^”]*”", " ", question))
+    # The question word opens the question (after a preposition: "In what year ..."); a question
+    # that opens otherwise asks in place ("... managed the club during what timeframe?") and an
+    # earlier "who"/"which" there is a relative pronoun, so the last question word counts.
+    opening = [i for i in (0, 1) if i < len(words) and words[i] in _INTERROGATIVES]
+    later = [i for i, w in enumerate(words) if w in _INTERROGATIVES]
+    at = opening[0] if opening else (later[-1] if later else None)
     if at is None:
         return "open"
     head, after = words[at], words[at + 1 : at + 6]
@@ -221,8 +230,9 @@ def extract_values(text: str) -> dict[str, list[str]]:
     for pattern in (_ISO_DATE_RE, _MONTH_DATE_RE, _CENTURY_RE, _YEAR_RE):
         for m in pattern.finditer(bare):
             value = m.group(0).strip(" ,")
-            # a month name alone ("may") is too often a verb to count as a date
-            if pattern is _MONTH_DATE_RE and not re.search(r"\d", value):
+            # a month name alone counts capitalised ("in March"); "may" is too often a verb
+            if pattern is _MONTH_DATE_RE and not re.search(r"\d", value) and (
+                    not value[:1].isupper() or value.lower() == "may"):
                 continue
             if not any(value in d for d in dates):
                 dates.append(value)
@@ -258,10 +268,12 @@ def _grounded(kind: str, value: str, evidence: str) -> bool:
     folded = _fold(evidence)
     if kind in ("date", "number"):
         numbers = _numbers_in(evidence)
-        needed = [_number_value(n.group(0)) for n in _NUMBER_RE.finditer(value)] or [_number_value(value)]
-        if kind == "date" and not needed:
-            return _fold(value) in folded
+        needed = [_number_value(n.group(0)) for n in _NUMBER_RE.finditer(value)]
+        if not needed and kind == "number":
+            needed = [_number_value(value)]
         months = [m for m in _words(value) if m in _MONTHS]
+        if not needed and not months:
+            return _fold(value) in folded
         return all(n is not None and n in numbers for n in needed) and all(
             re.search(r"\b" + m[:3], folded) for m in months)
     tokens = set(_tokens(evidence))
@@ -327,6 +339,34 @@ class Responsiveness:
         return asdict(self)
 
 
+def _alternatives(question: str) -> list[str]:
+    """The two alternatives of a choice question ("..., A or B?"): the text after " or ", and
+    before it the part after the last comma, else its trailing run of capitalised words."""
+    body = re.sub(r"[?\s]+$", "", question)
+    if " or " not in body:
+        return []
+    left, right = body.rsplit(" or ", 1)
+    if "," in left:
+        left = left.rsplit(",", 1)[1]
+    else:
+        words = left.split()
+        run: list[str] = []
+        for w in reversed(words):
+            if w[:1].isupper() or (run and w.lower() in ("de", "van", "von", "da", "y", "ul", "al", "bin", "of")):
+                run.insert(0, w)
+            else:
+                break
+        left = " ".join(run)
+    return [a for a in (left.strip(" ,\"'"), right.strip(" ,\"'")) if a]
+
+
+def _chosen_alternative(question: str, answer_content: set[str]) -> bool:
+    """True when the answer names exactly one alternative of a choice question."""
+    named = [alt for alt in _alternatives(question)
+             if (words := {_stem(t) for t in _content(_tokens(alt))}) and words <= answer_content]
+    return len(named) == 1
+
+
 def _evidence_texts(evidence: Sequence[SearchHit] | Sequence[str]) -> list[str]:
     return [e.chunk.text if isinstance(e, SearchHit) else str(e) for e in evidence]
 
@@ -349,8 +389,10 @@ class ResponsivenessChecker:
     ordinary length is an extractive answer); an answer that opens with a marker or an
     ``Evidence:`` label needs only ``label_paste_tokens`` copied tokens and half its tokens
     copied (runs of ``label_paste_tokens`` or more count towards the covered share).
-    ``restate_share``: an answer whose content words are at least this share question words and
-    that holds no value of the kind asked for restates the question.
+    ``restate_share`` and ``restate_cover``: an answer restates the question when at least
+    ``restate_share`` of its content words are question words, together they cover at least
+    ``restate_cover`` of the question's content words, and it holds no value of the kind asked
+    for (or no content word of its own at all).
     ``extract`` replaces :func:`extract_values` (same return shape).
 
     Example:
@@ -361,11 +403,13 @@ class ResponsivenessChecker:
     """
 
     def __init__(self, paste_min_tokens: int = 20, paste_share: float = 0.8, label_paste_tokens: int = 8,
-                 restate_share: float = 0.8, extract: Extractor | None = None) -> None:
+                 restate_share: float = 0.8, restate_cover: float = 0.5,
+                 extract: Extractor | None = None) -> None:
         self.paste_min_tokens = paste_min_tokens
         self.paste_share = paste_share
         self.label_paste_tokens = label_paste_tokens
         self.restate_share = restate_share
+        self.restate_cover = restate_cover
         self.extract = extract
 
     def warm_up(self) -> None:
@@ -374,7 +418,7 @@ class ResponsivenessChecker:
     def to_dict(self) -> dict[str, Any]:
         return {"type": "responsiveness", "paste_min_tokens": self.paste_min_tokens,
                 "paste_share": self.paste_share, "label_paste_tokens": self.label_paste_tokens,
-                "restate_share": self.restate_share}
+                "restate_share": self.restate_share, "restate_cover": self.restate_cover}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ResponsivenessChecker:
@@ -440,9 +484,20 @@ class ResponsivenessChecker:
         new = [t for t in a_content if t not in q_content]
         polar_ok = kind == "yes/no" and starts_with_polarity(answer)
         values = self._kind_values(kind, answer, question)
-        restates = bool(a_content) and (len(a_content) - len(new)) / len(a_content) >= self.restate_share
-        choice = " or " in f" {question.lower()} " and bool(values)  # "A or B?" answered with one of them
-        if not polar_ok and not choice and (not new or (restates and not values)):
+        from_question = len(a_content) - len(new)
+        # a restatement repeats much of the question; a short answer that reuses a question word
+        # or two ("Kansas Song" for "... the fight song of the university in Kansas") does not
+        repeats = bool(q_content) and len(set(a_content) & q_content) / len(q_content) >= self.restate_cover
+        restates = bool(a_content) and from_question / len(a_content) >= self.restate_share and repeats
+        if _chosen_alternative(question, set(a_content)) or (
+                " or " in f" {question.lower()} " and a_content and not new and not repeats):
+            # "A or B?" answered by naming one of the alternatives
+            return Responsiveness(True, "ok", kind, copied=copied, detail="names an alternative the question offers")
+        if starts_with_polarity(answer) and not any(w in _INTERROGATIVES for w in _words(question)):
+            # a yes/no question the polar test does not recognise ("Both A and B are ...?")
+            return Responsiveness(True, "ok", kind, copied=copied, detail="a yes or no to a question without a "
+                                                                           "question word")
+        if not polar_ok and ((not new and (repeats or not a_content)) or (restates and not values)):
             return Responsiveness(False, "restated_question", kind, copied=copied,
                                   detail="the answer adds nothing to the question's own words")
         if kind == "yes/no":
