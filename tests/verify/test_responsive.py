@@ -196,6 +196,10 @@ def test_abstention_message_names_topics_without_quoting():
     assert "Walther Meissner" in msg  # no title or path: the names it mentions
     assert "resolution on the order" not in msg and len(msg) < 300
     assert "No evidence" in abstention_message("Who?", [])
+    # one clean sentence, whatever the hits hold
+    from ragsieve.sentences import split_sentences
+
+    assert len(split_sentences(msg)) == 1
 
 
 def test_policy_regenerates_once_then_abstains():

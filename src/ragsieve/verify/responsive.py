@@ -585,7 +585,7 @@ def abstention_message(question: str, evidence_hits: Sequence[SearchHit] | Seque
     (titles, else source names, else the names it mentions), without quoting a passage.
 
     >>> abstention_message("When did the Tay Bridge open?", ["The Forth Bridge is in Scotland."])
-    'The evidence found does not state a date or year that answers the question. It covers: Forth Bridge, Scotland.'
+    'The evidence found does not state a date or year that answers the question; it covers Forth Bridge, Scotland.'
     """
     want = KIND_WORDS.get(expected_kind(question), "an answer")
     topics: list[str] = []
@@ -595,10 +595,10 @@ def abstention_message(question: str, evidence_hits: Sequence[SearchHit] | Seque
             topics.append(topic)
         if len(topics) >= max_topics:
             break
-    head = f"The evidence found does not state {want} that answers the question."
     if not topics:
-        return head + " No evidence on the question's topic was found."
-    return f"{head} It covers: {'; '.join(topics)}."
+        return "No evidence on the question's topic was found, so there is no answer to give."
+    listed = "; ".join(topics) if any("," in t for t in topics) else ", ".join(topics)
+    return f"The evidence found does not state {want} that answers the question; it covers {listed}."
 
 
 @dataclass
