@@ -281,3 +281,10 @@ def test_month_answers_are_dates():
     assert checker.check("In what month is the festival held?", "March [1].", ev).ok
     assert checker.check("In what month is the festival held?", "June [1].", ev).reason == "ungrounded"
     assert checker.check("When was it?", "It may rain [1].", ev).reason == "wrong_kind"  # "may" is no month
+
+
+def test_a_bare_number_is_judged_as_a_value_not_a_restatement():
+    ev = ["An electronvolt is 1.602e-19 joules; the pH of blood is 7.4."]
+    assert checker.check("How many joules is one electronvolt?", "1.", ev).reason == "ungrounded"
+    # the question's words around a new value are an answer, not a restatement
+    assert checker.check("What is the normal pH of human blood?", "The normal pH of human blood is 7.4 [1].", ev).ok

@@ -497,7 +497,10 @@ class ResponsivenessChecker:
             # a yes/no question the polar test does not recognise ("Both A and B are ...?")
             return Responsiveness(True, "ok", kind, copied=copied, detail="a yes or no to a question without a "
                                                                            "question word")
-        if not polar_ok and ((not new and (repeats or not a_content)) or (restates and not values)):
+        # any number, date or name the question does not hold is new content, whatever the kind
+        any_value = values or [v for vs in self._values(answer).values() for v in vs
+                               if not all(_stem(t) in q_content for t in _tokens(v))]
+        if not polar_ok and not any_value and ((not new and (repeats or not a_content)) or restates):
             return Responsiveness(False, "restated_question", kind, copied=copied,
                                   detail="the answer adds nothing to the question's own words")
         if kind == "yes/no":
