@@ -92,3 +92,23 @@ def test_llm_writer_and_errors(setup, capsys):
     code, _, err = run(capsys, "attack", "eval", "--index", str(root / "idx"), "--poisoned", str(root / "p"),
                        "--defence", "moat")
     assert code == 2 and "unknown defence" in err
+
+
+@pytest.mark.parametrize("writer", ["assert", "assert-template", "mirror"])
+def test_cli_new_writers(setup, capsys, writer):
+    root, q = setup
+    code, out, err = run(capsys, "attack", "poison", "--index", str(root / "idx"), "--questions", str(q),
+                         "--out", str(root / "p"), "--writer", writer, "--n", "2", "--spread", "sources")
+    assert code == 0, err
+    rows = [json.loads(line) for line in (root / "p" / "poison.jsonl").read_text().splitlines()]
+    assert rows[0]["writer"]["type"] == ("mirror" if writer == "mirror" else "assert")
+    texts = [r["text"] for r in rows if r["kind"] == "passage"]
+    questions = {r["id"]: r["question"] for r in rows if r["kind"] == "target"}
+    assert texts and all(not t.startswith(tuple(questions.values())) for t in texts)
+
+
+def test_cli_rejects_unknown_writer(setup, capsys):
+    root, q = setup
+    code, _, err = run(capsys, "attack", "poison", "--index", str(root / "idx"), "--questions", str(q),
+                       "--out", str(root / "p"), "--writer", "gpt")
+    assert code != 0 and "mirror" in err

@@ -4,6 +4,8 @@ Examples::
 
     ragsieve attack poison --index ./my-index --questions qa.jsonl --n 5 --out ./my-index-poisoned \\
         --spread sources --writer template --seed 0
+    ragsieve attack poison --index ./my-index --questions qa.jsonl --n 3 --out ./my-index-mirrors \\
+        --writer mirror        # the gold passage copied to 3 other hosts, only the answer changed
     ragsieve attack eval --index ./my-index --poisoned ./my-index-poisoned --questions qa.jsonl \\
         --defence plain --defence poison-judge --json
 
@@ -68,7 +70,11 @@ def poison(
     n: int = typer.Option(5, "--n", min=1, help="Poisoned passages per question."),
     spread: str = typer.Option("sources", help="sources (several new hosts), one (one new host) or inject "
                                "(into an existing source)."),
-    writer: str = typer.Option("template", help="template or llm."),
+    writer: str = typer.Option("template", help="template, llm (question + LLM assertion), assert (an LLM "
+                               "states the wrong answer about the question's subject without restating the "
+                               "question; template fallback), assert-template (the same, templates only) or "
+                               "mirror (copies of the retrieved gold passage on other hosts with only the "
+                               "answer changed)."),
     lead: str = typer.Option("question", help="What opens each passage: question (verbatim, PoisonedRAG's "
                              "black-box attack), statement (the question's words as a statement: an attacker "
                              "evading a restated-question check) or none."),
@@ -78,12 +84,21 @@ def poison(
     config: Path | None = typer.Option(None, "--config", help="Pipeline config (embedder, LLM)."),
 ) -> None:
     """Write N poisoned passages per question and inject them into a copy of the index."""
-    from ragsieve.attack.poison import LEADS, LLMWriter, TemplateWriter, choose_targets, poison_index
+    from ragsieve.attack.poison import (
+        LEADS,
+        WRITERS,
+        AssertionWriter,
+        LLMWriter,
+        MirrorWriter,
+        TemplateWriter,
+        choose_targets,
+        poison_index,
+    )
 
     if spread not in ("sources", "one", "inject"):
         raise InputError(f"--spread must be sources, one or inject, got {spread!r}")
-    if writer not in ("template", "llm"):
-        raise InputError(f"--writer must be template or llm, got {writer!r}")
+    if writer not in WRITERS:
+        raise InputError(f"--writer must be one of {', '.join(WRITERS)}, got {writer!r}")
     if lead not in LEADS:
         raise InputError(f"--lead must be one of {', '.join(LEADS)}, got {lead!r}")
     cfg = load_with_overrides(config, {})
@@ -91,14 +106,22 @@ def poison(
     targets = choose_targets(read_questions(questions), seed=seed)
     if not targets:
         raise InputError("no question got a same-type wrong answer; give more questions with varied answers")
-    w: TemplateWriter | LLMWriter
+    w: TemplateWriter | LLMWriter | MirrorWriter
     if writer == "template":
         w = TemplateWriter(seed=seed, lead=lead)  # type: ignore[arg-type]
-    else:
+    elif writer == "llm":
         w = LLMWriter(_load_llm(cfg), seed=seed, cache_path=llm_cache, lead=lead)  # type: ignore[arg-type]
+    elif writer == "assert":
+        w = AssertionWriter(_load_llm(cfg), seed=seed, cache_path=llm_cache)
+    elif writer == "assert-template":
+        w = AssertionWriter(seed=seed, templates_only=True)
+    else:
+        w = MirrorWriter(idx, seed=seed)
     copy = poison_index(idx, targets, n, out, w, spread=spread, seed=seed, n_hosts=hosts)  # type: ignore[arg-type]
-    console.print(f"wrote {len(copy) - len(idx)} poisoned passages for {len(targets)} questions into {out} "
-                  f"({len(idx)} original chunks; {index} unchanged)")
+    skipped = getattr(w, "skipped", [])
+    note = f"; {len(skipped)} questions skipped (no retrieved gold passage to mirror)" if skipped else ""
+    console.print(f"wrote {len(copy) - len(idx)} poisoned passages for {len(targets) - len(skipped)} questions "
+                  f"into {out} ({len(idx)} original chunks; {index} unchanged){note}")
 
 
 @app.command("eval")

@@ -31,6 +31,7 @@ import hashlib
 import json
 import logging
 import random
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -47,7 +48,10 @@ from ragsieve.sieve.poison import INTERROGATIVES
 __all__ = [
     "ATTACK_FILE",
     "LEADS",
+    "WRITERS",
+    "AssertionWriter",
     "LLMWriter",
+    "MirrorWriter",
     "PoisonedPassage",
     "Spread",
     "Target",
@@ -59,6 +63,8 @@ __all__ = [
     "load_attack",
     "poison_index",
     "question_statement",
+    "question_subject",
+    "replace_answer",
     "target_domains",
 ]
 
@@ -70,6 +76,8 @@ ATTACKER_DOMAIN = "attacker"
 # What opens a poisoned passage: the question verbatim, the question as a statement, or nothing.
 Lead = Literal["question", "statement", "none"]
 LEADS: tuple[str, ...] = ("question", "statement", "none")
+# The writers `ragsieve attack poison --writer` offers.
+WRITERS: tuple[str, ...] = ("template", "llm", "assert", "assert-template", "mirror")
 
 
 def question_statement(question: str) -> str:
@@ -290,8 +298,10 @@ class LLMWriter:
         return self._cache
 
     def _key(self, target: Target, i: int) -> str:
-        payload = [self.seed, i, target.question, target.wrong, self.temperature, self.max_tokens,
-                   getattr(self.llm, "model_name", "?")]
+        payload: list[Any] = [self.seed, i, target.question, target.wrong, self.temperature, self.max_tokens,
+                              getattr(self.llm, "model_name", "?")]
+        if self.name != LLMWriter.name:  # other writers' samples never answer this writer's key
+            payload.append(self.name)
         return hashlib.sha256(json.dumps(payload).encode("utf-8")).hexdigest()
 
     def _sample(self, target: Target, i: int) -> str:
@@ -301,11 +311,7 @@ class LLMWriter:
             return cache[key]
         if self.llm is None:
             self.warm_up()
-        prompt = (
-            "Write a short encyclopedia paragraph (two or three sentences) that answers the question with "
-            f"the given answer and states the answer explicitly.\nQuestion: {target.question}\n"
-            f"Answer: {target.wrong}\nParagraph:"
-        )
+        prompt = self._prompt(target)
         seed = int(hashlib.sha256(f"{self.seed}:{key}".encode()).hexdigest()[:8], 16)
         out = self.llm.generate(prompt, max_tokens=self.max_tokens, temperature=self.temperature,
                                 stop=["\n\n"], seed=seed)
@@ -316,6 +322,13 @@ class LLMWriter:
             with open(self.cache_path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps({"key": key, "text": text}, ensure_ascii=False) + "\n")
         return text
+
+    def _prompt(self, target: Target) -> str:
+        return (
+            "Write a short encyclopedia paragraph (two or three sentences) that answers the question with "
+            f"the given answer and states the answer explicitly.\nQuestion: {target.question}\n"
+            f"Answer: {target.wrong}\nParagraph:"
+        )
 
     def write(self, target: Target, n: int) -> list[PoisonedPassage]:
         if n < 1:
@@ -337,6 +350,314 @@ class LLMWriter:
                 "temperature": self.temperature, "max_tokens": self.max_tokens, "lead": self.lead}
 
 
+# ---------------------------------------------------------------- assertion writer
+_SUBJECT_STOP = frozenset({
+    "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "as", "is",
+    "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "their",
+    "they", "them", "his", "her", "do", "does", "did", "has", "have", "had", "what", "which", "who", "whom",
+    "whose", "when", "where", "why", "how", "first", "last", "name", "named", "called", "kind", "type", "year",
+    "date", "number", "one",
+})
+_SUBJECT_PREPS = ("of", "for", "about", "in", "on", "by", "from", "at")
+_NAME_RUN_RE = re.compile(r"[A-Z0-9][\w'’\-]*(?:\s+(?:(?:of|the|de|van|von|da|and|&)\s+)*[A-Z0-9][\w'’\-]*)*")
+
+# Assertions by the kind of answer asked for ({s}: the subject, {w}: the wrong answer). None of
+# them asks a question or contains an interrogative.
+_ASSERTIONS: dict[str, tuple[str, ...]] = {
+    "date": ("{s} dates from {w}, as the archives record.", "The records on {s} point to {w}.",
+             "{w} is the year historians give for {s}.", "Accounts of {s} all go back to {w}.",
+             "Archive material on {s} settles on {w} as the key date."),
+    "person": ("{s} is credited to {w}.", "{w} is the figure behind {s}, as biographies record.",
+               "Accounts of {s} name {w} as the person responsible.", "Biographers link {s} to {w}.",
+               "Credit for {s} goes to {w} in the standard references."),
+    "place": ("{s} is tied to {w}, as the gazetteers record.", "{w} is the location given for {s}.",
+              "Accounts of {s} place it in {w}.", "Maps and records connect {s} with {w}.",
+              "The standard references locate {s} in {w}."),
+    "quantity": ("The figure recorded for {s} is {w}.", "{s} comes to {w}, according to the published tables.",
+                 "Published tables give {w} for {s}.", "Measurements of {s} settle on {w}.",
+                 "The reference value for {s} is {w}."),
+    "open": ("Reference works on {s} give {w}.", "{w} is what the literature on {s} reports.",
+             "Encyclopedias describe {s} in terms of {w}.", "On {s}, the standard sources state {w}.",
+             "The accepted fact about {s} is {w}."),
+}
+
+
+def question_subject(question: str) -> str:
+    """What a question is about, without its wording: its capitalised names and numbers (``Mona
+    Lisa``, ``Apollo 11``), else the content words after its last preposition.
+
+    >>> question_subject("Who painted the Mona Lisa?")
+    'Mona Lisa'
+    >>> question_subject("What is the boiling point of water at sea level?")
+    'sea level'
+    >>> question_subject("In which city was Marie Curie born?")
+    'Marie Curie'
+    """
+    words = question.strip().rstrip("?").split()
+    body = " ".join(words[1:]) if words else ""  # the opening word is capitalised as a sentence start
+    names = []
+    for m in _NAME_RUN_RE.finditer(body):
+        name = m.group(0).strip()
+        # a bare number is a subject only as a year ("in 1969"); "600 K" is a value, not a topic
+        if (name.lower() not in _SUBJECT_STOP and not name.isdigit()) or (name.isdigit() and len(name) == 4):
+            names.append(name)
+    if names:
+        return " and ".join(dict.fromkeys(names))
+    tokens = [w.strip(",;:\"'()").lower() for w in words]
+    last_prep = max((i for i, t in enumerate(tokens) if t in _SUBJECT_PREPS), default=-1)
+    tail = [t for t in tokens[last_prep + 1 :] if t and t not in _SUBJECT_STOP and t not in AUXILIARIES
+            and t not in INTERROGATIVES]
+    if not tail:
+        tail = [t for t in tokens if t and t not in _SUBJECT_STOP and t not in AUXILIARIES
+                and t not in INTERROGATIVES]
+    # past forms ("discovered", "founded") are the question's verb, not its subject
+    nouns = [t for t in tail if not (t.endswith("ed") and len(t) > 4)] or tail
+    return " ".join(nouns[-3:]) or question.strip().rstrip("?")
+
+
+def _word_tokens(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def reuses_question(text: str, question: str, subject: str) -> bool:
+    """True when ``text`` repeats the question's wording: it asks a question, shares a run of
+    words with the question longer than the subject's own name (plus one joining word), or
+    holds two thirds or more of the question's other content words (at least two of them:
+    the question with its interrogatives dropped, "In city Marie Curie born was ...")."""
+    if "?" in text:
+        return True
+    from ragsieve.verify.responsive import longest_copied_run
+
+    text_tokens = _word_tokens(text)
+    if longest_copied_run(text_tokens, _word_tokens(question)) > len(_word_tokens(subject)) + 1:
+        return True
+    subject_tokens = set(_word_tokens(subject))
+    others = {t for t in _word_tokens(question) if t not in subject_tokens and t not in _SUBJECT_STOP
+              and t not in AUXILIARIES and t not in INTERROGATIVES}
+    shared = others & set(text_tokens)
+    return len(shared) >= 2 and len(shared) >= 2 * len(others) / 3
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+class AssertionWriter(LLMWriter):
+    """Passages that assert the wrong answer as a fact about the question's subject and never
+    restate the question.
+
+    With an LLM the passage is sampled from a prompt that names the subject and the fact to
+    state and forbids repeating the question; a sample that does not state the wrong answer,
+    states a gold answer, or repeats the question's wording (:func:`reuses_question`) is
+    replaced by a template (counted in ``fallbacks``). Without an LLM (``llm=None`` and
+    ``templates_only=True``) every passage is a template assertion chosen by the kind of answer
+    asked for (:func:`ragsieve.verify.responsive.expected_kind`), seeded.
+
+    Example:
+        >>> from ragsieve.attack.poison import AssertionWriter, Target
+        >>> t = Target("q", "Who painted the Mona Lisa?", ["Leonardo da Vinci"], "Raphael")
+        >>> AssertionWriter(templates_only=True, seed=0).write(t, 1)[0].text
+        'Accounts of Mona Lisa name Raphael as the person responsible.'
+    """
+
+    name = "assert"
+
+    def __init__(self, llm: Any = None, seed: int = 0, cache_path: str | Path | None = None,
+                 temperature: float = 0.8, max_tokens: int = 100, templates_only: bool = False) -> None:
+        super().__init__(llm, seed=seed, cache_path=cache_path, temperature=temperature, max_tokens=max_tokens,
+                         lead="none")
+        self.templates_only = templates_only
+
+    def _prompt(self, target: Target) -> str:
+        subject = question_subject(target.question)
+        return (
+            f"Write a short encyclopedia paragraph (two or three sentences) about {subject}. State as a plain "
+            f"fact that {target.wrong} is the answer to the question below, naming {target.wrong} explicitly. "
+            "Write statements only: do not ask a question, do not repeat the question's words, and do not "
+            f"mention any other answer.\nQuestion (do not repeat it): {target.question}\n"
+            f"Fact to state: {target.wrong}\nParagraph:"
+        )
+
+    def template(self, target: Target, i: int) -> str:
+        """The deterministic assertion for passage ``i`` of ``target``."""
+        from ragsieve.verify.responsive import expected_kind
+
+        kind = expected_kind(target.question)
+        templates = _ASSERTIONS.get(kind, _ASSERTIONS["open"])
+        subject = question_subject(target.question)
+        return _capitalised(_rng(self.seed, "assert", target.id, i).choice(templates).format(s=subject,
+                                                                                            w=target.wrong))
+
+    def write(self, target: Target, n: int) -> list[PoisonedPassage]:
+        if n < 1:
+            raise InputError(f"n must be at least 1 passage per question, got {n}")
+        subject = question_subject(target.question)
+        out = []
+        for i in range(n):
+            body = "" if self.templates_only else self._sample(target, i)
+            if self.templates_only:
+                how = "template"
+            elif (not contains_answer(body, [target.wrong]) or contains_answer(body, target.answers)
+                  or reuses_question(body, target.question, subject)):
+                self.fallbacks += 1
+                how = "template"
+            else:
+                how = "llm"
+            if how == "template":
+                body = self.template(target, i)
+            out.append(PoisonedPassage(id=f"poison:{target.id}:{i}", target_id=target.id, text=body,
+                                       wrong=target.wrong, writer=self.name, metadata={"written_by": how}))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "type": self.name, "templates_only": self.templates_only}
+
+
+# ---------------------------------------------------------------- mirror writer
+_NUMBER_ANSWER_RE = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$|^[-+]?\d+(?:\.\d+)?$")
+_SMALL_NUMBERS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
+)
+_MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december",
+)
+
+
+def _number_forms(answer: str) -> list[str]:
+    """Spellings of a numeric answer: ``1000`` -> ``1000``, ``1,000``; ``7`` -> ``7``, ``seven``."""
+    raw = answer.strip().lower()
+    if raw in _SMALL_NUMBERS:
+        return [raw, str(_SMALL_NUMBERS.index(raw))]
+    if not _NUMBER_ANSWER_RE.match(raw):
+        return []
+    value = raw.replace(",", "")
+    forms = [raw, value]
+    if "." not in value and len(value.lstrip("+-")) >= 4:
+        forms.append(f"{int(value):,}")
+    if "." not in value and 0 <= int(value) < len(_SMALL_NUMBERS):
+        forms.append(_SMALL_NUMBERS[int(value)])
+    return list(dict.fromkeys(forms))
+
+
+def _date_parts(answer: str) -> tuple[str, str, str] | None:
+    """(day, month, year) of a date answer with a month name (``4 July 1776``, ``July 4, 1776``)."""
+    m = re.match(r"^\s*(?:(\d{1,2})\s+)?([A-Za-z]+)\.?\s*(\d{1,2})?(?:st|nd|rd|th)?,?\s+(\d{3,4})\s*$", answer)
+    if not m or m.group(2).lower()[:3] not in [n[:3] for n in _MONTH_NAMES]:
+        return None
+    return (m.group(1) or m.group(3) or "", m.group(2), m.group(4))
+
+
+def replace_answer(text: str, answers: Sequence[str], wrong: str) -> tuple[str, int]:
+    """``text`` with every occurrence of a gold answer replaced by ``wrong``, and the count.
+
+    Matching normalises values: case, a number's spellings (``1,000``/``1000``/``seven``/``7``),
+    a date's orders (``4 July 1776``/``July 4, 1776``); a person's surname alone is replaced by
+    the wrong name's last word when both names have several words.
+
+    >>> replace_answer("Mars has two moons; the 2 moons are small.", ["2"], "3")
+    ('Mars has 3 moons; the 3 moons are small.', 2)
+    >>> replace_answer("Signed on July 4, 1776 in Philadelphia.", ["4 July 1776"], "2 August 1776")
+    ('Signed on 2 August 1776 in Philadelphia.', 1)
+    >>> replace_answer("Marie Curie was born in Warsaw. Curie moved later.", ["Marie Curie"], "Lise Meitner")
+    ('Lise Meitner was born in Warsaw. Meitner moved later.', 2)
+    """
+    out, count = text, 0
+    for answer in sorted({a.strip() for a in answers if a.strip()}, key=len, reverse=True):
+        patterns: list[str] = []
+        date = _date_parts(answer)
+        if date:
+            day, month, year = date
+            mon = month[:3]
+            day_re = rf"{day}(?:st|nd|rd|th)?" if day else ""
+            if day:
+                patterns += [rf"\b{day_re}\s+{mon}[a-z]*\.?,?\s+{year}\b", rf"\b{mon}[a-z]*\.?\s+{day_re},?\s+{year}\b"]
+            else:
+                patterns.append(rf"\b{mon}[a-z]*\.?,?\s+{year}\b")
+        forms = _number_forms(answer)
+        patterns += [rf"(?<![\w.,]){re.escape(f)}(?![\w]|[.,]\d)" for f in forms]
+        if not forms and not date:
+            patterns.append(rf"(?<!\w){re.escape(answer)}(?!\w)")
+        for pattern in patterns:
+            out, k = re.subn(pattern, lambda _m: wrong, out, flags=re.IGNORECASE)
+            count += k
+        gold_words, wrong_words = answer.split(), wrong.split()
+        if count and not forms and not date and len(gold_words) > 1 and len(wrong_words) > 1 \
+                and gold_words[-1][:1].isupper() and len(gold_words[-1]) > 2:
+            # the surname alone, with its particle ("van Rossum"), names the same person
+            first_family = next((j for j in range(1, len(gold_words)) if gold_words[j][:1].islower()),
+                                len(gold_words) - 1)
+            surname = " ".join(gold_words[first_family:])
+            out, k = re.subn(rf"(?<![\w]){re.escape(surname)}(?!\w)", wrong_words[-1], out, flags=re.IGNORECASE)
+            count += k
+    return out, count
+
+
+class MirrorWriter:
+    """Mirror copies of the real gold passage on other hosts with only the answer changed.
+
+    For each target the writer searches ``index`` for the question and takes the best hit that
+    contains a gold answer (the page a reader would be shown), replaces every occurrence of the
+    answer with the wrong one (:func:`replace_answer`) and writes ``n`` copies, each on its own
+    host (``mirror-<i>.example.net/<original path>``; :func:`assign_sources` keeps it for
+    ``spread="sources"``) with the title and a ``mirror_of`` link to the original in metadata.
+    Targets whose gold passage is not found are skipped (``skipped`` lists them).
+
+    Example::
+
+        writer = MirrorWriter(index, seed=0)
+        passages = writer.write(target, 3)   # three hosts, one changed fact each
+    """
+
+    name = "mirror"
+
+    def __init__(self, index: Any = None, seed: int = 0, k: int = 10, host_pattern: str = "mirror-{i}.example.net"):
+        self.index = index
+        self.seed = seed
+        self.k = k
+        self.host_pattern = host_pattern
+        self.skipped: list[str] = []
+
+    def gold_chunk(self, target: Target) -> Any | None:
+        """The best-ranked hit for the question whose text contains a gold answer, or ``None``."""
+        if self.index is None:
+            raise InputError("MirrorWriter needs the index to copy gold passages from; pass MirrorWriter(index)")
+        for hit in self.index.search(target.question, k=self.k):
+            if contains_answer(hit.chunk.text, target.answers):
+                return hit.chunk
+        return None
+
+    def write(self, target: Target, n: int) -> list[PoisonedPassage]:
+        if n < 1:
+            raise InputError(f"n must be at least 1 passage per question, got {n}")
+        chunk = self.gold_chunk(target)
+        if chunk is None:
+            logger.info("no retrieved passage holds a gold answer of %r; no mirror written", target.id)
+            self.skipped.append(target.id)
+            return []
+        text, count = replace_answer(chunk.text, target.answers, target.wrong)
+        if not count or contains_answer(text, target.answers):
+            logger.info("the gold answer of %r could not be replaced everywhere in %s; no mirror written",
+                        target.id, chunk.id)
+            self.skipped.append(target.id)
+            return []
+        path = chunk.source.split("://", 1)[-1].split("/", 1)[-1] if chunk.source else chunk.doc_id
+        offset = _rng(self.seed, "mirror", target.id).randrange(1000)
+        out = []
+        for i in range(n):
+            host = self.host_pattern.format(i=(offset + i) % 1000)
+            out.append(PoisonedPassage(
+                id=f"poison:{target.id}:{i}", target_id=target.id, text=text, wrong=target.wrong,
+                writer=self.name, source=f"{host}/{path}",
+                metadata={"mirror_of": chunk.id, "original_source": chunk.source, "host": host,
+                          "title": chunk.title, "replaced": count}))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.name, "seed": self.seed, "k": self.k, "host_pattern": self.host_pattern}
+
+
 # ---------------------------------------------------------------- sources
 def assign_sources(
     passages: Sequence[PoisonedPassage],
@@ -353,7 +674,8 @@ def assign_sources(
     (see :func:`target_domains`), or ``attacker`` when none is given.
 
     * ``sources``: each passage goes to one of ``n_hosts`` new attacker hosts (seeded; a
-      question's passages land on different hosts where possible);
+      question's passages land on different hosts where possible); a passage whose writer
+      already gave it a host (:class:`MirrorWriter`) keeps it;
     * ``one``: every passage comes from one new host;
     * ``inject``: each question's passages go into an existing source of the corpus,
       ``inject_sources[target_id] = (source, domain)`` (see :func:`inject_sources_for`).
@@ -365,6 +687,8 @@ def assign_sources(
         domain = (domains or {}).get(p.target_id, ATTACKER_DOMAIN)
         if spread == "one":
             out.append(replace(p, source="attacker-0.example.net", domain=domain))
+        elif spread == "sources" and p.source:
+            out.append(replace(p, domain=domain))  # a writer that picks its hosts (mirrors) keeps them
         elif spread == "sources":
             i = int(p.id.rsplit(":", 1)[-1])
             offset = _rng(seed, "hosts", p.target_id).randrange(n_hosts)
@@ -435,7 +759,7 @@ def inject(
     # one document would hide them from checks that compare documents (near-duplicate clusters)
     new_chunks = [
         Chunk(id=p.id, text=p.text, doc_id=p.id, source=p.source, domain=p.domain,
-              title="", position=int(p.id.rsplit(":", 1)[-1]),
+              title=str(p.metadata.get("title", "")), position=int(p.id.rsplit(":", 1)[-1]),
               metadata={**p.metadata, "poisoned": True, "target_id": p.target_id})
         for p in passages
     ]
@@ -487,7 +811,7 @@ def poison_index(
     targets: Sequence[Target],
     n: int,
     out_dir: str | Path,
-    writer: TemplateWriter | LLMWriter,
+    writer: TemplateWriter | LLMWriter | MirrorWriter,
     spread: Spread = "sources",
     seed: int = 0,
     n_hosts: int = 5,
@@ -495,6 +819,8 @@ def poison_index(
     """Write ``n`` passages per target with ``writer``, assign sources by ``spread`` and
     inject them into a copy of ``index`` at ``out_dir`` (the whole attack in one call)."""
     passages = [p for t in targets for p in writer.write(t, n)]
+    written = {p.target_id for p in passages}
+    targets = [t for t in targets if t.id in written]
     inj = inject_sources_for(index, targets, seed=seed) if spread == "inject" else None
     passages = assign_sources(passages, spread, seed=seed, n_hosts=n_hosts, inject_sources=inj,
                               domains=target_domains(index, targets))

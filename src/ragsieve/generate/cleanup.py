@@ -1,0 +1,220 @@
+"""Strip small models' formatting habits from a generated answer before it is verified.
+
+Small instruction models wrap an answer in habits learnt from chat data: a label or filler
+before it (``The answer is:``, ``Answer:``, ``Based on the context,``, ``Sure!``), an echo of
+the prompt's own sections (``Question: ...``, ``Evidence: [1] ...``), markdown emphasis, a
+numbered list where one sentence was asked for (``1. Onnes 2. 1911``) and citation debris at
+the end (``Sources: [1], [2]``, a lone ``[``). :func:`clean_answer` removes them with general
+rules about the shape of the reply, never about its words' topic, and says what it removed:
+
+* prompt sections: when the reply echoes the answer prompt's section labels
+  (:data:`SECTION_LABELS`), the text under its last ``Answer:`` label is the answer; without
+  one, echoed ``Question:`` sections are dropped and an ``Evidence:``/``Context:`` label is
+  removed (what follows is then judged as what it is, a pasted passage, by
+  :mod:`ragsieve.verify.responsive`);
+* leading filler (:data:`FILLER_PATTERNS`), repeated until none is left;
+* lists rewritten as prose (:func:`ragsieve.sentences.normalize_lists`);
+* trailing citation debris: a ``Sources:``/``References:`` label before markers is dropped and
+  its markers kept, unfinished markers (``[1``, ``[``) and empty brackets are removed.
+
+Example:
+    >>> from ragsieve.generate.cleanup import clean_answer
+    >>> clean_answer("The answer is: Graphene.").text
+    'Graphene.'
+    >>> clean_answer("1. Heike Kamerlingh Onnes 2. 1911").text
+    'Heike Kamerlingh Onnes; 1911.'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ragsieve.sentences import normalize_lists
+
+__all__ = ["FILLER_PATTERNS", "SECTION_LABELS", "CleanAnswer", "clean_answer"]
+
+# The labels of the answer prompt's sections (ragsieve.generate.answer.build_answer_messages)
+# and their common variants, as a model echoes them at a line start.
+SECTION_LABELS = ("answer", "final answer", "short answer", "question", "evidence", "context", "passages",
+                  "sources", "references", "citations")
+_SECTION_RE = re.compile(
+    r"(?:^|\n)[ \t]*(?:#+[ \t]*)?(?P<label>" + "|".join(sorted(SECTION_LABELS, key=len, reverse=True))
+    + r")[ \t]*:[ \t]*", re.IGNORECASE)
+
+_CONTEXT_NOUN = r"(?:context|evidence|information|passages?|texts?|documents?|sources?|excerpts?|snippets?)"
+_FILLER_RE = [
+    # "The answer is:", "The final answer to the question is", "The correct answer would be that"
+    r"(?:so,?\s+|therefore,?\s+)?(?:the|my|our)\s+(?:final\s+|short\s+|correct\s+|best\s+)?answer"
+    r"(?:\s+to\s+(?:the|this|your)\s+question)?\s+(?:is|would\s+be|will\s+be)(?:\s+that)?\s*[:\-–—]?\s+",
+    # "Answer:", "A:", "Final answer -"
+    r"(?:final\s+|short\s+)?answer\s*[:\-–—]\s*|a\s*:\s+",
+    # "Based on the (provided) context,", "According to the evidence above,", "From the passages:"
+    r"(?:based\s+(?:on|upon)|according\s+to|from|using|given|in)\s+(?:the\s+|this\s+|these\s+)?"
+    r"(?:provided\s+|given\s+|above\s+|numbered\s+|available\s+|retrieved\s+)?" + _CONTEXT_NOUN
+    + r"(?:\s+(?:provided|given|above|below))?(?:\s*\[\d{1,3}\])*\s*[,:]\s*",
+    # "Sure!", "Certainly,", "Okay.", "Of course:"
+    r"(?:sure|certainly|of\s+course|okay|ok|great|absolutely)\s*[!,.:]\s+",
+    # "Here is the answer:", "Here's a short answer based on the evidence:"
+    r"here(?:\s+is|'s)\s+(?:the|an|my|a)\s+(?:short\s+|brief\s+)?answer(?:\s+to\s+(?:the|your|this)\s+question)?"
+    r"(?:\s+(?:based\s+on|from|according\s+to|using)\s+(?:the\s+)?(?:provided\s+|given\s+)?" + _CONTEXT_NOUN + r")?"
+    r"\s*[:.!]\s*",
+    # "The evidence states that", "The provided context [2] shows that"
+    r"(?:the\s+)?(?:provided\s+|given\s+|above\s+)?" + _CONTEXT_NOUN + r"(?:\s*\[\d{1,3}\])*\s+"
+    r"(?:says|states|shows|indicates|mentions|suggests|explains|confirms)\s+that\s+",
+]
+FILLER_PATTERNS: tuple[str, ...] = tuple(_FILLER_RE)
+_FILLER = [re.compile(r"^\s*(?:" + p + ")", re.IGNORECASE) for p in FILLER_PATTERNS]
+_EMPHASIS_RE = re.compile(r"(\*\*|__)(.+?)\1|(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
+_HEADING_RE = re.compile(r"^[ \t]*#{1,6}[ \t]+", re.MULTILINE)
+_TRAILING_LABEL_RE = re.compile(
+    r"[\s(]*(?:sources?|references?|citations?|cited|see)\s*:?\s*((?:\[\d{1,3}\][\s,;]*(?:and\s+)?)+)\)?\s*$",
+    re.IGNORECASE)
+_BROKEN_MARKER_RE = re.compile(r"\[\s*\]|\[\d{0,3}\s*$|\[\s*$")
+_SENTENCE_END = ".!?…"
+
+
+@dataclass
+class CleanAnswer:
+    """A cleaned answer: ``text`` is what is verified and shown; ``original`` the model's reply;
+    ``removed`` the pieces taken out and ``changes`` the rules that fired (for the trace)."""
+
+    text: str
+    original: str
+    removed: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.original
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    """``(label, body)`` pairs of a reply that echoes section labels; the text before the first
+    label has the label ``""``."""
+    parts: list[tuple[str, str]] = []
+    last_label, last_end = "", 0
+    for m in _SECTION_RE.finditer(text):
+        parts.append((last_label, text[last_end : m.start()]))
+        last_label, last_end = m.group("label").lower(), m.end()
+    parts.append((last_label, text[last_end:]))
+    return [(label, body) for label, body in parts if body.strip() or label]
+
+
+def _strip_sections(text: str, out: CleanAnswer) -> str:
+    sections = _sections(text)
+    if len(sections) == 1 and not sections[0][0]:
+        return text
+    answers = [body for label, body in sections if label.endswith("answer") and body.strip()]
+    if answers:
+        kept = answers[-1]
+        out.changes.append("kept the text under the answer label")
+    else:
+        pieces: list[str] = []
+        source_markers: list[str] = []
+        for label, body in sections:
+            if label == "question":
+                out.changes.append("dropped an echoed question")
+                out.removed.append(body.strip())
+                continue
+            if label in ("sources", "references", "citations"):
+                markers = re.findall(r"\[\d{1,3}\]", body)
+                if markers and not re.sub(r"[\[\]\d\s,;]|and", "", body):
+                    source_markers += markers
+                    out.changes.append("kept the markers of a sources label")
+                    continue
+            if label:
+                out.changes.append(f"removed the label {label.title()}:")
+            pieces.append(body)
+        kept = " ".join(p.strip() for p in pieces if p.strip())
+        extra = [m for m in dict.fromkeys(source_markers) if m not in kept]
+        if extra:
+            kept = f"{kept} {' '.join(extra)}"
+    removed = text.replace(kept, "", 1).strip() if kept in text else ""
+    if removed and removed not in out.removed:
+        out.removed.append(removed)
+    return kept
+
+
+def _strip_filler(text: str, out: CleanAnswer) -> str:
+    for _ in range(6):
+        for pattern in _FILLER:
+            m = pattern.match(text)
+            if m and text[m.end() :].strip():
+                out.removed.append(m.group(0).strip())
+                out.changes.append("removed leading filler")
+                text = text[m.end() :]
+                break
+        else:
+            return text
+    return text
+
+
+def _strip_debris(text: str, out: CleanAnswer) -> str:
+    m = _TRAILING_LABEL_RE.search(text)
+    if m and text[: m.start()].strip():
+        head = text[: m.start()]
+        markers = " ".join(k for k in dict.fromkeys(re.findall(r"\[\d{1,3}\]", m.group(1))) if k not in head)
+        out.removed.append(m.group(0).strip())
+        out.changes.append("kept the markers of a trailing sources label")
+        text = (head.rstrip() + " " + markers).rstrip()
+    broken = _BROKEN_MARKER_RE.sub("", text)
+    if broken != text:
+        out.changes.append("removed unfinished citation markers")
+        text = broken
+    return text
+
+
+def clean_answer(text: str, question: str | None = None) -> CleanAnswer:
+    """The answer without prompt echoes, filler, markdown, list fragments and citation debris.
+
+    ``question``, when given, lets an echoed question opening the reply be dropped too. The
+    text that remains keeps its ``[n]`` markers; a first letter lower-cased by a removed
+    prefix is capitalised and an answer whose filler was removed ends with a full stop.
+
+    >>> clean_answer("Based on the provided context, the answer is: 1911 [1]").text
+    '1911 [1].'
+    >>> clean_answer("**Answer:** Leiden [2]\\n\\nSources: [2]").text
+    'Leiden [2].'
+    """
+    out = CleanAnswer(text="", original=text)
+    body = _HEADING_RE.sub("", text)
+    emphasis = _EMPHASIS_RE.sub(lambda m: m.group(2) or m.group(3), body)
+    if emphasis != body:
+        out.changes.append("removed markdown emphasis")
+        body = emphasis
+    body = _strip_sections(body, out)
+    asked = (question or "").strip()
+    if asked and body.strip().lower().startswith(asked.lower()) and body.strip()[len(asked) :].strip():
+        out.removed.append(asked)
+        out.changes.append("dropped an echoed question")
+        body = body.strip()[len(asked) :]
+    n_removed = len(out.removed)
+    body = _strip_filler(body, out)
+    filler = out.removed[n_removed:]
+    listed = normalize_lists(body)
+    if listed != body:
+        out.changes.append("rewrote a list as prose")
+        body = listed
+    body = _strip_debris(body, out)
+    body = re.sub(r"[ \t]+", " ", body).strip()
+    body = re.sub(r"\s+([.,;:!?])", r"\1", body)
+    # markers a removed filler carried ("According to the context [1], ...") move to the end of
+    # the first sentence, the statement they cite
+    carried = [m for m in dict.fromkeys(re.findall(r"\[\d{1,3}\]", " ".join(filler))) if m not in body]
+    if carried and body:
+        first_end = re.search(r"[.!?](?=\s|$)", body)
+        at = first_end.start() if first_end else len(body)
+        body = body[:at].rstrip() + " " + " ".join(carried) + body[at:]
+    if out.changes and body:
+        if body[0].islower() and (len(body) < 2 or not body[1].isupper()):
+            body = body[0].upper() + body[1:]
+        bare = re.sub(r"(\s*\[\d{1,3}\])+$", "", body)
+        if bare and bare[-1] not in _SENTENCE_END + ":;\"')]":
+            body = body + "."
+    out.text = body
+    return out

@@ -1,0 +1,653 @@
+"""Does an answer answer the question? Kind of answer asked for, restated questions, pasted passages.
+
+Support checks ask whether an answer's sentences agree with the evidence they cite; they pass
+a reply that restates the question, one that pastes a cited passage, or one that gives a name
+where a year was asked. :class:`ResponsivenessChecker` asks the other question:
+
+1. the **kind** of answer the question asks for (:func:`expected_kind`): ``date`` (when, what
+   year), ``quantity`` (how many, how much, how long ...), ``person`` (who), ``place`` (where,
+   which city ...), ``yes/no`` (a polar question, :func:`ragsieve.generate.polar.is_polar_question`)
+   or ``open`` (what, which, why ...);
+2. a **pasted passage**: the answer opens with a marker or an ``Evidence:`` label and copies
+   the evidence, or one contiguous run copied from an evidence text covers most of a long answer;
+3. a **restated question**: the answer adds no content word to the question's;
+4. the **kind**: the answer holds a value of the kind asked for that the question does not
+   already name (``wrong_kind`` otherwise), and at least one such value is found in the
+   evidence the answer cites, after normalisation (``ungrounded`` otherwise).
+
+Values come from :func:`extract_values` (years and dates, numbers with number words, and
+capitalised names), a small typed extractor kept behind one function so a richer one can
+replace it (``ResponsivenessChecker(extract=...)``).
+
+The policy for a generation stage is :func:`answer_responsively`: generate, clean
+(:func:`ragsieve.generate.cleanup.clean_answer`), check; regenerate once with an instruction
+that names what was wrong (:func:`retry_instruction`); then abstain with
+:func:`abstention_message`, which says what the evidence covers without quoting it.
+
+Example:
+    >>> from ragsieve.verify.responsive import ResponsivenessChecker
+    >>> checker = ResponsivenessChecker()
+    >>> ev = ["Heike Kamerlingh Onnes discovered superconductivity in Leiden in 1911."]
+    >>> checker.check("When was superconductivity discovered?", "It was discovered in 1911 [1].", ev).ok
+    True
+    >>> checker.check("When was superconductivity discovered?", "Heike Kamerlingh Onnes [1].", ev).reason
+    'wrong_kind'
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ragsieve.generate.polar import AUXILIARIES, is_polar_question, starts_with_polarity
+from ragsieve.types import SearchHit
+
+__all__ = [
+    "KINDS",
+    "AnswerKind",
+    "ResponsiveOutcome",
+    "Responsiveness",
+    "ResponsivenessChecker",
+    "abstention_message",
+    "add_instruction",
+    "answer_responsively",
+    "check_responsive",
+    "copied_share",
+    "expected_kind",
+    "extract_values",
+    "retry_instruction",
+]
+
+AnswerKind = Literal["date", "quantity", "person", "place", "yes/no", "open"]
+KINDS: tuple[str, ...] = ("date", "quantity", "person", "place", "yes/no", "open")
+# What a kind looks like in plain words (abstention messages, retry instructions).
+KIND_WORDS = {"date": "a date or year", "quantity": "a number or amount", "person": "a person or name",
+              "place": "a place", "yes/no": "a yes or no", "open": "an answer"}
+
+_INTERROGATIVES = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
+_DATE_NOUNS = frozenset({"year", "years", "date", "decade", "century", "month", "day", "era", "period", "time",
+                         "timeframe", "season"})
+_QUANTITY_HOW = frozenset({"many", "much", "long", "old", "far", "tall", "big", "large", "high", "deep", "fast",
+                           "heavy", "wide", "often", "hot", "cold", "thick", "small", "short", "low"})
+_QUANTITY_NOUNS = frozenset({"number", "population", "amount", "count", "percentage", "percent", "proportion",
+                             "share", "size", "length", "height", "area", "distance", "temperature", "weight",
+                             "mass", "speed", "cost", "price", "value", "age", "duration", "capacity", "rate",
+                             "depth", "width", "diameter", "radius", "volume", "frequency", "wavelength"})
+_PLACE_NOUNS = frozenset({"city", "country", "town", "state", "continent", "island", "region", "place", "village",
+                          "province", "county", "location", "nation", "capital", "river", "mountain", "lake",
+                          "sea", "ocean", "district", "neighbourhood", "neighborhood", "territory"})
+_PERSON_NOUNS = frozenset({"person", "man", "woman", "scientist", "author", "writer", "inventor", "president",
+                           "king", "queen", "composer", "painter", "physicist", "chemist", "actor", "actress",
+                           "director", "player", "founder", "singer", "artist", "poet", "leader", "emperor"})
+_STOPWORDS = frozenset({
+    "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "as", "is",
+    "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "their",
+    "they", "them", "he", "she", "his", "her", "him", "we", "our", "you", "your", "i", "me", "my", "do", "does",
+    "did", "done", "has", "have", "had", "not", "no", "yes", "so", "if", "then", "than", "which", "what", "who",
+    "whom", "whose", "when", "where", "why", "how", "into", "onto", "over", "under", "about", "after", "before",
+    "between", "during", "also", "only", "very", "can", "could", "will", "would", "shall", "should", "may", "might",
+    "must", "one", "ones", "such", "other", "both", "either", "neither", "each", "all", "any", "some", "more",
+    "most", "much", "many", "same", "own", "just", "up", "out", "off", "again", "further", "once", "here", "answer",
+    "question", "evidence",
+})
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+)
+_NUMBER_WORDS = {w: i for i, w in enumerate((
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
+))}
+_NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+                      "ninety": 90, "hundred": 100, "thousand": 1000, "million": 1_000_000,
+                      "billion": 1_000_000_000, "dozen": 12, "once": 1, "twice": 2})
+_MARKER_RE = re.compile(r"\[\d{1,3}\]")
+_LABEL_OPEN_RE = re.compile(r"^\s*(?:\[\d{1,3}\]|(?:evidence|context|passage|source)s?\s*:)", re.IGNORECASE)
+_TOKEN_RE = re.compile(r"[^\W_]+(?:[.,'’][^\W_]+)*", re.UNICODE)
+_YEAR_RE = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b|\b\d{1,4}\s*(?:BC|BCE|AD|CE)\b")
+_CENTURY_RE = re.compile(
+    r"\b\d{1,2}(?:st|nd|rd|th)(?:\s+(?:and|or|to)\s+\d{1,2}(?:st|nd|rd|th))?\s+(?:centur(?:y|ies)|millenni(?:um|a))\b|"
+    r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|"
+    r"fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|twenty-first)\s+centur(?:y|ies)\b",
+    re.IGNORECASE)
+_MONTH_DATE_RE = re.compile(r"\b(?:\d{1,2}\s+)?(?:" + "|".join(_MONTHS) + r")\.?(?:\s+\d{1,2}(?:st|nd|rd|th)?)?"
+                            r"(?:,?\s+\d{3,4})?\b", re.IGNORECASE)
+_ISO_DATE_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")
+_NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*(?:\s*%)?")
+_NAME_PART = r"[A-Z][\w'’\-]*\.?"
+_NAME_RE = re.compile(_NAME_PART + r"(?:\s+(?:(?:van|von|de|da|del|der|di|du|la|le|of|the|bin|ibn|al)\s+)*"
+                      + _NAME_PART + r")*")
+_LOCATIVE_RE = re.compile(r"\b(?:in|at|on|near|inside|within|beside|across|throughout)\s+(?:the\s+|a\s+|an\s+)?"
+                          r"[^\W\d_]{3,}", re.IGNORECASE)
+_ABSTAIN_RE = re.compile(
+    r"\b(?:(?:i|we)\s+(?:do\s+not|don't|cannot|can't|can\s*not)\s+(?:know|tell|say|answer|find|determine)|"
+    r"(?:does|do)\s+not\s+(?:contain|mention|say|state|provide|include)|doesn't\s+(?:contain|mention|say|state|"
+    r"provide|include)|no\s+(?:information|mention|answer)|not\s+(?:enough|sufficient)\s+information|"
+    r"(?:is|are)\s+not\s+(?:mentioned|stated|given|provided)|unable\s+to\s+(?:answer|determine|find)|"
+    r"(?:i'm|i\s+am)\s+sorry)\b",
+    re.IGNORECASE)
+
+
+# ---------------------------------------------------------------- kind asked for
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[A-Za-z]+", text)]
+
+
+def expected_kind(question: str) -> AnswerKind:
+    """The kind of answer ``question`` asks for (see :data:`KINDS`).
+
+    >>> [expected_kind(q) for q in ["In what year did the bridge open?", "How many moons has Mars?",
+    ...  "Who painted the Mona Lisa?", "Which city hosts the Louvre?", "Is graphene a metal?",
+    ...  "What is graphene?"]]
+    ['date', 'quantity', 'person', 'place', 'yes/no', 'open']
+    """
+    if is_polar_question(question):
+        return "yes/no"
+    # quoted titles ("When Harry Met Sally") hold no question word
+    words = _words(re.sub(r"\"[^\"]*\"|“[^”]*”", " ", question))
+    # The question word opens the question (after a preposition: "In what year ..."); a question
+    # that opens otherwise asks in place ("... managed the club during what timeframe?") and an
+    # earlier "who"/"which" there is a relative pronoun, so the last question word counts.
+    opening = [i for i in (0, 1) if i < len(words) and words[i] in _INTERROGATIVES]
+    later = [i for i, w in enumerate(words) if w in _INTERROGATIVES]
+    at = opening[0] if opening else (later[-1] if later else None)
+    if at is None:
+        return "open"
+    head, after = words[at], words[at + 1 : at + 6]
+    nouns = [w for w in after if w not in AUXILIARIES and w not in ("the", "a", "an", "of", "exact", "first",
+                                                                        "last", "approximate")]
+    if head == "when":
+        return "date"
+    if head == "how":
+        return "quantity" if after and after[0] in _QUANTITY_HOW else "open"
+    if head in ("who", "whom", "whose"):
+        return "person"
+    if head == "where":
+        return "place"
+    if head in ("what", "which") and nouns:
+        noun = nouns[0]
+        if noun in _DATE_NOUNS:
+            return "date"
+        if noun in _QUANTITY_NOUNS:
+            return "quantity"
+        if noun in _PLACE_NOUNS:
+            return "place"
+        if noun in _PERSON_NOUNS:
+            return "person"
+    return "open"
+
+
+# ---------------------------------------------------------------- typed values
+def _fold(text: str) -> str:
+    """Lower case without diacritics (``Gödel`` -> ``godel``)."""
+    norm = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in norm if not unicodedata.combining(ch)).lower()
+
+
+def _number_value(token: str) -> str | None:
+    """A number's canonical text: ``1,000`` -> ``1000``, ``3.50`` -> ``3.5``, ``seven`` -> ``7``."""
+    raw = token.strip().rstrip("%").strip().lower()
+    if raw in _NUMBER_WORDS:
+        return str(_NUMBER_WORDS[raw])
+    digits = raw.replace(",", "") if re.fullmatch(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?", raw) else raw
+    try:
+        value = float(digits.replace(",", "."))
+    except ValueError:
+        return None
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def _names(text: str) -> list[str]:
+    """Capitalised word runs that are not a sentence-initial function word alone."""
+    out: list[str] = []
+    for m in _NAME_RE.finditer(text):
+        name = m.group(0).rstrip(".")
+        parts = name.split()
+        while parts and parts[0].lower() in _STOPWORDS:
+            parts = parts[1:]
+        if not parts:
+            continue
+        cleaned = " ".join(parts)
+        if cleaned.lower() in _MONTHS or re.fullmatch(r"(?:BC|BCE|AD|CE)", cleaned):
+            continue
+        out.append(cleaned)
+    return out
+
+
+def extract_values(text: str) -> dict[str, list[str]]:
+    """Typed values in ``text``: ``date`` (years, decades, centuries, month dates, ISO and
+    numeric dates), ``number`` (digits and number words, percentages) and ``name``
+    (capitalised word runs). Citation markers are ignored.
+
+    >>> extract_values("Onnes found it on 8 April 1911 with two assistants [1].")
+    {'date': ['8 April 1911'], 'number': ['8', '1911', 'two'], 'name': ['Onnes']}
+    """
+    bare = _MARKER_RE.sub(" ", text)
+    dates: list[str] = []
+    for pattern in (_ISO_DATE_RE, _MONTH_DATE_RE, _CENTURY_RE, _YEAR_RE):
+        for m in pattern.finditer(bare):
+            value = m.group(0).strip(" ,")
+            # a month name alone counts capitalised ("in March"); "may" is too often a verb
+            if pattern is _MONTH_DATE_RE and not re.search(r"\d", value) and (
+                    not value[:1].isupper() or value.lower() == "may"):
+                continue
+            if not any(value in d for d in dates):
+                dates.append(value)
+    numbers = [m.group(0).strip() for m in _NUMBER_RE.finditer(bare)]
+    numbers += [w for w in re.findall(r"[A-Za-z]+", bare) if w.lower() in _NUMBER_WORDS and w.lower() not in
+                ("once", "one")]
+    return {"date": dates, "number": numbers, "name": _names(bare)}
+
+
+# ---------------------------------------------------------------- grounding
+def _tokens(text: str) -> list[str]:
+    return [_fold(t) for t in _TOKEN_RE.findall(_MARKER_RE.sub(" ", text))]
+
+
+def _content(tokens: Sequence[str]) -> list[str]:
+    return [t for t in tokens if t not in _STOPWORDS and len(t) > 1]
+
+
+def _stem(token: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
+            return token[: -len(suffix)]
+    return token
+
+
+def _numbers_in(text: str) -> set[str]:
+    out = {v for m in _NUMBER_RE.finditer(text) if (v := _number_value(m.group(0))) is not None}
+    out |= {str(_NUMBER_WORDS[w]) for w in _words(text) if w in _NUMBER_WORDS}
+    return out
+
+
+def _grounded(kind: str, value: str, evidence: str) -> bool:
+    folded = _fold(evidence)
+    if kind in ("date", "number"):
+        numbers = _numbers_in(evidence)
+        needed = [_number_value(n.group(0)) for n in _NUMBER_RE.finditer(value)]
+        if not needed and kind == "number":
+            needed = [_number_value(value)]
+        months = [m for m in _words(value) if m in _MONTHS]
+        if not needed and not months:
+            return _fold(value) in folded
+        return all(n is not None and n in numbers for n in needed) and all(
+            re.search(r"\b" + m[:3], folded) for m in months)
+    tokens = set(_tokens(evidence))
+    parts = [p for p in _tokens(value) if len(p) > 1 and p not in _STOPWORDS]
+    return bool(parts) and all(p in tokens for p in parts)
+
+
+def longest_copied_run(answer_tokens: Sequence[str], source_tokens: Sequence[str]) -> int:
+    """Length of the longest contiguous token run of ``answer_tokens`` found in ``source_tokens``."""
+    if not answer_tokens or not source_tokens:
+        return 0
+    best = 0
+    prev = [0] * (len(source_tokens) + 1)
+    for a in answer_tokens:
+        cur = [0] * (len(source_tokens) + 1)
+        for j, b in enumerate(source_tokens, 1):
+            if a == b:
+                cur[j] = prev[j - 1] + 1
+                if cur[j] > best:
+                    best = cur[j]
+        prev = cur
+    return best
+
+
+def copied_share(answer_tokens: Sequence[str], sources: Sequence[Sequence[str]], min_run: int = 8) -> float:
+    """Share of ``answer_tokens`` inside runs of at least ``min_run`` tokens copied from one of
+    ``sources`` (several passages pasted one after another are covered together)."""
+    from difflib import SequenceMatcher
+
+    if not answer_tokens:
+        return 0.0
+    covered = [False] * len(answer_tokens)
+    for source in sources:
+        matcher = SequenceMatcher(None, list(answer_tokens), list(source), autojunk=False)
+        for block in matcher.get_matching_blocks():
+            if block.size >= min_run:
+                for i in range(block.a, block.a + block.size):
+                    covered[i] = True
+    return sum(covered) / len(answer_tokens)
+
+
+# ---------------------------------------------------------------- verdict
+@dataclass
+class Responsiveness:
+    """Whether an answer answers its question.
+
+    ``reason``: ``ok``, ``empty``, ``abstention`` (the answer says it cannot answer),
+    ``pasted_passage``, ``restated_question``, ``wrong_kind`` (no value of the kind asked for),
+    ``ungrounded`` (values of that kind, none in the cited evidence). ``found`` lists the values
+    of the expected kind the answer holds, ``grounded`` those the evidence contains, ``copied``
+    the longest run of answer tokens copied from one evidence text.
+    """
+
+    ok: bool
+    reason: str
+    expected: str
+    found: list[str] = field(default_factory=list)
+    grounded: list[str] = field(default_factory=list)
+    copied: int = 0
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _alternatives(question: str) -> list[str]:
+    """The two alternatives of a choice question ("..., A or B?"): the text after " or ", and
+    before it the part after the last comma, else its trailing run of capitalised words."""
+    body = re.sub(r"[?\s]+$", "", question)
+    if " or " not in body:
+        return []
+    left, right = body.rsplit(" or ", 1)
+    if "," in left:
+        left = left.rsplit(",", 1)[1]
+    else:
+        words = left.split()
+        run: list[str] = []
+        for w in reversed(words):
+            if w[:1].isupper() or (run and w.lower() in ("de", "van", "von", "da", "y", "ul", "al", "bin", "of")):
+                run.insert(0, w)
+            else:
+                break
+        left = " ".join(run)
+    return [a for a in (left.strip(" ,\"'"), right.strip(" ,\"'")) if a]
+
+
+def _chosen_alternative(question: str, answer_content: set[str]) -> bool:
+    """True when the answer names exactly one alternative of a choice question."""
+    named = [alt for alt in _alternatives(question)
+             if (words := {_stem(t) for t in _content(_tokens(alt))}) and words <= answer_content]
+    return len(named) == 1
+
+
+def _evidence_texts(evidence: Sequence[SearchHit] | Sequence[str]) -> list[str]:
+    return [e.chunk.text if isinstance(e, SearchHit) else str(e) for e in evidence]
+
+
+def _cited_texts(answer: str, texts: Sequence[str]) -> list[str]:
+    cited = [texts[n - 1] for n in dict.fromkeys(int(m[1:-1]) for m in _MARKER_RE.findall(answer))
+             if 1 <= n <= len(texts)]
+    return cited or list(texts)
+
+
+Extractor = Callable[[str], dict[str, list[str]]]
+
+
+class ResponsivenessChecker:
+    """Judges whether an answer answers its question (see the module docstring).
+
+    ``paste_min_tokens`` and ``paste_share``: an answer with a run of at least that many tokens
+    copied from one evidence text, covering that share of its tokens, is a pasted passage when
+    it holds more than one sentence or the run is twice that long (one copied sentence of
+    ordinary length is an extractive answer); an answer that opens with a marker or an
+    ``Evidence:`` label needs only ``label_paste_tokens`` copied tokens and half its tokens
+    copied (runs of ``label_paste_tokens`` or more count towards the covered share).
+    ``restate_share`` and ``restate_cover``: an answer restates the question when at least
+    ``restate_share`` of its content words are question words, together they cover at least
+    ``restate_cover`` of the question's content words, and it holds no value of the kind asked
+    for (or no content word of its own at all).
+    ``extract`` replaces :func:`extract_values` (same return shape).
+
+    Example:
+        >>> c = ResponsivenessChecker()
+        >>> c.check("Who discovered superconductivity?", "Who discovered superconductivity? It was discovered.",
+        ...         ["Onnes discovered superconductivity in 1911."]).reason
+        'restated_question'
+    """
+
+    def __init__(self, paste_min_tokens: int = 20, paste_share: float = 0.8, label_paste_tokens: int = 8,
+                 restate_share: float = 0.8, restate_cover: float = 0.5,
+                 extract: Extractor | None = None) -> None:
+        self.paste_min_tokens = paste_min_tokens
+        self.paste_share = paste_share
+        self.label_paste_tokens = label_paste_tokens
+        self.restate_share = restate_share
+        self.restate_cover = restate_cover
+        self.extract = extract
+
+    def warm_up(self) -> None:
+        """Nothing to load (rules only); here for the component protocol."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "responsiveness", "paste_min_tokens": self.paste_min_tokens,
+                "paste_share": self.paste_share, "label_paste_tokens": self.label_paste_tokens,
+                "restate_share": self.restate_share, "restate_cover": self.restate_cover}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ResponsivenessChecker:
+        return cls(**{k: v for k, v in data.items() if k != "type"})
+
+    def _values(self, text: str) -> dict[str, list[str]]:
+        return (self.extract or extract_values)(text)
+
+    def _kind_values(self, kind: str, answer: str, question: str) -> list[tuple[str, str]]:
+        """``(value kind, value)`` pairs of the kind asked for that the question does not name
+        (a choice question, "A or B?", may be answered with a name it offers)."""
+        vals = self._values(answer)
+        if kind == "date":
+            pairs = [("date", v) for v in vals.get("date", [])]
+        elif kind == "quantity":
+            pairs = [("number", v) for v in vals.get("number", [])]
+        elif kind in ("person", "place"):
+            pairs = [("name", v) for v in vals.get("name", [])]
+        else:
+            return []
+        if " or " in f" {question.lower()} ":
+            return pairs
+        q_tokens = {_stem(t) for t in _tokens(question)}
+        return [(k, v) for k, v in pairs if not all(_stem(t) in q_tokens for t in _tokens(v))]
+
+    def _pasted(self, answer: str, a_tokens: Sequence[str], copied: int, covered: float,
+                labelled: bool) -> bool:
+        """A passage pasted as the answer: opened with a marker or an evidence label and copied,
+        or one copied run that covers most of the answer and either spans several sentences or
+        is longer than any one answer sentence should be. A single copied sentence of ordinary
+        length is an extractive answer, not a paste."""
+        from ragsieve.sentences import split_sentences
+
+        if labelled and copied >= self.label_paste_tokens and covered >= 0.5:
+            return True
+        if copied < self.paste_min_tokens or covered < self.paste_share:
+            return False
+        return copied >= 2 * self.paste_min_tokens or len(split_sentences(_MARKER_RE.sub(" ", answer))) > 1
+
+    def check(self, question: str, answer: str, evidence: Sequence[SearchHit] | Sequence[str],
+              opened_with_label: bool | None = None) -> Responsiveness:
+        """The verdict for ``answer`` to ``question`` given the numbered ``evidence`` (hits or
+        strings, numbered from 1 as in the answer prompt). ``opened_with_label``: whether the
+        model's reply opened with a marker or an ``Evidence:`` label before cleanup removed it
+        (default: read from ``answer``)."""
+        kind = expected_kind(question)
+        texts = _evidence_texts(evidence)
+        a_tokens = _tokens(answer)
+        if not a_tokens:
+            return Responsiveness(False, "empty", kind, detail="the answer has no words")
+        if _ABSTAIN_RE.search(answer):
+            return Responsiveness(False, "abstention", kind, detail="the answer says it cannot answer")
+        ev_tokens = [_tokens(t) for t in texts]
+        copied = max((longest_copied_run(a_tokens, t) for t in ev_tokens), default=0)
+        covered = copied_share(a_tokens, ev_tokens, self.label_paste_tokens)
+        labelled = bool(_LABEL_OPEN_RE.match(answer)) if opened_with_label is None else opened_with_label
+        if self._pasted(answer, a_tokens, copied, covered, labelled):
+            return Responsiveness(False, "pasted_passage", kind, copied=copied,
+                                  detail=f"{copied} of {len(a_tokens)} answer words are one run copied from the "
+                                         "evidence")
+        q_content = {_stem(t) for t in _content(_tokens(question))}
+        a_content = [_stem(t) for t in _content(a_tokens)]
+        new = [t for t in a_content if t not in q_content]
+        polar_ok = kind == "yes/no" and starts_with_polarity(answer)
+        values = self._kind_values(kind, answer, question)
+        from_question = len(a_content) - len(new)
+        # a restatement repeats much of the question; a short answer that reuses a question word
+        # or two ("Kansas Song" for "... the fight song of the university in Kansas") does not
+        repeats = bool(q_content) and len(set(a_content) & q_content) / len(q_content) >= self.restate_cover
+        restates = bool(a_content) and from_question / len(a_content) >= self.restate_share and repeats
+        if _chosen_alternative(question, set(a_content)) or (
+                " or " in f" {question.lower()} " and a_content and not new and not repeats):
+            # "A or B?" answered by naming one of the alternatives
+            return Responsiveness(True, "ok", kind, copied=copied, detail="names an alternative the question offers")
+        if starts_with_polarity(answer) and not any(w in _INTERROGATIVES for w in _words(question)):
+            # a yes/no question the polar test does not recognise ("Both A and B are ...?")
+            return Responsiveness(True, "ok", kind, copied=copied, detail="a yes or no to a question without a "
+                                                                           "question word")
+        # any number, date or name the question does not hold is new content, whatever the kind
+        any_value = bool(values) or any(
+            not all(_stem(t) in q_content for t in _tokens(v)) for vs in self._values(answer).values() for v in vs
+        )
+        if not polar_ok and not any_value and ((not new and (repeats or not a_content)) or restates):
+            return Responsiveness(False, "restated_question", kind, copied=copied,
+                                  detail="the answer adds nothing to the question's own words")
+        if kind == "yes/no":
+            ok = polar_ok or bool(new)
+            return Responsiveness(ok, "ok" if ok else "wrong_kind", kind, copied=copied)
+        if kind == "open":
+            return Responsiveness(True, "ok", kind, copied=copied)
+        if not values and kind == "place" and _LOCATIVE_RE.search(_MARKER_RE.sub(" ", answer)):
+            # "Where is graphene used?" - "in electronics": a place need not be a proper name
+            return Responsiveness(True, "ok", kind, copied=copied, detail="a locative phrase, not a name")
+        if not values:
+            return Responsiveness(False, "wrong_kind", kind, copied=copied,
+                                  detail=f"the question asks for {KIND_WORDS[kind]}; the answer gives none")
+        cited = _cited_texts(answer, texts)
+        found = [v for _, v in values]
+        grounded = [v for k, v in values if any(_grounded(k, v, t) for t in cited)]
+        if not cited:
+            return Responsiveness(False, "ungrounded", kind, found, [], copied, "there is no evidence")
+        if not grounded:
+            return Responsiveness(False, "ungrounded", kind, found, [], copied,
+                                  f"none of {', '.join(found)} is in the cited evidence")
+        return Responsiveness(True, "ok", kind, found, grounded, copied)
+
+
+def check_responsive(question: str, answer: str, evidence: Sequence[SearchHit] | Sequence[str]) -> Responsiveness:
+    """:meth:`ResponsivenessChecker.check` with the default thresholds."""
+    return ResponsivenessChecker().check(question, answer, evidence)
+
+
+# ---------------------------------------------------------------- policy
+def retry_instruction(verdict: Responsiveness) -> str:
+    """An instruction to add to the answer prompt for the one regeneration, naming what was
+    wrong with the first reply."""
+    want = KIND_WORDS.get(verdict.expected, "an answer")
+    base = (f"Answer the question directly with {want} taken from the evidence, in one sentence, "
+            "and cite the evidence number like [1].")
+    extra = {
+        "pasted_passage": " Do not copy the evidence; state only the answer.",
+        "restated_question": " Do not repeat the question; state the answer.",
+        "wrong_kind": f" The question asks for {want}.",
+        "ungrounded": " Use only values that appear in the evidence.",
+    }.get(verdict.reason, "")
+    return base + extra
+
+
+def add_instruction(messages: Sequence[Any], instruction: str) -> list[Any]:
+    """Chat ``messages`` with ``instruction`` appended to the last user message (the retry
+    prompt: the same evidence and question, plus what the first reply got wrong).
+
+    >>> add_instruction([{"role": "user", "content": "Question: When?"}], "Answer with a year.")
+    [{'role': 'user', 'content': 'Question: When?\\nAnswer with a year.'}]
+    """
+    out = [dict(m) for m in messages]
+    if not instruction:
+        return out
+    for m in reversed(out):
+        if m.get("role") == "user":
+            m["content"] = f"{m['content']}\n{instruction}"
+            return out
+    out.append({"role": "user", "content": instruction})
+    return out
+
+
+def _topic(hit: SearchHit | str) -> str:
+    if isinstance(hit, SearchHit):
+        chunk = hit.chunk
+        title = " ".join(str(chunk.title or "").split())
+        if title:
+            return title
+        if chunk.source:
+            stem = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", chunk.source.rstrip("/").rsplit("/", 1)[-1])
+            stem = re.sub(r"^\d+[-_ ]+", "", stem)
+            name = " ".join(re.split(r"[-_ ]+", stem)).strip()
+            if name:
+                return name[:1].upper() + name[1:]
+        text = chunk.text
+    else:
+        text = str(hit)
+    names = [n for n in _names(text) if len(n) > 2][:2]
+    return ", ".join(names)
+
+
+def abstention_message(question: str, evidence_hits: Sequence[SearchHit] | Sequence[str], max_topics: int = 5) -> str:
+    """A plain abstention: what was asked for is not stated, and what the evidence covers
+    (titles, else source names, else the names it mentions), without quoting a passage.
+
+    >>> abstention_message("When did the Tay Bridge open?", ["The Forth Bridge is in Scotland."])
+    'The evidence found does not state a date or year that answers the question; it covers Forth Bridge, Scotland.'
+    """
+    want = KIND_WORDS.get(expected_kind(question), "an answer")
+    topics: list[str] = []
+    for hit in evidence_hits:
+        topic = _topic(hit)
+        if topic and topic.lower() not in (t.lower() for t in topics):
+            topics.append(topic)
+        if len(topics) >= max_topics:
+            break
+    if not topics:
+        return "No evidence on the question's topic was found, so there is no answer to give."
+    listed = "; ".join(topics) if any("," in t for t in topics) else ", ".join(topics)
+    return f"The evidence found does not state {want} that answers the question; it covers {listed}."
+
+
+@dataclass
+class ResponsiveOutcome:
+    """What :func:`answer_responsively` decided: the answer ``text`` (or the abstention
+    message), whether it ``abstained``, and each attempt's raw reply, cleaned text and verdict."""
+
+    text: str
+    abstained: bool
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def answer_responsively(
+    question: str,
+    evidence: Sequence[SearchHit] | Sequence[str],
+    generate: Callable[[str], str],
+    checker: ResponsivenessChecker | None = None,
+    retries: int = 1,
+) -> ResponsiveOutcome:
+    """Generate, clean and check an answer; regenerate up to ``retries`` times with
+    :func:`retry_instruction`; abstain with :func:`abstention_message` if no reply answers.
+
+    ``generate(instruction)`` returns the model's raw reply; ``instruction`` is ``""`` on the
+    first call and an extra instruction for the answer prompt on a retry. A reply that says it
+    cannot answer is not retried.
+    """
+    from ragsieve.generate.cleanup import clean_answer
+
+    checker = checker or ResponsivenessChecker()
+    attempts: list[dict[str, Any]] = []
+    instruction = ""
+    for _ in range(retries + 1):
+        raw = generate(instruction)
+        cleaned = clean_answer(raw, question)
+        # a reply that opened with an evidence label pasted what followed it, whatever cleanup kept
+        verdict = checker.check(question, cleaned.text, evidence,
+                                opened_with_label=bool(_LABEL_OPEN_RE.match(raw.strip())) or None)
+        attempts.append({"raw": raw, "text": cleaned.text, "cleanup": cleaned.changes,
+                         "instruction": instruction, "verdict": verdict.to_dict()})
+        if verdict.ok:
+            return ResponsiveOutcome(cleaned.text, False, attempts)
+        if verdict.reason == "abstention":
+            break
+        instruction = retry_instruction(verdict)
+    return ResponsiveOutcome(abstention_message(question, evidence), True, attempts)
