@@ -124,7 +124,9 @@ def test_answer_identity_leaves_out_options_that_change_no_answer():
     identity = default.answer_identity()
     assert NEUTRAL_DEFAULTS[("generation", "polar_answers")] == "free"
     assert "polar_answers" not in identity["generation"]
-    assert {k: v for k, v in default.to_dict().items() if k != "generation"} == {
+    # without a calibrated threshold the calibration section changes no answer either
+    assert "calibration" not in identity
+    assert {k: v for k, v in default.to_dict().items() if k not in ("generation", "calibration")} == {
         k: v for k, v in identity.items() if k != "generation"
     }
     labelled = validate_config({"generation": {"polar_answers": "label"}})

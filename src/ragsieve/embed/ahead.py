@@ -65,22 +65,28 @@ class EmbedAhead:
         """The vectors of ``texts`` (row i for text i); embeds what was not embedded ahead."""
         try:
             done: dict[str, np.ndarray] = {}
+            wanted = set(texts)
             for group, future in self._futures:
                 for text, vec in zip(group, future.result(), strict=True):
                     done[text] = vec
+                if progress:
+                    # one line per batch embedded ahead, as for the batches embedded below
+                    progress("embed", sum(t in done for t in wanted), len(texts))
             self.embedder.warm_up()
             out = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
             rest = [i for i, t in enumerate(texts) if t not in done]
             for i, t in enumerate(texts):
                 if t in done:
                     out[i] = done[t]
-            if progress:
+            if progress and not self._futures:
                 progress("embed", len(texts) - len(rest), len(texts))
             for start in range(0, len(rest), self.batch):
                 rows = rest[start : start + self.batch]
                 out[rows] = self._embed([texts[i] for i in rows])
                 if progress:
                     progress("embed", len(texts) - len(rest) + start + len(rows), len(texts))
+            if progress and self._futures and not rest:
+                progress("embed", len(texts), len(texts))  # repeated texts were embedded once
             return out
         finally:
             self.close()
