@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -297,7 +298,7 @@ def load_arrays(path: str | Path, retrain: str) -> tuple[dict[str, Any], dict[st
         header = json.loads(header_path(path).read_text(encoding="utf-8"))
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
         raise ModelError(f"model arrays {path} are missing or damaged ({exc}); {retrain}") from exc
     if not isinstance(header, dict):
         raise ModelError(f"model header {header_path(path)} is not a JSON object; {retrain}")

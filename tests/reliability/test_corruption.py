@@ -31,7 +31,10 @@ PART_FILES = [
 ]
 GEN_FILES = ["manifest.json", "chunks.jsonl", "embeddings.npy", *(f"{p}/{f}" for p in PARTS for f in PART_FILES)]
 # Lock files carry no data: their content is never read, only their flock state.
-HARMLESS = [".writer.lock", "generations/{gen}.lock"]
+# The domain router that ingest trains: search never reads it; routing falls back to the global
+# index with the reason when it is damaged (test_a_damaged_router_falls_back_to_the_global_index).
+ROUTER_FILES = ["router/router.npz", "router/router.json"]
+HARMLESS = [".writer.lock", "generations/{gen}.lock", *ROUTER_FILES]
 FILES = [".ragsieve-index", "CURRENT", *HARMLESS, *(f"generations/{{gen}}/{f}" for f in GEN_FILES)]
 FAULTS = ["truncate", "zero", "garbage", "delete"]
 QUERIES = ["red planet storms", "energy of the cell", "light sugar"]
@@ -126,3 +129,23 @@ def test_verify_catches_a_changed_byte_that_keeps_the_size(pristine, tmp_path, n
     path.write_bytes(bytes(data))
     with pytest.raises(IndexStoreError, match=name.replace(".", r"\.")):
         Index.open(idx, embedder=HashEmbedder(), verify=True)
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("name", ROUTER_FILES)
+def test_a_damaged_router_falls_back_to_the_global_index(pristine, tmp_path, name, fault):
+    from ragsieve.route import route_query
+
+    _, src, _ = pristine
+    idx = tmp_path / "idx"
+    shutil.copytree(src, idx)
+    apply_fault(idx / name, fault)
+    with Index.open(idx, embedder=HashEmbedder()) as index:
+        decision = route_query(index, QUERIES[0], {})
+    record = decision.to_dict()
+    if decision.fallback:
+        # the reason names what is wrong and the fix
+        assert "router" in record["reason"] and "ragsieve router train" in record["reason"]
+    else:
+        # what is left of the router still routes to a real domain
+        assert set(decision.domains or []) <= {"astronomy", "biology", "chemistry"}

@@ -74,13 +74,15 @@ def test_an_empty_folder_becomes_an_index_and_reingest_keeps_side_files(tmp_path
     target.mkdir()
     index = Index.build(corpus, target, config=FAST, embedder=hash_embedder)
     (target / "source_weights.json").write_text('{"weights": {"astronomy/sun.txt": 0.2}, "threshold": 0.5}')
-    (target / "router").mkdir()
-    (target / "router" / "router.json").write_text("{}")
+    # ingest trains the domain router into router/; a file the user keeps there survives too
+    router_meta = (target / "router" / "router.json").read_text()
+    (target / "router" / "notes.txt").write_text("my notes")
     (corpus / "astronomy" / "moon.txt").write_text("The Moon orbits the Earth.")
     again = Index.build(corpus, target, config=FAST, embedder=hash_embedder)
     assert again.generation != index.generation
     assert again.source_weights == {"astronomy/sun.txt": 0.2}
-    assert (again.dir / "router" / "router.json").read_text() == "{}"
+    assert (again.dir / "router" / "notes.txt").read_text() == "my notes"
+    assert (again.dir / "router" / "router.json").read_text() == router_meta  # same domains: not retrained
 
 
 def test_cli_refuses_dangerous_targets_with_exit_2_and_no_traceback(

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -374,7 +375,7 @@ class DomainRouter:
                 raise ModelError(f"unknown router array format {header.get('format')!r}")
             head = LinearHead.from_parts(header["head"], arrays, "head_")
             tfidf_arrays = TfidfArrays.from_parts(header["tfidf"], arrays, "tfidf_") if "tfidf" in header else None
-        except (OSError, ValueError, KeyError, TypeError, ModelError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, ModelError, zipfile.BadZipFile, EOFError) as exc:
             raise IndexStoreError(f"router arrays {folder / ARRAY_FILE} cannot be read ({exc}); {RETRAIN}") from exc
         if list(head.classes) != classes:
             raise IndexStoreError(f"{folder / ARRAY_FILE} and {folder / META_FILE} disagree on the domains; {RETRAIN}")
