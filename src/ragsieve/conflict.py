@@ -39,13 +39,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 from urllib.parse import urlparse
 
+from ragsieve.config import ConflictPolicy
 from ragsieve.errors import ConfigError, LLMOutputError
 from ragsieve.types import SearchHit
 from ragsieve.values import Value, extract_values, find_in, fold
 
 logger = logging.getLogger(__name__)
 
-ConflictPolicy = Literal["both", "abstain", "trusted"]
 CONFLICT_POLICIES: tuple[str, ...] = get_args(ConflictPolicy)
 AnswerKind = Literal["date", "number", "name", "polar", "any"]
 
