@@ -311,10 +311,15 @@ class SourceGroup:
 
 
 def independent_sources(
-    hits: Sequence[SearchHit], positions: Sequence[int] | None = None, near_duplicate: float = NEAR_DUPLICATE_JACCARD
+    hits: Sequence[SearchHit],
+    positions: Sequence[int] | None = None,
+    near_duplicate: float = NEAR_DUPLICATE_JACCARD,
+    same_source: Mapping[str, str] | None = None,
 ) -> list[SourceGroup]:
     """Group ``hits`` into independent sources: one site/host, one document, or near-duplicate
-    texts (word 3-shingle Jaccard >= ``near_duplicate``) count once. Groups keep input order."""
+    texts (word 3-shingle Jaccard >= ``near_duplicate``) count once, and so do hits that
+    ``same_source`` (chunk id -> cluster key, e.g. the poisoning check's near-duplicate and
+    paraphrase clusters) maps to one key. Groups keep input order."""
     n = len(hits)
     pos = list(positions) if positions is not None else list(range(1, n + 1))
     parent = list(range(n))
@@ -326,10 +331,12 @@ def independent_sources(
         return i
 
     sources = [source_of(h) for h in hits]
+    keys = [(same_source or {}).get(h.chunk.id) for h in hits]
     for i in range(n):
         for j in range(i + 1, n):
             same = (
                 sources[i] == sources[j]
+                or (keys[i] is not None and keys[i] == keys[j])
                 or hits[i].chunk.doc_id == hits[j].chunk.doc_id
                 or jaccard(hits[i].chunk.text, hits[j].chunk.text) >= near_duplicate
             )
@@ -497,8 +504,12 @@ class ConflictDetector:
             out.append(a)
         return out
 
-    def detect(self, question: str, hits: Sequence[SearchHit]) -> ConflictReport:
-        """Read each passage's answer, group, count independent sources, decide."""
+    def detect(
+        self, question: str, hits: Sequence[SearchHit], same_source: Mapping[str, str] | None = None
+    ) -> ConflictReport:
+        """Read each passage's answer, group, count independent sources, decide.
+        ``same_source``: chunk id -> cluster key of passages known to be copies of one source
+        (:func:`independent_sources`)."""
         answers = self.answers(question, hits)
         report = ConflictReport(question, expected_kind(question), self.policy, answers)
         clusters: list[list[PassageAnswer]] = []
@@ -513,7 +524,9 @@ class ConflictDetector:
                 clusters.append([a])
         by_pos = {i: h for i, h in enumerate(hits, 1)}
         for cl in clusters:
-            srcs = independent_sources([by_pos[a.position] for a in cl], [a.position for a in cl], self.near_duplicate)
+            srcs = independent_sources(
+                [by_pos[a.position] for a in cl], [a.position for a in cl], self.near_duplicate, same_source
+            )
             label = max((a.value.text for a in cl if a.value is not None), key=len)
             report.groups.append(AnswerGroup(label, cl, srcs, sum(self.weight(s) for s in srcs)))
         report.groups.sort(key=lambda g: (-g.weight, g.passages[0].position))

@@ -68,7 +68,8 @@ def announce_conflict(state: PipelineState) -> None:
 class ConflictStage:
     """Detect disagreeing sources among the kept candidates and apply ``sieve.conflict``.
 
-    Reads the candidates, ``state.relevance``; writes a ``conflict`` record (every passage's
+    Reads the candidates, ``state.relevance`` and ``state.extra["same_source"]`` (the poisoning
+    check's near-duplicate clusters, each one source); writes a ``conflict`` record (every passage's
     answer, every group with its independent sources and weight, the decision), one
     ``conflict`` decision per passage that belongs to a group, ``state.must_keep`` and
     ``state.extra["conflict_report"]`` (read by :func:`announce_conflict`), or an ``abstain``
@@ -134,7 +135,7 @@ class ConflictStage:
                 ignored.append({"id": h.chunk.id, "reason": f"off-topic: relevance {compare(score, floor)}"})
             else:
                 compared.append(h)
-        report = self.detector().detect(question, compared)
+        report = self.detector().detect(question, compared, state.extra.get("same_source"))
         trace.record("conflict", compared=[h.chunk.id for h in compared], ignored=ignored, **report.to_dict())
         if not report.conflict:
             return candidates
