@@ -169,7 +169,7 @@ def passage_answer(
     """The answer ``text`` gives to ``question`` on its own, by extraction (no model).
 
     The passage must name every proper name of the question (else it is about another entity
-    and answers nothing). Its answer is, in the sentence that covers the most key terms, the
+    and answers nothing); a question without one must have all its key terms in the passage. Its answer is, in the sentence that covers the most key terms, the
     value of the expected kind nearest to the key terms, never one the question states.
     """
     kind = expected_kind(question)
@@ -180,6 +180,14 @@ def passage_answer(
         base.reason = f"does not name {', '.join(missing)}"
         return base
     terms = key_terms(question)
+    if not q_names:
+        # without a named entity, the question's key terms say what it is about: a passage
+        # that lacks one of them ("superconductivity" in a passage on isotopes that mentions a
+        # discovery) is about something else and answers nothing
+        absent = sorted(terms - set(_stems(text)))
+        if absent:
+            base.reason = f"does not mention {', '.join(absent)}"
+            return base
     # distance is measured to the question's other terms (its predicate: "open", "discover"),
     # which tell the asked-for value apart from other values of the same sentence; the
     # entity's own words are in every sentence about it

@@ -636,6 +636,8 @@ def abstention_message(question: str, evidence_hits: Sequence[SearchHit] | Seque
     if not topics:
         return "No evidence on the question's topic was found, so there is no answer to give."
     listed = "; ".join(topics) if any("," in t for t in topics) else ", ".join(topics)
+    if want == "an answer":
+        return f"The evidence found does not answer the question; it covers {listed}."
     return f"The evidence found does not state {want} that answers the question; it covers {listed}."
 
 
