@@ -169,8 +169,9 @@ def passage_answer(
     """The answer ``text`` gives to ``question`` on its own, by extraction (no model).
 
     The passage must name every proper name of the question (else it is about another entity
-    and answers nothing); a question without one must have all its key terms in the passage. Its answer is, in the sentence that covers the most key terms, the
-    value of the expected kind nearest to the key terms, never one the question states.
+    and answers nothing); a question without one must have all its key terms in the passage.
+    Its answer is, in the sentence that covers the most key terms, the value of the expected
+    kind nearest to the key terms, never one the question states.
     """
     kind = expected_kind(question)
     q_names = [v for v in extract_values(question, ("name",))]
