@@ -32,7 +32,7 @@ DEFAULT_REPEAT_PENALTY = 1.0
 
 # The stage list every pipeline preset is drawn from, in execution order.
 SIEVE_STAGES: tuple[str, ...] = (
-    "route", "need", "retrieve", "judge", "poison", "filter", "select", "generate", "verify"
+    "route", "need", "retrieve", "judge", "poison", "filter", "conflict", "select", "generate", "verify"
 )
 
 
@@ -43,6 +43,9 @@ SelectName = Literal["top-k", "scope-coe"]
 RetrievalModeName = Literal["dense", "sparse", "hybrid"]
 FusionName = Literal["rrf", "weighted"]
 ChunkUnit = Literal["sentence", "window"]
+# What the sieve does when its kept passages answer the question differently
+# (ragsieve.conflict.ConflictDetector, the sieve's ``conflict`` stage).
+ConflictPolicy = Literal["both", "abstain", "trusted"]
 DenseKind = Literal["flat", "ivf", "hnsw"]
 StoreBackendName = Literal["folder", "milvus"]
 FilterName = Literal["none", "direct", "icl", "proxy", "ensemble"]  # stages.filtering.filter
@@ -225,6 +228,13 @@ class SieveConfig(_Section):
     poison_restate_share: float = Field(0.6, gt=0.0, le=1.0)
     poison_duplicate_jaccard: float = Field(0.95, gt=0.0, le=1.0)
     poison_duplicates: Literal["dedupe", "drop", "keep"] = "dedupe"
+    # conflict: when the kept passages answer the question differently on their own (grouped by
+    # normalised answer, near-duplicates and one site counting as one source, weighed by the
+    # index's source_weights.json), "both" answers with every value and its sources and says the
+    # sources disagree (selection keeps a passage of every side), "abstain" declines, "trusted"
+    # keeps the group whose sources weigh at least 1.5x the runner-up's (else both).
+    # ``stages.conflict`` takes the detector's options (trusted_margin, near_duplicate).
+    conflict: ConflictPolicy = "both"
     select: SelectName = "scope-coe"
     # ScopeCoE's question features (intent, keywords, relations): "rules" extracts them without
     # the LLM; "llm" asks the model (two schema-constrained generations per question, which cost
@@ -234,6 +244,15 @@ class SieveConfig(_Section):
     # needs to count as supported.
     claim_judge: Literal["lexical-embedding", "llm-logprob"] = "lexical-embedding"
     support_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    # value_grounding: every number, date, quantity, name and identifier an answer sentence states
+    # must be stated by the evidence it cites (ragsieve.verify.grounding), whatever its score.
+    value_grounding: bool = True
+    # responsive: the answer must answer the question (the kind asked for, not a restated question
+    # or a pasted passage; ragsieve.verify.responsive); regenerate with an instruction naming
+    # what was wrong up to responsive_retries times, then abstain saying what the evidence covers.
+    # ``stages.responsive`` takes the checker's thresholds.
+    responsive: bool = True
+    responsive_retries: int = Field(1, ge=0, le=3)
     regenerate: bool = True  # once, with only the supported evidence
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # abstain below this answer confidence
 

@@ -39,13 +39,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 from urllib.parse import urlparse
 
+from ragsieve.config import ConflictPolicy
 from ragsieve.errors import ConfigError, LLMOutputError
 from ragsieve.types import SearchHit
 from ragsieve.values import Value, extract_values, find_in, fold
 
 logger = logging.getLogger(__name__)
 
-ConflictPolicy = Literal["both", "abstain", "trusted"]
 CONFLICT_POLICIES: tuple[str, ...] = get_args(ConflictPolicy)
 AnswerKind = Literal["date", "number", "name", "polar", "any"]
 
@@ -169,8 +169,9 @@ def passage_answer(
     """The answer ``text`` gives to ``question`` on its own, by extraction (no model).
 
     The passage must name every proper name of the question (else it is about another entity
-    and answers nothing). Its answer is, in the sentence that covers the most key terms, the
-    value of the expected kind nearest to the key terms, never one the question states.
+    and answers nothing); a question without one must have all its key terms in the passage.
+    Its answer is, in the sentence that covers the most key terms, the value of the expected
+    kind nearest to the key terms, never one the question states.
     """
     kind = expected_kind(question)
     q_names = [v for v in extract_values(question, ("name",))]
@@ -180,6 +181,14 @@ def passage_answer(
         base.reason = f"does not name {', '.join(missing)}"
         return base
     terms = key_terms(question)
+    if not q_names:
+        # without a named entity, the question's key terms say what it is about: a passage
+        # that lacks one of them ("superconductivity" in a passage on isotopes that mentions a
+        # discovery) is about something else and answers nothing
+        absent = sorted(terms - set(_stems(text)))
+        if absent:
+            base.reason = f"does not mention {', '.join(absent)}"
+            return base
     # distance is measured to the question's other terms (its predicate: "open", "discover"),
     # which tell the asked-for value apart from other values of the same sentence; the
     # entity's own words are in every sentence about it
@@ -311,10 +320,15 @@ class SourceGroup:
 
 
 def independent_sources(
-    hits: Sequence[SearchHit], positions: Sequence[int] | None = None, near_duplicate: float = NEAR_DUPLICATE_JACCARD
+    hits: Sequence[SearchHit],
+    positions: Sequence[int] | None = None,
+    near_duplicate: float = NEAR_DUPLICATE_JACCARD,
+    same_source: Mapping[str, str] | None = None,
 ) -> list[SourceGroup]:
     """Group ``hits`` into independent sources: one site/host, one document, or near-duplicate
-    texts (word 3-shingle Jaccard >= ``near_duplicate``) count once. Groups keep input order."""
+    texts (word 3-shingle Jaccard >= ``near_duplicate``) count once, and so do hits that
+    ``same_source`` (chunk id -> cluster key, e.g. the poisoning check's near-duplicate and
+    paraphrase clusters) maps to one key. Groups keep input order."""
     n = len(hits)
     pos = list(positions) if positions is not None else list(range(1, n + 1))
     parent = list(range(n))
@@ -326,10 +340,12 @@ def independent_sources(
         return i
 
     sources = [source_of(h) for h in hits]
+    keys = [(same_source or {}).get(h.chunk.id) for h in hits]
     for i in range(n):
         for j in range(i + 1, n):
             same = (
                 sources[i] == sources[j]
+                or (keys[i] is not None and keys[i] == keys[j])
                 or hits[i].chunk.doc_id == hits[j].chunk.doc_id
                 or jaccard(hits[i].chunk.text, hits[j].chunk.text) >= near_duplicate
             )
@@ -497,8 +513,12 @@ class ConflictDetector:
             out.append(a)
         return out
 
-    def detect(self, question: str, hits: Sequence[SearchHit]) -> ConflictReport:
-        """Read each passage's answer, group, count independent sources, decide."""
+    def detect(
+        self, question: str, hits: Sequence[SearchHit], same_source: Mapping[str, str] | None = None
+    ) -> ConflictReport:
+        """Read each passage's answer, group, count independent sources, decide.
+        ``same_source``: chunk id -> cluster key of passages known to be copies of one source
+        (:func:`independent_sources`)."""
         answers = self.answers(question, hits)
         report = ConflictReport(question, expected_kind(question), self.policy, answers)
         clusters: list[list[PassageAnswer]] = []
@@ -513,7 +533,9 @@ class ConflictDetector:
                 clusters.append([a])
         by_pos = {i: h for i, h in enumerate(hits, 1)}
         for cl in clusters:
-            srcs = independent_sources([by_pos[a.position] for a in cl], [a.position for a in cl], self.near_duplicate)
+            srcs = independent_sources(
+                [by_pos[a.position] for a in cl], [a.position for a in cl], self.near_duplicate, same_source
+            )
             label = max((a.value.text for a in cl if a.value is not None), key=len)
             report.groups.append(AnswerGroup(label, cl, srcs, sum(self.weight(s) for s in srcs)))
         report.groups.sort(key=lambda g: (-g.weight, g.passages[0].position))

@@ -134,8 +134,8 @@ _WORD_ALT = "|".join(sorted(_ALL_NUMBER_WORDS, key=len, reverse=True))
 _NUMBER_WORDS_RE = re.compile(rf"\b(?:{_WORD_ALT})(?:(?:[\s-]+|\s+and\s+)(?:{_WORD_ALT}))*\b", re.IGNORECASE)
 _DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
 _NUMBER_RE = re.compile(
-    rf"(?<![\w.,/])(?P<sign>[-+])?(?P<num>{_DIGITS})(?P<ord>st|nd|rd|th)?"
-    rf"(?:\s*(?P<scale>hundred|thousand|million|billion|trillion|bn|m\b|k\b))?(?![\w])",
+    rf"(?<![\w.,/])(?P<sign>[-+])?(?P<num>{_DIGITS})(?P<exp>[eE][-+]?\d+)?(?P<ord>st|nd|rd|th)?"
+    rf"(?:\s*(?P<scale>hundred|thousand|million|billion|trillion|bn|m\b|k\b))?(?![\w])(?![.,]\d)",
     re.IGNORECASE,
 )
 
@@ -447,6 +447,10 @@ def _numbers(text: str, taken: list[tuple[int, int]]) -> list[tuple[Value, int]]
         num = m.group("num")
         x = float(num.replace(",", ""))
         tol = 0.5 * 10 ** (-_decimals(num)) if "." in num else 0.0
+        if m.group("exp"):
+            # scientific notation ("1.602e-19") is one number, never its leading digit
+            power = 10.0 ** int(m.group("exp")[1:])
+            x, tol = x * power, tol * power
         scale_word = (m.group("scale") or "").lower()
         scale = {"bn": 1e9, "m": 1e6, "k": 1e3}.get(scale_word) or _SCALES.get(scale_word, 1)
         if scale_word in ("m", "k") and not re.search(r"[$€£]\s*$", text[: m.start()]):

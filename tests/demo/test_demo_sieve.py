@@ -32,7 +32,7 @@ def test_the_showcase_answers_with_a_check_dropping_candidates(demo_sieve):
     answer = demo_sieve.ask(DEMO_SHOWCASE[0])
     dropped = [d for d in answer.trace.decisions if d["verdict"] in ("dropped", "flagged")]
     assert dropped, "the judge or the selection should visibly drop or flag a candidate"
-    assert {d["check"] for d in dropped} <= {"judge", "filter", "select"}
+    assert {d["check"] for d in dropped} <= {"judge", "filter", "conflict", "select"}
     if not answer.abstained:
         assert answer.claims and answer.evidence
         assert all(c.judge == "lexical-embedding" for c in answer.claims)

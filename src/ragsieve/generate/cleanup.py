@@ -33,7 +33,7 @@ from typing import Any
 
 from ragsieve.sentences import normalize_lists
 
-__all__ = ["FILLER_PATTERNS", "SECTION_LABELS", "CleanAnswer", "clean_answer"]
+__all__ = ["FILLER_PATTERNS", "LABEL_OPEN_RE", "SECTION_LABELS", "CleanAnswer", "clean_answer", "opened_with_label"]
 
 # The labels of the answer prompt's sections (ragsieve.generate.answer.build_answer_messages)
 # and their common variants, as a model echoes them at a line start.
@@ -73,6 +73,18 @@ _TRAILING_LABEL_RE = re.compile(
     re.IGNORECASE)
 _BROKEN_MARKER_RE = re.compile(r"\[\s*\]|\[\d{0,3}\s*$|\[\s*$")
 _SENTENCE_END = ".!?…"
+# A reply that opens with a citation marker or an evidence label pastes what follows; cleanup
+# removes the label, so whether the raw reply had one is kept for the responsiveness check.
+LABEL_OPEN_RE = re.compile(r"^\s*(?:\[\d{1,3}\]|(?:evidence|context|passage|source)s?\s*:)", re.IGNORECASE)
+
+
+def opened_with_label(raw: str) -> bool:
+    """Whether a raw model reply opens with a ``[n]`` marker or an ``Evidence:``-style label.
+
+    >>> opened_with_label("Evidence: [1] The Atomic Force Microscope ..."), opened_with_label("Leiden [1].")
+    (True, False)
+    """
+    return bool(LABEL_OPEN_RE.match(raw))
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The question's path: one module per stage, in stage order.
 
-``route`` → ``need`` → ``retrieve`` → ``judge`` → ``poison`` → ``filter`` → ``select`` →
-``generate`` → ``verify`` (:mod:`ragsieve.sieve.adaptive` holds the task-adaptive preset's
+``route`` → ``need`` → ``retrieve`` → ``judge`` → ``poison`` → ``filter`` → ``conflict`` →
+``select`` → ``generate`` → ``verify`` (:mod:`ragsieve.sieve.adaptive` holds the task-adaptive preset's
 stages), :mod:`ragsieve.sieve.state` the state, the stage protocol and the presets, and
 :mod:`ragsieve.sieve.pipeline` the one module that builds a preset's stages and runs them.
 Names load lazily so importing one stage does not import the others.

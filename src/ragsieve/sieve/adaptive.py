@@ -426,6 +426,17 @@ class CragStage(_TaskStage):
         return evidence
 
 
+def _cleaned(text: str, question: str, trace: Trace) -> str:
+    """A question's answer without the model's formatting habits (``clean_answer``); writing
+    tasks keep their lists and headings."""
+    from ragsieve.generate.cleanup import clean_answer
+
+    cleaned = clean_answer(text, question)
+    if cleaned.changes:
+        trace.record("cleanup", changes=cleaned.changes, removed=cleaned.removed)
+    return cleaned.text
+
+
 class TaskGenerateStage(_TaskStage):
     """generate: direct (general_qa), a cited answer (information_retrieval) or a longer text
     with the coverage/distinct-2 reflection loop (text_generation)."""
@@ -437,7 +448,9 @@ class TaskGenerateStage(_TaskStage):
         c = parts.config
         label = state.extra.get("task", "information_retrieval")
         if not state.retrieve:
-            state.text = parts._generate(build_answer_messages(question, []), parts.max_tokens, trace)
+            state.text = _cleaned(
+                parts._generate(build_answer_messages(question, []), parts.max_tokens, trace), question, trace
+            )
             trace.record("generation", path="direct", evidence=0)
             return candidates
         evidence = candidates
@@ -450,7 +463,7 @@ class TaskGenerateStage(_TaskStage):
         if label == "information_retrieval" or not evidence:
             msgs = build_answer_messages(question, evidence, parts.max_evidence_chars)
             max_tokens = parts.max_tokens if label == "information_retrieval" else c.text_max_tokens
-            text = parts._generate(msgs, max_tokens, trace)
+            text = _cleaned(parts._generate(msgs, max_tokens, trace), question, trace)
             if evidence:
                 trace.record("generation", path=label, evidence=len(evidence))
         else:

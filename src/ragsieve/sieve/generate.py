@@ -1,6 +1,10 @@
 """Stage ``generate``: the answer from the selected evidence, with ``[n]`` citations mapped
 to chunk ids (markers, else similarity attribution), and a yes or no read from the model's
-log-probabilities for polar questions when ``generation.polar_answers = "label"``."""
+log-probabilities for polar questions when ``generation.polar_answers = "label"``.
+
+Every reply is cleaned (:func:`ragsieve.generate.cleanup.clean_answer`: "The answer is:",
+echoed prompt sections, numbered fragments, citation debris) before it is cited, verified or
+shown; the ``generate`` record says what was removed."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from typing import Any
 from ragsieve.config import GenerationConfig
 from ragsieve.errors import RagsieveError
 from ragsieve.generate.answer import build_answer_messages, cite_evidence
+from ragsieve.generate.cleanup import clean_answer, opened_with_label
 from ragsieve.generate.polar import is_polar_question, polar_label, with_polar_label
 from ragsieve.llm.base import LLM, ChatMessage
 from ragsieve.sieve.state import PipelineState
@@ -31,16 +36,36 @@ class Generator:
         self.embedder = embedder
 
     def __call__(
-        self, question: str, evidence: list[SearchHit], trace: Trace, record_as: str = "generate"
+        self,
+        question: str,
+        evidence: list[SearchHit],
+        trace: Trace,
+        record_as: str = "generate",
+        *,
+        instruction: str = "",
+        state: PipelineState | None = None,
     ) -> tuple[str, list[str]]:
-        """Answer from ``evidence`` and return the text with the cited chunk ids."""
+        """Answer from ``evidence`` and return the cleaned text with the cited chunk ids.
+
+        ``instruction`` is added to the answer prompt (the responsiveness retry says what the
+        first reply got wrong). ``state``, when given, learns whether the raw reply opened with
+        an evidence label (``state.extra["opened_with_label"]``), which cleanup removes but the
+        responsiveness check needs to recognise a pasted passage."""
         llm = self.llm()
         gc = self.generation
         messages = build_answer_messages(question, evidence, gc.max_evidence_chars)
+        if instruction:
+            from ragsieve.verify.responsive import add_instruction
+
+            messages = add_instruction(messages, instruction)
         out = llm.generate(messages, max_tokens=gc.max_tokens, temperature=gc.temperature)
         trace.count_llm(out.prompt_tokens, out.completion_tokens)
         raw = out.text.strip()
-        text = trim_repetition(raw, gc.repetition_ngram) if gc.trim_repetition else raw
+        trimmed = trim_repetition(raw, gc.repetition_ngram) if gc.trim_repetition else raw
+        cleaned = clean_answer(trimmed, question)
+        text = cleaned.text
+        if state is not None:
+            state.extra["opened_with_label"] = opened_with_label(raw)
         polar: dict[str, Any] = {}
         if gc.polar_answers == "label" and is_polar_question(question):
             text, polar = self._label_polar(llm, messages, text)
@@ -48,7 +73,10 @@ class Generator:
         trace.record(
             record_as,
             **polar,
-            trimmed_repetition=len(raw) - len(text),
+            trimmed_repetition=len(raw) - len(trimmed),
+            cleanup=cleaned.changes,
+            removed=cleaned.removed,
+            **({"instruction": instruction} if instruction else {}),
             prompt_tokens=out.prompt_tokens,
             completion_tokens=out.completion_tokens,
             finish_reason=out.finish_reason,
@@ -92,14 +120,21 @@ class GenerateStage:
 
     name = "generate"
 
-    def __init__(self, generator: Generator) -> None:
+    def __init__(self, generator: Generator, *, announce_conflict: bool = False) -> None:
         self.generator = generator
+        # without a verify stage the generate stage opens the answer with the conflict
+        # stage's disagreement statement (verify does it after its checks otherwise)
+        self.announce_conflict = announce_conflict
 
     def warm_up(self) -> None:
         pass
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         evidence = candidates if state.retrieve else []
-        text, cited = self.generator(question, evidence, trace)
+        text, cited = self.generator(question, evidence, trace, state=state)
         state.evidence, state.text, state.cited = list(evidence), text, cited
+        if self.announce_conflict:
+            from ragsieve.sieve.conflict import announce_conflict
+
+            announce_conflict(state)
         return candidates

@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ragsieve.config import SieveConfig
 from ragsieve.errors import ConfigError
-from ragsieve.sieve.state import PipelineState, first_sentence
+from ragsieve.sieve.state import PipelineState, compare
 from ragsieve.types import Answer, SearchHit, Trace, Verdict
 
 
@@ -230,12 +230,17 @@ class JudgeStage:
             dropped=[h.chunk.id for h in candidates if h not in kept],
         )
         if not kept and self.sieve.abstain_when_all_irrelevant:
+            from ragsieve.verify.responsive import abstention_message
+
             best = max(candidates, key=lambda h: state.relevance[h.chunk.id])
             s = state.relevance[best.chunk.id]
+            best_vs_lower = compare(s, lower)
+            # what the retrieved passages cover, in plain words; quoting the closest passage
+            # would put unrelated text in front of the reader as if it answered
             text = (
                 "I can't answer this from the indexed documents: none of the "
-                f"{len(candidates)} retrieved passages is relevant to the question (best {s:.2f} < {lower:.2f}). "
-                f'The closest passage ({best.chunk.id}) says: "{first_sentence(best.chunk.text)}"'
+                f"{len(candidates)} retrieved passages is relevant to the question (best {best_vs_lower}). "
+                + abstention_message(question, candidates)
             )
             trace.record("abstain", check="judge", reason="every candidate judged irrelevant")
             return Answer(
@@ -245,7 +250,7 @@ class JudgeStage:
                 [],
                 trace,
                 abstained=True,
-                abstain_reason=f"judge: all {len(candidates)} candidates irrelevant (best {s:.2f} < {lower:.2f})",
+                abstain_reason=f"judge: all {len(candidates)} candidates irrelevant (best {best_vs_lower})",
                 confidence=round(s, 6),
             )
         return kept

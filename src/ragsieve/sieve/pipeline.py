@@ -13,8 +13,9 @@ The presets are stage lists of the same :class:`Pipeline` (``config.pipeline``):
 * ``plain`` (alias ``direct``): route → retrieve → select → generate (hybrid top-k RAG);
 * ``task-adaptive``: the task router, HyDE retrieval, the CRAG-style evaluator and its actions,
   generation with reflection (:mod:`ragsieve.sieve.adaptive`);
-* ``sieve`` (the default): route → need → retrieve → judge → poison → filter → select →
-  generate → verify, then accept, regenerate once with only the supported evidence, or abstain.
+* ``sieve`` (the default): route → need → retrieve → judge → poison → filter → conflict →
+  select → generate → verify, then accept, regenerate once with only the supported evidence,
+  or abstain.
 
 ``config.ablate`` removes stages by name (:data:`ragsieve.config.SIEVE_STAGES`); every
 remaining list still answers (without ``verify`` the answer is unverified, without ``need``
@@ -33,6 +34,7 @@ from ragsieve.index import Index
 from ragsieve.llm.base import LLM
 from ragsieve.select import Selector
 from ragsieve.sieve.adaptive import IndexRetriever, TaskAdaptiveParts, task_adaptive_stages
+from ragsieve.sieve.conflict import ConflictStage
 from ragsieve.sieve.filter import FilterStage
 from ragsieve.sieve.generate import GenerateStage, Generator
 from ragsieve.sieve.judge import Judge, JudgeStage, RelevanceScores, build_judge
@@ -275,11 +277,20 @@ class Pipeline:
             "judge": lambda: JudgeStage(shared.relevance, sc),
             "poison": lambda: PoisonStage(sc, config.stages.get("poison", {}), embedder_of(self._index)),
             "filter": lambda: FilterStage(config.stages.get("filtering", {}), self._llm, embedder_of(self._index)),
+            "conflict": lambda: ConflictStage(
+                sc,
+                config.stages.get("conflict", {}),
+                self._index,
+                lambda: self._llm.value,
+                lambda: shared.relevance.thresholds()[1],
+            ),
             "select": lambda: SelectStage(
                 shared.selectors, sc.select if sieve else config.select, config.retrieval.k, sieve=sieve
             ),
-            "generate": lambda: GenerateStage(shared.generator),
-            "verify": lambda: VerifyStage(shared.claim_judge, shared.generator, sc),
+            "generate": lambda: GenerateStage(shared.generator, announce_conflict="verify" not in names),
+            "verify": lambda: VerifyStage(
+                shared.claim_judge, shared.generator, sc, config.stages.get("responsive", {})
+            ),
         }
         stages = [factories[n]() for n in names]
         if "generate" not in names:

@@ -104,6 +104,18 @@ def question_anchor(tokens: Sequence[str]) -> int:
     return next((i for i, t in enumerate(tokens) if t in INTERROGATIVES), 0)
 
 
+def _changed_values(text: str, other: str) -> list[str]:
+    """The values ``text`` states in place of different ones of the same kind in ``other``
+    (numbers, dates, quantities, names, identifiers; :mod:`ragsieve.values`): a copy with a
+    fact changed, not one that merely adds a detail."""
+    from ragsieve.values import extract_values, find_in, read_evidence
+
+    mine, theirs = read_evidence(text), read_evidence(other)
+    only_mine = [v for v in extract_values(text) if find_in(v, theirs) is None]
+    only_theirs = {v.kind for v in extract_values(other) if find_in(v, mine) is None}
+    return list(dict.fromkeys(v.text for v in only_mine if v.kind in only_theirs))
+
+
 @dataclass(frozen=True)
 class PoisonVerdict:
     """The judge's view of one candidate: restatement share, best near-duplicate similarity,
@@ -118,6 +130,9 @@ class PoisonVerdict:
     # best embedding cosine to a candidate from another document (0.0 when the paraphrase
     # signal is off)
     paraphrase: float = 0.0
+    # the id of its near-duplicate cluster's best-ranked member ("" outside a cluster): the
+    # conflict stage counts a cluster as one source
+    cluster_id: str = ""
 
     @property
     def score(self) -> float:
@@ -253,13 +268,22 @@ class PoisonJudge:
                 if self.duplicates == "drop":
                     dropped = True
                 elif self.duplicates == "dedupe" and first[root] != i:
-                    what += f"; a copy of {hits[first[root]].chunk.id}"
-                    dropped = True
+                    changed = _changed_values(h.chunk.text, hits[first[root]].chunk.text)
+                    if changed:
+                        # a mirror copy with a fact changed: dropping either copy would let the
+                        # other win silently; both go on, counted as one source, and the
+                        # conflict stage sets the two values side by side
+                        what += (f"; a near-copy of {hits[first[root]].chunk.id} that states other values "
+                                 f"({', '.join(changed)}), kept for the conflict check as the same source")
+                    else:
+                        what += f"; a copy of {hits[first[root]].chunk.id}"
+                        dropped = True
                 elif self.duplicates == "dedupe":
                     what += "; kept as the cluster's best-ranked member"
                 reasons.append(what)
             out.append(PoisonVerdict(h.chunk.id, round(restate[i], 4), round(best_dup[i], 4), cluster,
-                                     dropped, "; ".join(reasons) or "no poisoning pattern", round(best_cos[i], 4)))
+                                     dropped, "; ".join(reasons) or "no poisoning pattern", round(best_cos[i], 4),
+                                     hits[first[root]].chunk.id if cluster >= 2 else ""))
         return out
 
     def _cosines(self, hits: Sequence[SearchHit]) -> Any:
@@ -370,6 +394,8 @@ class PoisonStage:
         verdicts = self.judge.judge(question, candidates)
         self.judge.record(trace, candidates, verdicts)
         kept = [h for h, v in zip(candidates, verdicts, strict=True) if not v.dropped]
+        # near-duplicate clusters count as one source in the conflict stage
+        state.extra["same_source"] = {v.id: v.cluster_id for v in verdicts if v.cluster_id and not v.dropped}
         if kept:
             return kept
         reason = f"poison: all {len(candidates)} candidates look like poisoning (restated question or copies)"

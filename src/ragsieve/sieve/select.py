@@ -75,7 +75,8 @@ class Selectors:
 class SelectStage:
     """The evidence the generator sees: ScopeCoE's minimal cover, or the top k.
 
-    Reads the candidates, ``state.retrieve`` and ``state.k``; writes one ``select`` decision per
+    Reads the candidates, ``state.retrieve``, ``state.k`` and ``state.must_keep`` (passages that
+    join the selection whatever the selector chose); writes one ``select`` decision per
     candidate (in the sieve) and whatever the selector records. Set by ``sieve.select`` and
     ``sieve.coe_features`` (sieve), ``select`` (plain), ``retrieval.k`` and ``stages.coe``."""
 
@@ -97,11 +98,18 @@ class SelectStage:
         selector: Selector = self.selectors(self.method)
         if state.k is not None and isinstance(selector, TopKSelector):
             selector = TopKSelector(state.k)
-        chosen = selector.select(question, candidates, trace)
+        chosen = list(selector.select(question, candidates, trace))
+        # the conflict stage's must-keep passages (one of every answer group) join the
+        # selection, so a minimal cover cannot drop one side of a disagreement
+        chosen_ids = {h.chunk.id for h in chosen}
+        added = [h for h in candidates if h.chunk.id in set(state.must_keep) and h.chunk.id not in chosen_ids]
+        chosen += added
         if self.sieve:
             kept_ids = {h.chunk.id for h in chosen}
             for h in candidates:
-                if h.chunk.id in kept_ids:
+                if h in added:
+                    trace.decide("select", h.chunk.id, "kept", "one side of a disagreement between sources")
+                elif h.chunk.id in kept_ids:
                     trace.decide("select", h.chunk.id, "kept", f"in the {self.method} selection")
                 else:
                     why = "not needed for the minimal cover" if self.method == "scope-coe" else f"beyond the top {k}"

@@ -57,6 +57,11 @@ class PipelineState:
     abstained: bool = False
     abstain_reason: str | None = None
     confidence: float | None = None
+    # chunk ids selection must keep (the conflict stage: one passage of every answer group, so
+    # a minimal cover cannot drop one side of a disagreement)
+    must_keep: list[str] = field(default_factory=list)
+    # the conflict stage's disagreement statement, put before the verified answer
+    conflict_message: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -100,3 +105,17 @@ def first_sentence(text: str, limit: int = 160) -> str:
 
     first = (split_sentences(text) or [text])[0].strip()
     return first if len(first) <= limit else first[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def compare(score: float, threshold: float, op: str = "<", digits: int = 2) -> str:
+    """``"score op threshold"`` printed with enough decimals that the two numbers differ, so a
+    comparison never reads ``best 0.41 < 0.41``.
+
+    >>> compare(0.4061, 0.41), compare(0.25, 0.41), compare(0.41, 0.41, ">=")
+    ('0.406 < 0.410', '0.25 < 0.41', '0.41 >= 0.41')
+    """
+    for d in range(digits, 7):
+        a, b = f"{score:.{d}f}", f"{threshold:.{d}f}"
+        if a != b:
+            return f"{a} {op} {b}"
+    return f"{score:.{digits}f} {op} {threshold:.{digits}f}"

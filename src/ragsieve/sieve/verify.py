@@ -1,5 +1,7 @@
-"""Stage ``verify``: check each answer sentence against the evidence it cites, then accept,
-regenerate once with only the supported evidence, or abstain; the answer's confidence."""
+"""Stage ``verify``: check that the answer answers the question (responsiveness: regenerate
+once with an instruction, then abstain), check each answer sentence against the evidence it
+cites (support judge and value grounding), then accept, regenerate once with only the supported
+evidence, or abstain saying what the evidence covers; the answer's confidence."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragsieve.config import SieveConfig
+from ragsieve.sieve.conflict import announce_conflict
 from ragsieve.sieve.generate import Generator
-from ragsieve.sieve.state import PipelineState, first_sentence
+from ragsieve.sieve.state import PipelineState, compare
 from ragsieve.types import ClaimVerdict, SearchHit, Trace
 
 _DECLINE_RE = re.compile(
@@ -39,21 +42,35 @@ def answer_confidence(claims: Sequence[ClaimVerdict], relevance: float | None) -
 
 
 class VerifyStage:
-    """Check each answer sentence against its cited evidence, then accept, regenerate once
-    with only the supported evidence, or abstain with what the evidence does and does not say.
+    """Check that the answer answers the question, then each answer sentence against its cited
+    evidence; accept, regenerate once with only the supported evidence, or abstain saying what
+    the evidence covers.
 
-    Reads ``state.text``, ``state.evidence``, ``state.cited``, ``state.relevance`` and
-    ``state.relevance_labels``; writes ``state.claims``, ``state.confidence`` (and on
-    abstention ``state.text``, ``state.abstained``, ``state.abstain_reason``), ``verify``
-    records per sentence, ``regenerate`` and ``abstain`` records. Set by ``sieve.claim_judge``,
-    ``sieve.support_threshold``, ``sieve.regenerate`` and ``sieve.min_confidence``."""
+    Reads ``state.text``, ``state.evidence``, ``state.cited``, ``state.relevance``,
+    ``state.relevance_labels``, ``state.extra["opened_with_label"]`` and
+    ``state.conflict_message``; writes ``state.claims``, ``state.confidence`` (and on
+    abstention ``state.text``, ``state.abstained``, ``state.abstain_reason``), ``responsive``
+    records per attempt, ``verify`` records per sentence (score, value failures, evidence
+    values), ``regenerate`` and ``abstain`` records. Set by ``sieve.claim_judge``,
+    ``sieve.support_threshold``, ``sieve.value_grounding``, ``sieve.responsive``,
+    ``sieve.responsive_retries``, ``stages.responsive``, ``sieve.regenerate`` and
+    ``sieve.min_confidence``."""
 
     name = "verify"
 
-    def __init__(self, claim_judge: Callable[[], Any], generator: Generator, sieve: SieveConfig) -> None:
+    def __init__(
+        self,
+        claim_judge: Callable[[], Any],
+        generator: Generator,
+        sieve: SieveConfig,
+        responsive: dict[str, Any] | None = None,
+    ) -> None:
+        from ragsieve.verify.responsive import ResponsivenessChecker, typed_values
+
         self.claim_judge = claim_judge
         self.generator = generator
         self.sieve = sieve
+        self.checker = ResponsivenessChecker.from_dict({"extract": typed_values, **(responsive or {})})
 
     def warm_up(self) -> None:
         self.claim_judge().warm_up()
@@ -61,7 +78,42 @@ class VerifyStage:
     def _verify(self, state: PipelineState) -> list[ClaimVerdict]:
         from ragsieve.verify import verify_answer
 
-        return verify_answer(state.text, state.evidence, self.claim_judge(), self.sieve.support_threshold)
+        return verify_answer(
+            state.text,
+            state.evidence,
+            self.claim_judge(),
+            self.sieve.support_threshold,
+            value_grounding=self.sieve.value_grounding,
+            question=state.question,
+        )
+
+    def _responsive(self, question: str, trace: Trace, state: PipelineState) -> bool:
+        """Whether the answer answers the question, after up to ``sieve.responsive_retries``
+        regenerations with an instruction naming what was wrong; when none does, abstain with
+        what the evidence covers and return ``False``."""
+        from ragsieve.verify.responsive import retry_instruction
+
+        for attempt in range(self.sieve.responsive_retries + 1):
+            labelled = bool(state.extra.get("opened_with_label")) or None
+            verdict = self.checker.check(question, state.text, state.evidence, opened_with_label=labelled)
+            trace.record("responsive", attempt=attempt, **verdict.to_dict())
+            if verdict.ok or verdict.reason == "abstention":
+                # a reply that says it cannot answer is the decline check's, not a retry's
+                return True
+            if attempt < self.sieve.responsive_retries:
+                instruction = retry_instruction(verdict)
+                text, cited = self.generator(
+                    question,
+                    state.evidence,
+                    trace,
+                    record_as="responsive_generate",
+                    instruction=instruction,
+                    state=state,
+                )
+                state.text, state.cited = text, cited
+        self._abstain(state, trace, f"responsive: {verdict.reason}", [])
+        state.claims, state.confidence = [], 0.0
+        return False
 
     def _relevance(self, state: PipelineState) -> float | None:
         scores = [state.relevance[h.chunk.id] for h in state.evidence if h.chunk.id in state.relevance]
@@ -78,19 +130,22 @@ class VerifyStage:
                 cited=c.cited_ids,
                 against=c.against,
                 judge=c.judge,
+                values_checked=c.values_checked,
+                value_failures=c.value_failures,
+                evidence_values=c.evidence_values,
             )
 
     def _abstain(self, state: PipelineState, trace: Trace, reason: str, claims: Sequence[ClaimVerdict]) -> None:
-        unsupported = [c.sentence for c in claims if not c.supported]
+        """Abstain in plain sentences: that no supported answer was found and what the evidence
+        covers (its titles or sources, never a quoted passage), with the sentences it does
+        support when there are any."""
+        from ragsieve.verify.responsive import abstention_message
+
         supported = [c.sentence for c in claims if c.supported]
-        ev = state.evidence[0] if state.evidence else None
-        says = (
-            f'The evidence ({ev.chunk.id}) says: "{first_sentence(ev.chunk.text)}"' if ev else "There was no evidence."
-        )
+        text = "I can't give an answer the evidence supports. " + abstention_message(state.question, state.evidence)
         if supported:
-            says += " It supports: " + " ".join(supported)
-        missing = f' It does not support: "{unsupported[0]}"' if unsupported else ""
-        state.text = f"I can't give an answer the evidence supports. {says}{missing}"
+            text += " It does support: " + " ".join(supported)
+        state.text = text
         state.abstained, state.abstain_reason = True, reason
         trace.record("abstain", check="verify", reason=reason)
 
@@ -109,6 +164,8 @@ class VerifyStage:
             state.confidence = 0.0
             self._abstain(state, trace, "generate: the model found no answer in the evidence", [])
             return candidates
+        if self.sieve.responsive and not self._responsive(question, trace, state):
+            return candidates
         claims = self._verify(state)
         self._record(trace, claims, 0)
         if claims and not all(c.supported for c in claims) and sc.regenerate:
@@ -117,7 +174,8 @@ class VerifyStage:
                 supported_ids = [
                     h.chunk.id for h in state.evidence if state.relevance_labels.get(h.chunk.id) == "relevant"
                 ]
-            keep = [h for h in state.evidence if h.chunk.id in set(supported_ids)]
+            # every side of a disagreement stays (the conflict stage's must-keep passages)
+            keep = [h for h in state.evidence if h.chunk.id in set(supported_ids) | set(state.must_keep)]
             if keep and [h.chunk.id for h in keep] != [h.chunk.id for h in state.evidence]:
                 trace.record(
                     "regenerate",
@@ -145,7 +203,7 @@ class VerifyStage:
         elif not supported:
             self._abstain(state, trace, f"verify: none of {len(claims)} answer sentences is supported", claims)
         elif state.confidence is not None and state.confidence < sc.min_confidence:
-            self._abstain(state, trace, f"verify: confidence {state.confidence:.2f} < {sc.min_confidence}", claims)
+            self._abstain(state, trace, f"verify: confidence {compare(state.confidence, sc.min_confidence)}", claims)
         elif len(supported) < len(claims):
             state.text = " ".join(c.sentence for c in supported)
             trace.record(
@@ -153,4 +211,7 @@ class VerifyStage:
                 removed=[c.sentence for c in claims if not c.supported],
                 reason="unsupported sentences removed from the answer",
             )
+        # the sources disagree: the reader gets every value with its source, whatever the model
+        # chose to say
+        announce_conflict(state)
         return candidates

@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ragsieve.generate.cleanup import LABEL_OPEN_RE
 from ragsieve.generate.polar import AUXILIARIES, is_polar_question, starts_with_polarity
 from ragsieve.types import SearchHit
 
@@ -59,6 +60,7 @@ __all__ = [
     "expected_kind",
     "extract_values",
     "retry_instruction",
+    "typed_values",
 ]
 
 AnswerKind = Literal["date", "quantity", "person", "place", "yes/no", "open"]
@@ -105,7 +107,7 @@ _NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seve
                       "ninety": 90, "hundred": 100, "thousand": 1000, "million": 1_000_000,
                       "billion": 1_000_000_000, "dozen": 12, "once": 1, "twice": 2})
 _MARKER_RE = re.compile(r"\[\d{1,3}\]")
-_LABEL_OPEN_RE = re.compile(r"^\s*(?:\[\d{1,3}\]|(?:evidence|context|passage|source)s?\s*:)", re.IGNORECASE)
+_LABEL_OPEN_RE = LABEL_OPEN_RE
 _TOKEN_RE = re.compile(r"[^\W_]+(?:[.,'’][^\W_]+)*", re.UNICODE)
 _YEAR_RE = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b|\b\d{1,4}\s*(?:BC|BCE|AD|CE)\b")
 _CENTURY_RE = re.compile(
@@ -264,7 +266,37 @@ def _numbers_in(text: str) -> set[str]:
     return out
 
 
+def typed_values(text: str) -> dict[str, list[str]]:
+    """:func:`extract_values`'s shape read by :mod:`ragsieve.values` (number words, units,
+    date formats, identifiers): quantities count as numbers, identifiers as names.
+
+    >>> typed_values("Walther Meissner found it in 1933 at 4.2 kelvin [1].")
+    {'date': ['1933'], 'number': ['4.2 kelvin'], 'name': ['Walther Meissner']}
+    """
+    from ragsieve.values import extract_values as read_values
+
+    out: dict[str, list[str]] = {"date": [], "number": [], "name": []}
+    for v in read_values(_MARKER_RE.sub(" ", text)):
+        out[{"date": "date", "number": "number", "quantity": "number"}.get(v.kind, "name")].append(v.text)
+    return out
+
+
+def _typed_in(value: str, text: str) -> bool | None:
+    """Whether every typed value :mod:`ragsieve.values` reads in ``value`` is stated by ``text``
+    (numbers compared as numbers, not as digits found anywhere); ``None`` when it reads none."""
+    from ragsieve.values import extract_values as read_values
+    from ragsieve.values import find_in
+
+    read = read_values(value)
+    if not read:
+        return None
+    return all(find_in(v, text) is not None for v in read)
+
+
 def _grounded(kind: str, value: str, evidence: str) -> bool:
+    typed = _typed_in(value, evidence)
+    if typed is not None:
+        return typed
     folded = _fold(evidence)
     if kind in ("date", "number"):
         numbers = _numbers_in(evidence)
@@ -442,7 +474,9 @@ class ResponsivenessChecker:
         if " or " in f" {question.lower()} ":
             return pairs
         q_tokens = {_stem(t) for t in _tokens(question)}
-        return [(k, v) for k, v in pairs if not all(_stem(t) in q_tokens for t in _tokens(v))]
+        # a value the question states ("one" electronvolt) is not an answer to it ("1.")
+        return [(k, v) for k, v in pairs
+                if not all(_stem(t) in q_tokens for t in _tokens(v)) and not _typed_in(v, question)]
 
     def _pasted(self, answer: str, a_tokens: Sequence[str], copied: int, covered: float,
                 labelled: bool) -> bool:
@@ -602,6 +636,8 @@ def abstention_message(question: str, evidence_hits: Sequence[SearchHit] | Seque
     if not topics:
         return "No evidence on the question's topic was found, so there is no answer to give."
     listed = "; ".join(topics) if any("," in t for t in topics) else ", ".join(topics)
+    if want == "an answer":
+        return f"The evidence found does not answer the question; it covers {listed}."
     return f"The evidence found does not state {want} that answers the question; it covers {listed}."
 
 

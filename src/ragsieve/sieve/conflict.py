@@ -1,0 +1,165 @@
+"""Stage ``conflict``: compare what the kept passages answer on their own, before selection.
+
+Selection that keeps one passage of a contradicting pair throws away the signal a reader
+needs, and an attacker whose copies outnumber the gold page wins a minimal cover. This stage
+runs :class:`ragsieve.conflict.ConflictDetector` on the candidates the judge, the poisoning
+check and the filter kept: each passage's own short answer, passages grouped by normalised
+answer, independent sources counted per group (one site, one document or near-duplicate
+texts count once, so N mirror copies of one changed page are one source), each source
+weighed by the index's learned ``source_weights.json`` (``ragsieve importance fit``).
+
+One answer: nothing changes. Several (``sieve.conflict``):
+
+* ``"both"`` (default): the best-ranked passage of every answer group goes into
+  ``state.must_keep`` so the ``select`` stage keeps every side, and the answer opens with
+  :func:`conflict_statement` (each value with its sources and ``[n]`` citations);
+* ``"abstain"``: the sieve abstains with the detector's message;
+* ``"trusted"``: when one group's sources weigh at least ``trusted_margin`` times the
+  runner-up's, the other groups' passages are dropped; otherwise as ``"both"``.
+
+Passages the judge scored below its lower threshold (an entity rescue) are not compared: an
+off-topic passage does not create a conflict. Every passage's answer, every group with its
+sources and weight, and the decision are in the ``conflict`` record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ragsieve.config import SieveConfig
+from ragsieve.conflict import ConflictDetector, ConflictReport
+from ragsieve.errors import ConfigError
+from ragsieve.index import Index
+from ragsieve.llm.base import LLM
+from ragsieve.sieve.state import PipelineState, Ref, compare
+from ragsieve.store.protocol import Store
+from ragsieve.types import Answer, SearchHit, Trace
+
+# ConflictDetector options a config may set under ``stages.conflict`` (the policy is
+# ``sieve.conflict``; the source weights come from the index). ``min_relevance`` overrides the
+# judge's lower threshold as the relevance a passage needs to be compared; ``llm: true`` asks
+# the pipeline's model for each passage's short answer instead of extracting it.
+CONFLICT_STAGE_OPTIONS = ("trusted_margin", "near_duplicate", "min_relevance", "llm")
+
+
+def conflict_statement(report: ConflictReport, evidence: list[SearchHit]) -> str:
+    """The disagreement in one sentence, cited by position in ``evidence`` (the numbering the
+    answer uses): ``The sources disagree: 1931 (site-a.example [1]) vs 1947 (site-b.example [2]).``
+    A group none of whose passages is in the evidence is named with its sources alone."""
+    positions = {h.chunk.id: i for i, h in enumerate(evidence, 1)}
+    parts = []
+    for group in sorted(report.groups, key=lambda g: g.passages[0].position):
+        sites = ", ".join(s.label for s in group.sources)
+        marks = "".join(f"[{positions[p.chunk_id]}]" for p in group.passages if p.chunk_id in positions)
+        parts.append(f"{group.answer} ({sites}{' ' + marks if marks else ''})")
+    return "The sources disagree: " + " vs ".join(parts) + "."
+
+
+def announce_conflict(state: PipelineState) -> None:
+    """Open the answer with the disagreement statement (once, never on an abstention)."""
+    report = state.extra.get("conflict_report")
+    if state.abstained or not isinstance(report, ConflictReport) or state.conflict_message is not None:
+        return
+    state.conflict_message = conflict_statement(report, state.evidence)
+    state.text = f"{state.conflict_message} {state.text}".strip()
+
+
+class ConflictStage:
+    """Detect disagreeing sources among the kept candidates and apply ``sieve.conflict``.
+
+    Reads the candidates, ``state.relevance`` and ``state.extra["same_source"]`` (the poisoning
+    check's near-duplicate clusters, each one source); writes a ``conflict`` record (every passage's
+    answer, every group with its independent sources and weight, the decision), one
+    ``conflict`` decision per passage that belongs to a group, ``state.must_keep`` and
+    ``state.extra["conflict_report"]`` (read by :func:`announce_conflict`), or an ``abstain``
+    record and the abstention. Set by ``sieve.conflict`` and ``stages.conflict``
+    (:data:`CONFLICT_STAGE_OPTIONS`); source weights from the index."""
+
+    name = "conflict"
+
+    def __init__(
+        self,
+        sieve: SieveConfig,
+        options: Mapping[str, Any],
+        index: Ref[Index | Store],
+        llm: Callable[[], LLM | None],
+        lower_threshold: Callable[[], float | None],
+    ) -> None:
+        unknown = sorted(set(options) - set(CONFLICT_STAGE_OPTIONS))
+        if unknown:
+            raise ConfigError(
+                f"stages.conflict does not take {', '.join(unknown)}; it takes {', '.join(CONFLICT_STAGE_OPTIONS)} "
+                "(the policy is sieve.conflict)"
+            )
+        self.policy = sieve.conflict
+        self.options = dict(options)
+        self.index = index
+        self.llm = llm
+        self.lower_threshold = lower_threshold
+        # fail on a bad option when the pipeline is built, not on the first question
+        self.detector(weights={})
+
+    def warm_up(self) -> None:
+        pass
+
+    def detector(self, weights: Mapping[str, float] | None = None) -> ConflictDetector:
+        """A detector with the index's current source weights (read per request: ``importance
+        fit`` may rewrite them while a server runs)."""
+        if weights is None:
+            opened = self.index.value
+            weights = (getattr(opened, "source_weights", None) if opened is not None else None) or {}
+        kwargs = {k: v for k, v in self.options.items() if k in ("trusted_margin", "near_duplicate")}
+        return ConflictDetector(
+            policy=self.policy,
+            source_weights=weights,
+            llm=self.llm() if self.options.get("llm") else None,
+            **kwargs,
+        )
+
+    def _min_relevance(self) -> float | None:
+        given = self.options.get("min_relevance")
+        return float(given) if given is not None else self.lower_threshold()
+
+    def run(
+        self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState
+    ) -> list[SearchHit] | Answer:
+        if not candidates:
+            return candidates
+        # the judge's threshold only when the judge ran (asking for it builds the judge)
+        floor = self._min_relevance() if any(h.chunk.id in state.relevance for h in candidates) else None
+        compared, ignored = [], []
+        for h in candidates:
+            score = state.relevance.get(h.chunk.id)
+            if floor is not None and score is not None and score < floor:
+                ignored.append({"id": h.chunk.id, "reason": f"off-topic: relevance {compare(score, floor)}"})
+            else:
+                compared.append(h)
+        report = self.detector().detect(question, compared, state.extra.get("same_source"))
+        trace.record("conflict", compared=[h.chunk.id for h in compared], ignored=ignored, **report.to_dict())
+        if not report.conflict:
+            return candidates
+        for group in report.groups:
+            for p in group.passages:
+                trace.decide(
+                    "conflict", p.chunk_id, "flagged", f"answers {group.answer!r} ({group.count} independent source(s))"
+                )
+        if report.decision == "abstain":
+            reason = f"conflict: the sources give {len(report.groups)} different answers"
+            trace.record("abstain", check="conflict", reason=reason)
+            return Answer(
+                question, report.message, [], [], trace, abstained=True, abstain_reason=reason, confidence=0.0
+            )
+        if report.decision == "trusted":
+            winner = report.groups[0]
+            losing = {p.chunk_id for g in report.groups[1:] for p in g.passages}
+            for cid in losing:
+                trace.decide("conflict", cid, "dropped", f"answers against the trusted sources of {winner.answer!r}")
+            kept = [h for h in candidates if h.chunk.id not in losing]
+            state.must_keep = [winner.passages[0].chunk_id]
+            return kept
+        # "both": one passage of every answer group goes to the generator, and the answer says
+        # the sources disagree
+        state.must_keep = [group.passages[0].chunk_id for group in report.groups]
+        state.extra["conflict_report"] = report
+        return candidates
