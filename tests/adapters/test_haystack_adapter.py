@@ -9,9 +9,9 @@ from haystack import Document, Pipeline
 from haystack.components.joiners import DocumentJoiner
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from tests.adapters.candidates import OFF_TOPIC, PLANTED, QUESTION, assert_the_checks_worked
 
 from ragsieve.adapters.haystack import SieveDocumentChecker
-from tests.adapters.conftest import OFF_TOPIC, PLANTED, QUESTION, assert_the_checks_worked
 
 pytestmark = pytest.mark.slow
 

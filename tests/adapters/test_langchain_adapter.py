@@ -9,10 +9,10 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
+from tests.adapters.candidates import OFF_TOPIC, PLANTED, QUESTION, assert_the_checks_worked
 
 from ragsieve.adapters.langchain import SieveRetriever
 from ragsieve.errors import ConfigError
-from tests.adapters.conftest import OFF_TOPIC, PLANTED, QUESTION, assert_the_checks_worked
 
 pytestmark = pytest.mark.slow
 

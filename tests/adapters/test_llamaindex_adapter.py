@@ -9,10 +9,10 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from tests.adapters.candidates import OFF_TOPIC, PLANTED, QUESTION, assert_the_checks_worked
 
 from ragsieve.adapters.llamaindex import SievePostprocessor
 from ragsieve.errors import InputError
-from tests.adapters.conftest import OFF_TOPIC, PLANTED, QUESTION, assert_the_checks_worked
 
 pytestmark = pytest.mark.slow
 

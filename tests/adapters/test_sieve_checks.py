@@ -48,7 +48,10 @@ def candidates() -> list:
         "recipe": "Bake the cake with flour, sugar and butter for forty minutes.",
         "g3": "Graphene conducts heat; it is made of carbon.",
     }
-    return [foreign_hit(t, id=i, source=f"site-{i}", score=1.0 / (r + 1), rank=r + 1) for r, (i, t) in enumerate(texts.items())]
+    return [
+        foreign_hit(t, id=i, source=f"site-{i}", score=1.0 / (r + 1), rank=r + 1)
+        for r, (i, t) in enumerate(texts.items())
+    ]
 
 
 def test_the_checks_are_the_sieve_stages_between_retrieve_and_generate():
