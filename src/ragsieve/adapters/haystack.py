@@ -16,8 +16,8 @@
 Needs the ``haystack`` extra: ``pip install 'ragsieve[haystack]'``.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: Haystack 2 reads the run() signature's types at
+# run time, and string annotations would not connect to other components' sockets.
 import dataclasses
 from typing import Any
 
@@ -74,7 +74,7 @@ class SieveDocumentChecker:
         return default_to_dict(self, config=self.config, checks=self.checks)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SieveDocumentChecker:
+    def from_dict(cls, data: dict[str, Any]) -> "SieveDocumentChecker":
         return default_from_dict(cls, data)
 
     @staticmethod
