@@ -222,6 +222,7 @@ class SieveChecks:
         ]
         self._stages: list[Stage] | None = None
         self._pipe: Any = None
+        self._warm = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"config": self.config.to_dict(), "checks": list(self.checks)}
@@ -259,6 +260,8 @@ class SieveChecks:
 
     def warm_up(self) -> None:
         """Load the embedder, the judge and whatever each check needs (idempotent)."""
+        if self._warm:
+            return
         stages = self.stages
         if self.embedder is None:
             from ragsieve.embed import load_embedder
@@ -277,6 +280,7 @@ class SieveChecks:
             self._pipe.llm = self.llm
         for stage in stages:
             stage.warm_up()
+        self._warm = True
 
     def check(self, question: str, hits: Sequence[SearchHit], *, k: int | None = None) -> CheckedCandidates:
         """Run the checks on ``hits`` (in the other retriever's order) for ``question``; ``k``
