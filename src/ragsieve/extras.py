@@ -28,12 +28,18 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "bench": ("ir_measures",),
     "serve": ("fastapi", "uvicorn", "prometheus_client"),
     "milvus": ("pymilvus", "milvus_lite"),
+    "langchain": ("langchain_core",),
+    "llamaindex": ("llama_index",),
+    "haystack": ("haystack",),
 }
 
 # ragsieve modules that are an extra's implementation (they import its library at module level):
 # importing one without the extra raises MissingExtraError naming the extra.
 EXTRA_ONLY_MODULES: dict[str, str] = {
     "ragsieve.serve.app": "serve",
+    "ragsieve.adapters.langchain": "langchain",
+    "ragsieve.adapters.llamaindex": "llamaindex",
+    "ragsieve.adapters.haystack": "haystack",
 }
 
 
