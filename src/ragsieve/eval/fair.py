@@ -136,8 +136,8 @@ def fair_report(
         rows.update(made)
     outcomes = {name: ItemScores(items, recs).outcome for name, recs in {**records, **rows}.items()}
     baselines: dict[str, Any] = {}
-    for name, recs in rows.items():
-        baselines[name] = _aurc_with_interval(outcomes[name][test], _ranking(recs, test), n_boot, seed)
+    for name in rows:
+        baselines[name] = _aurc_with_interval(outcomes[name][test], _ranking(rows[name], test), n_boot, seed)
     out["baselines"] = baselines
     best = best_baseline({k: outcomes[k] for k in rows}, rows, cal) if rows else None
     out["best_baseline"] = best
@@ -146,11 +146,11 @@ def fair_report(
     vs: dict[str, Any] = {}
     if best is not None:
         best_scores = _ranking(rows[best], test)
-        for name, recs in records.items():
-            if name in BASELINE_SYSTEMS or all(r.get("confidence") is None for r in recs):
+        for name, system in records.items():
+            if name in BASELINE_SYSTEMS or all(r.get("confidence") is None for r in system):
                 continue
-            own_scores = _ranking(recs, test)
-            coverage = max(float(np.mean([not recs[i]["abstained"] for i in test])), 1.0 / len(test))
+            own_scores = _ranking(system, test)
+            coverage = max(float(np.mean([not system[i]["abstained"] for i in test])), 1.0 / len(test))
             diff = paired_selective_difference(
                 list(outcomes[name][test]), own_scores, list(outcomes[best][test]), best_scores,
                 coverage=coverage, n_boot=n_boot, seed=seed,
@@ -162,11 +162,11 @@ def fair_report(
     # ---------------------------------------------------------------- independent faithfulness
     gold_judge = GoldEvidenceJudge()
     faith: dict[str, Any] = {"independent": {}, "llm_judge": None}
-    for name, recs in records.items():
-        faith["independent"][name] = _faithfulness(items, recs, gold_judge, text_of)
+    for name in records:
+        faith["independent"][name] = _faithfulness(items, records[name], gold_judge, text_of)
     if llm_judge is not None:
         llm_judge.warm_up()
-        faith["llm_judge"] = {name: _faithfulness(items, recs, llm_judge, text_of) for name, recs in records.items()}
+        faith["llm_judge"] = {name: _faithfulness(items, records[name], llm_judge, text_of) for name in records}
     out["faithfulness"] = faith
 
     # ---------------------------------------------------------------- the sieve's confidence
