@@ -121,7 +121,7 @@ class CachedSignals:
 
 
 def aurc_cell(row: dict[str, Any]) -> str:
-    lo, hi = row["aurc_interval"]
+    lo, hi = row["aurc_interval"] if "aurc_interval" in row else row["interval"]
     return f"{row['aurc']:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
@@ -204,7 +204,7 @@ def main() -> None:
     specs = default_specs(cfg)
     cache = EvalCache(out / f"{args.model}.jsonl").load()
     start = time.perf_counter()
-    if not args.report_only:
+    if not (args.report_only or args.score_only):
         run_eval(items, specs, cache, None)
     done, records = cached_records(items, specs, cache, None)
     if args.score_only:
@@ -216,7 +216,7 @@ def main() -> None:
         return
     if len(done) < args.min_questions:
         raise SystemExit(f"only {len(done)} questions have every configuration's answer in {cache.path}")
-    items = done
+    n_sampled, items = len(items), done
 
     cal_idx, test_idx = split_indices(len(items), 0.5, args.seed)
     cal, test = cal_idx.tolist(), test_idx.tolist()
@@ -268,7 +268,12 @@ def main() -> None:
     n_un = sum(not i.answerable for i in items)
     body = [
         f"Data: {desc}. n = {len(items)} questions with every system's answer ({n_un} unanswerable)"
-        + (f"; the run was stopped after the first {len(items)} of the sampled questions" if args.limit else "")
+        + (
+            f"; the answering run was stopped (time box) when {len(items)} of the {n_sampled} questions had every "
+            "system's answer, in file order"
+            if len(items) < n_sampled
+            else ""
+        )
         + f"; model: {label}. Split (seed {args.seed}, `ragsieve.eval.fair.split_indices`): calibration part "
         f"{len(cal)} questions, test part {len(test)}. Every fit and choice (the combined baseline's logistic "
         "regression, the choice of best baseline, the sieve's signal combiner, the thresholds) used the "
@@ -332,6 +337,12 @@ def main() -> None:
                 for name, f in faith.items()
             ],
         ),  # fmt: skip
+        "",
+        "Defaults and choices: alpha in {0.05, 0.1, 0.2}, delta = 0.1, the split seed and the 50/50 split were "
+        "fixed before any answer was seen; nothing in this report was tuned on its test part. The sieve's own "
+        'defaults (thresholds, `sieve.closed_book = "never"`, `sieve.cover_entities`) were chosen earlier, '
+        "partly while looking at the demo questions, so on the demo set they are not held out; on SQuAD 2.0 and "
+        "HotpotQA they were not tuned.",
         "",
         f"Wall time of this report {(time.perf_counter() - start) / 60:.1f} min (answers cached in "
         f"`runs/calibration/{args.set}/{args.model}.jsonl`).",
