@@ -89,21 +89,56 @@ def prepare_squad2(out: Path, cfg: Any, n: int, seed: int) -> tuple[Path, Path, 
     return data, index_dir, desc
 
 
-def split_halves(ids: list[str], seed: int) -> tuple[list[int], list[int]]:
-    order = list(range(len(ids)))
-    random.Random(seed + 1).shuffle(order)
-    half = len(order) // 2
-    return sorted(order[:half]), sorted(order[half:])
+class CachedSignals:
+    """A ``BaselineScorer`` whose signals per eval record (by its cache key) are kept in a JSONL,
+    so a report can be rerun, or computed while answering goes on, without scoring twice."""
+
+    def __init__(self, scorer: Any, path: Path) -> None:
+        self.scorer = scorer
+        self.path = path
+        self.known: dict[str, dict[str, Any]] = {}
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                self.known[row["key"]] = row["signals"]
+
+    @property
+    def index(self) -> Any:
+        if self.scorer.index is None:
+            self.scorer.warm_up()
+        return self.scorer.index
+
+    def signals(self, record: dict[str, Any]) -> dict[str, Any]:
+        key = record["key"]
+        if key not in self.known:
+            self.known[key] = self.scorer.signals(record)
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"key": key, "signals": self.known[key]}) + "\n")
+        return self.known[key]
 
 
-def outcome_vector(items: list[Any], records: list[dict[str, Any]]) -> Any:
-    from ragsieve.eval.scoring import ItemScores
+def aurc_cell(row: dict[str, Any]) -> str:
+    lo, hi = row["aurc_interval"] if "aurc_interval" in row else row["interval"]
+    return f"{row['aurc']:.3f} [{lo:.3f}, {hi:.3f}]"
 
-    return ItemScores(items, records).outcome
+
+def abstention_rates(items: list[Any], records: list[dict[str, Any]], idx: list[int]) -> dict[str, Any]:
+    """Abstention on the unanswerable and the answerable questions among ``idx``, with Wilson intervals."""
+    from ragsieve.eval.selective import wilson_interval
+
+    out = {}
+    for label, want in (("unanswerable", False), ("answerable", True)):
+        sel = [i for i in idx if items[i].answerable == want]
+        k = sum(bool(records[i]["abstained"]) for i in sel)
+        out[label] = (k, len(sel), wilson_interval(k, len(sel)) if sel else (float("nan"), float("nan")))
+    return out
 
 
-def subset(seq: list[Any], idx: list[int]) -> list[Any]:
-    return [seq[i] for i in idx]
+def rate_cell(k: int, n: int, iv: tuple[float, float]) -> str:
+    return "-" if not n else f"{k / n:.1%} [{iv[0]:.1%}, {iv[1]:.1%}] ({k}/{n})"
 
 
 def threshold_cell(res: Any) -> str:
@@ -126,6 +161,13 @@ def main() -> None:
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--prepare-only", action="store_true", help="build the index and question file, answer nothing")
     ap.add_argument("--report-only", action="store_true", help="score what the cache holds; answer nothing new")
+    ap.add_argument("--limit", type=int, default=None, help="answer only the first N sampled questions")
+    ap.add_argument("--min-questions", type=int, default=20, help="fewest fully answered questions to report on")
+    ap.add_argument(
+        "--score-only",
+        action="store_true",
+        help="compute the baseline signals of what the cache holds (for a report later), then stop",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("faiss", "bm25s", "httpx", "urllib3", "filelock"):
@@ -136,13 +178,12 @@ def main() -> None:
     from eval_sieve import MODELS, model_settings, prepare_demo, prepare_hotpotqa
     from ragsieve.calibrate import answer_mask, calibrate_threshold, simulate_splits
     from ragsieve.config import PipelineConfig
-    from ragsieve.eval.baselines import BaselineScorer, baseline_rows, best_baseline
+    from ragsieve.eval.baselines import BaselineScorer
     from ragsieve.eval.calibrate_cli import calibration_labels
-    from ragsieve.eval.confidence import paired_selective_difference
     from ragsieve.eval.data import load_qa
-    from ragsieve.eval.faithfulness import GoldEvidenceJudge, faithfulness_summary
+    from ragsieve.eval.fair import fair_report, split_indices
     from ragsieve.eval.harness import EvalCache, cached_records, default_specs, run_eval
-    from ragsieve.eval.selective import aurc, rank_scores, wilson_interval
+    from ragsieve.eval.selective import wilson_interval
 
     out = RUNS / args.set
     out.mkdir(parents=True, exist_ok=True)
@@ -153,7 +194,7 @@ def main() -> None:
         data, index_dir, desc = prepare_hotpotqa(out, cfg, args.n, args.seed)
     else:
         data, index_dir, desc = prepare_squad2(out, cfg, args.n, args.seed)
-    items = load_qa(data)
+    items = load_qa(data, args.limit)
     print(
         f"{args.set}: {len(items)} questions ({sum(not i.answerable for i in items)} unanswerable), index {index_dir}"
     )
@@ -163,44 +204,36 @@ def main() -> None:
     specs = default_specs(cfg)
     cache = EvalCache(out / f"{args.model}.jsonl").load()
     start = time.perf_counter()
-    if not args.report_only:
+    if not (args.report_only or args.score_only):
         run_eval(items, specs, cache, None)
     done, records = cached_records(items, specs, cache, None)
-    if len(done) < 20:
+    if args.score_only:
+        scorer = CachedSignals(BaselineScorer(cfg), out / f"{args.model}-signals.jsonl")
+        for recs in records.values():
+            for rec in recs:
+                scorer.signals(rec)
+        print(f"signals of {len(done)} questions in {scorer.path}")
+        return
+    if len(done) < args.min_questions:
         raise SystemExit(f"only {len(done)} questions have every configuration's answer in {cache.path}")
-    items = done
-    cal, test = split_halves([i.id for i in items], args.seed)
+    n_sampled, items = len(items), done
 
-    # fair baselines for plain RAG and no retrieval
-    scorer = BaselineScorer(cfg)
-    scorer.warm_up()
-    rows: dict[str, list[dict[str, Any]]] = {}
-    for name in ("plain", "no-retrieval"):
-        recs = records[name]
-        signals = [scorer.signals(r) for r in recs]
-        _, correct = calibration_labels(items, recs)
-        made, _ = baseline_rows(recs, signals, correct, cal, prefix=name)
-        rows.update(made)
-    outcomes = {name: outcome_vector(items, recs) for name, recs in {**records, **rows}.items()}
-    best = best_baseline({k: outcomes[k] for k in rows}, rows, cal)
+    cal_idx, test_idx = split_indices(len(items), 0.5, args.seed)
+    cal, test = cal_idx.tolist(), test_idx.tolist()
 
-    def ranking(name: str, idx: list[int]) -> tuple[list[bool], list[float]]:
-        recs = {**records, **rows}[name]
-        return (
-            list(outcomes[name][idx]),
-            rank_scores([recs[i]["confidence"] for i in idx], [bool(recs[i]["abstained"]) for i in idx]),
-        )
+    # fair baselines, the sieve against the best one, independent faithfulness, the sieve's signals
+    scorer = CachedSignals(BaselineScorer(cfg), out / f"{args.model}-signals.jsonl")
+    report = fair_report(items, records, scorer=scorer, risk=0.1, delta=args.delta, seed=args.seed,
+                         n_splits=args.splits, n_boot=args.bootstrap)  # fmt: skip
+    best = report["best_baseline"]
+    table = [["sieve", f"{report['vs_best_baseline']['sieve']['right']:.3f}",
+              aurc_cell(report["vs_best_baseline"]["sieve"])]]  # fmt: skip
+    table += [[name, f"{row['right']:.3f}", aurc_cell(row)] for name, row in report["baselines"].items()]
+    diff = report["vs_best_baseline"]["sieve"]
+    signals = report["signals"]
+    faith = report["faithfulness"]["independent"]
 
-    table = []
-    for name in ["sieve", "plain", *sorted(rows)]:
-        o, s = ranking(name, test)
-        table.append([name, f"{np.mean(o):.3f}", f"{aurc(o, s):.3f}"])
-    sieve_cov = float(np.mean([not records["sieve"][i]["abstained"] for i in test]))
-    o_s, s_s = ranking("sieve", test)
-    o_b, s_b = ranking(best, test)
-    diff = paired_selective_difference(o_s, s_s, o_b, s_b, coverage=sieve_cov, n_boot=args.bootstrap)
-
-    # calibration of the sieve's confidence
+    # calibration of the sieve's confidence at each alpha, on the same split
     conf, correct = calibration_labels(items, records["sieve"])
     conf_a, correct_a = np.array(conf, dtype=object), np.asarray(correct)
     calib_rows = []
@@ -221,43 +254,63 @@ def main() -> None:
             f"{sim.pool_exceed_rate:.1%}",
             sim.infeasible,
         ])  # fmt: skip
-
-    # independent faithfulness
-    judge = GoldEvidenceJudge()
-    faith: dict[str, Any] = {}
-    for name in ("sieve", "plain"):
-        verdicts = []
-        for item, rec in zip(items, records[name], strict=True):
-            if rec["abstained"] or rec.get("error"):
-                continue
-            cited = [scorer.index.get(c).text for c in rec["cited_ids"]]
-            verdicts.append(judge.judge(rec["answer"], cited, item.answers if item.answerable else []))
-        faith[name] = faithfulness_summary(verdicts)
+    abst = abstention_rates(items, records["sieve"], test)
 
     label = MODELS[args.model]["label"]
+
+    def share_cell(x: dict[str, Any]) -> str:
+        if x["share"] is None:
+            return f"- (n={x['n']})"
+        k = round(x["share"] * x["n"])
+        lo, hi = wilson_interval(k, x["n"])
+        return f"{x['share']:.1%} [{lo:.1%}, {hi:.1%}] (n={x['n']})"
+
+    n_un = sum(not i.answerable for i in items)
     body = [
-        f"Data: {desc}. n = {len(items)} ({sum(not i.answerable for i in items)} unanswerable); model: {label}. "
-        f"Calibration half {len(cal)} questions, test half {len(test)} (split seed {args.seed + 1}); every fit "
-        "(the combined baseline's logistic regression, the choice of best baseline, the thresholds) used the "
-        "calibration half only.",
+        f"Data: {desc}. n = {len(items)} questions with every system's answer ({n_un} unanswerable)"
+        + (
+            f"; the answering run was stopped (time box) when {len(items)} of the {n_sampled} questions had every "
+            "system's answer, in file order"
+            if len(items) < n_sampled
+            else ""
+        )
+        + f"; model: {label}. Split (seed {args.seed}, `ragsieve.eval.fair.split_indices`): calibration part "
+        f"{len(cal)} questions, test part {len(test)}. Every fit and choice (the combined baseline's logistic "
+        "regression, the choice of best baseline, the sieve's signal combiner, the thresholds) used the "
+        "calibration part only; every figure below is on the test part unless it says otherwise.",
         "",
-        "Test half: share right (answered correctly or abstained on an unanswerable question) and AURC "
-        "(lower is better) of each system ranked by its confidence; `plain+retrieval` / `+logprob` / `+combined` "
-        "are plain RAG ranked by the normalised top retrieval score, the answer's mean token log-probability, "
-        "and both combined.",
+        "Share right (answered correctly, or abstained on an unanswerable question) and AURC with 95% bootstrap "
+        "interval (lower is better) of each system ranked by its confidence; `plain+retrieval` / `+logprob` / "
+        "`+combined` are plain RAG ranked by the normalised top retrieval score, the answer's mean token "
+        "log-probability under the model, and both combined; `no-retrieval+...` likewise.",
         "",
-        markdown_table(["system", "right", "AURC"], table),
+        markdown_table(["system", "right", "AURC [95%]"], table),
         "",
-        f"Sieve vs the best baseline (`{best}`, chosen by AURC on the calibration half) at the sieve's coverage "
-        f"{diff['coverage']:.1%}: selective accuracy {diff['a']:.3f} vs {diff['b']:.3f}, difference "
+        f"**Sieve vs the best baseline** (`{best}`, chosen by AURC on the calibration part) at the sieve's "
+        f"coverage {diff['coverage']:.1%}: selective accuracy {diff['a']:.3f} vs {diff['b']:.3f}, difference "
         f"{diff['difference']:+.3f}, paired 95% bootstrap interval [{diff['interval'][0]:+.3f}, "
         f"{diff['interval'][1]:+.3f}].",
         "",
+        "Abstention of the sieve on the test part: unanswerable "
+        + rate_cell(*abst["unanswerable"])
+        + ", answerable "
+        + rate_cell(*abst["answerable"])
+        + ".",
+        "",
+        "Which signal ranks the sieve's right answers above its wrong ones (AURC on the test part, 95% bootstrap "
+        "interval; `confidence` is the sieve's `Answer.confidence`, `combined` a logistic regression over the "
+        "other signals fitted on the calibration part; an abstention ranks last):",
+        "",
+        markdown_table(
+            ["signal", "AURC [95%]", "selective acc. at 50%", "answers with it"],
+            [[k, aurc_cell(v), f"{v['selective_accuracy_50']:.3f}", v["observed"]] for k, v in signals.items()],
+        ),
+        "",
         f"Calibrated abstention on the sieve's confidence (Learn then Test, binomial p-values, fixed-sequence "
-        f"testing; delta = {args.delta}): threshold and coverage on the calibration half, coverage and realised "
-        f"risk (Wilson 95%) on the test half; simulation over {args.splits} random 50/50 splits of all "
-        f"{len(items)} questions: how often the held-out risk exceeded alpha, and how often the chosen threshold's "
-        "risk on all questions did (what the guarantee bounds by delta).",
+        f"testing; delta = {args.delta}): threshold and coverage on the calibration part, coverage and realised "
+        f"risk (Wilson 95%) on the test part; simulation over {args.splits} random 50/50 splits of all "
+        f"{len(items)} questions: how often the held-out risk exceeded alpha (95% interval), and how often the "
+        "chosen threshold's risk on all questions did (what the guarantee bounds by delta).",
         "",
         markdown_table(
             [
@@ -268,28 +321,31 @@ def main() -> None:
                 "risk (test)",
                 "held-out risk > alpha",
                 "pool risk > alpha",
-                "infeasible splits",
+                "splits without a threshold",
             ],
             calib_rows,
         ),  # fmt: skip
         "",
-        "Faithfulness under the independent judge (answer-level: every number, date and name of the answer in the "
-        "evidence it cites, and the gold answer in that evidence; not the sieve's verifier):",
+        "Faithfulness under the independent judge (`GoldEvidenceJudge`, all answered questions: every number, "
+        "date and name of the answer in the evidence it cites, and, for answerable questions, a gold answer in "
+        "that evidence; it shares nothing with the sieve's verifier); Wilson 95% intervals:",
         "",
         markdown_table(
             ["system", "faithful", "values cited", "gold in cited"],
             [
-                [
-                    name,
-                    f"{s['faithful']['share']} (n={s['faithful']['n']})",
-                    f"{s['values_cited']['share']} (n={s['values_cited']['n']})",
-                    f"{s['cited_has_gold']['share']} (n={s['cited_has_gold']['n']})",
-                ]
-                for name, s in faith.items()
+                [name, share_cell(f["faithful"]), share_cell(f["values_cited"]), share_cell(f["cited_has_gold"])]
+                for name, f in faith.items()
             ],
         ),  # fmt: skip
         "",
-        f"Wall time {(time.perf_counter() - start) / 60:.1f} min.",
+        "Defaults and choices: alpha in {0.05, 0.1, 0.2}, delta = 0.1, the split seed and the 50/50 split were "
+        "fixed before any answer was seen; nothing in this report was tuned on its test part. The sieve's own "
+        'defaults (thresholds, `sieve.closed_book = "never"`, `sieve.cover_entities`) were chosen earlier, '
+        "partly while looking at the demo questions, so on the demo set they are not held out; on SQuAD 2.0 and "
+        "HotpotQA they were not tuned.",
+        "",
+        f"Wall time of this report {(time.perf_counter() - start) / 60:.1f} min (answers cached in "
+        f"`runs/calibration/{args.set}/{args.model}.jsonl`).",
     ]
     text = "\n".join(body)
     section = f"calibration-{args.set}" + ("" if args.model == "smollm2" else f"-{args.model}")
@@ -297,9 +353,7 @@ def main() -> None:
         "" if args.model == "smollm2" else f" ({args.model})"
     )
     write_section("results/calibration.md", section, title, text)
-    (out / f"{args.model}-calibration.json").write_text(
-        json.dumps({"best_baseline": best, "difference": diff, "faithfulness": faith}, indent=1), encoding="utf-8"
-    )
+    (out / f"{args.model}-calibration.json").write_text(json.dumps(report, indent=1, default=float), encoding="utf-8")
     print(text)
 
 

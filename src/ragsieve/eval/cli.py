@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from ragsieve.errors import InputError
+from ragsieve.eval.fair import OLD_BASELINE_LABEL
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,17 @@ def eval_command(
     partition_questions: int | None = typer.Option(
         None, "--partition-questions", min=1, help="Questions per Dask task (default: about 4 tasks per worker)."
     ),
+    fair: bool = typer.Option(
+        True,
+        "--fair/--no-fair",
+        help="Also compare with plain RAG ranked by fair confidences (retrieval score, answer log-probability), "
+        "judge faithfulness independently and report calibrated abstention on a held-out half.",
+    ),
+    risk: float | None = typer.Option(
+        None, "--risk", help="Target risk of the held-out calibration report (default: the config's, else 0.1)."
+    ),
+    delta: float | None = typer.Option(None, "--delta", help="Its delta (default: the config's, else 0.1)."),
+    splits: int = typer.Option(200, "--splits", min=0, help="Random splits of the calibration simulation."),
 ) -> None:
     """Score the sieve, plain RAG, no retrieval and ablations: accuracy, coverage, AURC, faithfulness, cost."""
     from ragsieve.cluster import dask_client
@@ -137,21 +149,123 @@ def eval_command(
     baseline = "plain" if "plain" in records else None
     scores = score_all(items, records, baseline=baseline, n_boot=boot)
     judge_name = fixed_judge.name if fixed_judge is not None else "none"
+    report = None
+    if fair and cfg.index_dir and len(items) >= 4 and any(s.name in records for s in specs):
+        report = _fair(items, records, cfg, risk, delta, splits, boot)
     if plot is not None:
-        plot_risk_coverage(scores, plot, title=f"{data.name}, n={len(items)}")
+        plot_risk_coverage(_with_best_baseline(scores, report), plot, title=f"{data.name}, n={len(items)}")
+    self_judged = judge_name == cfg.sieve.claim_judge
     if as_json:
         payload = {
             "data": str(data),
             "n": len(items),
             "faithfulness_judge": judge_name,
+            # the sieve's verify stage uses the same judge: its faithfulness figure grades itself
+            "faithfulness_judge_role": "self-judged" if self_judged else "independent of the sieve's verifier",
+            "vs_baseline_label": OLD_BASELINE_LABEL,
             "model": cfg.llm.model or "bundled SmolLM2-135M-Instruct",
             "cache": str(cache_path),
             "seconds": round(elapsed, 1),
             "configurations": {s.name: {**scores[s.name], "spec": s.to_dict()} for s in specs},
+            "fair": report,
         }
         console.print_json(json.dumps(payload))
         return
-    _print_table(console, scores, len(items), judge_name, cache_path, elapsed)
+    _print_table(console, scores, len(items), judge_name + (" = self-judged" if self_judged else ""), cache_path,
+                 elapsed)  # fmt: skip
+    if report is not None:
+        _print_fair(console, report)
+
+
+def _fair(
+    items: Any, records: Any, cfg: Any, risk: float | None, delta: float | None, splits: int, boot: int
+) -> dict[str, Any] | None:
+    """:func:`ragsieve.eval.fair.fair_report` with the configured model and index (an LLM judge
+    only when a served model is configured)."""
+    from ragsieve.errors import RagsieveError
+    from ragsieve.eval.baselines import BaselineScorer
+    from ragsieve.eval.fair import fair_report
+
+    scorer = BaselineScorer(cfg)
+    llm_judge = None
+    try:
+        scorer.warm_up()
+        if cfg.llm.backend == "openai":
+            from ragsieve.eval.faithfulness import LLMAnswerJudge
+
+            llm_judge = LLMAnswerJudge(scorer.llm)
+        return fair_report(
+            items, records, scorer=scorer, llm_judge=llm_judge,
+            risk=risk or cfg.calibration.risk or 0.1, delta=delta or cfg.calibration.delta or 0.1,
+            n_splits=splits, n_boot=boot,
+        )  # fmt: skip
+    except RagsieveError as exc:
+        logger.warning("no fair-baseline report: %s", exc)
+        return None
+
+
+def _with_best_baseline(scores: dict[str, Any], report: dict[str, Any] | None) -> dict[str, Any]:
+    """The curves to plot: on the test part of the split, every configuration with a confidence
+    and the best baseline; without a report, every configuration on all questions."""
+    if not report or not report.get("best_baseline"):
+        return scores
+    best = report["best_baseline"]
+    curves = {f"{name} (test part)": row for name, row in report["vs_best_baseline"].items()}
+    curves[f"{best}, best baseline (test part)"] = report["baselines"][best]
+    return curves
+
+
+def _print_fair(console: Any, report: dict[str, Any]) -> None:
+    """The fair comparison, in lines that fit an 80-column terminal."""
+    split = report["split"]
+    console.print(
+        f"Fair baselines (fit on {split['calibration']} questions, reported on the other {split['test']}): "
+        "AURC, lower is better"
+    )
+    for name, row in report["baselines"].items():
+        lo, hi = row["aurc_interval"]
+        mark = "  <- best" if name == report["best_baseline"] else ""
+        console.print(f"  {name:<24} {row['aurc']:.3f} [{lo:.3f},{hi:.3f}]{mark}")
+    for name, row in report["vs_best_baseline"].items():
+        lo, hi = row["interval"]
+        console.print(
+            f"  {name} vs best baseline at {100 * row['coverage']:.0f}% coverage: sel-acc "
+            f"{100 * row['a']:.0f} vs {100 * row['b']:.0f}, Δ {100 * row['difference']:+.0f} "
+            f"[{100 * lo:+.0f},{100 * hi:+.0f}] (AURC {row['aurc']:.3f})"
+        )
+    console.print("Faithfulness, independent judge (answer values and gold answer in cited evidence):")
+    for kind in ("independent", "llm_judge"):
+        for name, s in (report["faithfulness"].get(kind) or {}).items():
+            parts = [f"{key} {_share(s[key])}" for key in ("faithful", "values_cited", "cited_has_gold")]
+            console.print(f"  {name:<14} " + ", ".join(parts) + (" (LLM judge)" if kind == "llm_judge" else ""))
+    if report.get("signals"):
+        console.print("Sieve confidence signals, AURC: " + ", ".join(
+            f"{k} {v['aurc']:.3f}" for k, v in report["signals"].items()))  # fmt: skip
+    cal = report.get("calibration")
+    if cal and "error" not in cal:
+        res = cal["calibration"]
+        if res["feasible"]:
+            lo, hi = cal["test_risk_interval"]
+            line = (
+                f"Calibrated at risk {res['risk']}: threshold {res['threshold']:.3f} on {cal['n_calibration']} "
+                f"questions; held-out coverage {100 * cal['test_coverage']:.0f}%, risk {cal['test_risk']:.3f} "
+                f"[{lo:.3f},{hi:.3f}]"
+            )
+        else:
+            line = f"Calibration: {res['message']}"
+        console.print(line)
+        sim = cal.get("simulation")
+        if sim:
+            console.print(
+                f"  {sim['n_splits']} random splits: held-out risk > {res['risk']} in {100 * sim['exceed_rate']:.1f}% "
+                f"(delta {100 * res['delta']:.0f}%)"
+            )
+    elif cal:
+        console.print(f"Calibration: {cal['error']}")
+
+
+def _share(s: dict[str, Any]) -> str:
+    return "–" if s["share"] is None else f"{100 * s['share']:.0f}% (n={s['n']})"
 
 
 def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache: Path, secs: float) -> None:
@@ -164,7 +278,7 @@ def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache
     cost = [c for c in COLUMNS if c[2] == "cost"]
     for title, cols, last in (
         (f"ragsieve eval: {n} questions, % (faithfulness judge: {judge})", quality, False),
-        ("cost per question, and selective accuracy vs plain RAG at matched coverage", cost, True),
+        ("cost per question; sel-acc Δ vs plain RAG without a confidence", cost, True),
     ):
         header, rows = format_rows(scores, with_intervals=False, columns=cols)
         if not last:
@@ -186,7 +300,8 @@ def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache
             parts.append(f"aurc [{ivs['aurc'][0]:.3f},{ivs['aurc'][1]:.3f}]")
         console.print(f"  {name}: 95% intervals " + ", ".join(parts))
     console.print(
-        "sel-acc Δ: selective accuracy minus plain RAG's at the lower of the two coverages (paired bootstrap 95% "
-        "interval). abst U/A: abstention on unanswerable / answerable questions. cite P/R: citation precision / "
+        "sel-acc Δ: selective accuracy minus plain RAG's (without a confidence) at the lower of the two coverages "
+        "(paired bootstrap 95% interval); the fair comparison is below. abst U/A: abstention on unanswerable / "
+        "answerable questions. cite P/R: citation precision / "
         f"recall against gold evidence. Outputs cached in {cache} ({secs:.0f}s)."
     )

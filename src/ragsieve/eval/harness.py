@@ -250,8 +250,17 @@ def _record(
         "stage_ms": {k: round(v, 1) for k, v in answer.trace.timings_ms.items()},
         "decisions": dict(Counter(f"{d['check']}:{d['verdict']}" for d in answer.trace.decisions)),
         "faithfulness": faith,
+        # the confidence signals the answer carries (judge score of the cited evidence, verifier
+        # support, source agreement), so a confidence can be refitted from the cache
+        "signals": _answer_signals(answer),
         "error": None,
     }
+
+
+def _answer_signals(answer: Answer) -> dict[str, float]:
+    from ragsieve.eval.confidence import answer_signals
+
+    return {k: round(v, 6) for k, v in answer_signals(answer).items()}
 
 
 def _error_record(key: str, spec: EvalSpec, item: QAItem, exc: Exception, seconds: float) -> dict[str, Any]:

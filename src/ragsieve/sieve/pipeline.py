@@ -425,6 +425,7 @@ class Pipeline:
             state.confidence = answer_confidence(
                 [], max((state.relevance.get(h.chunk.id, 0.0) for h in state.evidence), default=None)
             )
+        apply_calibrated_abstention(state, trace, self.config.calibration.abstain_below)
         return Answer(
             question=question,
             text=state.text,
@@ -436,6 +437,32 @@ class Pipeline:
             confidence=state.confidence,
             claims=state.claims,
         )
+
+
+def apply_calibrated_abstention(state: PipelineState, trace: Trace, threshold: float | None) -> None:
+    """Abstain when the answer's confidence is missing or below the calibrated ``threshold``.
+
+    ``calibration.abstain_below`` is the threshold ``ragsieve calibrate`` certified for a target
+    error rate (rule: :func:`ragsieve.calibrate.abstains`). It applies to every preset and after
+    every check, ``sieve.min_confidence`` included: that one is a fixed floor inside the verify
+    stage (a sieve answer below it was already replaced by an abstention there), this one is the
+    last word on what is answered, so the effective floor is the higher of the two. An answer a
+    check already abstained on stays as it is. ``None``: no threshold, nothing changes.
+    """
+    from ragsieve.calibrate import abstains
+
+    if threshold is None or state.abstained:
+        return
+    reason = abstains(state.confidence, threshold)
+    if reason is None:
+        return
+    state.text = (
+        "I can't answer this with the confidence this configuration requires: the answer's confidence is "
+        + ("unknown" if state.confidence is None else f"{state.confidence:.2f}")
+        + f", below the calibrated threshold {threshold:.2f}."
+    )
+    state.abstained, state.abstain_reason = True, reason
+    trace.record("abstain", check="calibration", reason=reason)
 
 
 def build_pipeline(config: PipelineConfig) -> Pipeline:
