@@ -13,8 +13,8 @@ from ragsieve.config import GenerationConfig
 from ragsieve.errors import RagsieveError
 from ragsieve.generate.answer import build_answer_messages, cite_evidence
 from ragsieve.generate.polar import is_polar_question, polar_label, with_polar_label
-from ragsieve.llm.base import LLM, ChatMessage
-from ragsieve.sieve.state import PipelineState
+from ragsieve.llm.base import LLM, ChatMessage, Generation, generate_streaming
+from ragsieve.sieve.state import PipelineState, TokenSink
 from ragsieve.text import trim_repetition
 from ragsieve.types import SearchHit, Trace
 
@@ -31,13 +31,19 @@ class Generator:
         self.embedder = embedder
 
     def __call__(
-        self, question: str, evidence: list[SearchHit], trace: Trace, record_as: str = "generate"
+        self,
+        question: str,
+        evidence: list[SearchHit],
+        trace: Trace,
+        record_as: str = "generate",
+        sink: TokenSink | None = None,
     ) -> tuple[str, list[str]]:
-        """Answer from ``evidence`` and return the text with the cited chunk ids."""
+        """Answer from ``evidence`` and return the text with the cited chunk ids; ``sink`` gets
+        the raw text pieces as the LLM generates them (before trimming and citation mapping)."""
         llm = self.llm()
         gc = self.generation
         messages = build_answer_messages(question, evidence, gc.max_evidence_chars)
-        out = llm.generate(messages, max_tokens=gc.max_tokens, temperature=gc.temperature)
+        out = self._generate(llm, messages, record_as, sink)
         trace.count_llm(out.prompt_tokens, out.completion_tokens)
         raw = out.text.strip()
         text = trim_repetition(raw, gc.repetition_ngram) if gc.trim_repetition else raw
@@ -57,6 +63,15 @@ class Generator:
             cited=cited,
         )
         return text, cited
+
+    def _generate(self, llm: LLM, messages: list[ChatMessage], record_as: str, sink: TokenSink | None) -> Generation:
+        """One generation; streamed piece by piece into ``sink`` when there is one."""
+        gc = self.generation
+        if sink is None:
+            return llm.generate(messages, max_tokens=gc.max_tokens, temperature=gc.temperature)
+        return generate_streaming(
+            llm, messages, lambda piece: sink(piece, record_as), max_tokens=gc.max_tokens, temperature=gc.temperature
+        )
 
     @staticmethod
     def _label_polar(llm: LLM, messages: list[ChatMessage], text: str) -> tuple[str, dict[str, Any]]:
@@ -100,6 +115,6 @@ class GenerateStage:
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         evidence = candidates if state.retrieve else []
-        text, cited = self.generator(question, evidence, trace)
+        text, cited = self.generator(question, evidence, trace, sink=state.token_sink)
         state.evidence, state.text, state.cited = list(evidence), text, cited
         return candidates

@@ -1,0 +1,94 @@
+"""OpenTelemetry spans for the pipeline's stages and LLM calls, free when OpenTelemetry is absent.
+
+With ``opentelemetry-api`` installed (the ``otel`` extra) every stage of a question runs inside a
+span named ``ragsieve.stage.<name>`` and every LLM call inside ``ragsieve.llm.<operation>``;
+what exports them (console, OTLP, an in-memory exporter in tests) is the application's choice,
+set up with ``opentelemetry-sdk`` as usual. Without the package, :func:`span` is a no-op context
+manager: nothing is imported and nothing is recorded.
+
+Example:
+    >>> with span("ragsieve.stage.judge", candidates=12):
+    ...     pass
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar, cast
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+TRACER_NAME = "ragsieve"
+
+_tracer: Any = None
+_checked = False
+
+
+def _get_tracer() -> Any:
+    """The ``ragsieve`` tracer, or ``None`` without ``opentelemetry-api`` (looked up once)."""
+    global _tracer, _checked
+    if not _checked:
+        _checked = True
+        try:
+            from opentelemetry import trace
+        except ImportError:
+            _tracer = None
+        else:
+            # A proxy tracer: it follows whatever provider the application sets later.
+            _tracer = trace.get_tracer(TRACER_NAME)
+    return _tracer
+
+
+def _attribute(value: Any) -> Any:
+    if isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple) and all(isinstance(v, bool | int | float | str) for v in value):
+        return list(value)
+    return str(value)
+
+
+@contextlib.contextmanager
+def span(name: str, **attributes: Any) -> Iterator[Any]:
+    """A span named ``name`` around the block (``None`` is yielded without OpenTelemetry).
+
+    Attribute values that OpenTelemetry cannot hold are recorded as their ``str``; ``None``
+    values are left out. An exception leaving the block is recorded on the span and re-raised."""
+    tracer = _get_tracer()
+    if tracer is None:
+        yield None
+        return
+    with tracer.start_as_current_span(name) as current:
+        for key, value in attributes.items():
+            if value is not None:
+                current.set_attribute(f"ragsieve.{key}", _attribute(value))
+        yield current
+
+
+def traced(name: str) -> Callable[[F], F]:
+    """Decorator: the function runs inside :func:`span` ``name`` (a plain call without OpenTelemetry)."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            if _get_tracer() is None:
+                return fn(*args, **kwargs)
+            with span(name):
+                return fn(*args, **kwargs)
+
+        return cast(F, inner)
+
+    return wrap
+
+
+def set_attributes(current: Any, **attributes: Any) -> None:
+    """Add attributes to a span :func:`span` yielded (nothing when it yielded ``None``)."""
+    if current is None:
+        return
+    for key, value in attributes.items():
+        if value is not None:
+            current.set_attribute(f"ragsieve.{key}", _attribute(value))
+
+
+__all__ = ["TRACER_NAME", "set_attributes", "span", "traced"]
