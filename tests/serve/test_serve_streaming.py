@@ -198,3 +198,33 @@ def test_chat_content_holds_back_whitespace_and_withdraws_changed_text() -> None
     rest = changed.rest("I can't give an answer the evidence supports.")
     assert rest.startswith("\n\n[ragsieve withdrew") and rest.endswith("I can't give an answer the evidence supports.")
     assert changed.withdraw("regenerating").startswith("\n\n[ragsieve withdrew") and changed.sent == ""
+
+
+@pytest.mark.slow
+def test_the_page_shows_each_stage_and_the_unchecked_tokens_before_the_answer(built_index) -> None:
+    from tests.serve.test_serve_browser import _chromium
+
+    playwright = pytest.importorskip("playwright.sync_api")
+    executable = _chromium()
+    llm = SlowStreamingLLM()
+    with _server(built_index, llm) as server, playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(server.url + "/")
+            page.fill("#question", QUESTION)
+            page.click("#ask-button")
+            # the first word is on the page while the model waits at the gate: nothing is final yet
+            page.locator("#stream-answer", has_text="Apollo").wait_for(timeout=20_000)
+            assert page.get_attribute("body", "data-rendered") is None
+            finished = page.locator("#stream-stages li.finished").all_inner_texts()
+            assert [t.split(" — ")[0] for t in finished] == ["warm_up", "route", "retrieve", "select"]
+            assert page.locator("#stream-stages li.running[data-stage=generate]").count() == 1
+            llm.gate.set()
+            page.wait_for_selector("body[data-rendered=true]", timeout=20_000)
+            assert REPLY.split(" [")[0] in page.inner_text("#answer")
+            assert not errors
+        finally:
+            browser.close()
