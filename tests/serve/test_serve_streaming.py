@@ -105,14 +105,17 @@ def _sse(lines: Any) -> Any:
 def test_ask_stream_sends_each_stage_and_the_first_token_before_the_last_is_generated(built_index) -> None:
     llm = SlowStreamingLLM()
     events: list[tuple[str, Any]] = []
-    with _server(built_index, llm) as server, httpx.Client(base_url=server.url, timeout=30) as client:
-        with client.stream("POST", "/v1/ask/stream", json={"question": QUESTION}) as resp:
-            assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
-            for kind, data in _sse(resp.iter_lines()):
-                events.append((kind, data))
-                if kind == "token" and not llm.gate.is_set():
-                    llm.finished_at_first_read = llm.done.is_set()
-                    llm.gate.set()  # only now may the model generate the other words
+    with (
+        _server(built_index, llm) as server,
+        httpx.Client(base_url=server.url, timeout=30) as client,
+        client.stream("POST", "/v1/ask/stream", json={"question": QUESTION}) as resp,
+    ):
+        assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
+        for kind, data in _sse(resp.iter_lines()):
+            events.append((kind, data))
+            if kind == "token" and not llm.gate.is_set():
+                llm.finished_at_first_read = llm.done.is_set()
+                llm.gate.set()  # only now may the model generate the other words
     assert llm.gate_opened is True and llm.finished_at_first_read is False
     kinds = [k for k, _ in events]
     assert kinds[-2:] == ["answer", "done"] and kinds.count("token") == len(REPLY.split())
@@ -130,22 +133,25 @@ def test_chat_completions_stream_tokens_as_they_are_generated(built_index) -> No
     llm = SlowStreamingLLM()
     pieces: list[str] = []
     body = {"model": "ragsieve", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
-    with _server(built_index, llm) as server, httpx.Client(base_url=server.url, timeout=30) as client:
-        with client.stream("POST", "/v1/chat/completions", json=body) as resp:
-            assert resp.status_code == 200
-            lines = []
-            for line in resp.iter_lines():
-                if not line:
-                    continue
-                lines.append(line)
-                if line == "data: [DONE]":
-                    continue
-                delta = json.loads(line[len("data: "):])["choices"][0]["delta"]
-                if delta.get("content"):
-                    pieces.append(delta["content"])
-                    if not llm.gate.is_set():
-                        llm.finished_at_first_read = llm.done.is_set()
-                        llm.gate.set()
+    lines: list[str] = []
+    with (
+        _server(built_index, llm) as server,
+        httpx.Client(base_url=server.url, timeout=30) as client,
+        client.stream("POST", "/v1/chat/completions", json=body) as resp,
+    ):
+        assert resp.status_code == 200
+        for line in resp.iter_lines():
+            if not line:
+                continue
+            lines.append(line)
+            if line == "data: [DONE]":
+                continue
+            delta = json.loads(line[len("data: "):])["choices"][0]["delta"]
+            if delta.get("content"):
+                pieces.append(delta["content"])
+                if not llm.gate.is_set():
+                    llm.finished_at_first_read = llm.done.is_set()
+                    llm.gate.set()
     assert llm.gate_opened is True and llm.finished_at_first_read is False
     assert pieces[0] == "Apollo" and "".join(pieces).startswith(REPLY) and "Sources:" in "".join(pieces)
     assert lines[-1] == "data: [DONE]"
@@ -162,11 +168,10 @@ def test_a_client_that_disconnects_mid_stream_cancels_its_llm_call(built_index, 
         else {"model": "ragsieve", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
     )
     with _server(built_index, llm) as server:
-        with httpx.Client(base_url=server.url, timeout=30) as client:
-            with client.stream("POST", path, json=body) as resp:
-                for line in resp.iter_lines():
-                    if "Apollo" in line:
-                        break  # one token read: hang up while the model is still generating
+        with httpx.Client(base_url=server.url, timeout=30) as client, client.stream("POST", path, json=body) as resp:
+            for line in resp.iter_lines():
+                if "Apollo" in line:
+                    break  # one token read: hang up while the model is still generating
         assert llm.cancelled.wait(10), "the disconnect did not cancel the LLM call"
         # the single model lane is free again: the next request gets an answer
         llm.block, llm.cancelled = False, threading.Event()
