@@ -28,6 +28,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "bench": ("ir_measures",),
     "serve": ("fastapi", "uvicorn", "prometheus_client"),
     "milvus": ("pymilvus", "milvus_lite"),
+    "otel": ("opentelemetry",),
 }
 
 # ragsieve modules that are an extra's implementation (they import its library at module level):

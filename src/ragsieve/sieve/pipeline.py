@@ -497,7 +497,7 @@ class Pipeline:
             ...     elif event.kind == "answer":
             ...         print("\nverified:", event.answer.text)
         """
-        options = {"no_retrieval": no_retrieval, "k": k, "route": route, "where": where, "task": task}
+        options: dict[str, Any] = {"no_retrieval": no_retrieval, "k": k, "route": route, "where": where, "task": task}
         events: queue.Queue[Any] = queue.Queue()
         token = CancelToken()
         outer = current_token()
@@ -580,7 +580,7 @@ class Pipeline:
             >>> async for event in pipe.astream("What is graphene?"):  # doctest: +SKIP
             ...     print(event.kind)
         """
-        options = {"no_retrieval": no_retrieval, "k": k, "route": route, "where": where, "task": task}
+        options: dict[str, Any] = {"no_retrieval": no_retrieval, "k": k, "route": route, "where": where, "task": task}
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Any] = asyncio.Queue()
         token = CancelToken()
