@@ -1,10 +1,11 @@
 """OpenTelemetry spans for the pipeline's stages and LLM calls, free when OpenTelemetry is absent.
 
-With ``opentelemetry-api`` installed (the ``otel`` extra) every stage of a question runs inside a
-span named ``ragsieve.stage.<name>`` and every LLM call inside ``ragsieve.llm.<operation>``;
-what exports them (console, OTLP, an in-memory exporter in tests) is the application's choice,
-set up with ``opentelemetry-sdk`` as usual. Without the package, :func:`span` is a no-op context
-manager: nothing is imported and nothing is recorded.
+With ``opentelemetry-api`` installed (the ``otel`` extra) and in use by the application (it has
+imported ``opentelemetry.trace``, as setting a tracer provider does), every stage of a question
+runs inside a span named ``ragsieve.stage.<name>`` and every LLM call inside
+``ragsieve.llm.<operation>``; what exports them (console, OTLP, an in-memory exporter in tests) is
+the application's choice, set up with ``opentelemetry-sdk`` as usual. Otherwise :func:`span` is a
+no-op context manager: nothing is imported and nothing is recorded.
 
 Example:
     >>> with span("ragsieve.stage.judge", candidates=12):
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
@@ -23,21 +25,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 TRACER_NAME = "ragsieve"
 
 _tracer: Any = None
-_checked = False
 
 
 def _get_tracer() -> Any:
-    """The ``ragsieve`` tracer, or ``None`` without ``opentelemetry-api`` (looked up once)."""
-    global _tracer, _checked
-    if not _checked:
-        _checked = True
-        try:
-            from opentelemetry import trace
-        except ImportError:
-            _tracer = None
-        else:
-            # A proxy tracer: it follows whatever provider the application sets later.
-            _tracer = trace.get_tracer(TRACER_NAME)
+    """The ``ragsieve`` tracer once the application uses OpenTelemetry, else ``None``.
+
+    ragsieve never imports OpenTelemetry itself: an application that exports spans has imported
+    ``opentelemetry.trace`` to set its tracer provider, and one that has not would only pay the
+    import (and its entry-point scan) at every cold start for spans nobody reads. The lookup is a
+    dictionary read until the module appears."""
+    global _tracer
+    if _tracer is None:
+        module = sys.modules.get("opentelemetry.trace")
+        if module is not None:
+            # A proxy tracer: it follows whatever provider the application sets, now or later.
+            _tracer = module.get_tracer(TRACER_NAME)
     return _tracer
 
 
