@@ -31,6 +31,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "langchain": ("langchain_core",),
     "llamaindex": ("llama_index",),
     "haystack": ("haystack",),
+    "otel": ("opentelemetry",),
 }
 
 # ragsieve modules that are an extra's implementation (they import its library at module level):

@@ -324,6 +324,102 @@ def post_json(
     raise ModelError(f"could not reach {service} at {url}; start it or fix base_url")  # pragma: no cover
 
 
+def stream_sse(
+    client: Any,
+    path: str,
+    payload: dict[str, Any],
+    *,
+    service: str,
+    timeout_s: float | None = None,
+) -> Iterator[dict[str, Any]]:
+    """POST ``payload`` and yield each JSON object of the server-sent-event stream it answers with
+    (``data: {...}`` lines, up to ``data: [DONE]``).
+
+    The whole stream ends within ``timeout_s`` of wall-clock time (default: the client's timeout)
+    and within the question's deadline (:func:`question_deadline`); a cancelled LLM job
+    (:mod:`ragsieve.cancel`) closes the connection at once, even while a read is blocked, so the
+    server sees the client go and stops generating, and raises ``GenerationCancelledError``.
+    Nothing is retried once the request is sent (a retried stream would repeat text already
+    handed on); a 429 or 5xx before the stream starts raises :class:`ModelError`, another 4xx
+    :class:`HTTPStatusError`. Nothing raised contains the key."""
+    import httpx
+
+    secrets = client_secrets(client)
+    limit = _timeout_of(client) if timeout_s is None else float(timeout_s)
+    deadline = time.monotonic() + limit
+    question = _QUESTION_DEADLINE.get()
+    if question is not None and question[0] < deadline:
+        deadline = question[0]
+    url = str(client.base_url).rstrip("/") + "/" + path.lstrip("/")
+    token = current_token()
+    if token is not None:
+        token.check()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        # A blocked read cannot check anything: closing the response from here wakes it.
+        while not done.wait(0.05):
+            if (token is not None and token.cancelled) or time.monotonic() > deadline:
+                response = box.get("response")
+                if response is not None:
+                    with contextlib.suppress(Exception):
+                        response.close()
+                return
+
+    watcher = threading.Thread(target=watch, name="ragsieve-sse-watch", daemon=True)
+    watcher.start()
+
+    def expired() -> ModelError:
+        return ModelError(
+            f"{service} at {url} did not finish streaming within {limit:g} s (or the question's deadline); "
+            "raise timeout_s or check the server"
+        )
+
+    try:
+        remaining = max(deadline - time.monotonic(), 0.001)
+        with client.stream("POST", path, json=payload, timeout=httpx.Timeout(remaining)) as resp:
+            box["response"] = resp
+            if resp.status_code >= 400:
+                text = redact(resp.read().decode("utf-8", errors="replace"), secrets)
+                if resp.status_code == 429 or resp.status_code >= 500:
+                    raise ModelError(
+                        f"{service} at {url} refused the stream (HTTP {resp.status_code}: {text[:200]}); "
+                        "check the server logs or lower the request rate"
+                    )
+                raise HTTPStatusError(resp.status_code, text)
+            for line in resp.iter_lines():
+                if token is not None:
+                    token.check()
+                if time.monotonic() > deadline:
+                    raise expired()
+                if not line.startswith("data:"):
+                    continue  # comments, event names, keep-alives
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    return
+                try:
+                    event = json.loads(data)
+                except ValueError:
+                    raise ModelError(
+                        f"{service} at {url} sent a stream event that is not JSON ({redact(data, secrets)[:200]!r}); "
+                        "check that base_url points at an OpenAI-compatible API"
+                    ) from None
+                if isinstance(event, dict):
+                    yield event
+    except (httpx.TransportError, httpx.StreamError) as exc:
+        if token is not None:
+            token.check()  # we closed it: the job was cancelled
+        if time.monotonic() > deadline:
+            raise expired() from None
+        raise ModelError(
+            f"the stream from {service} at {url} broke ({redact(f'{type(exc).__name__}: {exc}', secrets)}); "
+            "start the server or fix base_url"
+        ) from None
+    finally:
+        done.set()
+
+
 def parse_reply(model: type[T], data: dict[str, Any], *, service: str) -> T:
     """``data`` validated as the pydantic ``model``; a mismatch is a :class:`ModelError` naming
     ``service`` and each bad field (``choices.0.message.content: ...``), never the values."""

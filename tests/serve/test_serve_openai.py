@@ -89,4 +89,6 @@ def test_openai_client_against_the_real_pipeline(tmp_path: Path) -> None:
     trace = (resp.model_extra or {})["ragsieve_trace"]
     assert content.strip() and trace["trace"]["events"]
     assert trace["evidence"] or trace["abstained"]  # the default (sieve) pipeline may decline
-    assert streamed == content  # the bundled model decodes greedily
+    # The bundled model decodes greedily, so the streamed tokens are the generated answer; when the
+    # checks changed it, the stream says so and then sends the checked content.
+    assert streamed == content or ("[ragsieve withdrew the text above" in streamed and streamed.endswith(content))

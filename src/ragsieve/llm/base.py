@@ -12,7 +12,8 @@ continuations (:meth:`LLM.continuation_logprobs`) or of the next token
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from collections.abc import Generator as PyGenerator
 from typing import Any, NamedTuple, Protocol, TypedDict, runtime_checkable
 
 
@@ -96,6 +97,79 @@ class LLM(Protocol):
     def count_tokens(self, text: str) -> int: ...
 
     def to_dict(self) -> dict[str, Any]: ...
+
+
+# A streamed generation: the text pieces as the model produces them; the generator's return value
+# (``StopIteration.value``) is the whole :class:`Generation` with its token counts, or ``None``
+# where the backend cannot count them.
+TokenStream = PyGenerator[str, None, "Generation | None"]
+
+
+@runtime_checkable
+class SupportsStreaming(Protocol):
+    """Optional capability: the reply's text as it is generated.
+
+    ``"".join`` of the pieces equals ``generate(...).text`` for the same arguments (greedy
+    decoding is deterministic), so a streamed answer is the answer ``generate`` gives. A
+    cancelled job (:mod:`ragsieve.cancel`) stops the stream between pieces with
+    :class:`~ragsieve.cancel.GenerationCancelledError`."""
+
+    def generate_stream(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> TokenStream: ...
+
+
+def generate_streaming(
+    llm: LLM,
+    prompt: Prompt,
+    on_piece: Callable[[str], None],
+    *,
+    max_tokens: int = 256,
+    temperature: float = 0.0,
+    stop: Sequence[str] | None = None,
+    seed: int | None = None,
+) -> Generation:
+    """Generate with ``llm``, handing each text piece to ``on_piece`` as it arrives, and return the
+    whole :class:`Generation`. A backend without :meth:`SupportsStreaming.generate_stream` generates
+    in one call and hands the text over in one piece.
+
+    Example:
+        >>> pieces: list[str] = []
+        >>> generate_streaming(llm, "Say hi.", pieces.append).text == "".join(pieces)  # doctest: +SKIP
+        True
+    """
+    stream = getattr(llm, "generate_stream", None)
+    if not callable(stream):
+        out = llm.generate(prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, seed=seed)
+        if out.text:
+            on_piece(out.text)
+        return out
+    pieces: list[str] = []
+    iterator = stream(prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, seed=seed)
+    try:
+        while True:
+            try:
+                piece = next(iterator)
+            except StopIteration as done:
+                result: Generation | None = done.value
+                break
+            if piece:
+                pieces.append(piece)
+                on_piece(piece)
+    finally:
+        close = getattr(iterator, "close", None)
+        if callable(close):
+            close()  # a consumer that failed mid-stream frees the backend (its lock, its connection)
+    if result is None:
+        text = "".join(pieces)
+        return Generation(text, 0, len(pieces), "stop")
+    return result
 
 
 @runtime_checkable

@@ -41,8 +41,9 @@ import numpy as np
 from ragsieve.cancel import check_cancelled, current_token
 from ragsieve.config import DEFAULT_REPEAT_PENALTY
 from ragsieve.errors import ConfigError, InputError, LLMOutputError, ModelError
-from ragsieve.llm.base import ChatMessage, ContinuationScore, Generation, Prompt, as_messages
+from ragsieve.llm.base import ChatMessage, ContinuationScore, Generation, Prompt, TokenStream, as_messages
 from ragsieve.llm.bundled import BUNDLED_MODEL_NAME, bundled_gguf_path
+from ragsieve.telemetry import span, traced
 
 if TYPE_CHECKING:  # pragma: no cover
     from llama_cpp import Llama
@@ -437,6 +438,7 @@ class LlamaCppLLM:
                 self._saved.clear()
             self._clear_kv(self._llama)
 
+    @traced("ragsieve.llm.next_token_distribution")
     def next_token_distribution(self, prompt: Prompt) -> np.ndarray:
         """Full-vocabulary log-softmax of the first token of the assistant's reply."""
         tokens = self.prompt_tokens(prompt)
@@ -469,6 +471,7 @@ class LlamaCppLLM:
                     out[j] = log_softmax(logits)[cont_ids[j]]
         return out
 
+    @traced("ragsieve.llm.continuation_logprobs")
     def continuation_logprobs(self, prompt: Prompt, continuations: Sequence[str]) -> list[ContinuationScore]:
         """Sum of token log-probabilities of each continuation as the start of the reply.
 
@@ -487,6 +490,7 @@ class LlamaCppLLM:
             scores.append(ContinuationScore(float(lp.sum()), len(cont_ids)))
         return scores
 
+    @traced("ragsieve.llm.perplexity")
     def perplexity(self, prompt: Prompt, answer: str) -> float:
         """exp(-mean log p(answer tokens | rendered prompt))."""
         prompt_ids = self.prompt_tokens(prompt)
@@ -517,6 +521,94 @@ class LlamaCppLLM:
             stop_repetition_ngram=self.stop_repetition_ngram,
         )
 
+    def generate_stream(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> TokenStream:
+        """:meth:`generate`, yielding the reply's text as llama.cpp produces it (the same tokens:
+        the same sampling settings and stopping rules). A cancelled job stops between tokens.
+        The returned :class:`Generation` counts the completion tokens by tokenising the text."""
+        tokens, stops, criteria = self._prepare(
+            prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, grammar=None,
+            stop_repetition_ngram=self.stop_repetition_ngram,
+        )
+        llama = self._model()
+        from llama_cpp import StoppingCriteriaList
+
+        pieces: list[str] = []
+        finish: str | None = None
+        with self._lock, span("ragsieve.llm.generate_stream", model=self.model_name, prompt_tokens=len(tokens)):
+            self.reset_cache(keep_saved=True)
+            chunks: Any = llama.create_completion(
+                prompt=tokens,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                top_p=1.0 if temperature == 0 else 0.95,
+                top_k=40,
+                min_p=0.05,
+                repeat_penalty=self.repeat_penalty,
+                stop=stops or None,
+                seed=self.seed if seed is None else seed,
+                stopping_criteria=StoppingCriteriaList(criteria) if criteria else None,
+                stream=True,
+            )
+            try:
+                for chunk in chunks:
+                    check_cancelled()
+                    choice = chunk["choices"][0]
+                    finish = choice.get("finish_reason") or finish
+                    piece = choice.get("text") or ""
+                    if piece:
+                        pieces.append(piece)
+                        yield piece
+            finally:
+                close = getattr(chunks, "close", None)
+                if callable(close):
+                    close()  # the llama.cpp generator holds the context until it is closed
+        check_cancelled()  # a stopped generation is partial: never hand it on as an answer
+        text = "".join(pieces)
+        return Generation(
+            text=text,
+            prompt_tokens=len(tokens),
+            completion_tokens=self.count_tokens(text) if text else 0,
+            finish_reason="length" if finish == "length" else "stop",
+        )
+
+    def _prepare(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str] | None,
+        grammar: Any,
+        stop_repetition_ngram: int,
+    ) -> tuple[list[int], list[str], list[Callable[[Any, Any], bool]]]:
+        """The prompt's tokens, the stop strings and the stopping criteria of one generation."""
+        if max_tokens < 1:
+            raise InputError(f"max_tokens must be at least 1, got {max_tokens}")
+        if temperature < 0:
+            raise InputError(f"temperature must be >= 0, got {temperature}")
+        text, template_stops = self._render_with_stops(prompt)
+        tokens = self._tokens_of_rendered(text)
+        self._check_fits(len(tokens) + 1, "the prompt")
+        stops = [s for s in [*(stop or []), *template_stops] if s]
+        llama = self._model()
+        criteria: list[Callable[[Any, Any], bool]] = []
+        if stop_repetition_ngram > 0 and grammar is None:
+            criteria.append(_repetition_stop(llama.detokenize, len(tokens), stop_repetition_ngram))
+        token = current_token()
+        if token is not None:
+            # Checked between generated tokens: a cancelled request stops the generation loop.
+            criteria.append(lambda _ids, _logits: token.cancelled)
+        check_cancelled()
+        return tokens, stops, criteria
+
     def _complete(
         self,
         prompt: Prompt,
@@ -529,26 +621,14 @@ class LlamaCppLLM:
         repeat_penalty: float = 1.0,
         stop_repetition_ngram: int = 0,
     ) -> Generation:
-        if max_tokens < 1:
-            raise InputError(f"max_tokens must be at least 1, got {max_tokens}")
-        if temperature < 0:
-            raise InputError(f"temperature must be >= 0, got {temperature}")
-        text, template_stops = self._render_with_stops(prompt)
-        tokens = self._tokens_of_rendered(text)
-        self._check_fits(len(tokens) + 1, "the prompt")
-        stops = [s for s in [*(stop or []), *template_stops] if s]
+        tokens, stops, criteria = self._prepare(
+            prompt, max_tokens=max_tokens, temperature=temperature, stop=stop, grammar=grammar,
+            stop_repetition_ngram=stop_repetition_ngram,
+        )
         llama = self._model()
         from llama_cpp import StoppingCriteriaList
 
-        criteria: list[Callable[[Any, Any], bool]] = []
-        if stop_repetition_ngram > 0 and grammar is None:
-            criteria.append(_repetition_stop(llama.detokenize, len(tokens), stop_repetition_ngram))
-        token = current_token()
-        if token is not None:
-            # Checked between generated tokens: a cancelled request stops the generation loop.
-            criteria.append(lambda _ids, _logits: token.cancelled)
-        check_cancelled()
-        with self._lock:
+        with self._lock, span("ragsieve.llm.generate", model=self.model_name, prompt_tokens=len(tokens)):
             # Generation always starts from an empty KV cache: llama-cpp-python's own prefix
             # reuse re-decodes the last prompt token alone, which changes greedy outputs at
             # near-ties between calls. Clearing keeps ``generate`` a pure function of its input.

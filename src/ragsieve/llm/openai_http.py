@@ -32,8 +32,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from ragsieve.errors import InputError, LLMOutputError, ModelError
-from ragsieve.http import HTTPStatusError, client_secrets, make_client, parse_reply, post_json, redact
-from ragsieve.llm.base import ChatMessage, ContinuationScore, Generation, Prompt, as_messages
+from ragsieve.http import HTTPStatusError, client_secrets, make_client, parse_reply, post_json, redact, stream_sse
+from ragsieve.llm.base import ChatMessage, ContinuationScore, Generation, Prompt, TokenStream, as_messages
+from ragsieve.telemetry import span
 
 logger = logging.getLogger(__name__)
 
@@ -169,6 +170,10 @@ class OpenAICompatibleLLM:
     def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         """POST JSON with retries. 4xx other than 429 raise :class:`HTTPStatusError`."""
         self.warm_up()
+        with span("ragsieve.llm.http", model=self.model, path=path):
+            return self._post_untraced(path, payload)
+
+    def _post_untraced(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         return post_json(
             self._client,
             path,
@@ -231,6 +236,62 @@ class OpenAICompatibleLLM:
                 f"check that model {self.model!r} is served"
             ) from exc
         return self._generation(data)
+
+    def generate_stream(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> TokenStream:
+        """:meth:`generate` with ``stream: true``: the reply's text as the server sends it
+        (server-sent events through :func:`ragsieve.http.stream_sse`, bounded by ``timeout_s``
+        and cancelled with the job). Token counts come from the stream's ``usage`` when the
+        server sends one, else the completion counts the pieces."""
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in as_messages(prompt)],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": self.seed if seed is None else seed,
+            "stream": True,
+        }
+        if stop:
+            payload["stop"] = list(stop)
+        self.warm_up()
+        service = f"LLM server at {self.root_url}/v1/chat/completions"
+        pieces: list[str] = []
+        finish: str | None = None
+        usage: dict[str, Any] = {}
+        with span("ragsieve.llm.generate_stream", model=self.model):
+            try:
+                for event in stream_sse(
+                    self._client, "/v1/chat/completions", payload, service="LLM server", timeout_s=self.timeout_s
+                ):
+                    if isinstance(event.get("usage"), dict):
+                        usage = event["usage"]
+                    choices = event.get("choices") or []
+                    if not choices or not isinstance(choices[0], dict):
+                        continue
+                    delta = choices[0].get("delta") or {}
+                    finish = choices[0].get("finish_reason") or finish
+                    piece = delta.get("content") if isinstance(delta, dict) else None
+                    if isinstance(piece, str) and piece:
+                        pieces.append(piece)
+                        yield piece
+            except HTTPStatusError as exc:
+                raise ModelError(
+                    f"{service} rejected a streamed chat completion ({exc}); check that model {self.model!r} "
+                    "is served and the server supports stream: true"
+                ) from exc
+        return Generation(
+            text="".join(pieces),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or len(pieces)),
+            finish_reason="length" if finish == "length" else "stop",
+        )
 
     def generate_json(self, prompt: Prompt, schema: dict[str, Any], *, max_tokens: int = 256) -> dict[str, Any]:
         """``response_format=json_schema`` (strict); on a 4xx, ``json_object`` plus the schema in

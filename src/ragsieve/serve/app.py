@@ -65,7 +65,7 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 # (it holds no data; the page sends the key with every call it makes).
 PUBLIC_PATHS = frozenset({"/v1/health", "/"})
 KNOWN_PATHS = frozenset(
-    {"/", "/v1/health", "/v1/ask", "/v1/search", "/v1/classify", "/v1/chat/completions", "/v1/models",
+    {"/", "/v1/health", "/v1/ask", "/v1/ask/stream", "/v1/search", "/v1/classify", "/v1/chat/completions", "/v1/models",
      "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
 )
 _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -263,9 +263,48 @@ _PIECES = re.compile(r"\s*\S+|\s+")
 
 
 def _chunk_text(text: str) -> Iterator[str]:
-    # The LLM interface returns whole generations, so the stream carries the finished answer
-    # word by word (one word and its leading whitespace per chunk).
+    # Text the stream did not get token by token (the sources, a checked or abstaining answer, a
+    # pipeline that cannot stream) goes word by word (one word and its leading whitespace per chunk).
     yield from _PIECES.findall(text)
+
+
+def sse_event(kind: str, data: Any) -> str:
+    """One server-sent event: ``event: KIND`` and its JSON on one ``data:`` line."""
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+def withdrawn_notice(reason: str) -> str:
+    """What a chat stream says when text it already sent is not the verified answer (an OpenAI
+    chat client cannot take text back): the verified answer follows the notice."""
+    return f"\n\n[ragsieve withdrew the text above: {' '.join(reason.split())}. The checked answer follows.]\n\n"
+
+
+class ChatContent:
+    """The content deltas of a streamed chat completion: LLM tokens as they arrive (whitespace at
+    the ends held back, as the answer is stripped), a notice when the checks withdraw them, and
+    at the end whatever of the final content the tokens did not already send."""
+
+    def __init__(self) -> None:
+        self.sent = ""  # content sent since the last notice
+        self.pending_space = ""
+
+    def token(self, text: str) -> str:
+        if not self.sent:
+            text = text.lstrip()
+        text = self.pending_space + text
+        body = text.rstrip()
+        self.pending_space = text[len(body):]
+        self.sent += body
+        return body
+
+    def withdraw(self, reason: str) -> str:
+        self.sent, self.pending_space = "", ""
+        return withdrawn_notice(reason)
+
+    def rest(self, content: str) -> str:
+        if content.startswith(self.sent):
+            return content[len(self.sent):]
+        return withdrawn_notice("the checks changed it") + content
 
 
 def fast_json(model: type[BaseModel], data: dict[str, Any]) -> Response:
@@ -377,6 +416,59 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
         metrics.observe_trace(answer.get("trace") or {})
         return answer
 
+    async def next_event(
+        events: asyncio.Queue[dict[str, Any]], job: asyncio.Future[Any]
+    ) -> dict[str, Any] | None:
+        """The job's next event; None once it finished (its error, if any, raised here)."""
+        if not events.empty():
+            return events.get_nowait()
+        getter = asyncio.ensure_future(events.get())
+        try:
+            done, _ = await asyncio.wait({getter, job}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            getter.cancel()
+            raise
+        if getter in done:
+            return getter.result()
+        getter.cancel()
+        if not events.empty():  # the worker's last events are queued before its job completes
+            return events.get_nowait()
+        job.result()
+        return None
+
+    async def stream_on_llm(request: Request, question: str, **options: Any) -> AsyncIterator[dict[str, Any]]:
+        """``engine.ask`` on the LLM lane with its events. Returns once the first event arrived,
+        so what fails before the answer starts (an unknown pipeline, a full queue, the deadline
+        while waiting) is an HTTP error; the iterator raises what fails later. Leaving the
+        iterator early (the client disconnected) cancels the LLM call."""
+        engine.chosen_pipeline(options.get("pipeline"))  # fail fast, before queueing
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+        def put(event: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(events.put_nowait, event)
+
+        job = asyncio.ensure_future(on_llm(request, lambda: engine.ask(question, on_event=put, **options)))
+        try:
+            first = await next_event(events, job)
+        except BaseException:
+            job.cancel()
+            raise
+
+        async def relay() -> AsyncIterator[dict[str, Any]]:
+            event = first
+            try:
+                while event is not None:
+                    if event.get("kind") == "answer":
+                        metrics.observe_trace(event["answer"].get("trace") or {})
+                    yield event
+                    event = await next_event(events, job)
+            finally:
+                if not job.done():
+                    job.cancel()  # the LLM queue cancels the running call's token
+
+        return relay()
+
     # ------------------------------------------------------------------ routes
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page() -> HTMLResponse:
@@ -407,6 +499,36 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
             request, body.question, pipeline=body.pipeline, k=body.k, route=body.route, no_retrieval=body.no_retrieval
         )
         return fast_json(AskResponse, answer)
+
+    @app.post(
+        "/v1/ask/stream",
+        responses={**_ERROR_RESPONSES, 200: {"content": {"text/event-stream": {}}}},
+        tags=["library"],
+    )
+    async def ask_stream(body: AskRequest, request: Request) -> StreamingResponse:
+        """Answer a question as server-sent events, each ``event: KIND`` with a JSON ``data:`` line:
+        ``stage_start`` and ``stage`` per stage as it finishes (its duration, trace records and
+        decisions), ``token`` while the answer is generated, ``retracted`` when streamed text is
+        not the verified answer, then ``answer`` (the ``/v1/ask`` JSON) and ``done``. A failure
+        after the stream began is an ``error`` event (``message``, ``type``, ``status``)."""
+        events = await stream_on_llm(
+            request, body.question, pipeline=body.pipeline, k=body.k, route=body.route, no_retrieval=body.no_retrieval
+        )
+
+        async def sse() -> AsyncIterator[str]:
+            try:
+                async for event in events:
+                    yield sse_event(str(event.get("kind", "event")), event)
+            except RagsieveError as exc:
+                status, type_, _ = error_for(exc)
+                yield sse_event("error", {"message": str(exc), "type": type_, "status": status})
+            except ClientGoneError:
+                return
+            yield sse_event("done", {})
+
+        return StreamingResponse(
+            sse(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        )
 
     @app.post("/v1/search", response_model=SearchResponse, responses=_ERROR_RESPONSES, tags=["library"])
     async def search(body: SearchRequest) -> Response:
@@ -442,19 +564,29 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
             pipeline = engine.chosen_pipeline(body.model)
         except InputError as exc:
             raise ServiceError(404, str(exc), "invalid_request_error", code="model_not_found", param="model") from exc
-        answer = await run_ask(request, question, pipeline=pipeline)
-        content = answer_content(answer)
         ident = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
+        if body.stream:
+            return await stream_chat(request, body, question, pipeline, ident, created)
+        answer = await run_ask(request, question, pipeline=pipeline)
+        content = answer_content(answer)
         usage = _usage(answer.get("trace") or {})
-        if not body.stream:
-            return fast_json(ChatCompletionResponse, {
-                "id": ident, "object": "chat.completion", "created": created, "model": body.model,
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-                ],
-                "usage": usage, "ragsieve_trace": answer,
-            })
+        return fast_json(ChatCompletionResponse, {
+            "id": ident, "object": "chat.completion", "created": created, "model": body.model,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            ],
+            "usage": usage, "ragsieve_trace": answer,
+        })
+
+    async def stream_chat(
+        request: Request, body: ChatCompletionRequest, question: str, pipeline: str, ident: str, created: int
+    ) -> StreamingResponse:
+        """``stream: true``: the answer's tokens as the model generates them (OpenAI chunks), a
+        notice when the checks withdraw streamed text, the rest of the checked content and its
+        sources, then a last chunk with usage and ``ragsieve_trace``, and ``[DONE]``. A failure
+        after the stream began is an OpenAI-style ``{"error": ...}`` event."""
+        events = await stream_on_llm(request, question, pipeline=pipeline)
 
         def event(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
             chunk = {
@@ -465,11 +597,35 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
 
         async def stream() -> AsyncIterator[str]:
             yield event({"role": "assistant", "content": ""})
-            for piece in _chunk_text(content):
+            content = ChatContent()
+            answer: dict[str, Any] | None = None
+            try:
+                async for item in events:
+                    kind = item.get("kind")
+                    if kind == "token":
+                        piece = content.token(str(item.get("text", "")))
+                        if piece:
+                            yield event({"content": piece})
+                    elif kind == "retracted" and item.get("replacement") == "regenerated":
+                        yield event({"content": content.withdraw(str(item.get("reason", "")))})
+                    elif kind == "answer":
+                        answer = item["answer"]
+            except RagsieveError as exc:
+                status, type_, _ = error_for(exc)
+                error = {"error": {"message": str(exc), "type": type_, "code": status}}
+                yield f"data: {json.dumps(error, ensure_ascii=False)}\n\n"
+                return
+            except ClientGoneError:
+                return
+            if answer is None:  # pragma: no cover - engine.ask always ends with its answer
+                return
+            for piece in _chunk_text(content.rest(answer_content(answer))):
                 yield event({"content": piece})
-            yield event({}, "stop", usage=usage, ragsieve_trace=answer)
+            yield event({}, "stop", usage=_usage(answer.get("trace") or {}), ragsieve_trace=answer)
             yield "data: [DONE]\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        )
 
     return app

@@ -293,10 +293,14 @@ class Engine:
         k: int | None = None,
         route: str | None = None,
         no_retrieval: bool = False,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """``Answer.to_dict()`` of the named pipeline, plus the pipeline and index generation.
 
-        Runs on the LLM thread (the caller serialises)."""
+        ``on_event`` gets the pipeline's :mod:`ragsieve.sieve.events` as JSON-ready dicts while it
+        answers (stages, tokens, retractions), and last ``{"kind": "answer", "answer": <this
+        method's result>, "streamed_is_final": ...}``; a pipeline without ``ask_with_events`` sends
+        only that last event. Runs on the LLM thread (the caller serialises)."""
         name = self.chosen_pipeline(pipeline)
         with self.using() as snap:
             pipe = self._pipeline(snap, name)
@@ -308,10 +312,25 @@ class Engine:
                 raise InputError(
                     f"pipeline {name} does not take {', '.join(unsupported)}; leave it out of the request"
                 )
-            answer = pipe.ask(question, **wanted)
+            streamed_is_final = False
+            if on_event is not None and callable(getattr(pipe, "ask_with_events", None)):
+                from ragsieve.sieve.events import Final
+
+                def relay(event: Any) -> None:
+                    nonlocal streamed_is_final
+                    if isinstance(event, Final):  # sent below, with the service's fields added
+                        streamed_is_final = event.streamed_is_final
+                    else:
+                        on_event(event.to_dict())
+
+                answer = pipe.ask_with_events(question, relay, **wanted)
+            else:
+                answer = pipe.ask(question, **wanted)
         out: dict[str, Any] = answer.to_dict()
         out["pipeline"] = name
         out["index_generation"] = snap.generation
+        if on_event is not None:
+            on_event({"kind": "answer", "answer": out, "streamed_is_final": streamed_is_final})
         return out
 
     def search(

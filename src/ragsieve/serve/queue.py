@@ -156,7 +156,11 @@ class LLMQueue:
 
         future = loop.run_in_executor(executor, _timed)
 
-        def _release(_: Any) -> None:
+        def _release(done: asyncio.Future[T]) -> None:
+            if not done.cancelled():
+                # Read here so that a job whose request already gave up (its error is the
+                # expected GenerationCancelledError) is not reported as "never retrieved".
+                done.exception()
             self.running -= 1
             self._current = None
             lock.release()

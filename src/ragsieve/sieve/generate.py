@@ -18,8 +18,8 @@ from ragsieve.errors import RagsieveError
 from ragsieve.generate.answer import build_answer_messages, cite_evidence
 from ragsieve.generate.cleanup import clean_answer, opened_with_label
 from ragsieve.generate.polar import is_polar_question, polar_label, with_polar_label
-from ragsieve.llm.base import LLM, ChatMessage
-from ragsieve.sieve.state import PipelineState
+from ragsieve.llm.base import LLM, ChatMessage, Generation, generate_streaming
+from ragsieve.sieve.state import PipelineState, TokenSink
 from ragsieve.text import trim_repetition
 from ragsieve.types import SearchHit, Trace
 
@@ -44,13 +44,15 @@ class Generator:
         *,
         instruction: str = "",
         state: PipelineState | None = None,
+        sink: TokenSink | None = None,
     ) -> tuple[str, list[str]]:
         """Answer from ``evidence`` and return the cleaned text with the cited chunk ids.
 
         ``instruction`` is added to the answer prompt (the responsiveness retry says what the
         first reply got wrong). ``state``, when given, learns whether the raw reply opened with
         an evidence label (``state.extra["opened_with_label"]``), which cleanup removes but the
-        responsiveness check needs to recognise a pasted passage."""
+        responsiveness check needs to recognise a pasted passage. ``sink`` gets the raw text
+        pieces as the LLM generates them (before trimming, cleanup and citation mapping)."""
         llm = self.llm()
         gc = self.generation
         messages = build_answer_messages(question, evidence, gc.max_evidence_chars)
@@ -58,7 +60,7 @@ class Generator:
             from ragsieve.verify.responsive import add_instruction
 
             messages = add_instruction(messages, instruction)
-        out = llm.generate(messages, max_tokens=gc.max_tokens, temperature=gc.temperature)
+        out = self._generate(llm, messages, record_as, sink)
         trace.count_llm(out.prompt_tokens, out.completion_tokens)
         raw = out.text.strip()
         trimmed = trim_repetition(raw, gc.repetition_ngram) if gc.trim_repetition else raw
@@ -85,6 +87,15 @@ class Generator:
             cited=cited,
         )
         return text, cited
+
+    def _generate(self, llm: LLM, messages: list[ChatMessage], record_as: str, sink: TokenSink | None) -> Generation:
+        """One generation; streamed piece by piece into ``sink`` when there is one."""
+        gc = self.generation
+        if sink is None:
+            return llm.generate(messages, max_tokens=gc.max_tokens, temperature=gc.temperature)
+        return generate_streaming(
+            llm, messages, lambda piece: sink(piece, record_as), max_tokens=gc.max_tokens, temperature=gc.temperature
+        )
 
     @staticmethod
     def _label_polar(llm: LLM, messages: list[ChatMessage], text: str) -> tuple[str, dict[str, Any]]:
@@ -131,7 +142,7 @@ class GenerateStage:
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         evidence = candidates if state.retrieve else []
-        text, cited = self.generator(question, evidence, trace, state=state)
+        text, cited = self.generator(question, evidence, trace, state=state, sink=state.token_sink)
         state.evidence, state.text, state.cited = list(evidence), text, cited
         if self.announce_conflict:
             from ragsieve.sieve.conflict import announce_conflict

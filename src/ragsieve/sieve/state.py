@@ -18,6 +18,11 @@ from ragsieve.types import Answer, ClaimVerdict, SearchHit, Trace
 
 T = TypeVar("T")
 
+# Receives the answer's text as the LLM generates it: ``sink(piece, attempt)``, where ``attempt``
+# names the generation (``"generate"``, or ``"regenerate_generate"`` for the verify stage's
+# second answer). Streamed text is provisional: checks after generation may replace it.
+TokenSink = Callable[[str, str], None]
+
 PRESETS: dict[str, tuple[str, ...]] = {
     "plain": ("route", "retrieve", "select", "generate"),
     "task-adaptive": ("need", "retrieve", "judge", "generate"),
@@ -63,6 +68,8 @@ class PipelineState:
     # the conflict stage's disagreement statement, put before the verified answer
     conflict_message: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Set by Pipeline.stream (and the service's streams); None: generate in one call.
+    token_sink: TokenSink | None = None
 
 
 @runtime_checkable

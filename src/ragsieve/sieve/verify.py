@@ -182,7 +182,9 @@ class VerifyStage:
                     reason=f"{sum(not c.supported for c in claims)} of {len(claims)} sentences unsupported",
                     evidence=[h.chunk.id for h in keep],
                 )
-                text, cited = self.generator(question, keep, trace, record_as="regenerate_generate")
+                text, cited = self.generator(
+                    question, keep, trace, record_as="regenerate_generate", sink=state.token_sink
+                )
                 state.evidence, state.text, state.cited = keep, text, cited
                 relevance = self._relevance(state)
                 if declines(text):

@@ -255,6 +255,98 @@
     s.className = isError ? "error" : "";
   }
 
+  // ---------------------------------------------------------------- streaming (stage progress, tokens)
+  // The page asks through /v1/ask/stream: each stage is listed as it finishes, the answer's tokens
+  // appear as the model generates them, marked as not yet checked, and the checked answer replaces
+  // them when it arrives (a "retracted" event says why streamed text was withdrawn).
+
+  async function* readServerSentEvents(resp) {
+    const reader = resp.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let kind = "message";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event: ")) kind = line.slice(7);
+          else if (line.startsWith("data: ")) data.push(line.slice(6));
+        }
+        if (data.length) yield { kind: kind, data: JSON.parse(data.join("\n")) };
+      }
+    }
+  }
+
+  function streamProgressPanel() {
+    const root = document.getElementById("result");
+    root.textContent = "";
+    const stages = el("ol", { id: "stream-stages", class: "stream-stages" });
+    const text = el("p", { id: "stream-answer", class: "stream-answer unchecked", title: "being generated; not yet checked" });
+    const note = el("p", { id: "stream-note", class: "stream-note" });
+    const panel = el("section", { id: "stream-progress" }, [el("h2", { text: "Working" }), stages, text, note]);
+    root.appendChild(panel);
+    return { stages: stages, text: text, note: note };
+  }
+
+  function streamStageRunning(panel, stage) {
+    const item = el("li", { class: "stage running", "data-stage": stage, text: stage + " …" });
+    panel.stages.appendChild(item);
+    setStatus("running " + stage + "…");
+  }
+
+  function streamStageFinished(panel, data) {
+    let item = panel.stages.querySelector('li[data-stage="' + CSS.escape(data.stage) + '"].running');
+    if (!item) {
+      item = el("li", { "data-stage": data.stage });
+      panel.stages.appendChild(item);
+    }
+    item.className = "stage finished";
+    const kept = (data.decisions || []).filter((x) => x.verdict === "kept").length;
+    const dropped = (data.decisions || []).filter((x) => x.verdict === "dropped").length;
+    let detail = fmt(data.duration_ms, 0) + " ms";
+    if (kept || dropped) detail += " · kept " + kept + ", dropped " + dropped;
+    item.textContent = data.stage + " — " + detail;
+  }
+
+  function streamToken(panel, data) {
+    panel.text.textContent += data.text;
+  }
+
+  function streamRetracted(panel, data) {
+    panel.text.classList.add("retracted");
+    panel.note.textContent = "Withdrawn: " + data.reason;
+    if (data.replacement === "regenerated") {
+      panel.text.textContent = "";
+      panel.text.classList.remove("retracted");
+    }
+  }
+
+  async function askStreaming(body, headers) {
+    const resp = await fetch("v1/ask/stream", { method: "POST", headers: headers, body: JSON.stringify(body) });
+    if (!resp.ok) {
+      const data = await resp.json().catch(() => ({ error: { message: "the server answered " + resp.status + " without JSON" } }));
+      const retry = resp.headers.get("Retry-After");
+      return { error: (data.error && data.error.message ? data.error.message : "HTTP " + resp.status) + (retry ? " (retry in " + retry + " s)" : "") };
+    }
+    const panel = streamProgressPanel();
+    let answer = null;
+    for await (const event of readServerSentEvents(resp)) {
+      if (event.kind === "stage_start") streamStageRunning(panel, event.data.stage);
+      else if (event.kind === "stage") streamStageFinished(panel, event.data);
+      else if (event.kind === "token") streamToken(panel, event.data);
+      else if (event.kind === "retracted") streamRetracted(panel, event.data);
+      else if (event.kind === "answer") answer = event.data.answer;
+      else if (event.kind === "error") return { error: event.data.message || "the answer failed" };
+    }
+    return answer ? { answer: answer } : { error: "the stream ended without an answer" };
+  }
+
   async function ask(event) {
     event.preventDefault();
     const question = document.getElementById("question").value.trim();
@@ -272,14 +364,12 @@
     try {
       const body = { question: question };
       if (pipeline) body.pipeline = pipeline;
-      const resp = await fetch("v1/ask", { method: "POST", headers: headers, body: JSON.stringify(body) });
-      const data = await resp.json().catch(() => ({ error: { message: "the server answered " + resp.status + " without JSON" } }));
-      if (!resp.ok) {
-        const retry = resp.headers.get("Retry-After");
-        setStatus((data.error && data.error.message ? data.error.message : "HTTP " + resp.status) + (retry ? " (retry in " + retry + " s)" : ""), true);
+      const result = await askStreaming(body, headers);
+      if (result.error) {
+        setStatus(result.error, true);
         return;
       }
-      render(data);
+      render(result.answer);
       setStatus("answered in " + ((performance.now() - started) / 1000).toFixed(1) + " s");
     } catch (err) {
       setStatus("request failed: " + err, true);
