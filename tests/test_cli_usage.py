@@ -138,7 +138,7 @@ def test_unexpected_errors_are_one_line(monkeypatch, capsys):
 @pytest.fixture
 def no_demo(monkeypatch, tmp_path):
     monkeypatch.delenv("RAGSIEVE_INDEX", raising=False)
-    monkeypatch.setattr(cli, "default_demo_index", lambda: tmp_path / "no-demo-here")
+    monkeypatch.setattr("ragsieve.console.default_demo_index", lambda: tmp_path / "no-demo-here")
     return tmp_path
 
 
@@ -157,7 +157,7 @@ def test_environment_then_config_then_demo(no_demo, monkeypatch, capsys):
     assert "config" in capsys.readouterr().err
     demo = no_demo / "demo"
     demo.mkdir()
-    monkeypatch.setattr(cli, "default_demo_index", lambda: demo)
+    monkeypatch.setattr("ragsieve.console.default_demo_index", lambda: demo)
     assert resolve_index_dir(None) == demo
     err = " ".join(capsys.readouterr().err.split())
     assert f"using index {demo}" in err and "demo index" in err
