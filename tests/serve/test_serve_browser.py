@@ -4,6 +4,7 @@ the answer, see kept and dropped evidence; the screenshot is the one docs/ embed
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -50,7 +51,10 @@ def test_page_shows_answer_with_kept_and_dropped_evidence(tmp_path: Path) -> Non
             assert dropped.count() >= 1
             table = page.inner_text("#candidates")
             assert "by judge: no word in common with the question" in table
-            assert "by select: not needed to cover the question" in table
+            # Evidence the selection did not need is "not needed", not a red "dropped".
+            assert page.locator("tr[data-status=not-needed]").count() >= 1
+            assert "not needed to cover the question" in table and "by select" not in table
+            assert page.locator("#candidates .badge.not-needed").count() >= 1
             assert page.locator("#candidates .badge.kept-verdict").count() >= 1
             assert page.locator("#timings .bar").count() >= 2
             assert page.locator("details.event[data-stage=novel-stage]").count() == 1  # unknown stage shown
@@ -86,7 +90,11 @@ def test_trace_view_page_renders_a_real_sieve_trace(tmp_path: Path) -> None:
             page.wait_for_selector("body[data-rendered=true]", timeout=20_000)
             assert page.locator("#ask-form").is_hidden()  # a static view: no question box
             assert page.locator("tr[data-status=selected]").count() == 1
-            assert page.locator("tr[data-status=dropped]").count() == 9
+            # All nine left out by the selection, none removed by a check: "not needed" (or flagged
+            # by the judge), never a red "dropped".
+            assert page.locator("tr[data-status=dropped]").count() == 0
+            not_needed = page.locator("tr[data-status=not-needed]").count()
+            assert not_needed >= 1 and not_needed + page.locator("tr[data-status=flagged]").count() == 9
             assert page.locator("#candidates .badge.flagged").count() >= 1
             assert page.locator(".claim.supported").count() == 1
             assert "top 2 domains" in page.inner_text("#route")
@@ -98,3 +106,85 @@ def test_trace_view_page_renders_a_real_sieve_trace(tmp_path: Path) -> None:
                 shutil.copyfile(shot, DOCS_SIEVE_SCREENSHOT)
         finally:
             browser.close()
+
+
+def _mixed_corpus(root: Path) -> Path:
+    """A folder of a real multi-page PDF, an HTML page and a Markdown file."""
+    from tests.ingest.pdf_builder import multipage_pdf
+
+    corpus = root / "corpus"
+    (corpus / "manuals").mkdir(parents=True)
+    (corpus / "web").mkdir()
+    (corpus / "notes").mkdir()
+    pages = [
+        ["Pump manual", "Contents and safety notes for the water pump."],
+        ["Installation", "Bolt the pump to a level concrete base before connecting the pipes."],
+        ["Maintenance", "Replace the impeller seal of the pump every 2000 operating hours."],
+    ]
+    (corpus / "manuals" / "pump.pdf").write_bytes(multipage_pdf(pages))
+    (corpus / "web" / "valves.html").write_text(
+        "<html><head><title>Valves</title></head><body><nav>Home | About</nav><main>"
+        "<h1>Valves</h1><h2>Ball valves</h2><p>A ball valve shuts water off with a quarter turn.</p>"
+        "</main></body></html>",
+        encoding="utf-8",
+    )
+    (corpus / "notes" / "seals.md").write_text(
+        "# Seals\n\n## Impeller seal\n\nA worn impeller seal of a pump leaks water at the shaft.\n", encoding="utf-8"
+    )
+    return corpus
+
+
+@pytest.mark.slow
+def test_citations_link_to_the_cited_passage_with_file_and_page(tmp_path: Path) -> None:
+    playwright = pytest.importorskip("playwright.sync_api")
+    executable = _chromium()
+    from tests.chat_server import serve_chat
+
+    from ragsieve.config import PipelineConfig
+    from ragsieve.index import Index
+    from ragsieve.serve.engine import Engine
+
+    corpus = _mixed_corpus(tmp_path)
+    index_dir = tmp_path / "idx"
+    Index.build(corpus, index_dir, config=PipelineConfig(index_dir=str(index_dir)))
+    with serve_chat() as chat:
+        cfg = PipelineConfig.model_validate({
+            "index_dir": str(index_dir), "pipeline": "plain",
+            "llm": {"backend": "openai", "base_url": chat.url, "model": "fake"},
+            "retrieval": {"k": 3},
+        })
+        app = create_app(Engine(cfg), ServeSettings())
+        with ServerThread(app) as server, playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 1000})
+                errors: list[str] = []
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
+                page.goto(server.url + "/")
+                page.fill("#question", "How often is the impeller seal of the pump replaced?")
+                page.click("#ask-button")
+                page.wait_for_selector("body[data-rendered=true]", timeout=60_000)
+                links = page.locator("#answer .sources a.source-link")
+                texts = [links.nth(i).inner_text() for i in range(links.count())]
+                assert texts, page.inner_text("#answer")
+                # Every cited source names its file and page (PDF) or heading (HTML, Markdown).
+                for text in texts:
+                    assert re.fullmatch(r"manuals/pump\.pdf:\d+|web/valves\.html#.+|notes/seals\.md#.+", text), text
+                pdf_link = page.locator("#answer .sources a.source-link", has_text="manuals/pump.pdf:")
+                assert pdf_link.count() >= 1, texts
+                cited_page = int(pdf_link.first.inner_text().rsplit(":", 1)[1])
+                pdf_link.first.click()
+                page.wait_for_selector("#passage[data-loaded=true]", timeout=20_000)
+                panel = page.inner_text("#passage")
+                assert "manuals/pump.pdf" in page.inner_text("#passage .loc-file")
+                assert page.inner_text("#passage .loc-page").startswith(str(cited_page))
+                expected = "impeller seal" if cited_page == 3 else ("concrete base" if cited_page == 2 else "safety")
+                assert expected in page.inner_text("#passage blockquote.passage-text"), panel
+                # The file link opens the indexed file itself at that page.
+                href = page.get_attribute("#passage a.open-source", "href") or ""
+                assert href == (corpus / "manuals" / "pump.pdf").resolve().as_uri() + f"#page={cited_page}"
+                # The candidates table links each source the same way.
+                assert page.locator("#candidates a.source-link").count() >= 1
+                assert errors == []
+            finally:
+                browser.close()
