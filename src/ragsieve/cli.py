@@ -735,33 +735,10 @@ def info(
     _print_stats(stats, folder, as_json)
 
 
-def info_lines(stats: dict[str, Any], folder: Path, width: int = MAX_WIDTH) -> list[str]:
-    """``ragsieve info``'s human output: one ``name: value`` line per statistic, long values
-    (lists, nested tables) wrapped under their name, every line at most ``width`` wide."""
-
-    lines = [f"index {folder}"]
-    for key, value in stats.items():
-        if isinstance(value, dict):
-            shown = ", ".join(f"{k} {v}" for k, v in value.items())
-        elif isinstance(value, list | tuple):
-            shown = ", ".join(str(v) for v in value)
-        elif isinstance(value, float):
-            shown = f"{value:,.3f}".rstrip("0").rstrip(".")
-        elif isinstance(value, int) and not isinstance(value, bool):
-            shown = f"{value:,}"
-        else:
-            shown = str(value)
-        name = key.replace("_", " ")
-        lines += _wrap_full(f"{name}: {shown or '-'}", width, "  ", "      ")
-    return lines
-
-
 def _print_stats(stats: dict[str, Any], folder: Path, as_json: bool) -> None:
-    if as_json:
-        console.print_json(json.dumps(stats, default=str))
-        return
-    for line in info_lines(stats, folder, _width()):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    from ragsieve.console import print_result
+
+    print_result(stats, as_json, title=f"index {folder}")
 
 
 @app.command()

@@ -31,7 +31,9 @@ __all__ = [
     "console",
     "default_demo_index",
     "err_console",
+    "print_result",
     "progress",
+    "result_lines",
     "resolve_index_dir",
     "stage_progress",
 ]
@@ -187,3 +189,53 @@ def resolve_index_dir(index: Path | None, configured: str | None = None) -> Path
         )
     err_console.print(f"using index {chosen} ({why})", markup=False, highlight=False)
     return chosen
+
+
+# Human output is written no wider than this, so it reads in an 80-column terminal.
+MAX_WIDTH = 80
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_shown(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_shown(v) for v in value)
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if isinstance(value, bool) else "-"
+    if isinstance(value, float):
+        return f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def result_lines(data: dict[str, Any], width: int = MAX_WIDTH, title: str | None = None) -> list[str]:
+    """A command's result as human lines: an optional title, then one ``name: value`` line per
+    field (nested values inline), wrapped at spaces under their name, never cut.
+
+    Example:
+        >>> result_lines({"chunks": 1200, "domains": ["a", "b"]}, title="index x")
+        ['index x', '  chunks: 1,200', '  domains: a, b']
+    """
+    import textwrap
+
+    lines = [title] if title else []
+    for key, value in data.items():
+        text = f"{str(key).replace('_', ' ')}: {_shown(value) or '-'}"
+        lines += textwrap.wrap(
+            text, width, initial_indent="  ", subsequent_indent="      ", break_long_words=False,
+            break_on_hyphens=False,
+        ) or ["  " + text]
+    return lines
+
+
+def print_result(data: dict[str, Any], as_json: bool, title: str | None = None) -> None:
+    """Print a command's result: JSON with ``--json``, else :func:`result_lines` on stdout."""
+    import json
+
+    if as_json:
+        console.print_json(json.dumps(data, default=str, ensure_ascii=False))
+        return
+    width = max(40, min(console.width or MAX_WIDTH, MAX_WIDTH))
+    for line in result_lines(data, width, title):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
