@@ -47,7 +47,7 @@ _INDEX = typer.Argument(
     None, metavar="[INDEX]",
     help="Index directory built with `ragsieve ingest --partition-by` (default: $RAGSIEVE_INDEX, else the demo index).",
 )
-_CONFIG = typer.Option(None, "--config", help="TOML/YAML config; its [stages.route] section is used.")
+_CONFIG = typer.Option(None, "--config", help="TOML/YAML config; its stages.route section is used.")
 _CLASSIFIER = typer.Option(
     None, "--classifier", help="logreg, multinomial-nb, gaussian-nb, linear-svc or embedding-logreg."
 )
