@@ -228,3 +228,50 @@ def test_ingest_threads_sets_the_embedder_threads(tmp_path, monkeypatch, capsys)
     with pytest.raises(SystemExit) as exc:
         main(["ingest", str(tmp_path), "--index", str(tmp_path / "idx"), "--threads", "0"])
     assert exc.value.code == 2
+
+
+# ---------------------------------------------------------------- ask output
+def _traced_answer() -> Any:
+    from ragsieve.types import Answer, Trace
+
+    long_id = "biology/a-rather-long-folder-name/with-a-long-file-name-about-photosynthesis.md:12"
+    cited = Chunk(id="manual.pdf:3", text="Replace the seal every 2000 hours.", doc_id="manual.pdf",
+                  source="manual.pdf", path="manual.pdf", page=6)
+    trace = Trace(query="How often is the seal replaced?")
+    candidates = [
+        {"id": "manual.pdf:3", "source": "manual.pdf", "score": 0.0328, "text": "Replace the seal every 2000 hours."},
+        {"id": long_id, "source": long_id.rsplit(":", 1)[0], "score": 0.0164, "text": "Leaves are green."},
+        {"id": "notes.md:0", "source": "notes.md", "score": 0.0161, "text": "Seals wear out."},
+    ]
+    trace.record("retrieve", candidates=candidates)
+    trace.record("judge", judge="evaluator", upper=0.4142, lower=0.4137)
+    trace.decide("judge", long_id, "dropped", "irrelevant 0.10")
+    trace.decide("select", "notes.md:0", "dropped", "not needed for the minimal cover")
+    trace.decide("select", "manual.pdf:3", "kept", "in the scope-coe selection")
+    trace.timings_ms.update({"retrieve": 12.0, "judge": 40.0, "generate": 900.0, "verify": 55.0})
+    hit = SearchHit(chunk=cited, score=0.0328, rank=1, scores={"fused": 0.0328})
+    return Answer(question="How often is the seal replaced?", text="Every 2000 hours [1].", evidence=[hit],
+                  cited_ids=["manual.pdf:3"], trace=trace), long_id
+
+
+def test_answer_lines_read_right_for_a_newcomer():
+    answer, long_id = _traced_answer()
+    lines = cli.render_answer(answer, 80)
+    text = "\n".join(lines)
+    assert all(len(line) <= 80 for line in lines)
+    assert "   [1] manual.pdf:6" in lines  # the page, not the chunk ordinal
+    # left out by the minimal cover: "not needed", never "dropped"; a check's removal stays "dropped"
+    assert any(line.startswith(" not needed") and "notes.md:0" in line for line in lines)
+    assert any(line.startswith(" dropped") and "irrelevant" not in line for line in lines)
+    assert "0-1 scale" in " ".join(text.split()) and " 1.00 manual.pdf:3" in text and " 0.50 " in text
+    assert "0.414 " in text or "0.4142" in text  # the two thresholds differ on the page
+    assert "relevant >= 0.41, irrelevant < 0.41" not in text
+    assert long_id in text.replace("\n" + " " * 17, "")  # the id whole (wrapped, never cut with "…")
+    assert "verify 55" in text  # the timing line is not cut before the verify time
+
+
+def test_distinct_digits_tells_close_thresholds_apart():
+    assert cli.distinct_digits(0.4142, 0.4127) == 3
+    assert cli.distinct_digits(0.4142, 0.4137) == 4
+    assert cli.distinct_digits(0.9, 0.1) == 2
+    assert cli.relative_scores([{"score": 0.0328}, {"score": 0.0164}]) == [1.0, 0.5]

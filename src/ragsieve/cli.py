@@ -424,13 +424,24 @@ def relative_scores(candidates: list[dict[str, Any]]) -> list[float]:
 
 
 def _wrap_full(text: str, width: int, first: str, rest: str) -> list[str]:
-    """``text`` wrapped at spaces only, never cut: a word longer than the line (an id, a path)
-    is printed whole on its own line, even when that line runs past ``width``."""
+    """``text`` wrapped at spaces, never cut: a word longer than the line (an id, a path) is
+    broken only after a ``/`` (continued on the next line, indented), and printed whole when it
+    has no ``/`` to break at, even when that line then runs past ``width``."""
     import textwrap
 
-    return textwrap.wrap(
+    lines = textwrap.wrap(
         text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False, break_long_words=False
     ) or [first.rstrip()]
+    out: list[str] = []
+    for line in lines:
+        while len(line) > width:
+            cut = line.rfind("/", len(rest), width)
+            if cut <= len(rest):
+                break
+            out.append(line[: cut + 1])
+            line = rest + line[cut + 1 :]
+        out.append(line)
+    return out
 
 
 def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
