@@ -188,3 +188,75 @@ def test_citations_link_to_the_cited_passage_with_file_and_page(tmp_path: Path) 
                 assert errors == []
             finally:
                 browser.close()
+
+
+def _answer_with_value_failures_and_a_conflict() -> dict:
+    hit = {"id": "manual.pdf:3", "rank": 1, "score": 0.033, "scores": {"fused": 0.033, "dense": 0.71},
+           "text": "Replace the impeller seal every 2000 operating hours.", "source": "manual.pdf",
+           "path": "manual.pdf", "page": 6, "citation": "manual.pdf:6", "title": ""}
+    other = {**hit, "id": "notes.md:0", "rank": 2, "score": 0.0165, "scores": {"fused": 0.0165, "dense": 0.52},
+             "text": "Seals are replaced every 3000 hours.", "source": "notes.md", "path": "notes.md",
+             "page": None, "heading": "Seals", "citation": "notes.md#Seals"}
+    return {
+        "question": "How often is the seal replaced?", "answer": "Every 5000 hours [1].", "abstained": False,
+        "cited_ids": ["manual.pdf:3"], "evidence": [hit],
+        "claims": [{"sentence": "Every 5000 hours [1].", "supported": False, "score": 0.2,
+                    "cited_ids": ["manual.pdf:3"], "values_checked": 1,
+                    "value_failures": [{"kind": "number", "text": "5000 hours", "norm": "5000 h", "span": [6, 16],
+                                        "found": False, "evidence_says": {"kind": "number", "text": "2000 hours",
+                                                                          "norm": "2000 h", "span": [32, 42]}}]}],
+        "trace": {
+            "query": "How often is the seal replaced?",
+            "events": [
+                {"stage": "retrieve", "candidates": [hit, other]},
+                {"stage": "conflict", "decision": "abstain", "message": "The sources disagree: 2000 hours (1) "
+                 "against 3000 hours (1).", "groups": [
+                     {"answer": "2000 hours", "independent_sources": 1, "weight": 0.8,
+                      "sources": [{"source": "manual.pdf", "chunk_ids": ["manual.pdf:3"], "positions": [1]}]},
+                     {"answer": "3000 hours", "count": 1, "weight": 0.6, "sources": ["notes.md"]}]},
+            ],
+            "decisions": [{"check": "select", "id": "notes.md:0", "verdict": "dropped",
+                           "reason": "not needed for the minimal cover"},
+                          {"check": "select", "id": "manual.pdf:3", "verdict": "kept", "reason": "selected"}],
+            "timings_ms": {"retrieve": 3.0},
+        },
+    }
+
+
+@pytest.mark.slow
+def test_page_shows_value_failures_conflicts_and_scaled_scores(tmp_path: Path) -> None:
+    import json
+
+    playwright = pytest.importorskip("playwright.sync_api")
+    executable = _chromium()
+    from ragsieve.cli import main
+
+    trace = tmp_path / "answer.json"
+    trace.write_text(json.dumps(_answer_with_value_failures_and_a_conflict()), encoding="utf-8")
+    out = tmp_path / "page.html"
+    main(["trace", "view", str(trace), "-o", str(out)])
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(out.resolve().as_uri())
+            page.wait_for_selector("body[data-rendered=true]", timeout=20_000)
+            values = page.inner_text("#values")
+            assert "1 value" in values and "1 not stated by the evidence" in values
+            assert "5000 hours" in values and "2000 hours" in values
+            conflicts = page.inner_text("#conflicts")
+            assert "The sources disagree" in conflicts and "decision: abstain" in conflicts
+            assert page.locator("#conflicts tr.conflict-group").count() == 2 and "notes.md" in conflicts
+            # The selection's leftover is "not needed" (neutral), scores say their scale.
+            assert page.locator("tr[data-status=not-needed]").count() == 1
+            assert page.locator("tr[data-status=dropped]").count() == 0
+            table = page.inner_text("#candidates")
+            assert "fused (0-1, top = 1)" in table and "1.00" in table and "0.50" in table
+            # A saved page has no service: the source links go to the evidence row.
+            assert page.get_attribute("#answer .sources a.source-link", "href") == "#cand-manual.pdf:3"
+            assert page.inner_text("#answer .sources a.source-link") == "manual.pdf:6"
+            assert errors == []
+        finally:
+            browser.close()
