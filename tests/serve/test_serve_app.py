@@ -416,3 +416,26 @@ def test_passage_route_needs_the_api_key(index_dir: Path) -> None:
         assert client.get("/v1/passages/chemistry/001:0").status_code == 401
         ok = client.get("/v1/passages/chemistry/001:0", headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200
+
+
+def test_passage_of_a_section_carries_its_heading_path_and_a_local_file_link(tmp_path: Path) -> None:
+    from ragsieve.serve.app import PassageResponse, passage_of
+    from ragsieve.types import Chunk
+
+    chunk = Chunk(id="md/guide.md:2", text="Run the installer.", doc_id="md/guide.md", source="md/guide.md",
+                  path="md/guide.md", heading=["Install", "Linux"], char_start=10, char_end=28)
+
+    class OneChunkIndex:
+        corpus_root = tmp_path
+
+        def get(self, chunk_id: str) -> Chunk:
+            if chunk_id != chunk.id:
+                raise KeyError(chunk_id)
+            return chunk
+
+    local = PassageResponse.model_validate(passage_of(OneChunkIndex(), "md/guide.md:2", local=True))
+    assert local.heading == ["Install", "Linux"] and local.citation == "md/guide.md#Install > Linux"
+    assert local.link == (tmp_path / "md" / "guide.md").as_uri()
+    # A client on another machine gets no file link (and so not the indexed folder's absolute path).
+    remote = passage_of(OneChunkIndex(), "md/guide.md:2", local=False)
+    assert remote["link"] is None and str(tmp_path) not in json.dumps(remote)

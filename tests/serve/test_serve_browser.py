@@ -183,8 +183,15 @@ def test_citations_link_to_the_cited_passage_with_file_and_page(tmp_path: Path) 
                 # The file link opens the indexed file itself at that page.
                 href = page.get_attribute("#passage a.open-source", "href") or ""
                 assert href == (corpus / "manuals" / "pump.pdf").resolve().as_uri() + f"#page={cited_page}"
-                # The candidates table links each source the same way.
-                assert page.locator("#candidates a.source-link").count() >= 1
+                # A Markdown or HTML source opens at its section.
+                section = page.locator("#candidates a.source-link", has_text=".md#")
+                if section.count() == 0:
+                    section = page.locator("#candidates a.source-link", has_text=".html#")
+                assert section.count() >= 1
+                section.first.click()
+                page.wait_for_selector("#passage[data-loaded=true]", timeout=20_000)
+                assert page.locator("#passage .loc-section").count() == 1
+                assert page.inner_text("#passage .loc-file").endswith((".md", ".html"))
                 assert errors == []
             finally:
                 browser.close()

@@ -500,7 +500,7 @@ class PassageResponse(BaseModel):
     path: str | None = None
     page: int | None = None
     page_label: str | None = None
-    heading: str | None = None
+    heading: list[str] | None = None  # the heading path, outermost first
     char_start: int | None = None
     char_end: int | None = None
     url: str | None = None

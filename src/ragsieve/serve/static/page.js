@@ -149,7 +149,7 @@
     if (p.page !== undefined && p.page !== null) {
       facts.push(["page", String(p.page) + (p.page_label && String(p.page_label) !== String(p.page) ? " (labelled " + p.page_label + ")" : "")]);
     }
-    if (p.heading) facts.push(["section", p.heading]);
+    if (p.heading && p.heading.length) facts.push(["section", Array.isArray(p.heading) ? p.heading.join(" › ") : String(p.heading)]);
     if (p.url) facts.push(["address", p.url]);
     if (typeof p.char_start === "number" && typeof p.char_end === "number") facts.push(["characters", p.char_start + "–" + p.char_end]);
     if (!p.path && !p.url) facts.push(["source", p.source || p.id]);
