@@ -275,3 +275,20 @@ def test_distinct_digits_tells_close_thresholds_apart():
     assert cli.distinct_digits(0.4142, 0.4137) == 4
     assert cli.distinct_digits(0.9, 0.1) == 2
     assert cli.relative_scores([{"score": 0.0328}, {"score": 0.0164}]) == [1.0, 0.5]
+
+
+def test_version_prints_the_package_version():
+    from ragsieve import __version__
+
+    result = _run(["--version"])
+    assert result.returncode == 0 and result.stdout.strip() == f"ragsieve {__version__}"
+
+
+def test_index_help_names_the_same_fallback_everywhere():
+    # Every --index that reads an index says how it falls back (one helper resolves them all).
+    for args in (["ask"], ["search"], ["info"], ["eval"], ["serve"], ["calibrate"], ["router", "route"]):
+        command = cli_command()
+        for name in args:
+            command = command.commands[name]
+        index = next(p for p in command.params if p.name == "index")
+        assert not index.required and "RAGSIEVE_INDEX" in (index.help or ""), args

@@ -133,9 +133,14 @@ def _setup_logging(verbose: bool) -> None:
 # ---------------------------------------------------------------------- commands
 def _print_version(value: bool) -> None:
     if value:
-        from ragsieve import __version__
+        # The installed distribution's version (ragsieve.__version__ says the same; the package
+        # itself sits above the command line in the layers).
+        from importlib.metadata import PackageNotFoundError, version
 
-        typer.echo(f"ragsieve {__version__}")
+        try:
+            typer.echo(f"ragsieve {version('ragsieve')}")
+        except PackageNotFoundError:
+            typer.echo("ragsieve (version unknown: not installed as a distribution; run `pip install -e .`)")
         raise typer.Exit()
 
 
