@@ -292,3 +292,24 @@ def test_index_help_names_the_same_fallback_everywhere():
             command = command.commands[name]
         index = next(p for p in command.params if p.name == "index")
         assert not index.required and "RAGSIEVE_INDEX" in (index.help or ""), args
+
+
+@pytest.mark.parametrize("name", sorted(cli.LAZY_COMMANDS))
+def test_each_lazy_command_lists_its_own_help_and_loads_the_real_command(name):
+    real = cli_command().commands[name]
+    assert cli.LAZY_COMMANDS[name][2] == real.get_short_help_str(limit=200)
+    loaded = cli.load_subcommand(name)
+    assert type(loaded) is type(real) and set(getattr(loaded, "commands", {})) == set(getattr(real, "commands", {}))
+    assert [p.name for p in loaded.params] == [p.name for p in real.params]
+
+
+def test_help_does_not_import_the_stages():
+    code = (
+        "import sys; from ragsieve.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('numpy', 'fastapi', 'httpx', 'ragsieve.coe', 'ragsieve.filtering')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "COLUMNS": "80"})
+    assert result.stdout.strip().splitlines()[-1] == "[]"

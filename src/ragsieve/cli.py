@@ -848,10 +848,77 @@ def _flag_metavar(get_help_option: Any) -> Any:
 
 _COMMAND: Any = None
 
+# The sub-commands that live in their own modules, each loaded only when it runs (or its own
+# --help is asked for): `ragsieve --help` lists them from these lines without importing numpy,
+# fastapi or the stages. tests/test_cli_usage.py checks each line is the command's own help.
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "router": ("ragsieve.route.cli", "app", "Query-to-domain router of a domain-partitioned index."),
+    "filters": ("ragsieve.filtering.cli", "app",
+                "Knowledge filtering: perplexity labels (D_kf), proxy training, filter quality."),
+    "tasks": ("ragsieve.tasks.cli", "app", "Task-adaptive RAG: task classifier and retrieval evaluator."),
+    "coe": ("ragsieve.coe.cli", "app", "Chain of evidence: features, judgements, perturbations."),
+    "importance": ("ragsieve.importance.cli", "app",
+                   "Data importance: learn, store and inspect a weight per data source."),
+    "trace": ("ragsieve.serve.cli", "app", "Look at request traces."),
+    "attack": ("ragsieve.attack.cli", "app",
+               "Knowledge-poisoning attacks: poison a copy of an index, measure each defence."),
+    "serve": ("ragsieve.serve.cli", "serve",
+              "Serve the index over HTTP: OpenAI-compatible chat, /v1/ask, /v1/search, /metrics and a trace page."),
+    "eval": ("ragsieve.eval.cli", "eval_command",
+             "Score the sieve, plain RAG, no retrieval and ablations: accuracy, coverage, AURC, faithfulness, cost."),
+    "calibrate": ("ragsieve.eval.calibrate_cli", "calibrate_command",
+                  "Choose the abstention threshold with a finite-sample guarantee (Learn then Test) and write it "
+                  "to the config."),
+}
 
-def cli_command() -> Any:
-    """The click command behind ``ragsieve``, with every stage's sub-commands mounted."""
+
+def load_subcommand(name: str) -> Any:
+    """The click command of sub-command ``name`` (a group or a single command), with readable help."""
+    import importlib
+
+    module, attribute, _ = LAZY_COMMANDS[name]
+    target = getattr(importlib.import_module(module), attribute)
+    if isinstance(target, typer.Typer):
+        # A group even when it holds one command (`trace view`), as when it is mounted.
+        built: Any = typer.main.get_group(target)
+    else:
+        single = typer.Typer()
+        single.command(name)(target)
+        built = typer.main.get_command(single)
+    command = readable_help(built)
+    command.name = name
+    # Built on its own, a Typer adds shell-completion options; mounted, a sub-command has none.
+    command.params = [p for p in command.params if p.name not in ("install_completion", "show_completion")]
+    return command
+
+
+def _lazy_command(name: str) -> Any:
+    import click
+
+    class LazyCommand(click.Command):
+        """Stands for a sub-command in the command list; parsing its arguments loads the real one."""
+
+        def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+            return load_subcommand(name).make_context(info_name, args, parent=parent, **extra)
+
+    help_line = LAZY_COMMANDS[name][2]
+    return LazyCommand(name, help=help_line, short_help=help_line, add_help_option=False)
+
+
+def cli_command(lazy: bool = False) -> Any:
+    """The click command behind ``ragsieve``, with every stage's sub-commands mounted.
+
+    ``lazy=True`` (what the ``ragsieve`` entry point runs) mounts each sub-command module as a
+    stand-in that imports it only when that command runs, so ``ragsieve --help`` stays fast.
+    """
     global _COMMAND
+    if lazy:
+        root = readable_help(typer.main.get_command(app)) if _COMMAND is None else None
+        if root is None:
+            return _COMMAND
+        for name in LAZY_COMMANDS:
+            root.add_command(_lazy_command(name), name)
+        return root
     if _COMMAND is None:
         mount_subcommands(app)
         _COMMAND = readable_help(typer.main.get_command(app))
@@ -866,7 +933,7 @@ def main(argv: list[str] | None = None) -> None:
     ``RAGSIEVE_DEBUG=1`` lets unexpected exceptions through with their traceback. A command that
     succeeds returns normally, so ``main([...])`` can be called from Python.
     """
-    command = cli_command()
+    command = cli_command(lazy=True)
     try:
         command.main(args=argv, prog_name="ragsieve", standalone_mode=True)
     except SystemExit as exc:
