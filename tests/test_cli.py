@@ -40,8 +40,18 @@ def test_ingest_reports_and_search_json(cli_index, capsys):
 
 
 def test_info_lists_domains(cli_index, capsys):
-    code, out, _ = run(capsys, "info", "--index", str(cli_index))
+    code, out, _ = run(capsys, "info", "--index", str(cli_index), "--json")
     assert code == 0 and set(json.loads(out)["domains"]) == {"astronomy", "biology"}
+
+
+def test_info_prints_human_lines_by_default(cli_index, capsys):
+    code, out, _ = run(capsys, "info", "--index", str(cli_index))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"index {cli_index}"
+    assert any(line.strip().startswith("domains: ") and "astronomy" in line for line in lines)
+    assert not out.lstrip().startswith("{")
+    assert all(len(line) <= 80 for line in lines)
 
 
 @pytest.mark.parametrize(
@@ -61,7 +71,7 @@ def test_info_lists_domains(cli_index, capsys):
 def test_bad_input_gives_one_clear_error(cli_index, tmp_path, capsys, monkeypatch, args, message):
     # No configured or demo index, so that a missing --index is an error here whatever this machine holds.
     monkeypatch.delenv("RAGSIEVE_INDEX", raising=False)
-    monkeypatch.setattr("ragsieve.cli.default_demo_index", lambda: tmp_path / "no-demo")
+    monkeypatch.setattr("ragsieve.console.default_demo_index", lambda: tmp_path / "no-demo")
     args = [a.format(idx=cli_index, missing=tmp_path / "missing") for a in args]
     code, _, err = run(capsys, *args)
     assert code == 2

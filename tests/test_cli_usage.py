@@ -138,7 +138,7 @@ def test_unexpected_errors_are_one_line(monkeypatch, capsys):
 @pytest.fixture
 def no_demo(monkeypatch, tmp_path):
     monkeypatch.delenv("RAGSIEVE_INDEX", raising=False)
-    monkeypatch.setattr(cli, "default_demo_index", lambda: tmp_path / "no-demo-here")
+    monkeypatch.setattr("ragsieve.console.default_demo_index", lambda: tmp_path / "no-demo-here")
     return tmp_path
 
 
@@ -157,7 +157,7 @@ def test_environment_then_config_then_demo(no_demo, monkeypatch, capsys):
     assert "config" in capsys.readouterr().err
     demo = no_demo / "demo"
     demo.mkdir()
-    monkeypatch.setattr(cli, "default_demo_index", lambda: demo)
+    monkeypatch.setattr("ragsieve.console.default_demo_index", lambda: demo)
     assert resolve_index_dir(None) == demo
     err = " ".join(capsys.readouterr().err.split())
     assert f"using index {demo}" in err and "demo index" in err
@@ -228,3 +228,88 @@ def test_ingest_threads_sets_the_embedder_threads(tmp_path, monkeypatch, capsys)
     with pytest.raises(SystemExit) as exc:
         main(["ingest", str(tmp_path), "--index", str(tmp_path / "idx"), "--threads", "0"])
     assert exc.value.code == 2
+
+
+# ---------------------------------------------------------------- ask output
+def _traced_answer() -> Any:
+    from ragsieve.types import Answer, Trace
+
+    long_id = "biology/a-rather-long-folder-name/with-a-long-file-name-about-photosynthesis.md:12"
+    cited = Chunk(id="manual.pdf:3", text="Replace the seal every 2000 hours.", doc_id="manual.pdf",
+                  source="manual.pdf", path="manual.pdf", page=6)
+    trace = Trace(query="How often is the seal replaced?")
+    candidates = [
+        {"id": "manual.pdf:3", "source": "manual.pdf", "score": 0.0328, "text": "Replace the seal every 2000 hours."},
+        {"id": long_id, "source": long_id.rsplit(":", 1)[0], "score": 0.0164, "text": "Leaves are green."},
+        {"id": "notes.md:0", "source": "notes.md", "score": 0.0161, "text": "Seals wear out."},
+    ]
+    trace.record("retrieve", candidates=candidates)
+    trace.record("judge", judge="evaluator", upper=0.4142, lower=0.4137)
+    trace.decide("judge", long_id, "dropped", "irrelevant 0.10")
+    trace.decide("select", "notes.md:0", "dropped", "not needed for the minimal cover")
+    trace.decide("select", "manual.pdf:3", "kept", "in the scope-coe selection")
+    trace.timings_ms.update({"retrieve": 12.0, "judge": 40.0, "generate": 900.0, "verify": 55.0})
+    hit = SearchHit(chunk=cited, score=0.0328, rank=1, scores={"fused": 0.0328})
+    return Answer(question="How often is the seal replaced?", text="Every 2000 hours [1].", evidence=[hit],
+                  cited_ids=["manual.pdf:3"], trace=trace), long_id
+
+
+def test_answer_lines_read_right_for_a_newcomer():
+    answer, long_id = _traced_answer()
+    lines = cli.render_answer(answer, 80)
+    text = "\n".join(lines)
+    assert all(len(line) <= 80 for line in lines)
+    assert "   [1] manual.pdf:6" in lines  # the page, not the chunk ordinal
+    # left out by the minimal cover: "not needed", never "dropped"; a check's removal stays "dropped"
+    assert any(line.startswith(" not needed") and "notes.md:0" in line for line in lines)
+    assert any(line.startswith(" dropped") and "irrelevant" not in line for line in lines)
+    assert "0-1 scale" in " ".join(text.split()) and " 1.00 manual.pdf:3" in text and " 0.50 " in text
+    assert "0.414 " in text or "0.4142" in text  # the two thresholds differ on the page
+    assert "relevant >= 0.41, irrelevant < 0.41" not in text
+    assert long_id in text.replace("\n" + " " * 17, "")  # the id whole (wrapped, never cut with "…")
+    assert "verify 55" in text  # the timing line is not cut before the verify time
+
+
+def test_distinct_digits_tells_close_thresholds_apart():
+    assert cli.distinct_digits(0.4142, 0.4127) == 3
+    assert cli.distinct_digits(0.4142, 0.4137) == 4
+    assert cli.distinct_digits(0.9, 0.1) == 2
+    assert cli.relative_scores([{"score": 0.0328}, {"score": 0.0164}]) == [1.0, 0.5]
+
+
+def test_version_prints_the_package_version():
+    from ragsieve import __version__
+
+    result = _run(["--version"])
+    assert result.returncode == 0 and result.stdout.strip() == f"ragsieve {__version__}"
+
+
+def test_index_help_names_the_same_fallback_everywhere():
+    # Every --index that reads an index says how it falls back (one helper resolves them all).
+    for args in (["ask"], ["search"], ["info"], ["eval"], ["serve"], ["calibrate"], ["router", "route"]):
+        command = cli_command()
+        for name in args:
+            command = command.commands[name]
+        index = next(p for p in command.params if p.name == "index")
+        assert not index.required and "RAGSIEVE_INDEX" in (index.help or ""), args
+
+
+@pytest.mark.parametrize("name", sorted(cli.LAZY_COMMANDS))
+def test_each_lazy_command_lists_its_own_help_and_loads_the_real_command(name):
+    real = cli_command().commands[name]
+    assert cli.LAZY_COMMANDS[name][2] == real.get_short_help_str(limit=200)
+    loaded = cli.load_subcommand(name)
+    assert type(loaded) is type(real) and set(getattr(loaded, "commands", {})) == set(getattr(real, "commands", {}))
+    assert [p.name for p in loaded.params] == [p.name for p in real.params]
+
+
+def test_help_does_not_import_the_stages():
+    code = (
+        "import sys; from ragsieve.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('numpy', 'fastapi', 'httpx', 'ragsieve.coe', 'ragsieve.filtering')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "COLUMNS": "80"})
+    assert result.stdout.strip().splitlines()[-1] == "[]"

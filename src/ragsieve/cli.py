@@ -26,6 +26,7 @@ from ragsieve.config import (
     SIEVE_STAGES,
     ChunkUnit,
     DenseKind,
+    FilterName,
     FusionName,
     PipelineConfig,
     PipelineName,
@@ -35,10 +36,20 @@ from ragsieve.config import (
     apply_overrides,
     load_with_overrides,
 )
-from ragsieve.console import ProgressReporter, console, err_console
-from ragsieve.console import progress as progress_bars
+from ragsieve.console import (
+    INDEX_ENV,
+    INDEX_HELP,
+    console,
+    default_demo_index,
+    err_console,
+    resolve_index_dir,
+    stage_progress,
+)
 from ragsieve.errors import InputError, RagsieveError
-from ragsieve.filtering.filters import FilterName
+
+__all__ = [
+    "INDEX_ENV", "app", "cli_command", "default_demo_index", "hit_block", "main", "render_answer", "resolve_index_dir",
+]
 
 app = typer.Typer(
     name="ragsieve",
@@ -120,8 +131,26 @@ def _setup_logging(verbose: bool) -> None:
 
 
 # ---------------------------------------------------------------------- commands
+def _print_version(value: bool) -> None:
+    if value:
+        # The installed distribution's version (ragsieve.__version__ says the same; the package
+        # itself sits above the command line in the layers).
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"ragsieve {version('ragsieve')}")
+        except PackageNotFoundError:
+            typer.echo("ragsieve (version unknown: not installed as a distribution; run `pip install -e .`)")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log what each stage does.")) -> None:
+def _main(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log what each stage does."),
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     _setup_logging(verbose)
 
 
@@ -130,7 +159,12 @@ def ingest(
     path: Path = typer.Argument(..., help="Folder (or file) to ingest."),
     index: Path = typer.Option(..., "--index", help="Index directory to create or update."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
-    partition_by: str | None = typer.Option(None, "--partition-by", help="'folder' or a metadata field."),
+    partition_by: str | None = typer.Option(
+        None,
+        "--partition-by",
+        help="How chunks get their domain: 'folder' (the top folder; the default), a metadata field, or "
+        "'none' (one domain). Glob rules in ingest.domain_rules of --config win over this.",
+    ),
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="Chunk size in tokens."),
     overlap: int | None = typer.Option(None, "--overlap", help="Overlap between chunks in tokens."),
     unit: ChunkChoice | None = typer.Option(None, "--unit", help="Chunk by token window (default) or by sentence."),
@@ -194,8 +228,8 @@ def ingest(
         _ingest_partitioned(path, index, cfg, workers, cluster, partition_files, as_json)
         return
     report = BuildReport()
-    with progress_bars() as progress:
-        built = Index.build(path, index, config=cfg, progress=ProgressReporter(progress), report=report)
+    with stage_progress() as progress:
+        built = Index.build(path, index, config=cfg, progress=progress, report=report)
     if as_json:
         console.print_json(json.dumps({**report.to_dict(), "index": built.stats()}))
         return
@@ -223,10 +257,8 @@ def _ingest_partitioned(
 
     if workers and cfg.embedder.threads is None:
         cfg = apply_overrides(cfg, {"embedder.threads": threads_per_worker(workers)})
-    with dask_client(workers, cluster, "ingesting") as client, progress_bars() as progress:
-        report = ingest_partitioned(
-            path, index, cfg, client=client, files_per_partition=per, progress=ProgressReporter(progress)
-        )
+    with dask_client(workers, cluster, "ingesting") as client, stage_progress() as progress:
+        report = ingest_partitioned(path, index, cfg, client=client, files_per_partition=per, progress=progress)
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
         return
@@ -245,6 +277,7 @@ def _store_options(store: StoreChoice | None, store_uri: str | None) -> dict[str
     return {"store.backend": _value(store), "store.uri": store_uri}
 
 
+INDEX_OPTION = typer.Option(None, "--index", metavar="DIR", help=INDEX_HELP)
 STORE_OPTION = typer.Option(None, "--store", help="Where the chunks live: the index folder (default) or Milvus.")
 STORE_URI_OPTION = typer.Option(None, "--store-uri", help="Milvus Lite file or server URL.")
 
@@ -252,9 +285,7 @@ STORE_URI_OPTION = typer.Option(None, "--store-uri", help="Milvus Lite file or s
 @app.command()
 def search(
     query: str = typer.Argument(..., help="Search text."),
-    index: Path | None = typer.Option(
-        None, "--index", metavar="DIR", help="Index directory (default: $RAGSIEVE_INDEX, else the demo index)."
-    ),
+    index: Path | None = INDEX_OPTION,
     mode: RetrievalMode = typer.Option(RetrievalMode("hybrid"), "--mode", help="Retriever(s) to rank with."),
     k: int = typer.Option(10, "-k", help="Number of results."),
     where: list[str] = typer.Option([], "--where", help="Metadata filter key=value (repeatable)."),
@@ -284,16 +315,29 @@ def search(
     start = time.perf_counter()
     hits = pipe.retrieve(query, trace, k=k, domains=domains, where=parse_where(where) or None)[:k]
     elapsed = (time.perf_counter() - start) * 1000
+    note = None
+    if not hits and mode.value == "sparse":
+        from ragsieve.index.store import sparse_query_note
+
+        note = sparse_query_note(query)
     if as_json:
-        console.print_json(json.dumps({"query": query, "hits": [h.to_dict() for h in hits], "trace": trace.to_dict()}))
+        payload: dict[str, Any] = {"query": query, "hits": [h.to_dict() for h in hits], "trace": trace.to_dict()}
+        if note:
+            payload["note"] = note
+        console.print_json(json.dumps(payload))
         return
     console.print(
         _clip(f"{len(hits)} results for {query!r} ({mode.value}, {elapsed:.1f} ms)", _width()),
         markup=False,
         highlight=False,
     )
+    if note:
+        import textwrap
+
+        console.print("\n".join(textwrap.wrap(f"note: {note}", _width())), markup=False, highlight=False)
+    root = _corpus_root(pipe)
     for h in hits:
-        console.print("\n".join(hit_block(h, _width())), markup=False, highlight=False)
+        _print_block(hit_block(h, _width()), h.chunk, root)
 
 
 # Search results are printed as blocks no wider than this, so they read in an 80-column terminal.
@@ -337,104 +381,203 @@ def _clip_line(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
-def _clip_middle(text: str, width: int) -> str:
-    """Shorten an id in the middle so its start (folder) and end (chunk number) stay readable."""
-    if len(text) <= width:
-        return text
-    head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
-
-
 def _candidate_status(decisions: list[dict[str, Any]], cid: str) -> tuple[str, str]:
-    """The candidate's verdict and why: ``dropped`` with the first check that dropped it, else
-    ``flagged`` with the check that flagged it, else ``kept`` (or ``unjudged``)."""
+    """The candidate's verdict as a reader should take it, and why.
+
+    ``dropped`` with the first check that removed it, else ``flagged`` with the check that
+    flagged it, else ``kept`` (or ``unjudged``). A candidate the selection left out although no
+    check removed it (the minimal cover did not need it, or it ranked beyond the top k) is
+    ``not needed``: relevant evidence, not a rejected one.
+    """
     mine = [d for d in decisions if d.get("id") == cid]
     for verdict in ("dropped", "flagged"):
         hit = next((d for d in mine if d["verdict"] == verdict), None)
         if hit is not None:
+            if verdict == "dropped" and hit.get("check") == "select":
+                return NOT_NEEDED, str(hit.get("reason", ""))
             return verdict, f"{hit['check']}: {hit['reason']}"
     return ("kept" if mine else "unjudged"), ""
 
 
-def render_answer(answer: Any, width: int = 80) -> list[str]:
-    """The answer and its trace as terminal lines of at most ``width`` characters: the answer
-    (or the abstention and why), two lines per candidate, one per answer sentence, timings."""
+# How the CLI and the page name evidence the selection did not need (it was not rejected).
+NOT_NEEDED = "not needed"
+
+
+def distinct_digits(*values: float, least: int = 2, most: int = 6) -> int:
+    """The fewest decimals (at least ``least``) that print ``values`` as different numbers when
+    they differ, so that ``best 0.4137 < 0.4142`` never reads ``0.41 < 0.41``.
+
+    Example:
+        >>> distinct_digits(0.4137, 0.4142)
+        3
+        >>> distinct_digits(0.5, 0.5)
+        2
+    """
+    for digits in range(least, most + 1):
+        shown = {f"{v:.{digits}f}" for v in values}
+        if len(shown) == len(set(values)):
+            return digits
+    return most
+
+
+def relative_scores(candidates: list[dict[str, Any]]) -> list[float]:
+    """Each candidate's retrieval score on a 0-1 scale: divided by the top candidate's, so the
+    best reads 1.00 whatever the retriever (fusion scores such as 0.033 have no scale of their own)."""
+    raw = [float(c.get("score", 0.0) or 0.0) for c in candidates]
+    top = max(raw, default=0.0)
+    return [max(r, 0.0) / top if top > 0 else 0.0 for r in raw]
+
+
+def _wrap_full(text: str, width: int, first: str, rest: str) -> list[str]:
+    """``text`` wrapped at spaces, never cut: a word longer than the line (an id, a path) is
+    broken only after a ``/`` (continued on the next line, indented), and printed whole when it
+    has no ``/`` to break at, even when that line then runs past ``width``."""
+    import textwrap
+
+    lines = textwrap.wrap(
+        text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False, break_long_words=False
+    ) or [first.rstrip()]
+    out: list[str] = []
+    for line in lines:
+        while len(line) > width:
+            cut = line.rfind("/", len(rest), width)
+            if cut <= len(rest):
+                break
+            out.append(line[: cut + 1])
+            line = rest + line[cut + 1 :]
+        out.append(line)
+    return out
+
+
+def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
+    """The answer and its trace as ``(line, chunk id)`` pairs: the chunk id on a line that
+    cites that chunk (so a terminal can make it a link), else None. See :func:`render_answer`."""
     import textwrap
 
     t = answer.trace
-    lines = textwrap.wrap(f"Q: {answer.question}", width, subsequent_indent="   ")
+    out: list[tuple[str, str | None]] = []
+
+    def add(lines: list[str], chunk_id: str | None = None) -> None:
+        out.extend((line, chunk_id) for line in lines)
+
+    add(textwrap.wrap(f"Q: {answer.question}", width, subsequent_indent="   "))
     head = "A (abstained): " if answer.abstained else "A: "
-    lines += textwrap.wrap(head + (answer.text or "(empty)"), width, subsequent_indent="   ")
+    add(textwrap.wrap(head + (answer.text or "(empty)"), width, subsequent_indent="   "))
     cited_ids = set(answer.cited_ids)
     for n, h in enumerate(answer.evidence, 1):
         if h.chunk.id in cited_ids:  # the cited sources, each in full (wrapped, never cut)
-            lines += textwrap.wrap(
-                format_citation(Citation.from_chunk(h.chunk)), width, initial_indent=f"   [{n}] ",
-                subsequent_indent="       ", break_on_hyphens=False,
-            )
+            add(_wrap_full(format_citation(Citation.from_chunk(h.chunk)), width, f"   [{n}] ", " " * 7), h.chunk.id)
     facts = []
     if answer.abstained and answer.abstain_reason:
         facts.append(f"why: {answer.abstain_reason}")
     if answer.confidence is not None:
-        facts.append(f"confidence {answer.confidence:.2f}")
+        facts.append(f"confidence {answer.confidence:.2f} (0-1)")
     for ev in t.stage("route")[:1]:
         facts.append("searched " + ", ".join(ev.get("searched") or ["<global>"]))
     for ev in t.stage("need")[:1]:
         facts.append(("retrieved" if ev.get("retrieve") else "no retrieval") + f": {ev.get('reason', '')}")
     for fact in facts:
-        lines += textwrap.wrap(fact, width, initial_indent="   ", subsequent_indent="     ")
+        add(textwrap.wrap(fact, width, initial_indent="   ", subsequent_indent="     "))
     retrieved: list[dict[str, Any]] = next((e["candidates"] for e in t.stage("retrieve") if e.get("candidates")), [])
     if retrieved:
         used = {h.chunk.id for h in answer.evidence}
-        lines.append(f"candidates ({len(retrieved)}; * = in the answer's evidence):")
+        add(textwrap.wrap(
+            f"candidates ({len(retrieved)}; * = in the answer's evidence; score = retrieval score "
+            "on a 0-1 scale, the top candidate = 1.00):", width, subsequent_indent="  ",
+        ))
         for ev in t.stage("judge")[:1]:
-            lines.append(
-                _clip_line(
-                    f" judge {ev['judge']}: relevant >= {ev['upper']:.2f}, irrelevant < {ev['lower']:.2f}", width
-                )
-            )
-        # Two lines a candidate: verdict, score and id; then why (for a dropped or flagged one) and
-        # the first line of its text, so ids and reasons stay readable at 80 columns.
-        for c in retrieved:
+            digits = distinct_digits(float(ev["upper"]), float(ev["lower"]))
+            add(textwrap.wrap(
+                f" judge {ev['judge']} (0-1): relevant >= {ev['upper']:.{digits}f}, "
+                f"irrelevant < {ev['lower']:.{digits}f}", width, subsequent_indent="   ",
+            ))
+        # Verdict, score and the full id (wrapped, never cut); then why (for a removed, flagged or
+        # unneeded one) and the first line of its text.
+        for c, score in zip(retrieved, relative_scores(retrieved), strict=True):
             verdict, why = _candidate_status(t.decisions, c["id"])
             mark = "*" if c["id"] in used else " "
             source = str(c.get("source", ""))
             # Ids of file chunks start with their source: print the source only when it adds to the id.
             where = str(c["id"]) if str(c["id"]).startswith(source) else f"{c['id']} ({source})"
-            head = f"{mark}{verdict:<8} {c.get('score', 0.0):.3f} "
-            lines.append(head + _clip_middle(where, max(width - len(head), 12)))
+            add(_wrap_full(where, width, f"{mark}{verdict:<10} {score:.2f} ", " " * 17), str(c["id"]))
             text = (c.get("text") or "").strip()
             first = text.splitlines()[0] if text else ""
-            lines.append(_clip_line(" " * 10 + (f"[{why}] " if why else "") + first, width))
+            add([_clip_line(" " * 17 + (f"[{why}] " if why else "") + first, width)])
     if answer.claims:
-        lines.append(f"answer sentences (judge: {answer.claims[0].judge}):")
+        add([f"answer sentences (judge: {answer.claims[0].judge}; support on a 0-1 scale):"])
         for v in answer.claims:
             cited = ",".join(v.cited_ids) if v.cited_ids else f"against {v.against}"
             tag = "supported  " if v.supported else "unsupported"
-            lines.append(_clip_line(f"  {tag} {v.score:.2f} [{cited}] {v.sentence}", width))
+            add([_clip_line(f"  {tag} {v.score:.2f} [{cited}] {v.sentence}", width)])
     for ev in t.stage("regenerate"):
         if ev.get("skipped"):
-            lines.append(_clip_line(f"regeneration skipped: {ev.get('reason', '')}", width))
+            add(textwrap.wrap(f"regeneration skipped: {ev.get('reason', '')}", width, subsequent_indent="  "))
         else:
-            lines.append(_clip_line(f"regenerated with {', '.join(ev['evidence'])}: {ev['reason']}", width))
+            add(textwrap.wrap(f"regenerated with {', '.join(ev['evidence'])}: {ev['reason']}", width,
+                              subsequent_indent="  "))
     stage_ms = [(k, v) for k, v in t.timings_ms.items() if k in SIEVE_STAGES]
     total = sum(v for _, v in stage_ms)
-    # Stages that took under a millisecond are left out so the line fits.
+    # Stages that took under a millisecond are left out; the rest wrap rather than being cut.
     parts = " ".join(f"{k} {v:.0f}" for k, v in stage_ms if v >= 1.0)
     calls = f"{t.llm_calls} LLM call{'s' if t.llm_calls != 1 else ''}"
-    lines.append(_clip_line(f"{total:.0f} ms, {calls}: {parts}", width))
-    return lines
+    add(textwrap.wrap(f"{total:.0f} ms, {calls}: {parts}", width, subsequent_indent="  "))
+    return out
 
 
-def _print_answer(answer: Any) -> None:
+def render_answer(answer: Any, width: int = 80) -> list[str]:
+    """The answer and its trace as terminal lines of at most ``width`` characters: the answer
+    (or the abstention and why), the cited sources in full, two lines per candidate, one per
+    answer sentence, timings. Ids and citations are wrapped, never cut."""
+    return [line for line, _ in answer_lines(answer, width)]
+
+
+def _corpus_root(pipe: Any) -> Any:
+    """The ingested folder of the pipeline's index (citations link under it), or None."""
+    try:
+        return getattr(getattr(pipe, "index", None), "corpus_root", None)
+    except Exception:  # a link is a convenience: no link rather than a failed command
+        return None
+
+
+def _linked(line: str, uri: str | None, style: str = "") -> Text:
+    """``line`` as rich text, its non-blank part an OSC-8 hyperlink to ``uri`` (rich writes the
+    link only to a terminal; a file or a pipe gets the plain text)."""
+    text = Text(line, style=style)
+    if uri:
+        start = len(line) - len(line.lstrip())
+        text.stylize(f"link {uri}", start, len(line))
+    return text
+
+
+def _print_block(lines: list[str], chunk: Any, root: Any) -> None:
+    """A search hit's lines, its citation lines linked to the cited file or address."""
+    from ragsieve.citations import citation_uri
+
+    uri = citation_uri(Citation.from_chunk(chunk), root)
+    for i, line in enumerate(lines):
+        # hit_block: a blank line, the citation (one or more lines), the scores, the text.
+        is_citation = 0 < i < len(lines) - 2
+        console.print(_linked(line, uri if is_citation else None), soft_wrap=True, no_wrap=True)
+
+
+def _print_answer(answer: Any, root: Any = None) -> None:
+    from ragsieve.citations import citation_uri
+
     width = min(console.width or 80, 80)
-    for i, line in enumerate(render_answer(answer, width)):
-        style = "bold" if i == 0 else None
+    chunks = {h.chunk.id: h.chunk for h in answer.evidence}
+    for i, (line, chunk_id) in enumerate(answer_lines(answer, width)):
+        style = "bold" if i == 0 else ""
         if line.startswith("A (abstained)"):
             style = "bold yellow"
         elif line.startswith("A: "):
             style = "bold green"
-        console.print(Text(line, style=style or ""), soft_wrap=True, overflow="crop", no_wrap=True)
+        chunk = chunks.get(chunk_id) if chunk_id else None
+        uri = citation_uri(Citation.from_chunk(chunk), root) if chunk is not None else None
+        console.print(_linked(line, uri, style), soft_wrap=True, no_wrap=True)
+
+
+# One question's total time in `ragsieve ask` (every LLM and embedding call, retries included).
+ASK_DEADLINE_S = 120.0
 
 
 def _ablate_list(ablate: str | None) -> list[str] | None:
@@ -444,9 +587,7 @@ def _ablate_list(ablate: str | None) -> list[str] | None:
 @app.command()
 def ask(
     question: str = typer.Argument(..., help="The question."),
-    index: Path | None = typer.Option(
-        None, "--index", metavar="DIR", help="Index directory (default: $RAGSIEVE_INDEX, else the demo index)."
-    ),
+    index: Path | None = INDEX_OPTION,
     no_retrieval: bool = typer.Option(False, "--no-retrieval", help="Answer from the model alone."),
     k: int | None = typer.Option(None, "-k", help="Evidence pieces to use."),
     mode: RetrievalMode | None = typer.Option(None, "--mode", help="Retriever(s) to rank with."),
@@ -468,7 +609,12 @@ def ask(
     store_uri: str | None = STORE_URI_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the answer and full trace as JSON."),
 ) -> None:
-    """Answer a question from the index, checking the evidence and the answer (the sieve)."""
+    """Answer a question from the index, checking the evidence and the answer (the sieve).
+
+    One question takes at most 2 minutes in all: every LLM and embedding call it makes shares
+    one 120 s deadline (retries included), after which it stops with an error saying so.
+    """
+    from ragsieve.http import question_deadline
     from ragsieve.sieve.pipeline import build_pipeline
 
     overrides: dict[str, Any] = {
@@ -488,11 +634,12 @@ def ask(
     if not no_retrieval:
         cfg = apply_overrides(cfg, {"index_dir": str(resolve_index_dir(index, cfg.index_dir))})
     pipe = build_pipeline(cfg)
-    answer = pipe.ask(question, no_retrieval=no_retrieval, k=k, route=route)
+    with question_deadline(ASK_DEADLINE_S):
+        answer = pipe.ask(question, no_retrieval=no_retrieval, k=k, route=route)
     if as_json:
         console.print_json(json.dumps(answer.to_dict(), default=str))
     else:
-        _print_answer(answer)
+        _print_answer(answer, None if no_retrieval else _corpus_root(pipe))
 
 
 @app.command()
@@ -567,14 +714,13 @@ def classify(
 
 @app.command()
 def info(
-    index: Path | None = typer.Option(
-        None, "--index", metavar="DIR", help="Index directory (default: $RAGSIEVE_INDEX, else the demo index)."
-    ),
+    index: Path | None = INDEX_OPTION,
     verify: bool = typer.Option(False, "--verify", help="Check every file's sha256 against the manifest."),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file (embedder settings)."),
     store: StoreChoice | None = STORE_OPTION,
     store_uri: str | None = STORE_URI_OPTION,
     collection: str | None = typer.Option(None, "--collection", help="Milvus collection name."),
+    as_json: bool = typer.Option(False, "--json", help="Print the index's statistics as JSON."),
 ) -> None:
     """Show what an index holds (and, with --verify, that every file is intact)."""
     from ragsieve.index import Index
@@ -596,48 +742,19 @@ def info(
             stats = milvus.stats() if isinstance(milvus, MilvusStore) else {}
         finally:
             milvus.close()
-        console.print_json(json.dumps(stats))
+        _print_stats({**stats, "backend": "milvus"}, folder, as_json)
         return
     with Index.open(folder, verify=verify, embedder_config=cfg.embedder) as opened:
         stats = {**opened.stats(), "backend": "folder"}
     if verify:
         stats["verified"] = True
-    console.print_json(json.dumps(stats))
+    _print_stats(stats, folder, as_json)
 
 
-def default_demo_index() -> Path:
-    from ragsieve.io import user_cache_dir
+def _print_stats(stats: dict[str, Any], folder: Path, as_json: bool) -> None:
+    from ragsieve.console import print_result
 
-    return user_cache_dir() / "demo-index"
-
-
-# Environment variable naming the index that commands use when --index is not given.
-INDEX_ENV = "RAGSIEVE_INDEX"
-
-
-def resolve_index_dir(index: Path | None, configured: str | None = None) -> Path:
-    """The index a command uses: ``--index``, else the configured one, else the demo index.
-
-    The configured default is ``$RAGSIEVE_INDEX`` or ``index_dir`` in the ``--config`` file (the
-    environment wins). When the choice was not explicit it is named on stderr, so that a user
-    never reads answers from an index they did not mean to ask.
-    """
-    if index is not None:
-        return index
-    env = os.environ.get(INDEX_ENV, "").strip()
-    if env:
-        chosen, why = Path(env), f"${INDEX_ENV}"
-    elif configured:
-        chosen, why = Path(configured), "index_dir in the config"
-    elif default_demo_index().is_dir():
-        chosen, why = default_demo_index(), "the demo index; pass --index DIR or set $RAGSIEVE_INDEX for another"
-    else:
-        raise InputError(
-            f"no index given; pass --index DIR (build one with `ragsieve ingest FOLDER --index DIR`), "
-            f"set ${INDEX_ENV}, or run `ragsieve demo` to build the demo index"
-        )
-    err_console.print(f"using index {chosen} ({why})", markup=False, highlight=False)
-    return chosen
+    print_result(stats, as_json, title=f"index {folder}")
 
 
 @app.command()
@@ -662,10 +779,8 @@ def demo(
         PipelineConfig(index_dir=str(index_dir)), {"llm.n_threads": threads, "pipeline": pipeline.value}
     )
     report = BuildReport()
-    with progress_bars() as progress:
-        built = Index.build(
-            demo_corpus_dir(), index_dir, config=cfg, progress=ProgressReporter(progress), report=report
-        )
+    with stage_progress() as progress:
+        built = Index.build(demo_corpus_dir(), index_dir, config=cfg, progress=progress, report=report)
     console.print(
         f"demo index: {report.chunks} chunks in {len(built.domains)} domains at {index_dir} "
         f"({report.chunks_embedded} embedded, {report.seconds:.1f}s); pipeline: {cfg.pipeline}"
@@ -673,7 +788,7 @@ def demo(
     pipe = Pipeline(cfg, index=built)
     for q in question or list(DEMO_SHOWCASE):
         console.print()
-        _print_answer(pipe.ask(q))
+        _print_answer(pipe.ask(q), built.corpus_root)
 
 
 _TYPE_METAVARS = {Path: "PATH", str: "TEXT", int: "INT", float: "NUMBER"}
@@ -733,10 +848,77 @@ def _flag_metavar(get_help_option: Any) -> Any:
 
 _COMMAND: Any = None
 
+# The sub-commands that live in their own modules, each loaded only when it runs (or its own
+# --help is asked for): `ragsieve --help` lists them from these lines without importing numpy,
+# fastapi or the stages. tests/test_cli_usage.py checks each line is the command's own help.
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "router": ("ragsieve.route.cli", "app", "Query-to-domain router of a domain-partitioned index."),
+    "filters": ("ragsieve.filtering.cli", "app",
+                "Knowledge filtering: perplexity labels (D_kf), proxy training, filter quality."),
+    "tasks": ("ragsieve.tasks.cli", "app", "Task-adaptive RAG: task classifier and retrieval evaluator."),
+    "coe": ("ragsieve.coe.cli", "app", "Chain of evidence: features, judgements, perturbations."),
+    "importance": ("ragsieve.importance.cli", "app",
+                   "Data importance: learn, store and inspect a weight per data source."),
+    "trace": ("ragsieve.serve.cli", "app", "Look at request traces."),
+    "attack": ("ragsieve.attack.cli", "app",
+               "Knowledge-poisoning attacks: poison a copy of an index, measure each defence."),
+    "serve": ("ragsieve.serve.cli", "serve",
+              "Serve the index over HTTP: OpenAI-compatible chat, /v1/ask, /v1/search, /metrics and a trace page."),
+    "eval": ("ragsieve.eval.cli", "eval_command",
+             "Score the sieve, plain RAG, no retrieval and ablations: accuracy, coverage, AURC, faithfulness, cost."),
+    "calibrate": ("ragsieve.eval.calibrate_cli", "calibrate_command",
+                  "Choose the abstention threshold with a finite-sample guarantee (Learn then Test) and write it "
+                  "to the config."),
+}
 
-def cli_command() -> Any:
-    """The click command behind ``ragsieve``, with every stage's sub-commands mounted."""
+
+def load_subcommand(name: str) -> Any:
+    """The click command of sub-command ``name`` (a group or a single command), with readable help."""
+    import importlib
+
+    module, attribute, _ = LAZY_COMMANDS[name]
+    target = getattr(importlib.import_module(module), attribute)
+    if isinstance(target, typer.Typer):
+        # A group even when it holds one command (`trace view`), as when it is mounted.
+        built: Any = typer.main.get_group(target)
+    else:
+        single = typer.Typer()
+        single.command(name)(target)
+        built = typer.main.get_command(single)
+    command = readable_help(built)
+    command.name = name
+    # Built on its own, a Typer adds shell-completion options; mounted, a sub-command has none.
+    command.params = [p for p in command.params if p.name not in ("install_completion", "show_completion")]
+    return command
+
+
+def _lazy_command(name: str) -> Any:
+    import click
+
+    class LazyCommand(click.Command):
+        """Stands for a sub-command in the command list; parsing its arguments loads the real one."""
+
+        def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+            return load_subcommand(name).make_context(info_name, args, parent=parent, **extra)
+
+    help_line = LAZY_COMMANDS[name][2]
+    return LazyCommand(name, help=help_line, short_help=help_line, add_help_option=False)
+
+
+def cli_command(lazy: bool = False) -> Any:
+    """The click command behind ``ragsieve``, with every stage's sub-commands mounted.
+
+    ``lazy=True`` (what the ``ragsieve`` entry point runs) mounts each sub-command module as a
+    stand-in that imports it only when that command runs, so ``ragsieve --help`` stays fast.
+    """
     global _COMMAND
+    if lazy:
+        root = readable_help(typer.main.get_command(app)) if _COMMAND is None else None
+        if root is None:
+            return _COMMAND
+        for name in LAZY_COMMANDS:
+            root.add_command(_lazy_command(name), name)
+        return root
     if _COMMAND is None:
         mount_subcommands(app)
         _COMMAND = readable_help(typer.main.get_command(app))
@@ -751,7 +933,7 @@ def main(argv: list[str] | None = None) -> None:
     ``RAGSIEVE_DEBUG=1`` lets unexpected exceptions through with their traceback. A command that
     succeeds returns normally, so ``main([...])`` can be called from Python.
     """
-    command = cli_command()
+    command = cli_command(lazy=True)
     try:
         command.main(args=argv, prog_name="ragsieve", standalone_mode=True)
     except SystemExit as exc:

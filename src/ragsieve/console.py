@@ -1,10 +1,15 @@
-"""The terminal every command writes to: one stdout and one stderr console, and progress bars
+"""The terminal every command writes to: one stdout and one stderr console, progress (bars on a
+terminal, plain lines elsewhere) and the index a command reads when ``--index`` is not given
 (shared by ``ragsieve`` and every sub-command module, ``*/cli.py``)."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -19,7 +24,19 @@ from rich.progress import (
 )
 from rich.text import Text
 
-__all__ = ["PlainProgress", "ProgressReporter", "console", "err_console", "progress"]
+__all__ = [
+    "INDEX_ENV",
+    "PlainProgress",
+    "ProgressReporter",
+    "console",
+    "default_demo_index",
+    "err_console",
+    "print_result",
+    "progress",
+    "result_lines",
+    "resolve_index_dir",
+    "stage_progress",
+]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -107,3 +124,118 @@ class PlainProgress:
         label = STAGE_LABELS.get(stage, stage)
         self.stream.write(f"{label}: {done:,}/{total:,}{share}{rate} {elapsed:.1f}s\n")
         self.stream.flush()
+
+
+ProgressCallback = Callable[[str, int, int], None]
+
+
+@contextmanager
+def stage_progress(enabled: bool = True) -> Iterator[ProgressCallback]:
+    """A ``(stage, done, total)`` progress callback for a long command: rich progress bars when
+    stderr is a terminal, :class:`PlainProgress` lines when it is not (a log file, CI, a pipe),
+    so that a logged run is never silent for minutes. ``enabled=False`` reports nothing.
+
+    Example:
+        >>> with stage_progress() as report:  # doctest: +SKIP
+        ...     report("evaluating", 3, 10)
+    """
+    if not enabled:
+        yield lambda stage, done, total: None
+    elif err_console.is_terminal:
+        with progress() as bars:
+            yield ProgressReporter(bars)
+    else:
+        yield PlainProgress(sys.stderr)
+
+
+# Environment variable naming the index that commands use when --index is not given.
+INDEX_ENV = "RAGSIEVE_INDEX"
+
+# The help of every ``--index`` option that reads an index (the same fallback everywhere).
+INDEX_HELP = f"Index directory (default: ${INDEX_ENV}, else index_dir in --config, else the demo index)."
+
+
+def default_demo_index() -> Path:
+    """Where ``ragsieve demo`` builds the demo index (the last fallback of every command)."""
+    from ragsieve.io import user_cache_dir
+
+    return user_cache_dir() / "demo-index"
+
+
+def resolve_index_dir(index: Path | None, configured: str | None = None) -> Path:
+    """The index a command reads: ``--index``, else the configured one, else the demo index.
+
+    Every command that reads an index (``ask``, ``search``, ``info``, ``eval``, ``serve``) falls
+    back through this one function. The configured default is ``$RAGSIEVE_INDEX`` or ``index_dir``
+    in the ``--config`` file (the environment wins). When the choice was not explicit it is named
+    on stderr, so that a user never reads answers from an index they did not mean to ask.
+    """
+    if index is not None:
+        return index
+    env = os.environ.get(INDEX_ENV, "").strip()
+    demo = default_demo_index()
+    if env:
+        chosen, why = Path(env), f"${INDEX_ENV}"
+    elif configured:
+        chosen, why = Path(configured), "index_dir in the config"
+    elif demo.is_dir():
+        chosen, why = demo, "the demo index; pass --index DIR or set $RAGSIEVE_INDEX for another"
+    else:
+        from ragsieve.errors import InputError
+
+        raise InputError(
+            f"no index given; pass --index DIR (build one with `ragsieve ingest FOLDER --index DIR`), "
+            f"set ${INDEX_ENV}, or run `ragsieve demo` to build the demo index"
+        )
+    err_console.print(f"using index {chosen} ({why})", markup=False, highlight=False)
+    return chosen
+
+
+# Human output is written no wider than this, so it reads in an 80-column terminal.
+MAX_WIDTH = 80
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_shown(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_shown(v) for v in value)
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if isinstance(value, bool) else "-"
+    if isinstance(value, float):
+        return f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def result_lines(data: dict[str, Any], width: int = MAX_WIDTH, title: str | None = None) -> list[str]:
+    """A command's result as human lines: an optional title, then one ``name: value`` line per
+    field (nested values inline), wrapped at spaces under their name, never cut.
+
+    Example:
+        >>> result_lines({"chunks": 1200, "domains": ["a", "b"]}, title="index x")
+        ['index x', '  chunks: 1,200', '  domains: a, b']
+    """
+    import textwrap
+
+    lines = [title] if title else []
+    for key, value in data.items():
+        text = f"{str(key).replace('_', ' ')}: {_shown(value) or '-'}"
+        lines += textwrap.wrap(
+            text, width, initial_indent="  ", subsequent_indent="      ", break_long_words=False,
+            break_on_hyphens=False,
+        ) or ["  " + text]
+    return lines
+
+
+def print_result(data: dict[str, Any], as_json: bool, title: str | None = None) -> None:
+    """Print a command's result: JSON with ``--json``, else :func:`result_lines` on stdout."""
+    import json
+
+    if as_json:
+        console.print_json(json.dumps(data, default=str, ensure_ascii=False))
+        return
+    width = max(40, min(console.width or MAX_WIDTH, MAX_WIDTH))
+    for line in result_lines(data, width, title):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

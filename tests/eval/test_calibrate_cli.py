@@ -134,7 +134,7 @@ def _run_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, n: int, *args: str
 def test_cli_writes_the_threshold_it_certifies(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     res = _run_cli(monkeypatch, tmp_path, 400, "--risk", "0.1", "--json")
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)  # progress lines go to stderr
     assert out["result"]["feasible"] and out["written_to"]
     thr = out["result"]["threshold"]
     cfg = load_config(tmp_path / "ragsieve.toml")

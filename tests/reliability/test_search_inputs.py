@@ -107,7 +107,7 @@ def test_cli_search_rejects_what_the_api_rejects(cli_index, capsys, args, messag
 
 
 def test_cli_info_reports_the_generation_and_verifies(cli_index, capsys):
-    code, out, _ = run_cli(capsys, "info", "--index", cli_index, "--verify")
+    code, out, _ = run_cli(capsys, "info", "--index", cli_index, "--verify", "--json")
     data = json.loads(out)
     assert code == 0 and data["verified"] and data["generation"] and data["format_version"] == 2
     gen = cli_index / "generations" / data["generation"] / "chunks.jsonl"

@@ -24,7 +24,7 @@ def test_train_from_chunks_then_route(runner: CliRunner, index: Any) -> None:
     out = json.loads(res.output)
     assert out["trained_on"] == "chunks" and out["domains"] == ["code", "debate", "health"]
     res = runner.invoke(
-        route_cli.app, ["route", "python json parse", "--index", str(index.dir), "--unsure", "0.3"]
+        route_cli.app, ["route", "python json parse", "--index", str(index.dir), "--unsure", "0.3", "--json"]
     )
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["domains"][0] == "code"

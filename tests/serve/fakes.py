@@ -58,6 +58,12 @@ class FakeIndex:
         self.embedder = None
         self.searches = 0
 
+    def get(self, chunk_id: str) -> Chunk:
+        for chunk in self.chunks:
+            if chunk.id == chunk_id:
+                return chunk
+        raise InputError(f"no chunk with id {chunk_id!r} in the index at {self.dir}")
+
     def search(
         self, query: str, k: int = 10, mode: str = "hybrid", where: dict[str, Any] | None = None,
         domains: Sequence[str] | None = None, **_: Any,

@@ -77,7 +77,7 @@ def test_chat_completion_has_cited_content_and_trace(index_dir: Path) -> None:
     body = resp.json()
     assert body["object"] == "chat.completion"
     content = body["choices"][0]["message"]["content"]
-    assert "[1]" in content and "Sources:\n[1] Graphene" in content
+    assert "[1]" in content and "Sources:\n[1] Graphene (" in content
     assert body["ragsieve_trace"]["question"] == "What is graphene made of?"
     assert body["usage"] == {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52}
 
@@ -210,7 +210,25 @@ def test_fast_json_validates_and_writes_nan_as_null() -> None:
 def test_answer_content_lists_only_cited_sources() -> None:
     answer = {"answer": "It is carbon [2].", "cited_ids": ["b"], "abstained": False,
               "evidence": [{"id": "a", "title": "A", "source": "a.md"}, {"id": "b", "title": "", "source": "b.md"}]}
-    assert answer_content(answer) == "It is carbon [2].\n\nSources:\n[2] b.md (b.md#b)"
+    # No citation field (an older answer): the id, once.
+    assert answer_content(answer) == "It is carbon [2].\n\nSources:\n[2] b"
+
+
+def test_answer_content_cites_path_and_page_once() -> None:
+    evidence = [
+        {"id": "pdf/manual.pdf:3", "source": "pdf/manual.pdf", "title": "", "citation": "pdf/manual.pdf:6"},
+        {"id": "md/guide.md:0", "source": "md/guide.md", "title": "Install guide",
+         "citation": "md/guide.md#Install > Linux"},
+        {"id": "md/x.md:0", "source": "md/x.md", "title": "md/x.md#Intro", "citation": "md/x.md#Intro"},
+    ]
+    answer = {"answer": "Run it [1][2][3].", "cited_ids": ["pdf/manual.pdf:3", "md/guide.md:0", "md/x.md:0"],
+              "abstained": False, "evidence": evidence}
+    sources = answer_content(answer).split("Sources:\n")[1].splitlines()
+    assert sources == [
+        "[1] pdf/manual.pdf:6",
+        "[2] Install guide (md/guide.md#Install › Linux)",
+        "[3] md/x.md#Intro",
+    ]
 
 
 # ---------------------------------------------------------------------- concurrency (real uvicorn)
@@ -368,3 +386,56 @@ def test_page_is_served_self_contained(index_dir: Path) -> None:
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert 'id="ask-form"' in page.text and "ragsieveRender" in page.text
     assert "http://" not in page.text and "https://" not in page.text  # nothing fetched from elsewhere
+
+
+# ---------------------------------------------------------------------- cited passages
+def test_passage_route_returns_the_cited_text_and_location(index_dir: Path) -> None:
+    with _client(index_dir) as client:
+        resp = client.get("/v1/passages/chemistry/001:0")
+        assert resp.status_code == 200, resp.text
+        body = resp.json()
+        assert body["id"] == "chemistry/001:0" and body["text"].startswith("Graphene is a single layer")
+        assert body["title"] == "Graphene" and body["citation"] == "chemistry/001:0"
+        assert body["index_generation"]
+        # Ids with characters a URL must escape come back whole.
+        assert client.get("/v1/passages/chemistry%2F001%3A0").json()["id"] == "chemistry/001:0"
+
+
+@pytest.mark.parametrize("bad", ["../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd", "/etc/passwd", "nope:0"])
+def test_passage_route_only_looks_ids_up(index_dir: Path, bad: str) -> None:
+    with _client(index_dir) as client:
+        resp = client.get("/v1/passages/" + bad)
+    # A 404 either way: the client may normalise "../" out of the URL before it is sent.
+    assert resp.status_code == 404 and "root:" not in resp.text
+    if resp.request.url.path.startswith("/v1/passages/"):
+        assert "no passage with id" in resp.json()["error"]["message"]
+
+
+def test_passage_route_needs_the_api_key(index_dir: Path) -> None:
+    with _client(index_dir, api_key="s3cret") as client:
+        assert client.get("/v1/passages/chemistry/001:0").status_code == 401
+        ok = client.get("/v1/passages/chemistry/001:0", headers={"Authorization": "Bearer s3cret"})
+        assert ok.status_code == 200
+
+
+def test_passage_of_a_section_carries_its_heading_path_and_a_local_file_link(tmp_path: Path) -> None:
+    from ragsieve.serve.app import PassageResponse, passage_of
+    from ragsieve.types import Chunk
+
+    chunk = Chunk(id="md/guide.md:2", text="Run the installer.", doc_id="md/guide.md", source="md/guide.md",
+                  path="md/guide.md", heading=["Install", "Linux"], char_start=10, char_end=28)
+
+    class OneChunkIndex:
+        corpus_root = tmp_path
+
+        def get(self, chunk_id: str) -> Chunk:
+            if chunk_id != chunk.id:
+                raise KeyError(chunk_id)
+            return chunk
+
+    local = PassageResponse.model_validate(passage_of(OneChunkIndex(), "md/guide.md:2", local=True))
+    assert local.heading == ["Install", "Linux"] and local.citation == "md/guide.md#Install > Linux"
+    assert local.link == (tmp_path / "md" / "guide.md").as_uri()
+    # A client on another machine gets no file link (and so not the indexed folder's absolute path).
+    remote = passage_of(OneChunkIndex(), "md/guide.md:2", local=False)
+    assert remote["link"] is None and str(tmp_path) not in json.dumps(remote)

@@ -4,6 +4,7 @@ the answer, see kept and dropped evidence; the screenshot is the one docs/ embed
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -50,7 +51,10 @@ def test_page_shows_answer_with_kept_and_dropped_evidence(tmp_path: Path) -> Non
             assert dropped.count() >= 1
             table = page.inner_text("#candidates")
             assert "by judge: no word in common with the question" in table
-            assert "by select: not needed to cover the question" in table
+            # Evidence the selection did not need is "not needed", not a red "dropped".
+            assert page.locator("tr[data-status=not-needed]").count() >= 1
+            assert "not needed to cover the question" in table and "by select" not in table
+            assert page.locator("#candidates .badge.not-needed").count() >= 1
             assert page.locator("#candidates .badge.kept-verdict").count() >= 1
             assert page.locator("#timings .bar").count() >= 2
             assert page.locator("details.event[data-stage=novel-stage]").count() == 1  # unknown stage shown
@@ -86,7 +90,11 @@ def test_trace_view_page_renders_a_real_sieve_trace(tmp_path: Path) -> None:
             page.wait_for_selector("body[data-rendered=true]", timeout=20_000)
             assert page.locator("#ask-form").is_hidden()  # a static view: no question box
             assert page.locator("tr[data-status=selected]").count() == 1
-            assert page.locator("tr[data-status=dropped]").count() == 9
+            # All nine left out by the selection, none removed by a check: "not needed" (or flagged
+            # by the judge), never a red "dropped".
+            assert page.locator("tr[data-status=dropped]").count() == 0
+            not_needed = page.locator("tr[data-status=not-needed]").count()
+            assert not_needed >= 1 and not_needed + page.locator("tr[data-status=flagged]").count() == 9
             assert page.locator("#candidates .badge.flagged").count() >= 1
             assert page.locator(".claim.supported").count() == 1
             assert "top 2 domains" in page.inner_text("#route")
@@ -96,5 +104,166 @@ def test_trace_view_page_renders_a_real_sieve_trace(tmp_path: Path) -> None:
             page.screenshot(path=str(shot))
             if os.environ.get("RAGSIEVE_UPDATE_SCREENSHOT"):
                 shutil.copyfile(shot, DOCS_SIEVE_SCREENSHOT)
+        finally:
+            browser.close()
+
+
+def _mixed_corpus(root: Path) -> Path:
+    """A folder of a real multi-page PDF, an HTML page and a Markdown file."""
+    from tests.ingest.pdf_builder import multipage_pdf
+
+    corpus = root / "corpus"
+    (corpus / "manuals").mkdir(parents=True)
+    (corpus / "web").mkdir()
+    (corpus / "notes").mkdir()
+    pages = [
+        ["Pump manual", "Contents and safety notes for the water pump."],
+        ["Installation", "Bolt the pump to a level concrete base before connecting the pipes."],
+        ["Maintenance", "Replace the impeller seal of the pump every 2000 operating hours."],
+    ]
+    (corpus / "manuals" / "pump.pdf").write_bytes(multipage_pdf(pages))
+    (corpus / "web" / "valves.html").write_text(
+        "<html><head><title>Valves</title></head><body><nav>Home | About</nav><main>"
+        "<h1>Valves</h1><h2>Ball valves</h2><p>A ball valve shuts water off with a quarter turn.</p>"
+        "</main></body></html>",
+        encoding="utf-8",
+    )
+    (corpus / "notes" / "seals.md").write_text(
+        "# Seals\n\n## Impeller seal\n\nA worn impeller seal of a pump leaks water at the shaft.\n", encoding="utf-8"
+    )
+    return corpus
+
+
+@pytest.mark.slow
+def test_citations_link_to_the_cited_passage_with_file_and_page(tmp_path: Path) -> None:
+    playwright = pytest.importorskip("playwright.sync_api")
+    executable = _chromium()
+    from tests.chat_server import serve_chat
+
+    from ragsieve.config import PipelineConfig
+    from ragsieve.index import Index
+    from ragsieve.serve.engine import Engine
+
+    corpus = _mixed_corpus(tmp_path)
+    index_dir = tmp_path / "idx"
+    Index.build(corpus, index_dir, config=PipelineConfig(index_dir=str(index_dir)))
+    with serve_chat() as chat:
+        cfg = PipelineConfig.model_validate({
+            "index_dir": str(index_dir), "pipeline": "plain",
+            "llm": {"backend": "openai", "base_url": chat.url, "model": "fake"},
+            "retrieval": {"k": 3},
+        })
+        app = create_app(Engine(cfg), ServeSettings())
+        with ServerThread(app) as server, playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 1000})
+                errors: list[str] = []
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
+                page.goto(server.url + "/")
+                page.fill("#question", "How often is the impeller seal of the pump replaced?")
+                page.click("#ask-button")
+                page.wait_for_selector("body[data-rendered=true]", timeout=60_000)
+                links = page.locator("#answer .sources a.source-link")
+                texts = [links.nth(i).inner_text() for i in range(links.count())]
+                assert texts, page.inner_text("#answer")
+                # Every cited source names its file and page (PDF) or heading (HTML, Markdown).
+                for text in texts:
+                    assert re.fullmatch(r"manuals/pump\.pdf:\d+|web/valves\.html#.+|notes/seals\.md#.+", text), text
+                pdf_link = page.locator("#answer .sources a.source-link", has_text="manuals/pump.pdf:")
+                assert pdf_link.count() >= 1, texts
+                cited_page = int(pdf_link.first.inner_text().rsplit(":", 1)[1])
+                pdf_link.first.click()
+                page.wait_for_selector("#passage[data-loaded=true]", timeout=20_000)
+                panel = page.inner_text("#passage")
+                assert "manuals/pump.pdf" in page.inner_text("#passage .loc-file")
+                assert page.inner_text("#passage .loc-page").startswith(str(cited_page))
+                expected = "impeller seal" if cited_page == 3 else ("concrete base" if cited_page == 2 else "safety")
+                assert expected in page.inner_text("#passage blockquote.passage-text"), panel
+                # The file link opens the indexed file itself at that page.
+                href = page.get_attribute("#passage a.open-source", "href") or ""
+                assert href == (corpus / "manuals" / "pump.pdf").resolve().as_uri() + f"#page={cited_page}"
+                # A Markdown or HTML source opens at its section.
+                section = page.locator("#candidates a.source-link", has_text=".md#")
+                if section.count() == 0:
+                    section = page.locator("#candidates a.source-link", has_text=".html#")
+                assert section.count() >= 1
+                section.first.click()
+                page.wait_for_selector("#passage[data-loaded=true]", timeout=20_000)
+                assert page.locator("#passage .loc-section").count() == 1
+                assert page.inner_text("#passage .loc-file").endswith((".md", ".html"))
+                assert errors == []
+            finally:
+                browser.close()
+
+
+def _answer_with_value_failures_and_a_conflict() -> dict:
+    hit = {"id": "manual.pdf:3", "rank": 1, "score": 0.033, "scores": {"fused": 0.033, "dense": 0.71},
+           "text": "Replace the impeller seal every 2000 operating hours.", "source": "manual.pdf",
+           "path": "manual.pdf", "page": 6, "citation": "manual.pdf:6", "title": ""}
+    other = {**hit, "id": "notes.md:0", "rank": 2, "score": 0.0165, "scores": {"fused": 0.0165, "dense": 0.52},
+             "text": "Seals are replaced every 3000 hours.", "source": "notes.md", "path": "notes.md",
+             "page": None, "heading": "Seals", "citation": "notes.md#Seals"}
+    return {
+        "question": "How often is the seal replaced?", "answer": "Every 5000 hours [1].", "abstained": False,
+        "cited_ids": ["manual.pdf:3"], "evidence": [hit],
+        "claims": [{"sentence": "Every 5000 hours [1].", "supported": False, "score": 0.2,
+                    "cited_ids": ["manual.pdf:3"], "values_checked": 1,
+                    "value_failures": [{"kind": "number", "text": "5000 hours", "norm": "5000 h", "span": [6, 16],
+                                        "found": False, "evidence_says": {"kind": "number", "text": "2000 hours",
+                                                                          "norm": "2000 h", "span": [32, 42]}}]}],
+        "trace": {
+            "query": "How often is the seal replaced?",
+            "events": [
+                {"stage": "retrieve", "candidates": [hit, other]},
+                {"stage": "conflict", "decision": "abstain", "message": "The sources disagree: 2000 hours (1) "
+                 "against 3000 hours (1).", "groups": [
+                     {"answer": "2000 hours", "independent_sources": 1, "weight": 0.8,
+                      "sources": [{"source": "manual.pdf", "chunk_ids": ["manual.pdf:3"], "positions": [1]}]},
+                     {"answer": "3000 hours", "count": 1, "weight": 0.6, "sources": ["notes.md"]}]},
+            ],
+            "decisions": [{"check": "select", "id": "notes.md:0", "verdict": "dropped",
+                           "reason": "not needed for the minimal cover"},
+                          {"check": "select", "id": "manual.pdf:3", "verdict": "kept", "reason": "selected"}],
+            "timings_ms": {"retrieve": 3.0},
+        },
+    }
+
+
+@pytest.mark.slow
+def test_page_shows_value_failures_conflicts_and_scaled_scores(tmp_path: Path) -> None:
+    import json
+
+    playwright = pytest.importorskip("playwright.sync_api")
+    executable = _chromium()
+    from ragsieve.cli import main
+
+    trace = tmp_path / "answer.json"
+    trace.write_text(json.dumps(_answer_with_value_failures_and_a_conflict()), encoding="utf-8")
+    out = tmp_path / "page.html"
+    main(["trace", "view", str(trace), "-o", str(out)])
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(out.resolve().as_uri())
+            page.wait_for_selector("body[data-rendered=true]", timeout=20_000)
+            values = page.inner_text("#values")
+            assert "1 value" in values and "1 not stated by the evidence" in values
+            assert "5000 hours" in values and "2000 hours" in values
+            conflicts = page.inner_text("#conflicts")
+            assert "The sources disagree" in conflicts and "decision: abstain" in conflicts
+            assert page.locator("#conflicts tr.conflict-group").count() == 2 and "notes.md" in conflicts
+            # The selection's leftover is "not needed" (neutral), scores say their scale.
+            assert page.locator("tr[data-status=not-needed]").count() == 1
+            assert page.locator("tr[data-status=dropped]").count() == 0
+            table = page.inner_text("#candidates")
+            assert "fused (0-1, top = 1)" in table and "1.00" in table and "0.50" in table
+            # A saved page has no service: the source links go to the evidence row.
+            assert page.get_attribute("#answer .sources a.source-link", "href") == "#cand-manual.pdf:3"
+            assert page.inner_text("#answer .sources a.source-link") == "manual.pdf:6"
+            assert errors == []
         finally:
             browser.close()

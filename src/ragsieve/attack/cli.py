@@ -23,7 +23,7 @@ import typer
 from rich.table import Table
 
 from ragsieve.config import load_with_overrides
-from ragsieve.console import console
+from ragsieve.console import INDEX_HELP, console, resolve_index_dir
 from ragsieve.errors import InputError
 
 app = typer.Typer(help="Knowledge-poisoning attacks: poison a copy of an index, measure each defence.",
@@ -64,7 +64,9 @@ def read_questions(path: Path) -> list[dict[str, Any]]:
 
 @app.command()
 def poison(
-    index: Path = typer.Option(..., "--index", "-i", help="The index to attack (only read)."),
+    index: Path | None = typer.Option(
+        None, "--index", "-i", metavar="DIR", help="The index to attack (only read). " + INDEX_HELP
+    ),
     questions: Path = typer.Option(..., "--questions", "-q", help="Target questions (JSONL)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for the poisoned copy of the index."),
     n: int = typer.Option(5, "--n", min=1, help="Poisoned passages per question."),
@@ -102,7 +104,7 @@ def poison(
     if lead not in LEADS:
         raise InputError(f"--lead must be one of {', '.join(LEADS)}, got {lead!r}")
     cfg = load_with_overrides(config, {})
-    idx = _open_index(index, cfg)
+    idx = _open_index(resolve_index_dir(index, cfg.index_dir), cfg)
     targets = choose_targets(read_questions(questions), seed=seed)
     if not targets:
         raise InputError("no question got a same-type wrong answer; give more questions with varied answers")
@@ -126,7 +128,7 @@ def poison(
 
 @app.command("eval")
 def eval_(
-    index: Path = typer.Option(..., "--index", "-i", help="The clean index."),
+    index: Path | None = typer.Option(None, "--index", "-i", metavar="DIR", help="The clean index. " + INDEX_HELP),
     poisoned: Path = typer.Option(..., "--poisoned", "-p", help="The copy written by `attack poison`."),
     questions: Path | None = typer.Option(None, "--questions", "-q",
                                           help="Restrict to these question ids (default: every target)."),
@@ -151,7 +153,7 @@ def eval_(
             raise InputError(f"none of the questions in {questions} is a target of the attack in {poisoned}")
     cfg = load_with_overrides(config, {})
     configs = {name: defence_config(name, cfg) for name in defence}
-    clean_idx = _open_index(index, cfg)
+    clean_idx = _open_index(resolve_index_dir(index, cfg.index_dir), cfg)
     pois_idx = _open_index(poisoned, cfg)
     llm = CachedLLM(_load_llm(cfg), llm_cache)
     llm.warm_up()

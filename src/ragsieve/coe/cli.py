@@ -9,7 +9,6 @@ Examples::
 
 from __future__ import annotations
 
-import json
 import logging
 from enum import Enum
 from pathlib import Path
@@ -17,7 +16,6 @@ from typing import Any
 
 import typer
 
-from ragsieve.coe.config import CoEConfig, load_coe_config
 from ragsieve.errors import InputError
 
 app = typer.Typer(help="Chain of evidence: features, judgements, perturbations.", no_args_is_help=True)
@@ -31,12 +29,14 @@ class PerturbKind(str, Enum):
     misinfo = "misinfo"
 
 
-def _coe_config(config: Path | None, overrides: dict[str, Any]) -> tuple[Any, CoEConfig]:
+def _coe_config(config: Path | None, overrides: dict[str, Any]) -> tuple[Any, Any]:
     from ragsieve.config import PipelineConfig, load_config
 
     pipe = load_config(config) if config else PipelineConfig()
     data = dict(pipe.stages.get("coe", {}))
     data.update({k: v for k, v in overrides.items() if v is not None})
+    from ragsieve.coe.config import load_coe_config
+
     return pipe, load_coe_config(data)
 
 
@@ -67,13 +67,9 @@ def _knowledge(snippets: list[str] | None, file: Path | None) -> list[str]:
 
 
 def _emit(data: Any, as_json: bool) -> None:
-    from rich.console import Console
+    from ragsieve.console import print_result
 
-    console = Console()
-    if as_json:
-        console.print_json(json.dumps(data, ensure_ascii=False))
-    else:
-        console.print(data)
+    print_result(data if isinstance(data, dict) else {"result": data}, as_json)
 
 
 @app.command()

@@ -20,12 +20,15 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import typer
 
+from ragsieve.console import INDEX_HELP, resolve_index_dir, stage_progress
 from ragsieve.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["app", "calibrate_command", "calibration_labels", "lookup_or_answer", "write_calibration"]
 
@@ -144,7 +147,7 @@ def write_calibration(path: Path, section: dict[str, Any]) -> None:
 
 def calibrate_command(
     data: Path = typer.Option(..., "--data", help="Labelled questions (the `ragsieve eval` JSONL format)."),
-    index: Path | None = typer.Option(None, "--index", help="Index directory the pipeline retrieves from."),
+    index: Path | None = typer.Option(None, "--index", metavar="DIR", help=INDEX_HELP),
     risk: float = typer.Option(0.1, "--risk", help="Target error rate among answered questions (alpha)."),
     delta: float = typer.Option(0.1, "--delta", help="Allowed probability that the promise fails (1 - confidence)."),
     config: Path | None = typer.Option(
@@ -165,7 +168,6 @@ def calibrate_command(
 ) -> None:
     """Choose the abstention threshold with a finite-sample guarantee (Learn then Test) and write it to the config."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ragsieve.calibrate import calibrate_threshold, simulate_splits
     from ragsieve.config import CalibrationConfig, PipelineConfig, apply_overrides, load_config
@@ -186,19 +188,18 @@ def calibrate_command(
     cfg = apply_overrides(base, overrides)
     # The threshold is chosen on the pipeline's own answers, before any earlier threshold.
     cfg = cfg.model_copy(update={"calibration": CalibrationConfig()})
-    if not cfg.index_dir:
-        raise InputError("no index given; pass --index DIR (build one with `ragsieve ingest`)")
+    # The same fallback as every command that reads an index.
+    index = resolve_index_dir(index, cfg.index_dir)
+    cfg = apply_overrides(cfg, {"index_dir": str(index)})
     items = load_qa(data, limit)
     spec = EvalSpec(cfg.pipeline, cfg)
     store = EvalCache(cache or default_cache_path(data, index)).load()
     # rich directly (not ragsieve.cli's helpers), so this module stands on its own wherever it is mounted
     console = Console()
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), disable=as_json) as progress:
-        task = progress.add_task(f"answering with {cfg.pipeline}", total=len(items))
-        records = lookup_or_answer(
-            items, spec, store, progress=lambda done, total: progress.update(task, completed=done, total=total)
-        )
+    label = f"answering with {cfg.pipeline}"
+    with stage_progress() as progress:
+        progress(label, 0, len(items))
+        records = lookup_or_answer(items, spec, store, progress=lambda done, total: progress(label, done, total))
     conf, correct = calibration_labels(items, records)
     result = calibrate_threshold(conf, correct, risk, delta, method)
     sim = None

@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from ragsieve.console import INDEX_HELP
 from ragsieve.errors import InputError
 from ragsieve.eval.fair import OLD_BASELINE_LABEL
 
@@ -51,9 +52,24 @@ def parse_ablations(values: list[str]) -> list[list[str]]:
     return out
 
 
+def chosen_specs(cfg: Any, ablate: list[str], only: str | None) -> list[Any]:
+    """The configurations ``--ablate`` and ``--only`` ask for, built on ``cfg``."""
+    from ragsieve.eval.harness import default_specs
+
+    specs = default_specs(cfg, parse_ablations(ablate))
+    if not only:
+        return specs
+    wanted = [s.strip() for s in only.split(",") if s.strip()]
+    missing = [w for w in wanted if w not in {s.name for s in specs}]
+    if missing:
+        have = ", ".join(s.name for s in specs)
+        raise InputError(f"--only names unknown configuration {missing[0]!r}; choose from {have}")
+    return [s for s in specs if s.name in wanted]
+
+
 def eval_command(
     data: Path = typer.Option(..., "--data", help="JSONL with question and answer/answers/golden_answers."),
-    index: Path | None = typer.Option(None, "--index", help="Index directory the pipelines retrieve from."),
+    index: Path | None = typer.Option(None, "--index", metavar="DIR", help=INDEX_HELP),
     ablate: list[str] = typer.Option([], "--ablate", help="Sieve row without these stages, e.g. verify,judge."),
     only: str | None = typer.Option(None, "--only", help="Comma-separated configurations to run (default all)."),
     limit: int | None = typer.Option(None, "--limit", help="Evaluate the first N questions."),
@@ -100,11 +116,10 @@ def eval_command(
 ) -> None:
     """Score the sieve, plain RAG, no retrieval and ablations: accuracy, coverage, AURC, faithfulness, cost."""
     from ragsieve.cluster import dask_client
-    from ragsieve.config import load_with_overrides
-    from ragsieve.console import console
-    from ragsieve.console import progress as progress_bars
+    from ragsieve.config import apply_overrides, load_with_overrides
+    from ragsieve.console import console, resolve_index_dir, stage_progress
     from ragsieve.eval.data import load_qa
-    from ragsieve.eval.harness import EvalCache, default_cache_path, default_specs, run_eval
+    from ragsieve.eval.harness import EvalCache, default_cache_path, run_eval
     from ragsieve.eval.report import plot_risk_coverage
     from ragsieve.eval.scoring import score_all
 
@@ -119,29 +134,27 @@ def eval_command(
     if llm_url:
         overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
     cfg = load_with_overrides(config, overrides)
-    specs = default_specs(cfg, parse_ablations(ablate))
-    if only:
-        wanted = [s.strip() for s in only.split(",") if s.strip()]
-        missing = [w for w in wanted if w not in {s.name for s in specs}]
-        if missing:
-            have = ", ".join(s.name for s in specs)
-            raise InputError(f"--only names unknown configuration {missing[0]!r}; choose from {have}")
-        specs = [s for s in specs if s.name in wanted]
-    if not cfg.index_dir and any(not s.no_retrieval for s in specs):
-        raise InputError("no index given; pass --index DIR (build one with `ragsieve ingest`) or --only no-retrieval")
+    specs = chosen_specs(cfg, ablate, only)
+    if any(not s.no_retrieval for s in specs):
+        # The same fallback as every command that reads an index (--index, $RAGSIEVE_INDEX,
+        # the config's index_dir, the demo index); `--only no-retrieval` needs none.
+        index = resolve_index_dir(index, cfg.index_dir)
+        cfg = apply_overrides(cfg, {"index_dir": str(index)})
+        specs = chosen_specs(cfg, ablate, only)
     items = load_qa(data, limit)
     cache_path = cache or default_cache_path(data, index)
     store = EvalCache(cache_path).load()
     fixed_judge = make_judge(judge, cfg)
     start = time.perf_counter()
-    with dask_client(workers, cluster, "evaluating") as client, progress_bars() as progress:
-        task = progress.add_task(f"evaluating {len(specs)} configurations", total=len(items) * len(specs))
+    label = f"evaluating {len(specs)} configurations"
+    with dask_client(workers, cluster, "evaluating") as client, stage_progress() as progress:
+        progress(label, 0, len(items) * len(specs))
         records = run_eval(
             items,
             specs,
             store,
             fixed_judge,
-            progress=lambda done, total: progress.update(task, completed=done),
+            progress=lambda done, total: progress(label, done, total),
             client=client,
             partition_size=partition_questions,
         )
@@ -274,6 +287,7 @@ def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache
 
     from ragsieve.eval.report import COLUMNS, format_rows
 
+    width = max(40, min(console.width or 80, 80))
     quality = [c for c in COLUMNS if c[2] != "cost"]
     cost = [c for c in COLUMNS if c[2] == "cost"]
     for title, cols, last in (
@@ -298,10 +312,23 @@ def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache
         ]
         if "aurc" in ivs:
             parts.append(f"aurc [{ivs['aurc'][0]:.3f},{ivs['aurc'][1]:.3f}]")
-        console.print(f"  {name}: 95% intervals " + ", ".join(parts))
-    console.print(
+        # Wrapped at the spaces between intervals only: a bracket is never split across lines.
+        for line in wrap_lines(f"  {name}: 95% intervals " + ", ".join(parts), width, "      "):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+    note = (
         "sel-acc Δ: selective accuracy minus plain RAG's (without a confidence) at the lower of the two coverages "
         "(paired bootstrap 95% interval); the fair comparison is below. abst U/A: abstention on unanswerable / "
         "answerable questions. cite P/R: citation precision / "
         f"recall against gold evidence. Outputs cached in {cache} ({secs:.0f}s)."
+    )
+    for line in wrap_lines(note, width):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def wrap_lines(text: str, width: int, indent: str = "") -> list[str]:
+    """``text`` wrapped at spaces to ``width`` (a path longer than a line stays whole)."""
+    import textwrap
+
+    return textwrap.wrap(
+        text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
     )

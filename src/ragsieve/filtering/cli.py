@@ -7,12 +7,11 @@ import random
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from ragsieve.console import console
+from ragsieve.console import INDEX_HELP, console, resolve_index_dir, stage_progress
 from ragsieve.errors import InputError
 
 app = typer.Typer(help="Knowledge filtering: perplexity labels (D_kf), proxy training, filter quality.")
@@ -41,7 +40,7 @@ def _llm(threads: int | None, model: str | None) -> Any:
 @app.command()
 def annotate(
     data: Path = typer.Option(..., "--data", help="JSONL with 'text' and 'label' (training queries)."),
-    index: Path = typer.Option(..., "--index", help="Knowledge index directory."),
+    index: Path | None = typer.Option(None, "--index", metavar="DIR", help="Knowledge index. " + INDEX_HELP),
     out: Path = typer.Option(..., "--out", help="Where to write D_kf (JSONL)."),
     task: str = typer.Option("sst-2", "--task", help="Task template: sst-2, sst-5, mr, trec, cola."),
     shots: int = typer.Option(16, "--shots", help="Training queries per class (LM-BFF style); 0 = all."),
@@ -69,13 +68,14 @@ def annotate(
             pool = [r for r in rows if r["label"] == label]
             picked += rng.sample(pool, min(shots, len(pool)))
         rows = picked
-    idx = Index.open(index)
+    idx = Index.open(resolve_index_dir(index))
     llm = _llm(threads, model)
     scorer = scorer_for_task(task).fit_calibration(llm)
     ann = PerplexityAnnotator(task, theta=theta, variant=variant)  # type: ignore[arg-type]
     pairs = []
-    with typer.progressbar(rows, label="annotating") as bar:
-        for r in bar:
+    with stage_progress() as progress:
+        for done, r in enumerate(rows):
+            progress("annotating", done, len(rows))
             hits = idx.search(r["text"], k=top_k, mode=mode)  # type: ignore[arg-type]
             pairs += ann.annotate(
                 llm,
@@ -87,6 +87,7 @@ def annotate(
                 scores=[h.score for h in hits],
                 retriever=mode,
             )
+        progress("annotating", len(rows), len(rows))
     meta = {**ann.to_dict(), "shots": shots, "seed": seed, "top_k": top_k, "model": llm.model_name}
     KfDataset(pairs, meta).save(out)
     n_h = sum(p.harmful for p in pairs)
@@ -160,6 +161,8 @@ def evaluate(
     by_query: dict[str, list[int]] = {}
     for i, p in enumerate(ds.pairs):
         by_query.setdefault(p.query, []).append(i)
+    import numpy as np
+
     p_h = np.zeros(len(ds))
     for q, rows in by_query.items():
         cands = [Candidate(ds.pairs[i].knowledge, rank=ds.pairs[i].rank) for i in rows]

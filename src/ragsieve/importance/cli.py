@@ -24,7 +24,6 @@ from enum import Enum  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Literal  # noqa: E402
 
-import numpy as np  # noqa: E402
 import typer  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -198,6 +197,8 @@ def report(
     items = sorted(((str(s), float(w)) for s, w in data["weights"].items()), key=lambda kv: (-kv[1], kv[0]))
     if not items:
         raise InputError(f"{weights} holds no source weights")
+    import numpy as np
+
     values = np.array([w for _, w in items])
     out.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 3.5))

@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from ragsieve.console import console
+from ragsieve.console import INDEX_HELP, console, print_result, resolve_index_dir
 
 app = typer.Typer(help="Query-to-domain router of a domain-partitioned index.", no_args_is_help=True)
 
@@ -43,8 +43,11 @@ def _open(index: Path) -> Any:
     return Index.open(index)
 
 
-_INDEX = typer.Argument(..., help="Index directory built with `ragsieve ingest --partition-by`.")
-_CONFIG = typer.Option(None, "--config", help="TOML/YAML config; its [stages.route] section is used.")
+_INDEX = typer.Argument(
+    None, metavar="[INDEX]",
+    help="Index directory built with `ragsieve ingest --partition-by` (default: $RAGSIEVE_INDEX, else the demo index).",
+)
+_CONFIG = typer.Option(None, "--config", help="TOML/YAML config; its stages.route section is used.")
 _CLASSIFIER = typer.Option(
     None, "--classifier", help="logreg, multinomial-nb, gaussian-nb, linear-svc or embedding-logreg."
 )
@@ -57,7 +60,7 @@ _MAX = typer.Option(None, "--max-domains", help="At most this many domains per q
 
 @app.command()
 def train(
-    index: Path = _INDEX,
+    index: Path | None = _INDEX,
     labels: Path | None = typer.Option(
         None, "--labels", help="JSONL of {text, domain}; without it the router learns from the chunks."
     ),
@@ -69,6 +72,7 @@ def train(
     from ragsieve.route import DomainRouter, train_router
 
     cfg = _route_config(config, classifier, None, None, None)
+    index = resolve_index_dir(index)
     idx = _open(index)
     router = train_router(idx, cfg, labels=labels)
     meta = DomainRouter.read_meta(idx.dir / "router")
@@ -97,7 +101,7 @@ def train(
 
 @app.command("eval")
 def evaluate(
-    index: Path = _INDEX,
+    index: Path | None = _INDEX,
     labels: Path = typer.Option(..., "--labels", help="JSONL of {text, domain} held-out questions."),
     config: Path | None = _CONFIG,
     mass: float | None = _MASS,
@@ -109,6 +113,7 @@ def evaluate(
     one domain, several, or fell back to the global index."""
     from ragsieve.route import QueryRouter, examples_from_jsonl, load_router, router_scores
 
+    index = resolve_index_dir(index)
     idx = _open(index)
     cfg = _route_config(config, None, mass, unsure, max_domains)
     router = load_router(idx)
@@ -143,14 +148,16 @@ def evaluate(
 @app.command()
 def route(
     query: str = typer.Argument(..., help="The query to route."),
-    index: Path = typer.Option(..., "--index", help="Index directory."),
+    index: Path | None = typer.Option(None, "--index", metavar="DIR", help=INDEX_HELP),
     config: Path | None = _CONFIG,
     mass: float | None = _MASS,
     unsure: float | None = _UNSURE,
     max_domains: int | None = _MAX,
+    as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
 ) -> None:
     """Show the router's probabilities and which partitions a query would search."""
     from ragsieve.route import QueryRouter
 
-    decision = QueryRouter(_open(index), _route_config(config, None, mass, unsure, max_domains)).route(query)
-    console.print_json(json.dumps(decision.to_dict()))
+    router = QueryRouter(_open(resolve_index_dir(index)), _route_config(config, None, mass, unsure, max_domains))
+    decision = router.route(query)
+    print_result(decision.to_dict(), as_json, title=f"route for {query!r}")

@@ -68,6 +68,8 @@ KNOWN_PATHS = frozenset(
     {"/", "/v1/health", "/v1/ask", "/v1/ask/stream", "/v1/search", "/v1/classify", "/v1/chat/completions", "/v1/models",
      "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
 )
+# The cited passage's text and location, by chunk id (the page's citation links open it).
+PASSAGES_PATH = "/v1/passages"
 _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "description": text}
     for code, text in {
@@ -167,7 +169,7 @@ class _GuardMiddleware:
             await self.app(scope, receive, send)
             return
         path = scope["path"]
-        endpoint = path if path in KNOWN_PATHS else "other"
+        endpoint = path if path in KNOWN_PATHS else PASSAGES_PATH if path.startswith(PASSAGES_PATH + "/") else "other"
         start = time.perf_counter()
         status = 500
 
@@ -242,6 +244,17 @@ def plain_label(value: Any, limit: int = 200) -> str:
     return _MARKUP.sub(r"\\\1", text)
 
 
+def source_label(hit: dict[str, Any]) -> str:
+    """One Sources line's text for a cited hit: its citation as a person reads it (``path:page``,
+    ``path#heading``, the record's address; the id when it has no location), after the title
+    when it has one the citation does not already say. Every part made inert by :func:`plain_label`."""
+    where = str(hit.get("citation") or hit.get("id") or "")
+    title = str(hit.get("title") or "").strip()
+    if title and title not in where:
+        return f"{plain_label(title)} ({plain_label(where, limit=400)})"
+    return plain_label(where, limit=400)
+
+
 def answer_content(answer: dict[str, Any]) -> str:
     """The chat message: the answer text, then the evidence it cites as numbered sources."""
     text = str(answer.get("answer", "")).strip()
@@ -251,9 +264,7 @@ def answer_content(answer: dict[str, Any]) -> str:
     sources = []
     for n, hit in enumerate(answer.get("evidence") or [], 1):
         if hit.get("id") in cited:
-            label = plain_label(hit.get("title") or hit.get("source") or hit.get("id"))
-            where = plain_label(f"{hit.get('source', '')}#{hit.get('id')}")
-            sources.append(f"[{n}] {label} ({where})")
+            sources.append(f"[{n}] {source_label(hit)}")
     if sources:
         text += "\n\nSources:\n" + "\n".join(sources)
     return text
@@ -628,4 +639,91 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
             stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         )
 
+    add_passage_route(app, engine, in_threadpool)
     return app
+
+
+# ---------------------------------------------------------------------- cited passages
+class PassageResponse(BaseModel):
+    """A cited passage: its text, where it came from, and a link that opens the source."""
+
+    id: str
+    text: str
+    citation: str
+    source: str = ""
+    domain: str = ""
+    title: str = ""
+    path: str | None = None
+    page: int | None = None
+    page_label: str | None = None
+    heading: list[str] | None = None  # the heading path, outermost first
+    char_start: int | None = None
+    char_end: int | None = None
+    url: str | None = None
+    # http(s) for a record with an address; file:// (with #page=N for a PDF page) for a file the
+    # user indexed, only to a client on this machine (a file link opens nothing elsewhere, and the
+    # indexed folder's absolute path is not sent beyond it).
+    link: str | None = None
+    index_generation: str | None = None
+
+
+def _is_local_client(request: Request) -> bool:
+    import ipaddress
+
+    host = request.client.host if request.client else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host in {"localhost", "testclient"}  # starlette's TestClient calls itself "testclient"
+
+
+def passage_of(index: Any, chunk_id: str, local: bool) -> dict[str, Any]:
+    """The passage ``chunk_id`` names in ``index``, as :class:`PassageResponse` fields.
+
+    The id is only ever looked up in the index, never used as a path, so no request can read a
+    file the index does not hold; an unknown id is a 404.
+    """
+    from ragsieve.citations import Citation, citation_uri, format_citation
+
+    try:
+        chunk = index.get(chunk_id)
+    except (InputError, KeyError, IndexError, LookupError) as exc:
+        raise ServiceError(
+            404, f"no passage with id {chunk_id!r} in the served index; take ids from /v1/search or /v1/ask",
+            "invalid_request_error", code="passage_not_found", param="chunk_id",
+        ) from exc
+    citation = Citation.from_chunk(chunk)
+    link = None
+    if citation.url or local:
+        try:
+            root = getattr(index, "corpus_root", None)
+        except Exception:  # a store without a folder: no file link
+            root = None
+        link = citation_uri(citation, root)
+        if link and not local and not link.startswith(("http://", "https://")):
+            link = None
+    return {
+        "id": chunk.id, "text": chunk.text, "citation": format_citation(citation),
+        "source": chunk.source or "", "domain": chunk.domain or "", "title": chunk.title or "",
+        **chunk.location(), "link": link,
+    }
+
+
+def add_passage_route(app: FastAPI, engine: Engine, in_threadpool: Callable[..., Awaitable[Any]]) -> None:
+    """``GET /v1/passages/{chunk_id}``: the cited passage (guarded like every data route: API key,
+    Host allow-list, read from the snapshot being served)."""
+
+    def lookup(chunk_id: str, local: bool) -> dict[str, Any]:
+        with engine.using() as snap:
+            return {**passage_of(snap.index, chunk_id, local), "index_generation": snap.generation}
+
+    @app.get(
+        PASSAGES_PATH + "/{chunk_id:path}", response_model=PassageResponse,
+        responses={k: v for k, v in _ERROR_RESPONSES.items() if k in (401, 404, 421, 503)}, tags=["library"],
+    )
+    async def passage(chunk_id: str, request: Request) -> Response:
+        """The text and source location of one passage by chunk id (a citation's target), with a
+        link that opens its source: the record's http(s) address, or a ``file://`` link to the
+        indexed file for a client on this machine."""
+        result: dict[str, Any] = await in_threadpool(lookup, chunk_id=chunk_id, local=_is_local_client(request))
+        return fast_json(PassageResponse, result)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from ragsieve.console import INDEX_HELP
 from ragsieve.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -51,7 +52,9 @@ def read_api_key(key_file: Path | None, env: str = API_KEY_ENV) -> str | None:
 
 
 def serve(
-    index: Path = typer.Option(..., "--index", help="Index directory to serve (re-ingests are picked up live)."),
+    index: Path | None = typer.Option(
+        None, "--index", metavar="DIR", help=INDEX_HELP + " Re-ingests are picked up live."
+    ),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind; non-loopback needs an API key."),
     port: int = typer.Option(8000, "--port", help="TCP port."),
@@ -89,7 +92,8 @@ def serve(
         require(module, "serve", "`ragsieve serve`")
     uvicorn = require("uvicorn", "serve", "`ragsieve serve`")
 
-    from ragsieve.config import load_with_overrides
+    from ragsieve.config import apply_overrides, load_with_overrides
+    from ragsieve.console import resolve_index_dir
     from ragsieve.serve.app import ServeSettings, create_app
     from ragsieve.serve.engine import Engine
     from ragsieve.serve.server import ConnectionLimits, uvicorn_config
@@ -101,11 +105,13 @@ def serve(
             f"(${API_KEY_ENV} or --api-key-file FILE) or bind 127.0.0.1"
         )
     overrides: dict[str, object] = {
-        "index_dir": str(index), "pipeline": pipeline, "llm.model": model, "llm.n_threads": threads,
+        "index_dir": str(index) if index else None, "pipeline": pipeline, "llm.model": model, "llm.n_threads": threads,
     }
     if llm_url:
         overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
     cfg = load_with_overrides(config, overrides)
+    index = resolve_index_dir(index, cfg.index_dir)
+    cfg = apply_overrides(cfg, {"index_dir": str(index)})
     engine = Engine(cfg)
     engine.snapshot()  # a missing or corrupt index fails here, before the port opens
     settings = ServeSettings(
@@ -113,7 +119,9 @@ def serve(
         body_timeout_s=body_timeout, allowed_hosts=host_allow_list(host, allowed_host),
     )
     application = create_app(engine, settings)
-    logger.warning("ragsieve serving %s on http://%s:%d/ (page at /, OpenAPI at /docs)", index, host, port)
+    # The start-up line is news, not a problem: INFO, shown without --verbose.
+    logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
+    logger.info("ragsieve serving %s on http://%s:%d/ (page at /, OpenAPI at /docs)", index, host, port)
     limits = ConnectionLimits(header_timeout_s=header_timeout, max_connections=max_connections)
     uvicorn.Server(
         uvicorn_config(application, host=host, port=port, limits=limits, graceful_s=int(deadline) + 1)

@@ -82,6 +82,115 @@
     return el("a", { class: "cite", href: "#cand-" + id, title: String(id), text: "[" + (n >= 0 ? n + 1 : id) + "]" });
   }
 
+  // ---------------------------------------------------------------- citations and passages
+  // A hit's citation as a person reads it (path:page, path#heading, its address; the id otherwise).
+  function citationText(hit) {
+    return String((hit && (hit.citation || hit.id)) || "");
+  }
+
+  // Served pages fetch cited passages from the service; a saved page (`ragsieve trace view`,
+  // opened from a file) has no service, so its citations link to the evidence row instead.
+  function servedPage() {
+    return location.protocol === "http:" || location.protocol === "https:";
+  }
+
+  function passageHref(id) {
+    return servedPage() ? "v1/passages/" + encodeURIComponent(String(id)) : "#cand-" + id;
+  }
+
+  // A link that opens the cited passage (its text, file and page) in the passage panel.
+  function sourceLink(hit, label) {
+    const id = String(hit.id);
+    const a = el("a", { class: "source-link", href: passageHref(id), title: "open the cited passage: " + id,
+      "data-chunk-id": id, text: label || citationText(hit) });
+    if (servedPage()) a.addEventListener("click", (event) => { event.preventDefault(); openPassage(id); });
+    return a;
+  }
+
+  function authHeaders() {
+    const key = (document.getElementById("api-key") || {}).value || sessionStorage.getItem("ragsieve-key") || "";
+    return key ? { Authorization: "Bearer " + key } : {};
+  }
+
+  async function openPassage(id) {
+    const panel = passagePanel();
+    panel.textContent = "";
+    panel.appendChild(el("h2", { text: "Cited passage" }));
+    panel.appendChild(el("p", { class: "meta", text: "loading " + id + "…" }));
+    panel.hidden = false;
+    try {
+      const resp = await fetch(passageHref(id), { headers: authHeaders() });
+      const data = await resp.json().catch(() => ({ error: { message: "the server answered " + resp.status } }));
+      if (!resp.ok) throw new Error(data.error && data.error.message ? data.error.message : "HTTP " + resp.status);
+      renderPassage(panel, data);
+    } catch (err) {
+      panel.textContent = "";
+      panel.appendChild(el("h2", { text: "Cited passage" }));
+      panel.appendChild(el("p", { class: "error", text: "could not open " + id + ": " + err.message }));
+    }
+    panel.setAttribute("data-loaded", "true");
+    panel.scrollIntoView({ block: "nearest" });
+  }
+
+  function passagePanel() {
+    let panel = document.getElementById("passage");
+    if (!panel) {
+      panel = el("section", { id: "passage", class: "passage" });
+      document.getElementById("result").prepend(panel);
+    }
+    panel.removeAttribute("data-loaded");
+    return panel;
+  }
+
+  // Where the passage came from, in words: file, page (and page label), section, characters.
+  function locationFacts(p) {
+    const facts = [];
+    if (p.path) facts.push(["file", p.path]);
+    if (p.page !== undefined && p.page !== null) {
+      facts.push(["page", String(p.page) + (p.page_label && String(p.page_label) !== String(p.page) ? " (labelled " + p.page_label + ")" : "")]);
+    }
+    if (p.heading && p.heading.length) facts.push(["section", Array.isArray(p.heading) ? p.heading.join(" › ") : String(p.heading)]);
+    if (p.url) facts.push(["address", p.url]);
+    if (typeof p.char_start === "number" && typeof p.char_end === "number") facts.push(["characters", p.char_start + "–" + p.char_end]);
+    if (!p.path && !p.url) facts.push(["source", p.source || p.id]);
+    return facts;
+  }
+
+  function renderPassage(panel, p) {
+    panel.textContent = "";
+    panel.appendChild(el("h2", { text: "Cited passage: " + (p.citation || p.id) }));
+    const dl = el("dl", { class: "kv" });
+    for (const [k, v] of locationFacts(p)) {
+      dl.appendChild(el("dt", { text: k }));
+      dl.appendChild(el("dd", { class: "loc-" + k, text: v }));
+    }
+    panel.appendChild(dl);
+    if (p.title) panel.appendChild(el("div", { class: "title", text: p.title }));
+    panel.appendChild(el("blockquote", { class: "passage-text", text: p.text || "" }));
+    if (p.link) {
+      const web = /^https?:/i.test(p.link);
+      // A file:// link opens in the user's own browser (pages served over http may not open
+      // it on click; it can be copied). http(s) sources open in a new tab.
+      panel.appendChild(el("p", { class: "meta" }, [
+        web ? "source: " : "file on this machine: ",
+        el("a", { class: "open-source", href: p.link, target: web ? "_blank" : null, rel: "noopener noreferrer", text: p.link }),
+      ]));
+    }
+    panel.appendChild(el("p", { class: "meta", text: "chunk " + p.id + (p.index_generation ? " · index " + p.index_generation : "") }));
+  }
+
+  // The cited evidence as a numbered list of links to each passage.
+  function renderSources(d) {
+    const cited = new Set(d.cited_ids.map(String));
+    const items = [];
+    d.evidence.forEach((hit, i) => {
+      if (!cited.has(String(hit.id))) return;
+      items.push(el("li", { value: String(i + 1) }, [sourceLink(hit)]));
+    });
+    if (!items.length) return null;
+    return el("div", { class: "sources" }, [el("strong", { text: "Sources" }), el("ol", null, items)]);
+  }
+
   // "[2]" markers in generated text become links to the second piece of evidence.
   function linkMarkers(d, text) {
     const frag = document.createDocumentFragment();
@@ -120,6 +229,8 @@
       box.appendChild(linkMarkers(d, d.answer || ""));
     }
     s.appendChild(box);
+    const sources = renderSources(d);
+    if (sources) s.appendChild(sources);
     if (d.cited_ids.length) {
       const p = el("p", { class: "meta" }, ["cites "]);
       d.cited_ids.forEach((id) => { p.appendChild(citeLink(d, id)); p.appendChild(document.createTextNode(" ")); });
@@ -136,13 +247,68 @@
     return s;
   }
 
+  // ---------------------------------------------------------------- trace wording
+  // Evidence the selection left out although no check removed it (the minimal cover did not
+  // need it, or it ranked beyond the top k) is "not needed": relevant, not rejected.
+  function isNotNeeded(dec) {
+    return dec && dec.verdict === "dropped" && dec.check === "select";
+  }
+
+  function verdictLabel(dec) {
+    return isNotNeeded(dec) ? "not needed" : String(dec.verdict);
+  }
+
+  function verdictClass(dec) {
+    if (isNotNeeded(dec)) return "not-needed";
+    return dec.verdict === "kept" ? "kept-verdict" : String(dec.verdict);
+  }
+
+  function candidateStatus(decs, isSelected) {
+    if (isSelected) return { status: "selected" };
+    const removed = decs.find((x) => x.verdict === "dropped" && !isNotNeeded(x));
+    if (removed) return { status: "dropped", why: "by " + removed.check + ": " + (removed.reason || "") };
+    const flagged = decs.find((x) => x.verdict === "flagged");
+    if (flagged) return { status: "flagged" };
+    const unneeded = decs.find(isNotNeeded);
+    if (unneeded) return { status: "not-needed", why: unneeded.reason || "" };
+    return { status: "kept" };
+  }
+
+  // Score columns on a stated scale: fusion and BM25 scores have none of their own, so they are
+  // shown divided by the top candidate's (0-1, top = 1.00); a dense score is a cosine (at most 1).
+  const SCORE_SCALES = {
+    fused: { header: "fused (0-1, top = 1)", relative: true },
+    sparse: { header: "sparse (0-1, top = 1)", relative: true },
+    dense: { header: "dense (cosine, ≤ 1)", relative: false },
+  };
+
+  function scoreColumns(cands) {
+    const keys = [];
+    for (const c of cands) for (const k of Object.keys(c.scores || {})) if (!keys.includes(k)) keys.push(k);
+    return keys.map((k) => {
+      const scale = SCORE_SCALES[k] || { header: k + " (0-1, top = 1)", relative: true };
+      const top = Math.max(0, ...cands.map((c) => Number((c.scores || {})[k])).filter((v) => isFinite(v)));
+      return {
+        key: k, header: scale.header,
+        value: (c) => {
+          const raw = (c.scores || {})[k];
+          if (typeof raw !== "number" || !isFinite(raw)) return "";
+          return scale.relative ? fmt(top > 0 ? Math.max(raw, 0) / top : 0, 2) : fmt(raw, 2);
+        },
+        raw: (c) => (c.scores || {})[k],
+      };
+    });
+  }
+
   function renderCandidates(d) {
     const cands = candidateList(d);
     if (!cands.length) return null;
     const s = section("Candidates (" + cands.length + ")", "candidates");
     s.appendChild(el("p", { class: "legend", text:
-      "In rank order. selected = in the evidence the answer was generated from; dropped = a check removed it " +
-      "(which one and why); kept = passed every check but was not selected." }));
+      "In rank order. selected = in the evidence the answer was generated from; not needed = relevant, but the " +
+      "selection did not need it (the minimal cover was complete without it, or it ranked below the top k); " +
+      "dropped = a check removed it (which one and why); kept = passed every check but was not selected. " +
+      "Scores are on a 0-1 scale: fusion and keyword scores divided by the top candidate's, dense scores are cosines." }));
     const decisions = new Map();
     const checks = [];
     for (const dec of d.trace.decisions) {
@@ -151,39 +317,33 @@
       if (!decisions.has(key)) decisions.set(key, []);
       decisions.get(key).push(dec);
     }
-    const scoreKeys = [];
-    for (const c of cands) for (const k of Object.keys(c.scores || {})) if (!scoreKeys.includes(k)) scoreKeys.push(k);
+    const columns = scoreColumns(cands);
     const selected = new Set(d.evidence.map((h) => String(h.id)));
     const cited = new Set(d.cited_ids.map(String));
     const head = el("tr", null, [el("th", { text: "#" }), el("th", { text: "status" }),
-      ...scoreKeys.map((k) => el("th", { text: k })), ...checks.map((c) => el("th", { text: c })),
+      ...columns.map((col) => el("th", { text: col.header })), ...checks.map((c) => el("th", { text: c })),
       el("th", { text: "evidence" })]);
     const body = el("tbody");
     for (const c of cands) {
       const id = String(c.id);
       const decs = decisions.get(id) || [];
-      const dropped = decs.find((x) => x.verdict === "dropped");
-      const flagged = decs.find((x) => x.verdict === "flagged");
-      let status = "kept";
-      if (selected.has(id)) status = "selected";
-      else if (dropped) status = "dropped";
-      else if (flagged) status = "flagged";
+      const verdict = candidateStatus(decs, selected.has(id));
+      let status = verdict.status;
       if (d.search_only && !decs.length) status = "";
-      const statusCell = el("td", null, status ? [el("span", { class: "badge " + status, text: status })] : []);
+      const label = status === "not-needed" ? "not needed" : status;
+      const statusCell = el("td", null, status ? [el("span", { class: "badge " + status, text: label })] : []);
       if (cited.has(id)) statusCell.appendChild(el("span", { class: "badge selected", text: "cited" }));
-      if (dropped && !selected.has(id)) {
-        statusCell.appendChild(el("div", { class: "why", text: "by " + dropped.check + ": " + (dropped.reason || "") }));
-      }
+      if (verdict.why) statusCell.appendChild(el("div", { class: "why", text: verdict.why }));
       const row = el("tr", { id: "cand-" + id, class: status, "data-status": status }, [
         el("td", { class: "num", text: c.rank !== undefined ? c.rank : "" }),
         statusCell,
-        ...scoreKeys.map((k) => el("td", { class: "num", text: fmt((c.scores || {})[k]) })),
+        ...columns.map((col) => el("td", { class: "num", title: "raw " + fmt(col.raw(c), 4), text: col.value(c) })),
         ...checks.map((check) => {
           const mine = decs.filter((x) => x.check === check);
           const td = el("td");
           for (const x of mine) {
-            const cls = x.verdict === "kept" ? "kept-verdict" : x.verdict;
-            td.appendChild(el("span", { class: "badge " + cls, text: x.verdict + (x.score !== undefined ? " " + fmt(x.score, 2) : "") }));
+            td.appendChild(el("span", { class: "badge " + verdictClass(x),
+              text: verdictLabel(x) + (x.score !== undefined ? " " + fmt(x.score, 2) : "") }));
             if (x.reason) td.appendChild(el("div", { class: "why", text: x.reason }));
           }
           return td;
@@ -191,12 +351,89 @@
         el("td", { class: "text" }, [
           c.title ? el("div", { class: "title", text: c.title }) : null,
           el("div", { text: short(c.text || "", 240) }),
-          el("div", { class: "src", text: [c.source, c.domain, id].filter(Boolean).join(" · ") }),
+          el("div", { class: "src" }, [sourceLink(c), " · " + [c.domain, id].filter(Boolean).join(" · ")]),
         ]),
       ]);
       body.appendChild(row);
     }
     s.appendChild(el("table", null, [el("thead", null, [head]), body]));
+    return s;
+  }
+
+  // ---------------------------------------------------------------- value checks and conflicts
+  // Values (numbers, dates, names) in the answer that the evidence does not state, from the
+  // verifier's records: each claim's value_failures, and any verify event that carries them.
+  function valueFailures(d) {
+    const rows = [];
+    let checked = 0;
+    for (const c of d.claims) {
+      if (typeof c.values_checked === "number") checked += c.values_checked;
+      for (const f of c.value_failures || []) rows.push({ sentence: c.sentence, failure: f });
+    }
+    for (const ev of d.trace.events) {
+      if (ev.stage !== "verify") continue;
+      if (typeof ev.values_checked === "number" && !d.claims.length) checked += ev.values_checked;
+      for (const f of ev.value_failures || []) {
+        if (!rows.some((r) => JSON.stringify(r.failure) === JSON.stringify(f))) rows.push({ sentence: ev.sentence, failure: f });
+      }
+    }
+    return { rows: rows, checked: checked };
+  }
+
+  function valueText(v) {
+    if (v === undefined || v === null) return "";
+    if (typeof v !== "object") return String(v);
+    return String(v.text !== undefined ? v.text : (v.value !== undefined ? v.value : JSON.stringify(v)));
+  }
+
+  function renderValueChecks(d) {
+    const found = valueFailures(d);
+    if (!found.rows.length && !found.checked) return null;
+    const s = section("Values checked against the evidence", "values");
+    s.appendChild(el("p", { class: "meta", text: found.checked + " value" + (found.checked === 1 ? "" : "s") +
+      " (numbers, dates, names) checked; " + found.rows.length + " not stated by the evidence" }));
+    if (!found.rows.length) return s;
+    const body = el("tbody");
+    for (const r of found.rows) {
+      const f = r.failure;
+      const says = f.evidence_says === undefined || f.evidence_says === null
+        ? "no value of this kind" : valueText(f.evidence_says);
+      body.appendChild(el("tr", { class: "value-failure" }, [
+        el("td", { text: valueText(f.value !== undefined ? f.value : f) }),
+        el("td", { text: f.kind || (f.value && f.value.kind) || "" }),
+        el("td", { text: says }),
+        el("td", { class: "text", text: r.sentence || "" }),
+      ]));
+    }
+    s.appendChild(el("table", null, [el("thead", null, [el("tr", null, [
+      el("th", { text: "answer says" }), el("th", { text: "kind" }), el("th", { text: "evidence says" }),
+      el("th", { text: "sentence" })])]), body]));
+    return s;
+  }
+
+  function renderConflicts(d) {
+    const events = d.trace.events.filter((e) => e.stage === "conflict" && Array.isArray(e.groups));
+    if (!events.length) return null;
+    const s = section("Conflicting answers in the evidence", "conflicts");
+    for (const ev of events) {
+      if (ev.message) s.appendChild(el("p", { class: "conflict-message", text: String(ev.message) }));
+      if (ev.decision) s.appendChild(el("p", { class: "meta", text: "decision: " + ev.decision }));
+      const body = el("tbody");
+      for (const g of ev.groups) {
+        const count = g.count !== undefined ? g.count : g.independent_sources;
+        const sources = (g.sources || []).map((src) => typeof src === "object" && src !== null
+          ? String(src.source || (src.chunk_ids || []).join(", ")) : String(src));
+        body.appendChild(el("tr", { class: "conflict-group" }, [
+          el("td", { text: valueText(g.answer) }),
+          el("td", { class: "num", text: count === undefined ? "" : String(count) }),
+          el("td", { class: "num", text: typeof g.weight === "number" ? fmt(g.weight, 2) : "" }),
+          el("td", { class: "text", text: sources.join(" · ") }),
+        ]));
+      }
+      s.appendChild(el("table", null, [el("thead", null, [el("tr", null, [
+        el("th", { text: "answer" }), el("th", { text: "independent sources" }), el("th", { text: "weight" }),
+        el("th", { text: "sources" })])]), body]));
+    }
     return s;
   }
 
@@ -243,7 +480,8 @@
     head.appendChild(meta);
     root.appendChild(head);
     if (!d.search_only) root.appendChild(renderAnswer(d));
-    for (const part of [renderRoute(d), renderCandidates(d), renderTimings(d), renderEvents(d)]) if (part) root.appendChild(part);
+    const parts = [renderRoute(d), renderConflicts(d), renderValueChecks(d), renderCandidates(d), renderTimings(d), renderEvents(d)];
+    for (const part of parts) if (part) root.appendChild(part);
     const raw = el("details", { class: "event" }, [el("summary", { text: "raw JSON" }), el("pre", { text: JSON.stringify(data, null, 2) })]);
     root.appendChild(section("Raw", "raw")).appendChild(raw);
     document.body.setAttribute("data-rendered", "true");
