@@ -22,8 +22,10 @@ import json
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+if TYPE_CHECKING:  # annotations only: the core install (no serve extra) can import this module
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
