@@ -893,9 +893,11 @@ def load_subcommand(name: str) -> Any:
 
 
 def _lazy_command(name: str) -> Any:
-    import click
+    # typer's own command class: typer vendors click (typer._click), so `click` itself may not
+    # be installed at all.
+    from typer.core import TyperCommand
 
-    class LazyCommand(click.Command):
+    class LazyCommand(TyperCommand):
         """Stands for a sub-command in the command list; parsing its arguments loads the real one."""
 
         def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
