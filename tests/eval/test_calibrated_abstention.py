@@ -183,7 +183,7 @@ def test_ask_uses_the_threshold_calibrate_wrote(
                                                  "--config", str(config), "--cache", str(tmp_path / "c.jsonl"),
                                                  "--splits", "0", "--json"])  # fmt: skip
     assert res.exit_code == 0, res.output
-    threshold = json.loads(res.output)["result"]["threshold"]
+    threshold = json.loads(res.stdout)["result"]["threshold"]
     assert load_config(config).calibration.abstain_below == pytest.approx(threshold)
 
     # the same question without the threshold: its confidence decides what the threshold does
