@@ -388,6 +388,19 @@ def stream_sse(
                         "check the server logs or lower the request rate"
                     )
                 raise HTTPStatusError(resp.status_code, text)
+            if resp.headers.get("content-type", "").startswith("application/json"):
+                # A server that ignores ``stream: true`` answers with the whole completion at once.
+                try:
+                    whole = json.loads(resp.read())
+                except ValueError:
+                    whole = None
+                if isinstance(whole, dict):
+                    yield whole
+                    return
+                raise ModelError(
+                    f"{service} at {url} answered a stream request with JSON that is not an object; "
+                    "check that base_url points at an OpenAI-compatible API"
+                )
             for line in resp.iter_lines():
                 if token is not None:
                     token.check()

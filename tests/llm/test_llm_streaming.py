@@ -143,3 +143,22 @@ def test_llama_cpp_stream_is_the_generated_answer(llm) -> None:
         generate_streaming(llm, prompt, cancel_after_first, max_tokens=24)
     assert len(got) == 1
     assert llm.generate(prompt, max_tokens=24).text == whole.text  # the model is usable afterwards
+
+
+def test_a_server_that_ignores_stream_true_still_gives_the_whole_reply():
+    from tests.chat_server import serve_chat
+
+    from ragsieve.config import LLMConfig
+    from ragsieve.llm import load_llm
+
+    with serve_chat() as chat:
+        llm = load_llm(LLMConfig(backend="openai", base_url=chat.url, model="fake"))
+        pieces: list[str] = []
+        stream = llm.generate_stream([{"role": "user", "content": "Evidence:\n[1] a passage\nQuestion: q"}])
+        while True:
+            try:
+                pieces.append(next(stream))
+            except StopIteration as done:
+                generation = done.value
+                break
+    assert "".join(pieces) == generation.text == "The passages state it [1]."

@@ -98,7 +98,7 @@ def test_a_server_uri_in_the_folder_is_never_used_unless_given(tmp_path) -> None
 def test_info_on_milvus_shows_what_the_folder_index_shows(indexes) -> None:
     shown = {}
     for name in ("folder", "milvus"):
-        result = ragsieve("info", "--index", str(indexes[name]))
+        result = ragsieve("info", "--index", str(indexes[name]), "--json")
         assert result.returncode == 0, result.stderr
         shown[name] = json.loads(result.stdout)
     folder, milvus = shown["folder"], shown["milvus"]

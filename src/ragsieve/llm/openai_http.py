@@ -275,7 +275,8 @@ class OpenAICompatibleLLM:
                     choices = event.get("choices") or []
                     if not choices or not isinstance(choices[0], dict):
                         continue
-                    delta = choices[0].get("delta") or {}
+                    # "message" when the server ignored stream: true and sent the whole reply
+                    delta = choices[0].get("delta") or choices[0].get("message") or {}
                     finish = choices[0].get("finish_reason") or finish
                     piece = delta.get("content") if isinstance(delta, dict) else None
                     if isinstance(piece, str) and piece:
