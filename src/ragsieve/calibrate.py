@@ -501,6 +501,13 @@ class SimulationResult:
         return data
 
 
+def _risk_counts(answered: np.ndarray, right: np.ndarray, method: Method | str) -> tuple[int, int]:
+    """Wrong answers and the count the risk divides them by: every question for ``crc`` (it
+    controls the joint risk), the answered ones for Learn then Test (the selective risk)."""
+    errors = int((answered & ~right).sum())
+    return errors, len(answered) if method == "crc" else int(answered.sum())
+
+
 def simulate_splits(
     confidences: Sequence[float | None] | np.ndarray,
     correct: Sequence[bool] | np.ndarray,
@@ -532,18 +539,13 @@ def simulate_splits(
         ans = answer_mask(conf[test], res.threshold)
         if not res.feasible:
             infeasible += 1
-        n_ans = int(ans.sum())
-        errors = int((ans & ~right[test]).sum())
-        # crc controls the joint risk (over all questions), LTT the selective one (over answered)
-        denominator = len(test) if method == "crc" else n_ans
+        errors, denominator = _risk_counts(ans, right[test], method)
         realised = errors / denominator if denominator else 0.0
         risks.append(realised)
-        coverages.append(n_ans / len(test))
+        coverages.append(int(ans.sum()) / len(test))
         exceeded += realised > risk
-        pool_ans = answer_mask(conf, res.threshold)
-        pool_errors = int((pool_ans & ~right).sum())
-        pool_risk = pool_errors / n if method == "crc" else pool_errors / max(int(pool_ans.sum()), 1)
-        pool_exceeded += pool_risk > risk
+        pool_errors, pool_denominator = _risk_counts(answer_mask(conf, res.threshold), right, method)
+        pool_exceeded += (pool_errors / pool_denominator if pool_denominator else 0.0) > risk
     return SimulationResult(
         n_splits=n_splits,
         risk=risk,
@@ -582,8 +584,7 @@ def held_out_report(
     res = calibrate_threshold(conf[cal], right[cal], risk, delta, method)
     ans = answer_mask(conf[test], res.threshold)
     n_ans = int(ans.sum())
-    errors = int((ans & ~right[test]).sum())
-    denominator = len(test) if method == "crc" else n_ans
+    errors, denominator = _risk_counts(ans, right[test], method)
     lo, hi = wilson_interval(errors, denominator) if denominator else (float("nan"), float("nan"))
     sim = simulate_splits(conf, right, risk, delta, n_splits, cal_frac, seed, method) if n_splits else None
     return {
