@@ -182,6 +182,33 @@ def test_router_saved_by_an_earlier_version_loads_and_converts(tmp_path: Path) -
     shutil.rmtree(tmp_path)
 
 
+def test_conversion_killed_before_router_json_leaves_a_loadable_router(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conversion that dies after writing router.npz but before router.json keeps the skops
+    file router.json still names, so the index loads as before (nothing the user stored is lost)."""
+    from ragsieve.route import router as router_module
+    from ragsieve.safe_models import save_estimator
+
+    texts, labels = _domain_texts()
+    router = DomainRouter(classifier="multinomial-nb").fit(texts, labels)
+    save_estimator(router.model_, tmp_path / MODEL_FILE)
+    meta = {"format_version": 2, "router": router.to_dict(), "classes": sorted(set(labels)), "n_train": len(texts)}
+    (tmp_path / "router.json").write_text(json.dumps(meta), encoding="utf-8")
+    old = DomainRouter.load(tmp_path)
+    expected = old.predict_proba(texts)
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise OSError("killed")
+
+    monkeypatch.setattr(router_module, "atomic_write_json", killed)
+    with pytest.raises(OSError):
+        old.convert_to_arrays(tmp_path)
+    monkeypatch.undo()
+    assert (tmp_path / MODEL_FILE).is_file()
+    np.testing.assert_allclose(DomainRouter.load(tmp_path).predict_proba(texts), expected, atol=1e-9)
+
+
 def test_linear_head_binary_logistic_matches_sklearn() -> None:
     from sklearn.linear_model import LogisticRegression
 

@@ -325,13 +325,17 @@ class DomainRouter:
             meta["arrays"] = header
             folder.mkdir(parents=True, exist_ok=True)
             _save_npz(folder / ARRAY_FILE, arrays)
-            (folder / MODEL_FILE).unlink(missing_ok=True)
+            stale = MODEL_FILE
         else:
             from ragsieve.safe_models import save_estimator
 
             save_estimator(self.model_, folder / MODEL_FILE)
-            (folder / ARRAY_FILE).unlink(missing_ok=True)
+            stale = ARRAY_FILE
+        # The model file first, then router.json (which says which file to read), and only then
+        # the other format's file: a process killed at any point, or a reader in between, finds
+        # router.json naming a file that exists.
         atomic_write_json(folder / META_FILE, meta)
+        (folder / stale).unlink(missing_ok=True)
         (folder / LEGACY_MODEL_FILE).unlink(missing_ok=True)
         return folder
 
