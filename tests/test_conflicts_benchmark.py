@@ -47,6 +47,13 @@ def test_yes_no_claims_cannot_be_named(bench: ModuleType) -> None:
     assert bench.claim_named("yes", "no", "Yes and no.") is None
 
 
+def test_flag_groups_are_matched_to_the_claims(bench: ModuleType) -> None:
+    assert bench.group_names("No.", "Yes.", ["no", "yes"])
+    assert not bench.group_names("No.", "Yes.", ["1931", "1947"])
+    assert bench.group_names("1934", "1933", ["1933", "1934"])
+    assert not bench.group_names("1934", "1933", ["5", "2 meters"])
+
+
 def test_a_torn_last_line_is_not_read(bench: ModuleType, tmp_path: Path) -> None:
     path = tmp_path / "cache.jsonl"
     path.write_text('{"a": 1}\nnot json\n{"a": 2}\n{"a": 3', encoding="utf-8")
