@@ -23,21 +23,42 @@ Percentages with 95% Wilson intervals. The detector's only threshold (near-dupli
 0.6) was set on the unit-test fixtures; nothing is tuned on these sets.
 
 python benchmarks/conflicts.py          # well under a minute
+
+Through the sieve (``--through-sieve``; bundled embedder and SmolLM2, llama.cpp; an LLM run):
+for WikiContradict and ConflictQA, a seeded sample of ``--n`` questions per set; one index per
+set holding every passage of the sampled questions (both sides of every conflict, each on its
+own host, title-prefixed where the set has titles); every question asked of the default sieve
+and of plain RAG (one loaded LLM and embedder shared). Per question: whether both conflicting
+passages were retrieved (plain RAG's top k; the sieve's candidates, compared passages and
+evidence), whether the answer names both claims (each claim's distinguishing values, read with
+``ragsieve.values``, found in the answer; for a claim without a typed value its distinguishing
+content words; yes/no claims cannot be named this way, only flagged), whether the sieve flagged
+the conflict (its ``conflict`` record has two or more answer groups), abstention. False
+conflicts through the sieve are read from the eval caches of ``benchmarks/calibration.py``
+(SQuAD 2.0 answerable questions, HotpotQA): a ``sieve`` record whose ``decisions`` count a
+``conflict:flagged``. Answers go to a resumable cache under ``runs/conflicts/``.
+
+python benchmarks/conflicts.py --through-sieve --n 40            # hours on a shared CPU; resumable
+python benchmarks/conflicts.py --through-sieve --n 40 --report-only   # the section from the caches
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
+import re
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._report import SHARED_DATA, markdown_table, write_section  # noqa: E402
+from benchmarks._report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
 
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -73,12 +94,8 @@ def surfaced(report: Any, claim: str) -> bool:
     return False
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--limit", type=int, default=None, help="at most this many questions per set")
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
-
+def detector_alone(args: argparse.Namespace) -> None:
+    """The detector on each question's own passages (no retrieval, no LLM)."""
     from ragsieve.conflict import ConflictDetector
 
     detector = ConflictDetector()
@@ -191,6 +208,435 @@ def main() -> None:
             "Conflicting sources: WikiContradict, ConflictQA, false conflicts",
             body,
         )
+
+
+# ----------------------------------------------------------------------------- through the sieve
+RUNS = ROOT / "runs" / "conflicts"
+CONFLICT_SETS = ("wikicontradict", "conflictqa")
+SET_LABELS = {"wikicontradict": "WikiContradict", "conflictqa": "ConflictQA"}
+PIPELINES = ("sieve", "plain RAG")
+MODEL_LABEL = "bundled SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp)"
+_POLAR_WORDS = frozenset({"yes", "no"})
+
+
+def read_complete_lines(path: Path) -> list[dict[str, Any]]:
+    """The complete JSON lines of a file another process may be appending to (a torn or
+    malformed line is skipped; a missing file reads as empty)."""
+    if not path.exists():
+        return []
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if not line.endswith("\n"):
+                break  # the line being written
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows
+
+
+def sample_conflicts(name: str, n: int, seed: int) -> list[dict[str, Any]]:
+    """A seeded sample of ``n`` questions of one conflict set: the first ``n`` of a seeded
+    shuffle, so a smaller ``n`` is a prefix of a larger one."""
+    rows = list(_read_jsonl(SHARED_DATA / "trust" / name / "questions.jsonl"))
+    random.Random(seed).shuffle(rows)
+    return rows[:n]
+
+
+def set_chunks(name: str, questions: list[dict[str, Any]]) -> list[Any]:
+    """Every passage of the sampled questions (both sides of every conflict), each on its own
+    host (the set's urls), title-prefixed where the set has titles."""
+    from ragsieve.types import Chunk
+
+    corpus = {r["id"]: r for r in _read_jsonl(SHARED_DATA / "trust" / name / "corpus.jsonl")}
+    chunks, seen = [], set()
+    for q in questions:
+        for pid in q["gold_passage_ids"]:
+            if pid in seen or pid not in corpus:
+                continue
+            seen.add(pid)
+            p = corpus[pid]
+            title = (p.get("title") or "").strip()
+            text = " ".join(p["text"].split())
+            chunks.append(
+                Chunk(
+                    id=pid,
+                    text=f"{title}: {text}" if title else text,
+                    doc_id=pid,
+                    source=urlparse(p["url"]).netloc or name,
+                    title=title,
+                    metadata={"url": p["url"]},
+                    url=p["url"],
+                )
+            )
+    return chunks
+
+
+def _is_polar(claim: str) -> bool:
+    words = set(_WORDS_RE.findall(claim.casefold()))
+    return bool(words) and words <= _POLAR_WORDS
+
+
+_WORDS_RE = re.compile(r"[^\W_]+")
+
+
+def claim_named(claim: str, other: str, answer: str) -> bool | None:
+    """Whether ``answer`` names what sets ``claim`` apart from ``other``; ``None`` when that
+    cannot be read from text (a yes/no claim, or a claim with nothing of its own).
+
+    What sets a claim apart: its typed values (``ragsieve.values``: numbers, dates, quantities,
+    identifiers first, else names) that ``other`` does not state; every one must be found in the
+    answer after normalisation (``find_in``). A claim without such a value: its content words
+    (folded, suffix-folded; ``ragsieve.conflict.key_terms``) that ``other`` lacks, all in the
+    answer."""
+    from ragsieve.conflict import key_terms
+    from ragsieve.values import extract_values, find_in
+
+    if _is_polar(claim):
+        return None
+    own = [v for v in extract_values(claim) if find_in(v, other) is None]
+    typed = [v for v in own if v.kind != "name"] or own
+    if typed:
+        return all(find_in(v, answer) is not None for v in typed)
+    terms = key_terms(claim) - key_terms(other)
+    if not terms:
+        return None
+    return terms <= key_terms(answer)
+
+
+def trace_facts(answer: Any) -> dict[str, Any]:
+    """What the record keeps of a trace: retrieved, compared and evidence passages, the
+    conflict record's answer groups and decision, and the ``conflict:flagged`` decisions."""
+    retrieved: list[str] = []
+    for rec in answer.trace.stage("retrieve"):
+        retrieved += [c["id"] for c in rec.get("candidates", [])] + list(rec.get("ids", []))
+    conflict = answer.trace.stage("conflict")
+    return {
+        "retrieved_ids": list(dict.fromkeys(retrieved)),
+        "compared_ids": list(dict.fromkeys(cid for r in conflict for cid in r.get("compared", []))),
+        "evidence_ids": [h.chunk.id for h in answer.evidence],
+        "conflict_groups": [[g["answer"] for g in r.get("groups", [])] for r in conflict],
+        "conflict_decision": [r.get("decision") for r in conflict],
+        "flagged_decisions": sum(
+            1 for d in answer.trace.decisions if d["check"] == "conflict" and d["verdict"] == "flagged"
+        ),
+    }
+
+
+class AnswerCache:
+    """Append-only JSONL of answers keyed by pipeline and question id; each record is one
+    flushed and fsynced line, so a killed run loses at most the answer being written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records = {r["key"]: r for r in read_complete_lines(path) if "key" in r}
+
+    def put(self, record: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.records[record["key"]] = record
+
+
+def run_dir(n: int, seed: int, name: str) -> Path:
+    # The index holds the passages of the sampled questions, so it depends on n: one folder per n
+    return RUNS / f"n{n}-seed{seed}" / name
+
+
+def answer_set(name: str, args: argparse.Namespace, shared: dict[str, Any]) -> None:
+    """Ask every sampled question of one set of the sieve and of plain RAG (resumable)."""
+    from ragsieve.config import validate_config
+    from ragsieve.errors import RagsieveError
+    from ragsieve.index import Index
+    from ragsieve.sieve.pipeline import Pipeline
+
+    questions = sample_conflicts(name, args.n, args.seed)
+    out = run_dir(args.n, args.seed, name)
+    out.mkdir(parents=True, exist_ok=True)
+    cache = AnswerCache(out / "answers.jsonl")
+    todo = [q for q in questions for p in PIPELINES if f"{p}\t{q['id']}" not in cache.records]
+    print(f"{name}: {len(questions)} questions, {len(todo)} answers to go; cache {cache.path}", flush=True)
+    if not todo:
+        return
+    common = {"llm": {"n_threads": args.threads}}
+    base = validate_config(common)
+    if "llm" not in shared:
+        from ragsieve.embed import load_embedder
+        from ragsieve.llm import load_llm
+
+        shared["embedder"] = load_embedder(base.embedder)
+        shared["llm"] = load_llm(base.llm)
+    index_dir = out / "index"
+    t0 = time.perf_counter()
+    if Index.exists(index_dir):
+        index = Index.open(index_dir, embedder=shared["embedder"])
+    else:
+        index = Index.from_chunks(set_chunks(name, questions), index_dir, embedder=shared["embedder"], config=base)
+    print(f"{name}: index of {len(index)} passages ready in {time.perf_counter() - t0:.0f} s", flush=True)
+    pipes = {
+        "sieve": Pipeline(base, index=index, llm=shared["llm"]),
+        "plain RAG": Pipeline(validate_config({**common, "pipeline": "plain"}), index=index, llm=shared["llm"]),
+    }
+    for q in questions:
+        for pname, pipe in pipes.items():
+            key = f"{pname}\t{q['id']}"
+            if key in cache.records:
+                continue
+            start = time.perf_counter()
+            try:
+                ans = pipe.ask(q["question"])
+            except RagsieveError as exc:  # not cached: a rerun tries again
+                print(f"{name} {pname} {q['id']}: ERROR {exc}", flush=True)
+                continue
+            seconds = time.perf_counter() - start - ans.trace.timings_ms.get("warm_up", 0.0) / 1000.0
+            cache.put({
+                "key": key,
+                "set": name,
+                "pipeline": pname,
+                "id": q["id"],
+                "question": q["question"],
+                "claims": [q["answers"][0], q["other_answers"][0]],
+                "gold_ids": list(q["gold_passage_ids"]),
+                "same_passage": bool(q.get("same_passage")),
+                "answer": ans.text,
+                "abstained": bool(ans.abstained),
+                "abstain_reason": ans.abstain_reason,
+                "seconds": round(seconds, 3),
+                "threads": args.threads,
+                **trace_facts(ans),
+            })  # fmt: skip
+            flag = cache.records[key]["flagged_decisions"] > 0
+            print(
+                f"{name} {pname:9s} {q['id']}: {seconds:5.1f} s {'FLAG ' if flag else ''}"
+                f"{'ABSTAIN ' if ans.abstained else ''}{ans.text[:90]!r}",
+                flush=True,
+            )
+
+
+def group_names(claim: str, other: str, groups: list[str]) -> bool:
+    """Whether the conflict stage's answer groups hold ``claim`` (a yes/no claim: a group
+    answering that word; any other: :func:`claim_named` on the groups' answers)."""
+    if _is_polar(claim):
+        return bool(set(_WORDS_RE.findall(claim.casefold())) & {g.casefold() for g in groups})
+    return bool(claim_named(claim, other, " ; ".join(groups)))
+
+
+def judged(rec: dict[str, Any]) -> dict[str, Any]:
+    """One cached answer scored (recomputed from the stored text and ids at report time)."""
+    gold = set(rec["gold_ids"])
+    a, b = rec["claims"]
+    named = [claim_named(a, b, rec["answer"]), claim_named(b, a, rec["answer"])]
+    matchable = None not in named
+    names_both = matchable and all(named) and not rec["abstained"]
+    flagged = rec["flagged_decisions"] > 0 or any(len(g) >= 2 for g in rec["conflict_groups"])
+    groups = [answer for record in rec["conflict_groups"] for answer in record]
+    flag_matches = flagged and group_names(a, b, groups) and group_names(b, a, groups)
+    return {
+        "both_retrieved": gold <= set(rec["retrieved_ids"]),
+        "both_compared": gold <= set(rec["compared_ids"]),
+        "both_in_evidence": gold <= set(rec["evidence_ids"]),
+        "matchable": matchable,
+        "names_both": bool(names_both),
+        "flagged": flagged,
+        "flag_matches": bool(flag_matches),
+        "surfaced": bool(names_both) or flagged,
+        "abstained": rec["abstained"],
+        "seconds": rec["seconds"],
+    }
+
+
+def _share(rows: list[dict[str, Any]], key: str) -> str:
+    return pct(sum(bool(r[key]) for r in rows), len(rows))
+
+
+def false_conflicts(calibration_runs: Path) -> tuple[list[list[object]], list[float | None]]:
+    """False conflicts of the sieve in the eval caches ``benchmarks/calibration.py`` writes:
+    complete ``sieve`` records (no error; the last per question), SQuAD 2.0 answerable questions
+    only, every HotpotQA question. A false conflict: ``decisions`` counts a ``conflict:flagged``
+    (the conflict stage's one decision per passage of an answer group, written only when the
+    kept passages give two or more answers)."""
+    rows: list[list[object]] = []
+    rates: list[float | None] = []
+    for set_name, label in (("squad2", "SQuAD 2.0 answerable"), ("hotpotqa", "HotpotQA (clean corpus)")):
+        folder = calibration_runs / set_name
+        cache = folder / "smollm2.jsonl"
+        latest: dict[str, dict[str, Any]] = {}
+        for r in read_complete_lines(cache):
+            if r.get("config") == "sieve" and not r.get("error") and isinstance(r.get("decisions"), dict):
+                latest[r["item_id"]] = r
+        if set_name == "squad2":
+            answerable = {q["id"] for q in read_complete_lines(folder / "questions.jsonl") if q.get("answerable")}
+            recs = [r for qid, r in latest.items() if qid in answerable]
+        else:
+            recs = list(latest.values())
+        k = sum(int(r["decisions"].get("conflict:flagged", 0) > 0) for r in recs)
+        n = len(recs)
+        rates.append(k / n if n else None)
+        where = f"`runs/calibration/{set_name}/smollm2.jsonl`"
+        rows.append([label, str(n), pct(k, n), where])
+    return rows, rates
+
+
+def through_sieve_report(args: argparse.Namespace) -> str:
+    """The section's body from the answer caches and the calibration caches."""
+    table: list[list[object]] = []
+    sieve_rows: list[list[object]] = []
+    goals: list[str] = []
+    seconds: list[str] = []
+    counts: list[str] = []
+    for name in args.sets:
+        questions = sample_conflicts(name, args.n, args.seed)
+        cache = AnswerCache(run_dir(args.n, args.seed, name) / "answers.jsonl")
+        both_answered = [q for q in questions if all(f"{p}\t{q['id']}" in cache.records for p in PIPELINES)]
+        counts.append(f"{SET_LABELS[name]} {len(both_answered)} of {len(questions)}")
+        by_pipe = {p: [judged(cache.records[f"{p}\t{q['id']}"]) for q in both_answered] for p in PIPELINES}
+        for p, res in by_pipe.items():
+            retrieved = [r for r in res if r["both_retrieved"]]
+            matchable = [r for r in res if r["matchable"]]
+            table.append([
+                SET_LABELS[name],
+                p,
+                _share(res, "both_retrieved"),
+                _share(res, "surfaced"),
+                _share(retrieved, "surfaced"),
+                _share(matchable, "names_both"),
+                _share(res, "flagged") if p == "sieve" else "n/a",
+                _share(res, "abstained"),
+            ])  # fmt: skip
+            if res:
+                seconds.append(f"{SET_LABELS[name]} {p} {sum(r['seconds'] for r in res) / len(res):.1f} s")
+        res = by_pipe["sieve"]
+        sieve_rows.append([
+            SET_LABELS[name], _share(res, "both_retrieved"), _share(res, "both_compared"),
+            _share(res, "both_in_evidence"), _share([r for r in res if r["both_compared"]], "flagged"),
+            pct(sum(r["flagged"] and r["abstained"] for r in res), sum(r["flagged"] for r in res)),
+            pct(sum(r["flag_matches"] for r in res), sum(r["flagged"] for r in res)),
+        ])  # fmt: skip
+        retrieved = [r for r in res if r["both_retrieved"]]
+        k = sum(r["surfaced"] for r in retrieved)
+        partial = "" if len(both_answered) == len(questions) else ", partial run"
+        if retrieved:
+            verdict = ("met" if k / len(retrieved) >= 0.6 else "not met") + partial
+            goals.append(f"{SET_LABELS[name]}: {verdict} ({pct(k, len(retrieved))} of questions with both sides "
+                         "retrieved)")  # fmt: skip
+        else:
+            goals.append(f"{SET_LABELS[name]}: not measured yet (no answered question with both sides retrieved)")
+    false_rows, rates = false_conflicts(args.calibration_runs)
+    for (label, *_rest), rate in zip(false_rows, rates, strict=True):
+        if rate is None:
+            goals.append(f"false conflicts, {label}: not measured yet (no complete sieve record)")
+        else:
+            goals.append(f"false conflicts, {label}: {'met' if rate <= 0.1 else 'not met'} ({100 * rate:.1f}%)")
+    threads = {r.get("threads") for name in args.sets
+               for r in AnswerCache(run_dir(args.n, args.seed, name) / "answers.jsonl").records.values()}  # fmt: skip
+    thread_note = ", ".join(str(t) for t in sorted(t for t in threads if t is not None)) or str(args.threads)
+    headers = [
+        "set", "pipeline", "both sides retrieved", "surfaced, all", "surfaced, both sides retrieved",
+        "names both claims (claims readable as values)", "conflict flagged", "abstained",
+    ]  # fmt: skip
+    return (
+        f"Seeded (seed {args.seed}) sample of {args.n} questions per set (answered by both pipelines so far: "
+        f"{', '.join(counts)}); one index per set holding every passage of its sampled questions (both sides of "
+        "every conflict, each on its own host as the set gives it; WikiContradict title-prefixed, ConflictQA has no "
+        f"titles), built with the bundled embedder. {MODEL_LABEL}, {thread_note} thread(s); the default sieve "
+        '(`sieve.conflict = "both"`) and plain RAG (hybrid top 5) share the loaded model and embedder. Nothing '
+        "tuned on these sets: every setting is the default. Percentages with 95% Wilson intervals; the sets are "
+        "small samples, so the intervals are wide.\n\n"
+        "Definitions. *Both sides retrieved*: every gold passage of the question (the two conflicting passages; "
+        "the one passage holding both claims for WikiContradict's same-passage rows) is among the retrieve "
+        "stage's candidates (plain RAG: its top 5; the sieve: its candidates before the judge). *Names both "
+        "claims*: the (non-abstained) answer states what sets each claim apart from the other: the claim's own "
+        "values (numbers, dates, quantities, identifiers, else names; `ragsieve.values` normalisation) or, for a "
+        "claim without a value, its own content words; yes/no claims (all of ConflictQA, about half of "
+        "WikiContradict) cannot be named this way, so the column counts only questions whose claims can. "
+        "*Conflict flagged*: the sieve's `conflict` record has two or more answer groups (decisions "
+        "`conflict:flagged`); plain RAG has no such check. *Surfaced*: names both claims or flagged.\n\n"
+        + markdown_table(headers, table)
+        + "\n\nWhere the sieve lost a side (of all its answered questions):\n\n"
+        + markdown_table(
+            [
+                "set",
+                "both among candidates",
+                "both compared by the conflict stage",
+                "both in the answer's evidence",
+                "flagged, of those compared",
+                "abstained, of those flagged",
+                "flagged with both claims as groups, of those flagged",
+            ],
+            sieve_rows,
+        )  # fmt: skip
+        + "\n\nA flagged conflict counts as surfaced even when a later check (verification, responsiveness) "
+        "made the sieve abstain: the conflict record and its groups are on the page and in `--json`, but the "
+        "abstention text does not name the two values (column: abstained, of those flagged). A flag "
+        "counts whatever values its groups hold; the last column says how often the groups were the two claims "
+        "(a yes/no claim: a group answering that word; otherwise the claim's own values or words among the "
+        "groups' answers)."
+        + "\n\nFalse conflicts through the sieve, read from the eval caches of `benchmarks/calibration.py` "
+        "(the SQuAD 2.0 near-miss set: its answerable questions, index = all 131 paragraphs of the three "
+        "articles; HotpotQA: its seeded sample, index = the sampled questions' gold and distractor paragraphs; "
+        "both with the bundled model, default sieve). Those runs were in progress when this was written: n is "
+        "the complete `sieve` records at that time; rerun with `--report-only` to refresh. A false conflict: a "
+        "record whose `decisions` count a `conflict:flagged`. The stage flags two or more answer groups whatever "
+        "their sources (sources only weigh the groups), so the passages' source labels in those indexes do not "
+        "change this count.\n\n"
+        + markdown_table(["questions without a conflict", "n", "false conflicts", "cache"], false_rows)
+        + "\n\nGoals (conflicts surfaced on at least 60% of the questions whose both sides were retrieved; at "
+        "most 10% false conflicts), judged on the point estimate:\n\n"
+        + "\n".join(f"- {g}" for g in goals)
+        + "\n\nMean seconds per question (answering only, shared 2-core CPU with other runs): "
+        + ("; ".join(seconds) or "none yet")
+        + "."
+    )
+
+
+def through_sieve(args: argparse.Namespace) -> None:
+    if not args.report_only:
+        shared: dict[str, Any] = {}
+        for name in args.sets:
+            answer_set(name, args, shared)
+    body = through_sieve_report(args)
+    print(body)
+    if not args.no_write:
+        write_section(
+            "results/conflicts.md",
+            "conflicts-through-sieve",
+            "Conflicting sources through the sieve, with the bundled model",
+            body,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=None, help="detector alone: at most this many questions per set")
+    parser.add_argument("--no-write", action="store_true", help="print only; do not write the docs section")
+    parser.add_argument(
+        "--through-sieve", action="store_true", help="ask the sieve and plain RAG with the bundled model (LLM run)"
+    )
+    parser.add_argument("--n", type=int, default=40, help="through the sieve: sampled questions per set")
+    parser.add_argument("--seed", type=int, default=0, help="through the sieve: sample seed")
+    parser.add_argument("--threads", type=int, default=1, help="through the sieve: llama.cpp threads")
+    parser.add_argument(
+        "--sets", nargs="+", choices=CONFLICT_SETS, default=list(CONFLICT_SETS), help="through the sieve: sets to ask"
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="through the sieve: report what the caches hold; answer nothing"
+    )
+    parser.add_argument(
+        "--calibration-runs",
+        type=Path,
+        default=ROOT / "runs" / "calibration",
+        help="folder of benchmarks/calibration.py's caches (squad2/, hotpotqa/) read for false conflicts",
+    )
+    args = parser.parse_args()
+    if args.through_sieve:
+        through_sieve(args)
+    else:
+        detector_alone(args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,88 @@
+"""The scoring of ``benchmarks/conflicts.py --through-sieve``: which answers name both claims,
+which cache lines count, and what counts as a false conflict in the calibration caches."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_conflicts_under_test", ROOT / "benchmarks" / "conflicts.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_claim_is_named_by_its_own_value_after_normalisation(bench: ModuleType) -> None:
+    answer = "The sources disagree: 1972 (a.example [1]) vs 15 January 1971 (b.example [2])."
+    assert bench.claim_named("Liu Zhi died in 1972.", "Liu Zhi died on the 15 January 1971.", answer)
+    assert bench.claim_named("Liu Zhi died on the 15 January 1971.", "Liu Zhi died in 1972.", answer)
+    # the shared name does not name the other claim
+    assert not bench.claim_named("Liu Zhi died in 1972.", "Liu Zhi died in 1971.", "Liu Zhi died in 1971.")
+    # number words and digits are one value
+    assert bench.claim_named("Three survived.", "Four survived.", "Only 3 people survived.")
+    assert not bench.claim_named("Four survived.", "Three survived.", "Only 3 people survived.")
+
+
+def test_a_claim_without_a_value_is_named_by_its_own_words(bench: ModuleType) -> None:
+    pegs = "It is held together by wooden pegs, with no glue."
+    glue = "It is held together by overlapping segments joined by wood glue."
+    assert bench.claim_named(pegs, glue, "The hull used wooden pegs.")
+    assert not bench.claim_named(glue, pegs, "The hull used wooden pegs.")
+
+
+def test_yes_no_claims_cannot_be_named(bench: ModuleType) -> None:
+    assert bench.claim_named("No.", "Yes.", "No, it did not.") is None
+    assert bench.claim_named("yes", "no", "Yes and no.") is None
+
+
+def test_flag_groups_are_matched_to_the_claims(bench: ModuleType) -> None:
+    assert bench.group_names("No.", "Yes.", ["no", "yes"])
+    assert not bench.group_names("No.", "Yes.", ["1931", "1947"])
+    assert bench.group_names("1934", "1933", ["1933", "1934"])
+    assert not bench.group_names("1934", "1933", ["5", "2 meters"])
+
+
+def test_a_torn_last_line_is_not_read(bench: ModuleType, tmp_path: Path) -> None:
+    path = tmp_path / "cache.jsonl"
+    path.write_text('{"a": 1}\nnot json\n{"a": 2}\n{"a": 3', encoding="utf-8")
+    assert bench.read_complete_lines(path) == [{"a": 1}, {"a": 2}]
+    assert bench.read_complete_lines(tmp_path / "missing.jsonl") == []
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_false_conflicts_count_flagged_sieve_records_on_answerable_questions(bench: ModuleType, tmp_path: Path) -> None:
+    _write(
+        tmp_path / "squad2" / "questions.jsonl",
+        [{"id": "a1", "answerable": True}, {"id": "a2", "answerable": True}, {"id": "u1", "answerable": False}],
+    )
+    _write(
+        tmp_path / "squad2" / "smollm2.jsonl",
+        [
+            {"config": "sieve", "item_id": "a1", "decisions": {"conflict:flagged": 2}, "error": None},
+            {"config": "sieve", "item_id": "a2", "decisions": {"judge:kept": 3}, "error": None},
+            # unanswerable, another configuration, an error: not counted
+            {"config": "sieve", "item_id": "u1", "decisions": {"conflict:flagged": 2}, "error": None},
+            {"config": "plain", "item_id": "a2", "decisions": {"conflict:flagged": 1}, "error": None},
+            {"config": "sieve", "item_id": "a3", "error": "LLMError: boom"},
+        ],
+    )
+    rows, rates = bench.false_conflicts(tmp_path)
+    assert rows[0][1] == "2" and rates[0] == 0.5
+    # no HotpotQA cache yet: nothing measured
+    assert rows[1][1] == "0" and rates[1] is None
