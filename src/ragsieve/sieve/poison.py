@@ -154,6 +154,9 @@ class PoisonJudge:
     ``k``: how many surviving candidates to pass on when no ``inner`` selector is given.
     ``semantic_duplicate``: when set, candidates from different documents whose embedding cosine
     (``embedder``, the index's) reaches it are near duplicates too; off (``None``) by default.
+    ``restatement``: ``False`` switches the restated-question signal off (its share is still
+    measured and recorded, but drops nothing), leaving the near-duplicate signals alone: the
+    ablation that shows what the defence does against attacks that never restate the question.
 
     Example:
         >>> PoisonJudge(k=3).to_dict()["type"]
@@ -171,6 +174,7 @@ class PoisonJudge:
         inner: Any = None,
         semantic_duplicate: float | None = None,
         embedder: Any = None,
+        restatement: bool = True,
     ) -> None:
         self.k = k
         self.restate_share = restate_share
@@ -181,6 +185,7 @@ class PoisonJudge:
         self.inner = inner
         self.semantic_duplicate = semantic_duplicate
         self.embedder = embedder
+        self.restatement = restatement
 
     def _check(self) -> None:
         if not 0.0 < self.restate_share <= 1.0 or not 0.0 < self.duplicate_jaccard <= 1.0:
@@ -194,6 +199,9 @@ class PoisonJudge:
                                   "or leave semantic_duplicate unset")
         if self.min_cluster < 2 or self.k < 1 or self.min_restate_tokens < 1:
             raise ConfigError("PoisonJudge needs min_cluster >= 2, k >= 1 and min_restate_tokens >= 1; fix the config")
+        if not isinstance(self.restatement, bool):
+            raise ConfigError(f"PoisonJudge restatement must be true or false, got {self.restatement!r}; "
+                              "fix the config")
         if self.duplicates not in DUPLICATE_ACTIONS:
             choices = ", ".join(DUPLICATE_ACTIONS)
             raise ConfigError(f"PoisonJudge duplicates={self.duplicates!r} is not one of {choices}; fix the config")
@@ -259,7 +267,7 @@ class PoisonJudge:
             cluster = size[root]
             reasons = []
             dropped = False
-            if restate[i] >= self.restate_share:
+            if self.restatement and restate[i] >= self.restate_share:
                 reasons.append(f"restates {restate[i]:.0%} of the question verbatim")
                 dropped = True
             if cluster >= self.min_cluster:
@@ -324,6 +332,7 @@ class PoisonJudge:
             "min_cluster": self.min_cluster,
             "duplicates": self.duplicates,
             "semantic_duplicate": self.semantic_duplicate,
+            "restatement": self.restatement,
             "inner": self.inner.to_dict() if self.inner is not None else None,
         }
 
@@ -344,7 +353,7 @@ class PoisonJudge:
 
 
 # PoisonJudge options a config may set under ``stages.poison`` (the rest are ``sieve.poison_*``)
-POISON_STAGE_OPTIONS = ("min_restate_tokens", "min_cluster", "semantic_duplicate")
+POISON_STAGE_OPTIONS = ("min_restate_tokens", "min_cluster", "semantic_duplicate", "restatement")
 
 
 class PoisonStage:
@@ -354,7 +363,8 @@ class PoisonStage:
 
     ``sieve.poison_*`` set the check's main thresholds; ``stages.poison`` takes the judge's other
     options (:data:`POISON_STAGE_OPTIONS`), e.g. ``{"semantic_duplicate": 0.9}`` to cluster
-    near-paraphrases by embedding (an attacker who does not restate the question).
+    near-paraphrases by embedding (an attacker who does not restate the question), or
+    ``{"restatement": false}`` to switch the restated-question signal off.
 
     Reads the candidates; writes one ``poison`` decision per candidate and a ``poison`` record,
     or an ``abstain`` record and the abstention."""
