@@ -346,6 +346,9 @@ included).
         [f"first streamed token <= {GOALS['first_token_after_checks_s']} s after the checks finish",
          f"{first_med:.2f} s (median)", verdict(first_med <= GOALS["first_token_after_checks_s"])],
     ])}
+
+What was tried for the goals not met, with side-by-side before/after figures: the hand-written
+section "Speed: what was tried" below.
 """
 
 
@@ -414,6 +417,7 @@ def eval_cache_section(path: Path, set_name: str, n_questions: int) -> str:
          round(statistics.median(per_question(sieve, "generate"))
                / max(statistics.median(per_question(plain, "generate")), 1e-9), 2)],
     ]
+    partial = f" ({n_questions} asked for: the run had answered only these so far)" if len(ids) < n_questions else ""
     regenerated = sum(1 for r in sieve if int(r.get("llm_calls", 1)) > 1)
     models = sorted({str(r.get("model", "")) for r in sieve} - {""})
     try:
@@ -426,9 +430,11 @@ built once per process){", model " + ", ".join(models) if models else ""}. **Tha
 machine with other processes** (other engineers' tests and a second measurement run), so every second is
 inflated by the load and varies with it: the ratios between the sieve and plain RAG, measured on the same
 questions in the same run (each question answered by both in turn), are the finding, not the seconds.
+The cache does not record the code's version: these are the costs of the code that wrote it, before
+any later change to the checks.
 
 Questions: the first {len(ids)} of the cache (in the order answered) that both the sieve and plain RAG
-answered without error.
+answered without error{partial}.
 
 ### Per-question cost of each stage (ms, median / mean over questions)
 
@@ -562,7 +568,8 @@ threads: {args.threads or "all cores"}.
     ])}
 
 Warm per-stage costs and the time to the first streamed token are the `speed-warm` section
-(`python benchmarks/speed.py --warm`).
+(`python benchmarks/speed.py --warm`). What was tried for the goals not met, with side-by-side
+before/after figures: the hand-written section "Speed: what was tried" below.
 """
     if args.no_write:
         print(body)
