@@ -64,3 +64,11 @@ def test_only_hits_whose_text_is_the_indexed_chunk_take_its_stored_vector(index)
 def test_no_memo_without_an_index():
     assert SharedEmbedder(Ref(None))() is None
     SharedEmbedder(Ref(None)).remember_hits([])  # nothing to remember into: no error
+
+
+def test_stored_vectors_that_are_not_unit_vectors_are_not_taken(index, monkeypatch):
+    index.embedder = HashEmbedder()
+    monkeypatch.setattr(index, "normalized", False)
+    shared = SharedEmbedder(Ref(index))
+    shared.remember_hits([SearchHit(index.chunks[0], 1.0, 1, {})])
+    assert len(shared()) == 0

@@ -113,6 +113,10 @@ class SharedEmbedder:
         memo = self()
         if memo is None or rows_of is None or vectors is None or chunks is None:
             return
+        # stored rows stand in for the embedder's own output only when both are unit vectors (an
+        # index built with normalize=False may be opened by a normalising embedder, and back)
+        if not getattr(stored, "normalized", False) or not getattr(memo.inner, "normalize", True):
+            return
         texts: list[str] = []
         rows: list[int] = []
         for hit in hits:
