@@ -59,7 +59,7 @@ app = typer.Typer(
 
 def choices(name: str, options: Any) -> Any:
     """A ``str`` enum of a config ``Literal``'s values: typer lists them in ``--help`` and
-    refuses any other value, and the set is declared once, in :mod:`ragsieve.config`."""
+    refuses any other value, and the set is declared once, in :mod:`ragsieve.options`."""
     return Enum(name, {value: value for value in get_args(options)}, type=str)
 
 
