@@ -98,3 +98,13 @@ def test_help_builds_no_config_model():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "['ragsieve.options']"
+
+
+def test_ask_without_a_calibrated_threshold_loads_no_scipy_stats(default_index, chat_server, tmp_path):  # noqa: F811
+    url, _ = chat_server
+    result, modules = run_cli(
+        tmp_path, "ask", "What is the Moon?", "--index", str(default_index), "--pipeline", "sieve",
+        "--llm-url", url, "--model", "fake", "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ragsieve.calibrate" not in modules and "scipy.stats" not in modules

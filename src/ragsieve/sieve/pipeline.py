@@ -809,10 +809,11 @@ def apply_calibrated_abstention(state: PipelineState, trace: Trace, threshold: f
     last word on what is answered, so the effective floor is the higher of the two. An answer a
     check already abstained on stays as it is. ``None``: no threshold, nothing changes.
     """
-    from ragsieve.calibrate import abstains
-
     if threshold is None or state.abstained:
         return
+    # imported only with a threshold to apply: ragsieve.calibrate loads scipy.stats (seconds, cold)
+    from ragsieve.calibrate import abstains
+
     reason = abstains(state.confidence, threshold)
     if reason is None:
         return
