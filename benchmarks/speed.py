@@ -22,6 +22,13 @@ stage for the sieve and for plain RAG (generation timed at the LLM, so "checks" 
 else), and for the sieve's :meth:`Pipeline.stream` the time from the end of the checks to the
 first streamed token against the time to the full verified answer. It writes the ``speed-warm``
 section.
+
+``--eval-cache PATH --set-name NAME`` reads instead a cache of ``ragsieve.eval.harness`` (the JSONL
+``ragsieve eval`` and ``benchmarks/calibration.py`` write: one record per question and configuration
+with ``stage_ms`` and ``seconds``) and writes, as the ``speed-eval-NAME`` section, the per-stage
+median and mean milliseconds of the sieve and of plain RAG over the first ``--eval-questions``
+questions both have a record for, the checks (everything but generation) per question and the
+sieve/plain ratio. No model runs; the timings are those the cached run measured.
 """
 
 from __future__ import annotations
@@ -339,6 +346,108 @@ included).
         [f"first streamed token <= {GOALS['first_token_after_checks_s']} s after the checks finish",
          f"{first_med:.2f} s (median)", verdict(first_med <= GOALS["first_token_after_checks_s"])],
     ])}
+
+What was tried for the goals not met, with side-by-side before/after figures: the hand-written
+section "Speed: what was tried" below.
+"""
+
+
+def eval_cache_records(path: Path, configs: tuple[str, ...] = ("sieve", "plain")) -> tuple[list[str], dict[str, Any]]:
+    """Question ids (in the cache's order) that every one of ``configs`` answered without error, and
+    each config's record per id. A torn last line (a run still writing) is skipped; when a name was
+    run with several configurations (config hashes), the one with the most records is used."""
+    from ragsieve.eval.harness import EvalCache
+
+    cache = EvalCache(path).load()
+    by_hash: dict[str, dict[str, dict[str, Any]]] = {}
+    order: list[str] = []
+    for rec in cache.records.values():
+        if rec.get("config") not in configs or rec.get("error") or "stage_ms" not in rec:
+            continue
+        by_hash.setdefault(f"{rec['config']}\n{rec.get('config_hash')}", {})[rec["item_id"]] = rec
+        if rec["item_id"] not in order:
+            order.append(rec["item_id"])
+    chosen: dict[str, dict[str, dict[str, Any]]] = {}
+    for key, recs in sorted(by_hash.items(), key=lambda kv: -len(kv[1])):
+        chosen.setdefault(key.split("\n", 1)[0], recs)
+    ids = [i for i in order if all(i in chosen.get(c, {}) for c in configs)]
+    return ids, chosen
+
+
+def eval_cache_section(path: Path, set_name: str, n_questions: int) -> str:
+    """Per-stage warm cost of the sieve and plain RAG from an eval-harness cache (see the module doc)."""
+    from ragsieve.config import SIEVE_STAGES
+
+    ids, records = eval_cache_records(path)
+    if not ids:
+        raise SystemExit(f"{path} has no question answered by both the sieve and plain RAG without error")
+    ids = ids[:n_questions]
+    sieve = [records["sieve"][i] for i in ids]
+    plain = [records["plain"][i] for i in ids]
+    # top-level stages only: sub-timings (the select stage's "coe") are inside their stage's time
+    stages = [s for s in SIEVE_STAGES if any(s in r["stage_ms"] for r in sieve + plain)]
+
+    def per_question(recs: list[dict[str, Any]], stage: str) -> list[float]:
+        return [float(r["stage_ms"].get(stage, 0.0)) for r in recs]
+
+    def checks(rec: dict[str, Any]) -> float:
+        return sum(float(v) for k, v in rec["stage_ms"].items() if k in SIEVE_STAGES and k != "generate")
+
+    def cell(values: list[float]) -> str:
+        return f"{statistics.median(values):.0f} / {statistics.mean(values):.0f}"
+
+    rows: list[list[object]] = []
+    for stage in stages:
+        in_plain = any(stage in r["stage_ms"] for r in plain)
+        rows.append([stage, cell(per_question(sieve, stage)), cell(per_question(plain, stage)) if in_plain else "–"])
+    sieve_checks = [checks(r) for r in sieve]
+    plain_checks = [checks(r) for r in plain]
+    sieve_total = [1000 * float(r["seconds"]) for r in sieve]
+    plain_total = [1000 * float(r["seconds"]) for r in plain]
+    rows += [["checks (all but generate)", cell(sieve_checks), cell(plain_checks)],
+             ["total per question (`seconds`)", cell(sieve_total), cell(plain_total)]]
+    per_q_ratio = [s / p for s, p in zip(sieve_total, plain_total, strict=True) if p > 0]
+    ratio_rows: list[list[object]] = [
+        ["total, ratio of medians", round(statistics.median(sieve_total) / statistics.median(plain_total), 2)],
+        ["total, ratio of means", round(statistics.mean(sieve_total) / statistics.mean(plain_total), 2)],
+        ["total, median of per-question ratios", round(statistics.median(per_q_ratio), 2)],
+        ["sieve checks / sieve total (medians)",
+         round(statistics.median(sieve_checks) / statistics.median(sieve_total), 2)],
+        ["sieve generate / plain generate (medians)",
+         round(statistics.median(per_question(sieve, "generate"))
+               / max(statistics.median(per_question(plain, "generate")), 1e-9), 2)],
+    ]
+    partial = f" ({n_questions} asked for: the run had answered only these so far)" if len(ids) < n_questions else ""
+    regenerated = sum(1 for r in sieve if int(r.get("llm_calls", 1)) > 1)
+    models = sorted({str(r.get("model", "")) for r in sieve} - {""})
+    try:
+        shown = path.resolve().relative_to(ROOT)
+    except ValueError:
+        shown = path
+    return f"""Source: the eval-harness cache `{shown}` ({set_name}), read by this script; no model ran here.
+The timings are those the cached run measured (`stage_ms` and `seconds` of each record, warm pipelines
+built once per process){", model " + ", ".join(models) if models else ""}. **That run shared the 2-core
+machine with other processes** (other engineers' tests and a second measurement run), so every second is
+inflated by the load and varies with it: the ratios between the sieve and plain RAG, measured on the same
+questions in the same run (each question answered by both in turn), are the finding, not the seconds.
+The cache does not record the code's version: these are the costs of the code that wrote it, before
+any later change to the checks.
+
+Questions: the first {len(ids)} of the cache (in the order answered) that both the sieve and plain RAG
+answered without error{partial}.
+
+### Per-question cost of each stage (ms, median / mean over questions)
+
+A stage a question skipped counts 0 ms. "checks" is every stage but `generate`; the `verify` stage
+holds its one regeneration when it asked for one ({regenerated} of {len(ids)} sieve questions made
+more than one LLM call), so the sieve's checks are an upper bound on the checks proper.
+"total" is the record's `seconds` (the whole `ask`, model loading excluded).
+
+{markdown_table(["stage", "sieve", "plain RAG"], rows)}
+
+### Sieve against plain RAG, same questions
+
+{markdown_table(["", "sieve / plain"], ratio_rows)}
 """
 
 
@@ -350,7 +459,20 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=DEMO_CORPUS, help="Folder ingested for the throughput rows.")
     ap.add_argument("--threads", type=int, default=None, help="Embedder threads (default: every core).")
     ap.add_argument("--no-write", action="store_true", help="Print the section instead of writing it.")
+    ap.add_argument("--eval-cache", type=Path, default=None,
+                    help="Read per-stage timings from this eval-harness cache (JSONL) instead of running anything.")
+    ap.add_argument("--set-name", default="hotpotqa", help="Name of the question set in --eval-cache (section name).")
+    ap.add_argument("--eval-questions", type=int, default=100, help="Questions read from --eval-cache.")
     args = ap.parse_args()
+
+    if args.eval_cache is not None:
+        body = eval_cache_section(args.eval_cache, args.set_name, args.eval_questions)
+        if args.no_write:
+            print(body)
+        else:
+            title = f"Warm stage costs on {args.set_name} questions (from an eval run)"
+            print(write_section("benchmarks.md", f"speed-eval-{args.set_name}", title, body))
+        return
 
     load_before = os.getloadavg()
     if args.warm:
@@ -446,7 +568,8 @@ threads: {args.threads or "all cores"}.
     ])}
 
 Warm per-stage costs and the time to the first streamed token are the `speed-warm` section
-(`python benchmarks/speed.py --warm`).
+(`python benchmarks/speed.py --warm`). What was tried for the goals not met, with side-by-side
+before/after figures: the hand-written section "Speed: what was tried" below.
 """
     if args.no_write:
         print(body)

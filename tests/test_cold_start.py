@@ -85,3 +85,26 @@ def test_help_imports_no_heavy_library(tmp_path):
     result, modules = run_cli(tmp_path, "--help")
     assert result.returncode == 0, result.stderr
     assert heavy(modules) == []
+
+
+def test_help_builds_no_config_model():
+    # the choices come from ragsieve.options; pydantic and the config models load when a command runs
+    code = (
+        "import sys\nfrom ragsieve.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('pydantic', 'ragsieve.config', 'ragsieve.options') if m in sys.modules))"
+    )
+    env = {**os.environ, "RAGSIEVE_INDEX": "", "COLUMNS": "100", "NO_COLOR": "1"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "['ragsieve.options']"
+
+
+def test_ask_without_a_calibrated_threshold_loads_no_scipy_stats(default_index, chat_server, tmp_path):  # noqa: F811
+    url, _ = chat_server
+    result, modules = run_cli(
+        tmp_path, "ask", "What is the Moon?", "--index", str(default_index), "--pipeline", "sieve",
+        "--llm-url", url, "--model", "fake", "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ragsieve.calibrate" not in modules and "scipy.stats" not in modules

@@ -22,20 +22,6 @@ import typer.main
 from rich.text import Text
 
 from ragsieve.citations import Citation, format_citation
-from ragsieve.config import (
-    SIEVE_STAGES,
-    ChunkUnit,
-    DenseKind,
-    FilterName,
-    FusionName,
-    PipelineConfig,
-    PipelineName,
-    RetrievalModeName,
-    SelectName,
-    StoreBackendName,
-    apply_overrides,
-    load_with_overrides,
-)
 from ragsieve.console import (
     INDEX_ENV,
     INDEX_HELP,
@@ -46,6 +32,17 @@ from ragsieve.console import (
     stage_progress,
 )
 from ragsieve.errors import InputError, RagsieveError
+from ragsieve.options import (
+    SIEVE_STAGES,
+    ChunkUnit,
+    DenseKind,
+    FilterName,
+    FusionName,
+    PipelineName,
+    RetrievalModeName,
+    SelectName,
+    StoreBackendName,
+)
 
 __all__ = [
     "INDEX_ENV", "app", "cli_command", "default_demo_index", "hit_block", "main", "render_answer", "resolve_index_dir",
@@ -62,11 +59,13 @@ app = typer.Typer(
 
 def choices(name: str, options: Any) -> Any:
     """A ``str`` enum of a config ``Literal``'s values: typer lists them in ``--help`` and
-    refuses any other value, and the set is declared once, in :mod:`ragsieve.config`."""
+    refuses any other value, and the set is declared once, in :mod:`ragsieve.options`."""
     return Enum(name, {value: value for value in get_args(options)}, type=str)
 
 
 if TYPE_CHECKING:  # the enums are built at run time; to a type checker each is an Enum
+    from ragsieve.config import PipelineConfig
+
     RetrievalMode = Enum
     Fusion = Enum
     PipelineChoice = Enum
@@ -204,8 +203,8 @@ def ingest(
     With --store milvus, --workers or --cluster the corpus is ingested in partitions kept in
     <index>/ingest-work, so an interrupted run resumes where it stopped.
     """
+    from ragsieve.config import load_with_overrides
     from ragsieve.index import BuildReport, Index
-
     cfg = load_with_overrides(
         config,
         {
@@ -253,6 +252,7 @@ def _ingest_partitioned(
     path: Path, index: Path, cfg: PipelineConfig, workers: int | None, cluster: str | None, per: int, as_json: bool
 ) -> None:
     from ragsieve.cluster import dask_client, threads_per_worker
+    from ragsieve.config import apply_overrides
     from ragsieve.store.ingest import ingest_partitioned
 
     if workers and cfg.embedder.threads is None:
@@ -302,6 +302,7 @@ def search(
     from ragsieve.types import Trace
 
     k = validate_k(k)
+    from ragsieve.config import apply_overrides, load_with_overrides
     cfg = load_with_overrides(
         config,
         {"retrieval.mode": mode.value, "retrieval.fusion": _value(fusion), "route": route}
@@ -630,6 +631,7 @@ def ask(
     }
     if llm_url:
         overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
+    from ragsieve.config import apply_overrides, load_with_overrides
     cfg = load_with_overrides(config, overrides)
     if not no_retrieval:
         cfg = apply_overrides(cfg, {"index_dir": str(resolve_index_dir(index, cfg.index_dir))})
@@ -674,6 +676,7 @@ def classify(
         raise InputError("--labels needs at least two distinct comma-separated labels, e.g. positive,negative")
     if not text.strip():
         raise InputError("the text to classify is empty")
+    from ragsieve.config import load_with_overrides
     cfg = load_with_overrides(config, {"llm.model": model, "llm.n_threads": threads})
     llm = load_llm(cfg.llm)
     llm.warm_up()
@@ -723,9 +726,9 @@ def info(
     as_json: bool = typer.Option(False, "--json", help="Print the index's statistics as JSON."),
 ) -> None:
     """Show what an index holds (and, with --verify, that every file is intact)."""
+    from ragsieve.config import load_with_overrides
     from ragsieve.index import Index
     from ragsieve.store.open import effective_store_config
-
     cfg = load_with_overrides(config, {**_store_options(store, store_uri), "store.collection": collection})
     folder = resolve_index_dir(index, cfg.index_dir)
     if effective_store_config(cfg, folder).backend == "milvus":
@@ -775,6 +778,7 @@ def demo(
     from ragsieve.sieve.pipeline import Pipeline
 
     index_dir = index or default_demo_index()
+    from ragsieve.config import PipelineConfig, apply_overrides
     cfg = apply_overrides(
         PipelineConfig(index_dir=str(index_dir)), {"llm.n_threads": threads, "pipeline": pipeline.value}
     )

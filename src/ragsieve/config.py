@@ -16,6 +16,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ragsieve.errors import ConfigError
 
+# The option sets and the stage names are declared once, in ragsieve.options (light, so the
+# command line lists its choices without pydantic); the config fields below are typed by them
+# and they stay importable from here.
+from ragsieve.options import SIEVE_STAGES as SIEVE_STAGES
+from ragsieve.options import ChunkUnit as ChunkUnit
+from ragsieve.options import ConflictPolicy as ConflictPolicy
+from ragsieve.options import DenseKind as DenseKind
+from ragsieve.options import FilterName as FilterName
+from ragsieve.options import FusionName as FusionName
+from ragsieve.options import PipelineName as PipelineName
+from ragsieve.options import RetrievalModeName as RetrievalModeName
+from ragsieve.options import SelectName as SelectName
+from ragsieve.options import StoreBackendName as StoreBackendName
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -29,26 +43,6 @@ else:  # pragma: no cover
 # cut the demo's graphene answer to "The answer is: Graphene."; so the default stays off until
 # a larger run decides. LLMConfig and the llama.cpp backend share it so both decode alike.
 DEFAULT_REPEAT_PENALTY = 1.0
-
-# The stage list every pipeline preset is drawn from, in execution order.
-SIEVE_STAGES: tuple[str, ...] = (
-    "route", "need", "retrieve", "judge", "poison", "filter", "conflict", "select", "generate", "verify"
-)
-
-
-# Option sets, each declared once: the config fields below, the command line's choices
-# (ragsieve.cli builds its enums from these with typing.get_args) and the docs read them here.
-PipelineName = Literal["plain", "direct", "task-adaptive", "sieve"]
-SelectName = Literal["top-k", "scope-coe"]
-RetrievalModeName = Literal["dense", "sparse", "hybrid"]
-FusionName = Literal["rrf", "weighted"]
-ChunkUnit = Literal["sentence", "window"]
-# What the sieve does when its kept passages answer the question differently
-# (ragsieve.conflict.ConflictDetector, the sieve's ``conflict`` stage).
-ConflictPolicy = Literal["both", "abstain", "trusted"]
-DenseKind = Literal["flat", "ivf", "hnsw"]
-StoreBackendName = Literal["folder", "milvus"]
-FilterName = Literal["none", "direct", "icl", "proxy", "ensemble"]  # stages.filtering.filter
 
 
 class _Section(BaseModel):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragsieve.config import EmbedderConfig
-from ragsieve.embed.base import Embedder, EmbeddingCache, content_key, l2_normalize
+from ragsieve.embed.base import Embedder, EmbeddingCache, MemoEmbedder, content_key, l2_normalize
 from ragsieve.embed.local import BUNDLED_MODEL_NAME, SentenceTransformerEmbedder, bundled_model_dir
 from ragsieve.embed.onnx import OnnxEmbedder
 from ragsieve.embed.openai_http import OpenAIEmbedder
@@ -52,6 +52,7 @@ __all__ = [
     "BUNDLED_MODEL_NAME",
     "Embedder",
     "EmbeddingCache",
+    "MemoEmbedder",
     "OnnxEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",

@@ -1,10 +1,12 @@
-"""The embedder interface and a content-hash cache shared by all backends."""
+"""The embedder interface, a content-hash cache shared by all backends, and an in-memory memo
+that embeds each text once per process."""
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -96,3 +98,77 @@ def l2_normalize(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (x / norms).astype(np.float32, copy=False)
+
+
+class MemoEmbedder:
+    """An embedder that embeds each text once: the vectors it computed, and vectors known from
+    elsewhere (the index's stored rows, handed in with :meth:`remember`), are kept in memory and
+    returned for the same text again. Bounded: beyond ``max_items`` texts the least recently used
+    is forgotten.
+
+    Why: one question's checks embed the same texts several times (the judge embeds each
+    candidate passage and its sentences, the ScopeCoE selector and the verifier embed those
+    sentences again, the poison check the passages), and the candidate passages are already
+    embedded in the index. The vectors are the inner embedder's own; a remembered one may differ
+    from a fresh call in the last float bits, as any two calls batching a text with different
+    neighbours already do.
+
+    Example:
+        >>> from ragsieve.embed import OnnxEmbedder
+        >>> memo = MemoEmbedder(OnnxEmbedder())   # doctest: +SKIP
+        >>> memo.embed(["a", "b"]); memo.embed(["b"])  # the second call embeds nothing  # doctest: +SKIP
+    """
+
+    def __init__(self, inner: Embedder, max_items: int = 4096) -> None:
+        self.inner = inner
+        self.max_items = max_items
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def warm_up(self) -> None:
+        self.inner.warm_up()
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.inner.to_dict()
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def _store(self, text: str, vector: np.ndarray) -> None:
+        self._vectors[text] = vector
+        self._vectors.move_to_end(text)
+        while len(self._vectors) > self.max_items:
+            self._vectors.popitem(last=False)
+
+    def remember(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Keep ``vectors[i]`` as the vector of ``texts[i]``, replacing one computed here (a stored
+        vector is the text's canonical one: the index searched with it)."""
+        rows = np.asarray(vectors, dtype=np.float32)
+        with self._lock:
+            for text, row in zip(texts, rows, strict=True):
+                self._store(text, np.array(row, dtype=np.float32))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            found = {t: self._vectors[t] for t in texts if t in self._vectors}
+            for t in found:
+                self._vectors.move_to_end(t)
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        if missing:
+            fresh = np.asarray(self.inner.embed(missing), dtype=np.float32)
+            with self._lock:
+                for t, row in zip(missing, fresh, strict=True):
+                    found[t] = row
+                    self._store(t, row)
+        return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)

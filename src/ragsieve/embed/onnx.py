@@ -121,6 +121,31 @@ def export_to_onnx(model_dir: Path, target: Path) -> None:
     logger.info("exported %s to %s", model_dir, target)
 
 
+# Texts shorter than this many characters are batched as if they had it: tiny texts gain nothing
+# from batches of their own.
+MIN_BATCH_CHARS = 64
+
+
+def length_batches(lengths: list[int], batch_size: int, spread: float = 1.15) -> list[np.ndarray]:
+    """Row indices in batches of at most ``batch_size``, shortest texts first, a batch's longest
+    text at most ``spread`` times its shortest (lengths below :data:`MIN_BATCH_CHARS` count as it).
+
+    Every text in a batch is padded to the batch's longest, so mixing one-line sentences with
+    256-token passages (the judge embeds both) multiplies the work; sorting alone does not prevent
+    it when the lengths are spread out (measured on the demo index under load: the ~50 sentences of
+    each of three questions' candidates embedded about 1.9x faster than sorted into batches of 64)."""
+    order = np.argsort(lengths, kind="stable")
+    batches: list[np.ndarray] = []
+    start = 0
+    for i in range(1, len(order) + 1):
+        if i == len(order) or i - start >= batch_size or (
+            max(lengths[order[i]], MIN_BATCH_CHARS) > spread * max(lengths[order[start]], MIN_BATCH_CHARS)
+        ):
+            batches.append(order[start:i])
+            start = i
+    return batches
+
+
 class OnnxEmbedder:
     """Sentence embeddings from a local sentence-transformers folder, run with ONNX Runtime.
 
@@ -266,10 +291,8 @@ class OnnxEmbedder:
         return self._infer(self._tokenize(texts))
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        # Batches of similar length waste little work on padding.
-        order = np.argsort([len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), self._dim), dtype=np.float32)
-        batches = [order[start : start + self.batch_size] for start in range(0, len(texts), self.batch_size)]
+        batches = length_batches([len(t) for t in texts], self.batch_size)
         if len(batches) == 1:
             out[batches[0]] = self._run([texts[i] for i in batches[0]])
         else:

@@ -116,9 +116,17 @@ class RelevanceScores:
     """The judge's scores for one request, each candidate scored once (kept in
     ``state.relevance``), and the thresholds: ``sieve.upper``/``sieve.lower`` or the judge's own."""
 
-    def __init__(self, judge: Callable[[], Judge], sieve: SieveConfig) -> None:
+    def __init__(
+        self,
+        judge: Callable[[], Judge],
+        sieve: SieveConfig,
+        remember: Callable[[Sequence[SearchHit]], None] | None = None,
+    ) -> None:
         self.judge = judge
         self.sieve = sieve
+        # called with the candidates about to be scored, before the judge embeds their text (the
+        # pipeline hands their stored index vectors to the embedder the judge shares)
+        self.remember = remember
 
     def thresholds(self) -> tuple[float, float]:
         judge = self.judge()
@@ -131,6 +139,8 @@ class RelevanceScores:
         todo = [h for h in hits if h.chunk.id not in state.relevance]
         if todo:
             judge = self.judge()
+            if self.remember is not None:
+                self.remember(todo)
             for h, s in zip(todo, judge.score(question, [h.chunk.text for h in todo]), strict=True):
                 state.relevance[h.chunk.id] = float(s)
         return [state.relevance[h.chunk.id] for h in hits]

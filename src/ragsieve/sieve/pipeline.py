@@ -33,6 +33,8 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from ragsieve.cancel import CancelToken, cancel_scope, current_token
 from ragsieve.config import PipelineConfig
 from ragsieve.errors import ConfigError, InputError
@@ -76,6 +78,59 @@ def embedder_of(index: Ref[Index | Store]) -> Callable[[], Any]:
     return embedder
 
 
+class SharedEmbedder:
+    """The open index's embedder behind one :class:`ragsieve.embed.MemoEmbedder` for all the
+    stages of a built preset, so a text one check embedded is not embedded again by the next
+    (the judge, ScopeCoE, the verifier and the poison check embed the same passages and
+    sentences), and the candidates' vectors come from the index's stored rows
+    (:meth:`remember_hits`) rather than a second pass of the model. Calling it gives the memo,
+    or ``None`` while no index (or no embedder) is open."""
+
+    def __init__(self, index: Ref[Index | Store], max_items: int = 4096) -> None:
+        self.index = index
+        self.max_items = max_items
+        self.memo: Any = None
+
+    def __call__(self) -> Any:
+        opened = self.index.value
+        inner = getattr(opened, "embedder", None) if opened is not None else None
+        if inner is None:
+            return None
+        if self.memo is None or self.memo.inner is not inner:
+            from ragsieve.embed.base import MemoEmbedder
+
+            self.memo = MemoEmbedder(inner, self.max_items)
+        return self.memo
+
+    def remember_hits(self, hits: Sequence[SearchHit]) -> None:
+        """Hand the memo the index's stored vectors of ``hits`` (those whose text is the indexed
+        chunk's: candidates from another retriever may reuse an id)."""
+        opened = self.index.value
+        stored = getattr(opened, "index", opened)  # a FolderStore keeps its Index there
+        rows_of = getattr(stored, "row", None)
+        vectors = getattr(stored, "embeddings", None)
+        chunks = getattr(stored, "chunks", None)
+        memo = self()
+        if memo is None or rows_of is None or vectors is None or chunks is None:
+            return
+        # stored rows stand in for the embedder's own output only when both are unit vectors (an
+        # index built with normalize=False may be opened by a normalising embedder, and back)
+        if not getattr(stored, "normalized", False) or not getattr(memo.inner, "normalize", True):
+            return
+        texts: list[str] = []
+        rows: list[int] = []
+        for hit in hits:
+            try:
+                row = rows_of(hit.chunk.id)
+            except KeyError:
+                continue
+            if chunks[row].text == hit.chunk.text:
+                texts.append(hit.chunk.text)
+                rows.append(row)
+        if rows and vectors.shape[1] == memo.dim:
+            memo.remember(texts, np.asarray(vectors[rows], dtype=np.float32))
+
+
 def task_parts_maker(
     config: PipelineConfig, index: Ref[Index | Store], llm: Ref[LLM]
 ) -> Callable[[], TaskAdaptiveParts]:
@@ -109,9 +164,9 @@ class _Shared:
         selector: Selector | None,
         claim_judge: Any,
     ) -> None:
-        embedder = embedder_of(index)
+        embedder = self.embedder = SharedEmbedder(index)
         self.judge: Ref[Judge] = Ref(judge, make=lambda: build_judge(config.sieve, embedder()))
-        self.relevance = RelevanceScores(self.judge, config.sieve)
+        self.relevance = RelevanceScores(self.judge, config.sieve, remember=embedder.remember_hits)
         self.search = CandidateSearch(index, config.retrieval, sieve=sieve, wide=config.select != "top-k" and not sieve)
         self.selectors = Selectors(config, lambda: llm.value, embedder, sieve=sieve, fixed=selector)
         self.generator = Generator(llm, config.generation, embedder)
@@ -288,8 +343,8 @@ class Pipeline:
             "need": lambda: NeedStage(sc, shared.search, shared.relevance),
             "retrieve": lambda: RetrieveStage(shared.search, sc.candidates if sieve else None),
             "judge": lambda: JudgeStage(shared.relevance, sc),
-            "poison": lambda: PoisonStage(sc, config.stages.get("poison", {}), embedder_of(self._index)),
-            "filter": lambda: FilterStage(config.stages.get("filtering", {}), self._llm, embedder_of(self._index)),
+            "poison": lambda: PoisonStage(sc, config.stages.get("poison", {}), shared.embedder),
+            "filter": lambda: FilterStage(config.stages.get("filtering", {}), self._llm, shared.embedder),
             "conflict": lambda: ConflictStage(
                 sc,
                 config.stages.get("conflict", {}),
@@ -754,10 +809,11 @@ def apply_calibrated_abstention(state: PipelineState, trace: Trace, threshold: f
     last word on what is answered, so the effective floor is the higher of the two. An answer a
     check already abstained on stays as it is. ``None``: no threshold, nothing changes.
     """
-    from ragsieve.calibrate import abstains
-
     if threshold is None or state.abstained:
         return
+    # imported only with a threshold to apply: ragsieve.calibrate loads scipy.stats (seconds, cold)
+    from ragsieve.calibrate import abstains
+
     reason = abstains(state.confidence, threshold)
     if reason is None:
         return
