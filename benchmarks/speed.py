@@ -374,14 +374,16 @@ def eval_cache_records(path: Path, configs: tuple[str, ...] = ("sieve", "plain")
     return ids, chosen
 
 
-def eval_cache_section(path: Path, set_name: str, n_questions: int) -> str:
+def eval_cache_section(path: Path, set_name: str, n_questions: int, skip: int = 0) -> str:
     """Per-stage warm cost of the sieve and plain RAG from an eval-harness cache (see the module doc)."""
     from ragsieve.config import SIEVE_STAGES
 
     ids, records = eval_cache_records(path)
     if not ids:
         raise SystemExit(f"{path} has no question answered by both the sieve and plain RAG without error")
-    ids = ids[:n_questions]
+    ids = ids[skip : skip + n_questions]
+    if not ids:
+        raise SystemExit(f"{path} has no question left after skipping the first {skip}")
     sieve = [records["sieve"][i] for i in ids]
     plain = [records["plain"][i] for i in ids]
     # top-level stages only: sub-timings (the select stage's "coe") are inside their stage's time
@@ -418,6 +420,10 @@ def eval_cache_section(path: Path, set_name: str, n_questions: int) -> str:
                / max(statistics.median(per_question(plain, "generate")), 1e-9), 2)],
     ]
     partial = f" ({n_questions} asked for: the run had answered only these so far)" if len(ids) < n_questions else ""
+    which = "the first" if not skip else (
+        f"after the first {skip} (skipped: the run resumed on changed code, so those were answered by the code "
+        "before the change),"
+    )
     regenerated = sum(1 for r in sieve if int(r.get("llm_calls", 1)) > 1)
     models = sorted({str(r.get("model", "")) for r in sieve} - {""})
     try:
@@ -430,10 +436,10 @@ built once per process){", model " + ", ".join(models) if models else ""}. **Tha
 machine with other processes** (other engineers' tests and a second measurement run), so every second is
 inflated by the load and varies with it: the ratios between the sieve and plain RAG, measured on the same
 questions in the same run (each question answered by both in turn), are the finding, not the seconds.
-The cache does not record the code's version: these are the costs of the code that wrote it, before
-any later change to the checks.
+The cache does not record the code's version: these are the costs of the code that wrote the records
+read here (see the skip below).
 
-Questions: the first {len(ids)} of the cache (in the order answered) that both the sieve and plain RAG
+Questions: {which} {len(ids)} of the cache (in the order answered) that both the sieve and plain RAG
 answered without error{partial}.
 
 ### Per-question cost of each stage (ms, median / mean over questions)
@@ -463,10 +469,12 @@ def main() -> None:
                     help="Read per-stage timings from this eval-harness cache (JSONL) instead of running anything.")
     ap.add_argument("--set-name", default="hotpotqa", help="Name of the question set in --eval-cache (section name).")
     ap.add_argument("--eval-questions", type=int, default=100, help="Questions read from --eval-cache.")
+    ap.add_argument("--eval-skip", type=int, default=0,
+                    help="Skip the first K questions of --eval-cache (answered before a code change).")
     args = ap.parse_args()
 
     if args.eval_cache is not None:
-        body = eval_cache_section(args.eval_cache, args.set_name, args.eval_questions)
+        body = eval_cache_section(args.eval_cache, args.set_name, args.eval_questions, args.eval_skip)
         if args.no_write:
             print(body)
         else:
