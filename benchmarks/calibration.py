@@ -255,6 +255,21 @@ def main() -> None:
             sim.infeasible,
         ])  # fmt: skip
     abst = abstention_rates(items, records["sieve"], test)
+    everyone = list(range(len(items)))
+    overall_rows = []
+    for name in ("sieve", "plain", "no-retrieval"):
+        if name not in records:
+            continue
+        _, right_answer = calibration_labels(items, records[name])
+        answerable = [i for i in everyone if items[i].answerable]
+        k = int(right_answer[answerable].sum())
+        rates = abstention_rates(items, records[name], everyone)
+        overall_rows.append([
+            name,
+            rate_cell(k, len(answerable), wilson_interval(k, len(answerable))) if answerable else "-",
+            rate_cell(*rates["unanswerable"]),
+            rate_cell(*rates["answerable"]),
+        ])  # fmt: skip
 
     label = MODELS[args.model]["label"]
 
@@ -290,6 +305,12 @@ def main() -> None:
         f"coverage {diff['coverage']:.1%}: selective accuracy {diff['a']:.3f} vs {diff['b']:.3f}, difference "
         f"{diff['difference']:+.3f}, paired 95% bootstrap interval [{diff['interval'][0]:+.3f}, "
         f"{diff['interval'][1]:+.3f}].",
+        "",
+        "All questions (no fitting involved, so both parts): accuracy on the answerable questions (a gold "
+        "answer in an answer that is no abstention) and abstention, Wilson 95% intervals:",
+        "",
+        markdown_table(["system", "accuracy (answerable)", "abstained (unanswerable)", "abstained (answerable)"],
+                       overall_rows),
         "",
         "Abstention of the sieve on the test part: unanswerable "
         + rate_cell(*abst["unanswerable"])
