@@ -438,6 +438,7 @@ def report(n: int, write: bool) -> None:
                 writer, pipe, pct(k, len(res)), ratio, pct(sum(e["abstained"] for e in res), len(res)),
                 pct(sum(e["conflict"] for e in res), len(res)) if pipe != "plain RAG" else "n/a",
                 pct(sum(e["correct"] for e in res), len(res)),
+                pct(sum(e["success"] and not e["correct"] for e in res), len(res)),
                 pct(sum(e["attack_evidence"] == e["evidence"] > 0 for e in res), len(res)),
             ])
             if pipe != "plain RAG" and res:
@@ -503,9 +504,11 @@ def report(n: int, write: bool) -> None:
         f"accuracy difference: paired bootstrap over targets (2,000 resamples). {per_target} s of answering "
         f"per target (all pairs).{writer_note}\n\n"
         "Attack success per writer and defence (ratio: to plain RAG's rate on the same targets; evidence "
-        "all attack: every passage the answer was generated from is an attack passage):\n\n"
+        "all attack: every passage the answer was generated from is an attack passage; attacker's answer "
+        "alone: the answer gives the target answer and no gold answer, so a reader is not told of the other "
+        "side):\n\n"
         + markdown_table(["writer", "pipeline", "attack success", "ratio", "abstained", "conflict flagged",
-                          "gold answer given", "evidence all attack"], attack_rows)
+                          "gold answer given", "attacker's answer alone", "evidence all attack"], attack_rows)
         + "\n\nClean accuracy (same questions, clean corpus; difference to plain RAG in points):\n\n"
         + markdown_table(["pipeline", "clean accuracy", "minus plain RAG", "abstained", "conflict flagged"],
                          clean_rows)
