@@ -74,7 +74,7 @@ def prepare_squad2(out: Path, cfg: Any, n: int, seed: int) -> tuple[Path, Path, 
     data = out / "questions.jsonl"
     atomic_write_jsonl(data, rows)
     index_dir = out / "index"
-    if not (index_dir / "manifest.json").exists():
+    if not Index.exists(index_dir):
         chunks = [
             Chunk(id=p["id"], text=f"{p['title']}: {p['text']}", doc_id=p["id"], source=p.get("url") or "squad2",
                   title=p["title"])

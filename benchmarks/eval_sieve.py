@@ -54,7 +54,7 @@ def prepare_demo(out: Path, cfg: Any) -> tuple[Path, Path, str]:
     from ragsieve.index import Index
 
     index_dir = out / "index"
-    if not (index_dir / "manifest.json").exists():
+    if not Index.exists(index_dir):
         Index.build(demo_corpus_dir(), index_dir, config=cfg)
     data = Path(str(_resource_path("questions.jsonl")))
     return data, index_dir, "`src/ragsieve/demo/questions.jsonl` (all rows, answerable and unanswerable)"
@@ -88,7 +88,7 @@ def prepare_hotpotqa(out: Path, cfg: Any, n: int, seed: int) -> tuple[Path, Path
         qa.append({"id": r["id"], "question": r["question"], "answers": r["answers"], "evidence_ids": gold,
                    "type": r["type"]})
     index_dir = out / "index"
-    if not (index_dir / "manifest.json").exists():
+    if not Index.exists(index_dir):
         Index.from_chunks(chunks, index_dir, config=cfg)
     data = _write_jsonl(out / "questions.jsonl", qa)
     desc = (
@@ -108,7 +108,7 @@ def prepare_popqa(out: Path, cfg: Any, n: int, seed: int) -> tuple[Path, Path, s
     sample = split_items(items, max(n, 200), seed=seed)[0][:n]
     chunks = [c for it in sample for c in it.chunks]
     index_dir = out / "index"
-    if not (index_dir / "manifest.json").exists():
+    if not Index.exists(index_dir):
         Index.from_chunks(chunks, index_dir, config=cfg)
     qa = [{"id": it.id, "question": it.question, "answers": it.answers} for it in sample]
     data = _write_jsonl(out / "questions.jsonl", qa)

@@ -89,9 +89,10 @@ def free_port() -> int:
 
 
 def ensure_index(index: Path) -> None:
-    if (index / "manifest.json").is_file():
-        return
     from ragsieve.index import Index
+
+    if Index.exists(index):
+        return
 
     print(f"building the demo index at {index}", file=sys.stderr)
     Index.build(demo_corpus_dir(), index, config=PipelineConfig(index_dir=str(index)))
