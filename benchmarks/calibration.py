@@ -141,6 +141,30 @@ def rate_cell(k: int, n: int, iv: tuple[float, float]) -> str:
     return "-" if not n else f"{k / n:.1%} [{iv[0]:.1%}, {iv[1]:.1%}] ({k}/{n})"
 
 
+def overall_table(items: list[Any], records: dict[str, list[dict[str, Any]]]) -> str:
+    """Accuracy on the answerable questions and abstention of every system on all ``items``."""
+    from ragsieve.eval.calibrate_cli import calibration_labels
+    from ragsieve.eval.selective import wilson_interval
+
+    everyone = list(range(len(items)))
+    answerable = [i for i in everyone if items[i].answerable]
+    rows = []
+    for name in ("sieve", "plain", "no-retrieval"):
+        if name not in records:
+            continue
+        _, right_answer = calibration_labels(items, records[name])
+        k = int(right_answer[answerable].sum())
+        rates = abstention_rates(items, records[name], everyone)
+        rows.append([
+            name,
+            rate_cell(k, len(answerable), wilson_interval(k, len(answerable))) if answerable else "-",
+            rate_cell(*rates["unanswerable"]),
+            rate_cell(*rates["answerable"]),
+        ])  # fmt: skip
+    return markdown_table(["system", "accuracy (answerable)", "abstained (unanswerable)", "abstained (answerable)"],
+                          rows)
+
+
 def threshold_cell(res: Any) -> str:
     if res.feasible:
         return f"{res.threshold:.4g}"
@@ -163,6 +187,11 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true", help="score what the cache holds; answer nothing new")
     ap.add_argument("--limit", type=int, default=None, help="answer only the first N sampled questions")
     ap.add_argument("--min-questions", type=int, default=20, help="fewest fully answered questions to report on")
+    ap.add_argument(
+        "--answers-only",
+        action="store_true",
+        help="report accuracy and abstention of what the cache holds (no baseline signals, no calibration)",
+    )
     ap.add_argument(
         "--score-only",
         action="store_true",
@@ -204,7 +233,7 @@ def main() -> None:
     specs = default_specs(cfg)
     cache = EvalCache(out / f"{args.model}.jsonl").load()
     start = time.perf_counter()
-    if not (args.report_only or args.score_only):
+    if not (args.report_only or args.score_only or args.answers_only):
         run_eval(items, specs, cache, None)
     done, records = cached_records(items, specs, cache, None)
     if args.score_only:
@@ -217,6 +246,27 @@ def main() -> None:
     if len(done) < args.min_questions:
         raise SystemExit(f"only {len(done)} questions have every configuration's answer in {cache.path}")
     n_sampled, items = len(items), done
+    label = MODELS[args.model]["label"]
+    section = f"calibration-{args.set}" + ("" if args.model == "smollm2" else f"-{args.model}")
+    title = f"Calibrated abstention vs fair baselines: {args.set}" + (
+        "" if args.model == "smollm2" else f" ({args.model})"
+    )
+    if args.answers_only:
+        n_un = sum(not i.answerable for i in items)
+        text = (
+            f"Data: {desc}. **Answers only, partial run**: the answering run was stopped (time box) when "
+            f"{len(items)} of the {n_sampled} sampled questions had every system's answer, in file order "
+            f"({n_un} of them unanswerable); model: {label}. The fair baselines, the calibration and the "
+            "split simulation need every answer's baseline signals (one more pass of the model per answer) "
+            "and were not computed for this run; this section is what needs no fitting: accuracy on the "
+            "answerable questions (a gold answer in an answer that is no abstention) and abstention on all "
+            "questions, Wilson 95% intervals. Nothing was tuned on this set.\n\n"
+            + overall_table(items, records)
+            + f"\n\nAnswers cached in `runs/calibration/{args.set}/{args.model}.jsonl`."
+        )
+        write_section("results/calibration.md", section, title, text)
+        print(text)
+        return
 
     cal_idx, test_idx = split_indices(len(items), 0.5, args.seed)
     cal, test = cal_idx.tolist(), test_idx.tolist()
@@ -255,23 +305,7 @@ def main() -> None:
             sim.infeasible,
         ])  # fmt: skip
     abst = abstention_rates(items, records["sieve"], test)
-    everyone = list(range(len(items)))
-    overall_rows = []
-    for name in ("sieve", "plain", "no-retrieval"):
-        if name not in records:
-            continue
-        _, right_answer = calibration_labels(items, records[name])
-        answerable = [i for i in everyone if items[i].answerable]
-        k = int(right_answer[answerable].sum())
-        rates = abstention_rates(items, records[name], everyone)
-        overall_rows.append([
-            name,
-            rate_cell(k, len(answerable), wilson_interval(k, len(answerable))) if answerable else "-",
-            rate_cell(*rates["unanswerable"]),
-            rate_cell(*rates["answerable"]),
-        ])  # fmt: skip
 
-    label = MODELS[args.model]["label"]
 
     def share_cell(x: dict[str, Any]) -> str:
         if x["share"] is None:
@@ -309,8 +343,7 @@ def main() -> None:
         "All questions (no fitting involved, so both parts): accuracy on the answerable questions (a gold "
         "answer in an answer that is no abstention) and abstention, Wilson 95% intervals:",
         "",
-        markdown_table(["system", "accuracy (answerable)", "abstained (unanswerable)", "abstained (answerable)"],
-                       overall_rows),
+        overall_table(items, records),
         "",
         "Abstention of the sieve on the test part: unanswerable "
         + rate_cell(*abst["unanswerable"])
@@ -369,10 +402,6 @@ def main() -> None:
         f"`runs/calibration/{args.set}/{args.model}.jsonl`).",
     ]
     text = "\n".join(body)
-    section = f"calibration-{args.set}" + ("" if args.model == "smollm2" else f"-{args.model}")
-    title = f"Calibrated abstention vs fair baselines: {args.set}" + (
-        "" if args.model == "smollm2" else f" ({args.model})"
-    )
     write_section("results/calibration.md", section, title, text)
     (out / f"{args.model}-calibration.json").write_text(json.dumps(report, indent=1, default=float), encoding="utf-8")
     print(text)
