@@ -179,9 +179,9 @@ def test_every_summary_figure_links_to_the_section_that_produced_it(mark: str) -
 def test_unmeasured_rows_say_so() -> None:
     _header, rows, _raw = _table_after(SUMMARY.read_text(encoding="utf-8"), TABLE_MARK)
     by_measure = {row[0].lower(): row for row in rows}
-    for measure in ("faithfulness under an independent judge", "conflict handling"):
-        row = next(r for m, r in by_measure.items() if m.startswith(measure))
-        assert NOT_MEASURED in " ".join(row), f"{measure!r} is not measured yet and must say so"
+    # the independent judge has not run on PopQA: its cell must say so rather than stay empty
+    row = next(r for m, r in by_measure.items() if m.startswith("faithfulness under an independent judge"))
+    assert NOT_MEASURED in " ".join(row), "faithfulness under an independent judge is not measured on every set"
     self_judged = [r for m, r in by_measure.items() if m.startswith("faithfulness") and "self-judged" in m]
     assert self_judged, "faithfulness graded by the sieve's own verifier must be labelled self-judged"
     selective = next(r for m, r in by_measure.items() if m.startswith("selective accuracy"))
