@@ -72,7 +72,9 @@ PIPELINES: dict[str, dict[str, Any]] = {
 }
 RESTATEMENT_OFF = "sieve, restatement off"
 TRUST = "sieve + learned trust"
-TRUST_CONFIG: dict[str, Any] = {"sieve": {"conflict": "trusted"}}
+# Learned weights act where the issue asks: retrieval reweights every candidate by its host's weight,
+# and the conflict stage resolves a disagreement by trust.
+TRUST_CONFIG: dict[str, Any] = {"sieve": {"conflict": "trusted"}, "retrieval": {"use_source_weights": "reweight"}}
 COMMON: dict[str, Any] = {"llm": {"n_threads": 1}, "generation": {"polar_answers": "label"}}
 FIT = {"k": 5, "candidates": 20, "epochs": 50, "learning_rate": 500.0, "init_weight": 0.5}
 
@@ -110,12 +112,14 @@ def n_fit(n: int) -> int:
 def settings_key(n: int) -> str:
     """Everything an answer depends on besides corpus, pipeline and target: the corpus is built
     from the first ``n`` targets, so ``n`` is part of it."""
-    payload = {"v": VERSION, "n": n, "common": COMMON, "pipelines": PIPELINES, "trust": TRUST_CONFIG, "fit": FIT,
-               "passages": N_PASSAGES}
+    payload = {"v": VERSION, "n": n, "common": COMMON, "pipelines": PIPELINES, "fit": FIT, "passages": N_PASSAGES}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def cache_key(corpus: str, pipeline: str, target_id: str, settings: str) -> str:
+    # the learned-trust pipeline's answers also depend on how the weights are used
+    if pipeline == TRUST:
+        pipeline += "#" + hashlib.sha256(json.dumps(TRUST_CONFIG, sort_keys=True).encode()).hexdigest()[:8]
     return f"{corpus}|{pipeline}|{target_id}|{settings}"
 
 
