@@ -318,6 +318,11 @@ def main() -> None:
     body = [
         f"Data: {desc}. n = {len(items)} questions with every system's answer ({n_un} unanswerable)"
         + (
+            f"; only the first {args.limit} sampled questions, in file order, were answered and scored (time box)"
+            if args.limit
+            else ""
+        )
+        + (
             f"; the answering run was stopped (time box) when {len(items)} of the {n_sampled} questions had every "
             "system's answer, in file order"
             if len(items) < n_sampled
