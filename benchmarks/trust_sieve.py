@@ -27,7 +27,7 @@ Learned trust: on each poisoned corpus, ``DataImportance`` (the ``ragsieve impor
 path) learns one weight per host from the first third of the targets: each such question's top
 retrieved chunks are items with utility +1 when the text holds a gold answer and not the target
 answer, -1 for the reverse, 0 otherwise. The weights go into a copy of the index
-(``source_weights.json``: the sieve reweights retrieval by them) and the sieve resolves conflicts
+(``source_weights.json``: the sieve reweights retrieval and its judge's relevance by them) and resolves conflicts
 by trust (``sieve.conflict = "trusted"``); the held-out two thirds are asked with it.
 
 Nothing is tuned on this set: every threshold is the sieve's default.
@@ -524,8 +524,9 @@ def report(n: int, write: bool) -> None:
         f"estimator; k = {FIT['k']}, {FIT['epochs']} epochs, learning rate {FIT['learning_rate']}) on the first "
         f"{n_fit(n)} targets of {n} (a third): each labelled question's top {FIT['candidates']} retrieved chunks, "
         "utility +1 when the text holds a gold answer and not the target answer, -1 for the reverse, 0 "
-        "otherwise; one weight per host. The weights go into the poisoned index's `source_weights.json` (the "
-        "sieve reweights retrieval by them) and the sieve resolves conflicts by trust "
+        "otherwise; one weight per host. The weights go into the poisoned index's `source_weights.json`: the "
+        "sieve reweights retrieval by them, its judge weighs each candidate's relevance by its host's weight "
+        "relative to the most trusted candidate host, and it resolves conflicts by trust "
         f"(`sieve.conflict = \"trusted\"`). Held-out targets: {len(held)} (of the {m} complete).{partial} Same "
         "corpora, model and rules as the section above; nothing tuned on the held-out targets.\n\n"
         + markdown_table(["writer", "pipeline", "attack success", "abstained", "conflict flagged",

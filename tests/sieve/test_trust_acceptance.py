@@ -332,8 +332,13 @@ def test_learned_source_weights_decide_under_trusted(mirrored):
     )
     assert not ans.abstained and "1931" in ans.text and "1947" not in ans.text
     assert [h.chunk.source for h in ans.evidence] == ["gold.example/kessel.txt"]
+    # the judge weighs relevance by the learned weights, so the distrusted copies are dropped
+    # there (saying so) and the conflict stage is left with the trusted source's answer
+    judged = {d["id"]: d for d in ans.trace.decisions if d["check"] == "judge"}
+    for mirror in ("mirror-one.example/kessel.txt:0", "mirror-two.example/kessel.txt:0"):
+        assert judged[mirror]["verdict"] == "dropped" and "source weight 0.20" in judged[mirror]["reason"]
     record = ans.trace.stage("conflict")[0]
-    assert record["decision"] == "trusted" and record["chosen"] == "1931"
+    assert record["decision"] in ("trusted", "consistent") and [g["answer"] for g in record["groups"]] == ["1931"]
 
 
 def test_trusted_without_decisive_weights_gives_both(mirrored):

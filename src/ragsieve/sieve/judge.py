@@ -177,6 +177,33 @@ def entity_rescues(
     return out
 
 
+def trust_weighted(candidates: Sequence[SearchHit], scores: Sequence[float], state: PipelineState) -> list[float]:
+    """The judge's scores scaled by each candidate's learned source weight, relative to the most
+    trusted source among the candidates (retrieval put it in ``hit.scores["source_weight"]`` when
+    the index has learned weights), and written back to ``state.relevance`` so every later stage
+    sees the same trust-weighted relevance. Unchanged when no candidate carries a weight.
+
+    Why here: reweighting retrieval scores only re-ranks the candidates, and the judge's own
+    relevance would pick a distrusted source's passage again; relative to the best source, so
+    weights learned on another scale, or a corpus of one source, change nothing."""
+    weights = [h.scores.get("source_weight") for h in candidates]
+    known = [float(w) for w in weights if w is not None]
+    if not known or max(known) <= 0:
+        return list(scores)
+    top = max(known)
+    # a later judging of the same passage in this request reads the weighted score back from
+    # state.relevance: weigh each passage once
+    weighted: set[str] = state.extra.setdefault("trust_weighted", set())
+    out: list[float] = []
+    for h, s, w in zip(candidates, scores, weights, strict=True):
+        if w is not None and h.chunk.id not in weighted:
+            s = float(s) * min(float(w), top) / top
+            weighted.add(h.chunk.id)
+        state.relevance[h.chunk.id] = float(s)
+        out.append(float(s))
+    return out
+
+
 class JudgeStage:
     """Relevant / ambiguous / irrelevant per candidate; irrelevant ones are dropped and when
     nothing survives the sieve abstains rather than answer from off-topic text.
@@ -184,6 +211,8 @@ class JudgeStage:
     Reads the candidates and ``state.relevance`` (scores the need probe already has); writes
     ``state.relevance`` and ``state.relevance_labels``, one ``judge`` decision per candidate and a
     ``judge`` record (thresholds, kept, dropped), or an ``abstain`` record and the abstention.
+    A candidate from a source with a learned weight (``ragsieve importance``) is judged on its
+    relevance times its weight relative to the most trusted candidate source (:func:`trust_weighted`).
     Set by ``sieve.judge``, ``sieve.judge_model``, ``sieve.upper``/``sieve.lower``,
     ``sieve.cover_entities`` and ``sieve.abstain_when_all_irrelevant``."""
 
@@ -203,7 +232,7 @@ class JudgeStage:
             return candidates
         judge = self.relevance.judge()
         upper, lower = self.relevance.thresholds()
-        scores = self.relevance.scores(question, candidates, state)
+        scores = trust_weighted(candidates, self.relevance.scores(question, candidates, state), state)
         kept: list[SearchHit] = []
         for h, s in zip(candidates, scores, strict=True):
             verdict: Verdict
@@ -213,6 +242,8 @@ class JudgeStage:
                 label, verdict, reason = "ambiguous", "flagged", f"ambiguous {s:.2f}"
             else:
                 label, verdict, reason = "irrelevant", "dropped", f"irrelevant {s:.2f}"
+            if "source_weight" in h.scores:
+                reason += f" (source weight {float(h.scores['source_weight']):.2f})"
             state.relevance_labels[h.chunk.id] = label
             trace.decide("judge", h.chunk.id, verdict, reason, s, judge=judge.name)
             if verdict != "dropped":
