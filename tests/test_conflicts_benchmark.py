@@ -3,25 +3,19 @@ which cache lines count, and what counts as a false conflict in the calibration 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tests.helpers import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_conflicts_under_test", ROOT / "benchmarks" / "conflicts.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / "conflicts.py", "_conflicts_under_test")
 
 
 def test_a_claim_is_named_by_its_own_value_after_normalisation(bench: ModuleType) -> None:

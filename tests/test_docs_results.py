@@ -9,15 +9,13 @@ from the linked sections, every page in the mkdocs nav, and ``write_section`` on
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
-import sys
 import unicodedata
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
+from tests.helpers import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -39,16 +37,7 @@ LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)")
 INTERVAL = re.compile(r"\[[-+]?\d+(?:\.\d+)?, [-+]?\d+(?:\.\d+)?\]")
 
 
-def _load_report() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_report_under_test", ROOT / "benchmarks" / "_report.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-report = _load_report()
+report = load_script(ROOT / "benchmarks" / "_report.py", "_report_under_test")
 
 
 # -- markdown helpers -------------------------------------------------------------------------
