@@ -338,7 +338,7 @@ def test_learned_source_weights_decide_under_trusted(mirrored):
     for mirror in ("mirror-one.example/kessel.txt:0", "mirror-two.example/kessel.txt:0"):
         assert judged[mirror]["verdict"] == "dropped" and "source weight 0.20" in judged[mirror]["reason"]
     record = ans.trace.stage("conflict")[0]
-    assert record["decision"] in ("trusted", "consistent") and [g["answer"] for g in record["groups"]] == ["1931"]
+    assert record["decision"] == "consistent" and [g["answer"] for g in record["groups"]] == ["1931"]
 
 
 def test_trusted_without_decisive_weights_gives_both(mirrored):
