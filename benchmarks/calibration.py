@@ -112,6 +112,8 @@ class CachedSignals:
         return self.scorer.index
 
     def signals(self, record: dict[str, Any]) -> dict[str, Any]:
+        if record.get("baseline_signals"):  # scored at answer time
+            return dict(record["baseline_signals"])
         key = record["key"]
         if key not in self.known:
             self.known[key] = self.scorer.signals(record)
@@ -193,6 +195,11 @@ def main() -> None:
         help="report accuracy and abstention of what the cache holds (no baseline signals, no calibration)",
     )
     ap.add_argument(
+        "--no-report",
+        action="store_true",
+        help="answer (each answer's baseline signals scored as it is made), then stop without a report",
+    )
+    ap.add_argument(
         "--score-only",
         action="store_true",
         help="compute the baseline signals of what the cache holds (for a report later), then stop",
@@ -234,8 +241,11 @@ def main() -> None:
     cache = EvalCache(out / f"{args.model}.jsonl").load()
     start = time.perf_counter()
     if not (args.report_only or args.score_only or args.answers_only):
-        run_eval(items, specs, cache, None)
+        run_eval(items, specs, cache, None, baseline_signals=True)
     done, records = cached_records(items, specs, cache, None)
+    if args.no_report:
+        print(f"{len(done)} of {len(items)} questions answered by every system, in {cache.path}")
+        return
     if args.score_only:
         scorer = CachedSignals(BaselineScorer(cfg), out / f"{args.model}-signals.jsonl")
         for recs in records.values():

@@ -162,3 +162,45 @@ def test_eval_json_and_terminal_output_have_the_fair_comparison(
     out = capsys.readouterr().out
     assert "Fair baselines" in out and "Faithfulness, independent judge" in out
     assert max(len(line) for line in out.splitlines()) <= 80
+
+
+class RefusingScorer:
+    """A scorer for records that already carry their signals: calling it is a test failure."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+
+    def signals(self, record: dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError(f"record {record.get('item_id')} was scored again")
+
+
+def test_signals_recorded_at_answer_time_equal_a_later_scoring_pass(index: Index, tmp_path: Path) -> None:
+    from ragsieve.eval.harness import EvalCache, EvalSpec, run_eval
+    from ragsieve.sieve.pipeline import Pipeline
+
+    cfg = PipelineConfig(pipeline="plain", index_dir="unused")
+    items = [QAItem(str(i), q, ["27.3 days"]) for i, q in
+             enumerate(["How often does the Moon orbit Earth?", "What does the Moon orbit?",
+                        "How long is a lunar orbit?", "What orbits Earth every 27.3 days?"])]  # fmt: skip
+    llm = LogprobLLM()
+    specs = [EvalSpec("plain", cfg), EvalSpec("no-retrieval", cfg, no_retrieval=True)]
+    cache = EvalCache(tmp_path / "c.jsonl")
+    records = run_eval(items, specs, cache, None, build=lambda s: Pipeline(s.config, index=index, llm=llm),
+                       baseline_signals=True)  # fmt: skip
+    later = BaselineScorer(cfg, index=index, llm=LogprobLLM())
+    for name in ("plain", "no-retrieval"):
+        for rec in records[name]:
+            assert rec["baseline_signals"] == later.signals(rec)
+            assert rec["baseline_signals"]["logprob"] == pytest.approx((-0.25 * 10 - 1.0) / 10)
+    # the closed-book answer was scored under the closed-book prompt: no evidence, same answer text
+    assert all(r["evidence_ids"] == [] for r in records["no-retrieval"])
+    # kept in the cache file, so a report read back later needs no model
+    reread = EvalCache(tmp_path / "c.jsonl").load()
+    assert all(reread.get(r["key"])["baseline_signals"] == r["baseline_signals"] for r in records["plain"])
+    # without the switch nothing is scored at answer time
+    plain_only = run_eval(items, specs[:1], EvalCache(tmp_path / "d.jsonl"), None,
+                          build=lambda s: Pipeline(s.config, index=index, llm=llm))  # fmt: skip
+    assert all("baseline_signals" not in r for r in plain_only["plain"])
+    # the fair report reads recorded signals and does not score those records again
+    report = fair_report(items, records, scorer=RefusingScorer(index), n_splits=5, n_boot=20)
+    assert "plain+logprob" in report["baselines"]

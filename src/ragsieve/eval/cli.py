@@ -157,6 +157,7 @@ def eval_command(
             progress=lambda done, total: progress(label, done, total),
             client=client,
             partition_size=partition_questions,
+            baseline_signals=fair,
         )
     elapsed = time.perf_counter() - start
     baseline = "plain" if "plain" in records else None

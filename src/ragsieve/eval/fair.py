@@ -124,8 +124,9 @@ def fair_report(
     }  # fmt: skip
 
     # ---------------------------------------------------------------- baselines
+    # signals recorded at answer time (``run_eval(..., baseline_signals=True)``) are used as they are
     signals: dict[str, list[dict[str, float | None]]] = {
-        name: [scorer.signals(r) for r in recs] for name, recs in records.items()
+        name: [r.get("baseline_signals") or scorer.signals(r) for r in recs] for name, recs in records.items()
     }
     rows: dict[str, list[dict[str, Any]]] = {}
     for name in BASELINE_SYSTEMS:

@@ -306,9 +306,12 @@ def _warmed(pipe: Any) -> Any:
 class _Answerer:
     """Answers (configuration, question) pairs, building each pipeline once and warming the judge once."""
 
-    def __init__(self, build: Callable[[EvalSpec], Any], judge: FaithfulnessJudge | None) -> None:
+    def __init__(
+        self, build: Callable[[EvalSpec], Any], judge: FaithfulnessJudge | None, baseline_signals: bool = False
+    ) -> None:
         self.build = build
         self.judge = judge
+        self.baseline_signals = baseline_signals
         self.built_pipelines: dict[str, Any] = {}
         self.judge_ready = False
 
@@ -336,7 +339,32 @@ class _Answerer:
             faith = judge_faithfulness(answer, self.judge)
         rec = _record(key, spec, item, answer, seconds, faith)
         rec["judge"] = self.judge.name if self.judge is not None else None
+        if self.baseline_signals:
+            rec["baseline_signals"] = _baseline_signals(spec, pipe, rec)
         return rec
+
+
+def _baseline_signals(spec: EvalSpec, pipe: Any, rec: dict[str, Any]) -> dict[str, float | None] | None:
+    """The fair baselines' signals of a fresh record, scored with the pipeline that answered it.
+
+    Scored right after the answer, with the same model instance: its KV cache still holds the
+    prompt the answer was generated from, so the scoring pass decodes only the answer's tokens
+    (scored later, every prompt is read again). ``None`` when the pipeline has no model or index
+    to score with; the fair report then scores the record itself.
+    """
+    from ragsieve.eval.baselines import BaselineScorer
+
+    try:
+        index = pipe.warm_up_index()
+        llm = pipe.llm
+    except (RagsieveError, AttributeError) as exc:
+        logger.info("no baseline signals at answer time for %s: %s", spec.name, exc)
+        return None
+    try:
+        return BaselineScorer(spec.config, index=index, llm=llm).signals(rec)
+    except RagsieveError as exc:
+        logger.warning("baseline signals of %s on %s failed: %s", spec.name, rec["item_id"], exc)
+        return None
 
 
 def run_eval(
@@ -349,6 +377,7 @@ def run_eval(
     progress: Callable[[int, int], None] | None = None,
     client: Any = None,
     partition_size: int | None = None,
+    baseline_signals: bool = False,
 ) -> dict[str, list[dict[str, Any]]]:
     """Answer every item with every spec (cached outputs reused); records per spec name, item order.
 
@@ -356,11 +385,14 @@ def run_eval(
     then ``None`` and faithfulness is reported as not measured). ``client``: a
     ``dask.distributed.Client``; the questions not in the cache are then answered in partitions of
     ``partition_size`` questions on its workers (each worker builds every pipeline once) and the
-    records are the same as this process would write, bar the timings.
+    records are the same as this process would write, bar the timings. ``baseline_signals``: each
+    new record also gets ``baseline_signals``, the fair baselines' retrieval and log-probability
+    signals (:class:`ragsieve.eval.baselines.BaselineScorer`) scored right after answering, while the
+    model still holds the prompt (this process only; cluster workers leave it to the report).
     """
     if client is not None:
         return _run_eval_on_cluster(items, specs, cache, judge, build, progress, client, partition_size)
-    answerer = _Answerer(build, judge)
+    answerer = _Answerer(build, judge, baseline_signals)
     judge_name = judge.name if judge is not None else None
     total = len(items) * len(specs)
     done = 0
