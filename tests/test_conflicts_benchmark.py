@@ -80,3 +80,37 @@ def test_false_conflicts_count_flagged_sieve_records_on_answerable_questions(ben
     assert rows[0][1] == "2" and rates[0] == 0.5
     # no HotpotQA cache yet: nothing measured
     assert rows[1][1] == "0" and rates[1] is None
+
+
+def test_gemma_answers_and_section_are_its_own_and_smollm2_keeps_its_paths(bench: ModuleType) -> None:
+    smollm2 = bench.answers_path(40, 0, "conflictqa")
+    assert smollm2 == bench.run_dir(40, 0, "conflictqa") / "answers.jsonl"
+    assert bench.answers_path(40, 0, "conflictqa", "smollm2") == smollm2
+    gemma = bench.answers_path(40, 0, "conflictqa", "gemma")
+    assert gemma.parent == smollm2.parent and gemma.name == "answers-gemma.jsonl"
+    assert bench.through_sieve_section("smollm2") == (
+        "conflicts-through-sieve",
+        "Conflicting sources through the sieve, with the bundled model",
+    )
+    section, title = bench.through_sieve_section("gemma")
+    assert section == "conflicts-through-sieve-gemma" and "Gemma-3-270M" in title
+
+
+def test_false_conflicts_of_a_model_without_calibration_cache_are_not_measured(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    _write(tmp_path / "squad2" / "questions.jsonl", [{"id": "a1", "answerable": True}])
+    _write(
+        tmp_path / "squad2" / "smollm2.jsonl",
+        [{"config": "sieve", "item_id": "a1", "decisions": {"conflict:flagged": 2}, "error": None}],
+    )
+    rows, rates = bench.false_conflicts(tmp_path, "gemma")
+    assert rates == [None, None]
+    assert [r[2] for r in rows] == ["not measured", "not measured"]
+    assert "squad2/gemma.jsonl" in str(rows[0][3])
+    _write(
+        tmp_path / "squad2" / "gemma.jsonl",
+        [{"config": "sieve", "item_id": "a1", "decisions": {"judge:kept": 1}, "error": None}],
+    )
+    rows, rates = bench.false_conflicts(tmp_path, "gemma")
+    assert rows[0][1] == "1" and rates[0] == 0.0
