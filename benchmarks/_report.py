@@ -22,13 +22,25 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ragsieve.errors import RagsieveError
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def eval_sieve_module() -> Any:
+    """``benchmarks/eval_sieve.py`` (the models and their llm settings), for scripts imported as
+    ``benchmarks.<name>``; it imports ``_report`` as a top-level module, so this folder goes on the
+    path first."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import eval_sieve  # type: ignore[import-not-found,unused-ignore]
+
+    return eval_sieve
 
 
 def machine_facts() -> str:

@@ -69,7 +69,7 @@ from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
+from benchmarks._report import ROOT, SHARED_DATA, eval_sieve_module, markdown_table, write_section  # noqa: E402
 
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -365,19 +365,8 @@ def answers_path(n: int, seed: int, name: str, model: str = "smollm2") -> Path:
     return run_dir(n, seed, name) / ("answers.jsonl" if model == "smollm2" else f"answers-{model}.jsonl")
 
 
-def _eval_sieve() -> Any:
-    """``benchmarks/eval_sieve.py`` (the models and their llm settings); it imports ``_report``
-    as a top-level module, so this folder goes on the path first."""
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:
-        sys.path.insert(0, here)
-    import eval_sieve
-
-    return eval_sieve
-
-
 def model_label(model: str) -> str:
-    label: str = _eval_sieve().MODELS[model]["label"]
+    label: str = eval_sieve_module().MODELS[model]["label"]
     return label
 
 
@@ -398,7 +387,7 @@ def answer_set(name: str, args: argparse.Namespace, shared: dict[str, Any]) -> N
         return
     llm_settings: dict[str, Any] = {"n_threads": args.threads}
     if args.model != "smollm2":
-        llm_settings.update(_eval_sieve().model_settings(args.model))
+        llm_settings.update(eval_sieve_module().model_settings(args.model))
     common = {"llm": llm_settings}
     base = validate_config(common)
     if "llm" not in shared:

@@ -64,7 +64,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
+from benchmarks._report import ROOT, SHARED_DATA, eval_sieve_module, markdown_table, write_section  # noqa: E402
 
 POISON = SHARED_DATA / "trust" / "poisonedrag"
 HOTPOT = SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"
@@ -143,23 +143,12 @@ def corpus_dir(n: int) -> Path:
     return RUNS / f"n{n}-{settings_key(n)}"
 
 
-def _eval_sieve() -> Any:
-    """``benchmarks/eval_sieve.py`` (the models and their llm settings); it imports ``_report``
-    as a top-level module, so this folder goes on the path first."""
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:
-        sys.path.insert(0, here)
-    import eval_sieve
-
-    return eval_sieve
-
-
 def llm_common(model: str, threads: int) -> dict[str, Any]:
     """The shared settings of every pipeline with ``model`` answering (SmolLM2: the bundled
     default, no model settings added)."""
     llm: dict[str, Any] = {"n_threads": threads}
     if model != "smollm2":
-        llm.update(_eval_sieve().model_settings(model))
+        llm.update(eval_sieve_module().model_settings(model))
     return _merge(COMMON, {"llm": llm})
 
 
@@ -172,7 +161,7 @@ def sections(model: str) -> list[tuple[str, str]]:
     ]
     if model == "smollm2":
         return out
-    name = _eval_sieve().MODELS[model]["label"].split(" (", 1)[0]
+    name = eval_sieve_module().MODELS[model]["label"].split(" (", 1)[0]
     return [(f"{sid}-{model}", f"{title}, answered by {name}") for sid, title in out]
 
 
@@ -553,7 +542,7 @@ def report(n: int, write: bool, model: str = "smollm2") -> None:
         writer_llm, assert_llm = "the LLM", "the bundled LLM"
         answer_llm = "embedder and SmolLM2 LLM (llama.cpp, 1 thread)"
     else:
-        label = _eval_sieve().MODELS[model]["label"]
+        label = eval_sieve_module().MODELS[model]["label"]
         writer_llm = "SmolLM2"
         assert_llm = "the bundled SmolLM2 LLM, the very passages of the SmolLM2 run"
         answer_llm = f"embedder; every pipeline answers with {label}, 1 thread"
