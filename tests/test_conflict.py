@@ -8,6 +8,7 @@ import pytest
 
 from ragsieve.conflict import (
     ConflictDetector,
+    document_of,
     expected_kind,
     independent_sources,
     jaccard,
@@ -62,6 +63,54 @@ def test_two_site_bridge_corpus_names_both_years() -> None:
     data = report.to_dict()
     assert data["conflict"] and {g["answer"] for g in data["groups"]} == {"1931", "1947"}
     assert data["passages"][0]["answer"] == "1931"
+
+
+def test_values_that_differ_inside_one_document_are_not_a_conflict() -> None:
+    # two paragraphs of one web page (one address, different #fragments) give two years: the page
+    # describes two things, it does not disagree with itself
+    page = "https://bridges.example/kessel"
+    hits = [
+        hit("p1", BRIDGE_A, "bridges.example", url=page + "#p1"),
+        hit("p2", BRIDGE_B, "bridges.example", url=page + "#p2"),
+    ]
+    report = ConflictDetector(policy="abstain").detect(QUESTION, hits)
+    assert not report.conflict
+    assert report.decision == "one-document"
+    assert sorted(g.answer for g in report.groups) == ["1931", "1947"]
+    assert report.message.startswith("One document gives several values (1931 ")
+    # the same two paragraphs on two sites are a conflict
+    apart = [
+        hit("p1", BRIDGE_A, "a.example", url="https://a.example/k"),
+        hit("p2", BRIDGE_B, "b.example", url="https://b.example/k"),
+    ]
+    assert ConflictDetector(policy="abstain").detect(QUESTION, apart).decision == "abstain"
+
+
+def test_a_second_document_agreeing_with_one_of_a_documents_values_is_not_a_conflict() -> None:
+    # document d1 states both years in two chunks; d2 states one of them: no document states
+    # only the other year, so no two documents disagree
+    hits = [
+        hit("d1-a", BRIDGE_A, "one.example", doc="d1"),
+        hit("d1-b", BRIDGE_B, "one.example", doc="d1"),
+        hit("d2", "The Kessel Bridge opened in 1947, sixteen years late.", "two.example", doc="d2"),
+    ]
+    report = ConflictDetector().detect(QUESTION, hits)
+    assert report.decision == "one-document" and not report.conflict
+    # a third document stating only 1931 makes it a disagreement between documents
+    hits.append(hit("d3", "The Kessel Bridge opened in 1931.", "three.example", doc="d3"))
+    assert ConflictDetector().detect(QUESTION, hits).decision == "both"
+
+
+def test_document_of_a_passage() -> None:
+    def chunk_hit(**kw: Any) -> SearchHit:
+        base: dict[str, Any] = {"id": "c", "text": "t", "doc_id": "notes.md", "source": "notes.md"}
+        return SearchHit(Chunk(**{**base, **kw}), 1.0, 1, {})
+
+    assert document_of(chunk_hit()) == "notes.md"
+    assert document_of(chunk_hit(url="https://x.example/page#s2")) == "https://x.example/page"
+    assert document_of(chunk_hit(metadata={"url": "https://x.example/a?id=3#p1"})) == "https://x.example/a?id=3"
+    assert document_of(chunk_hit(source="https://wiki.example/Rhine#p4", doc_id="p4")) == "https://wiki.example/Rhine"
+    assert document_of(chunk_hit(doc_id="data.jsonl#r1", source="site.example")) == "data.jsonl#r1"
 
 
 def test_policies_abstain_and_trusted() -> None:

@@ -114,3 +114,39 @@ def test_false_conflicts_of_a_model_without_calibration_cache_are_not_measured(
     )
     rows, rates = bench.false_conflicts(tmp_path, "gemma")
     assert rows[0][1] == "1" and rates[0] == 0.0
+
+
+def test_false_conflicts_now_replay_the_conflict_stage_on_the_calibration_index(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    from ragsieve.config import PipelineConfig
+    from ragsieve.index import Index
+    from ragsieve.types import Chunk
+
+    folder = tmp_path / "squad2"
+    page = "https://wiki.example/Kessel_Bridge"
+    chunks = [
+        # one article, two paragraphs with two years: not a conflict (one document)
+        Chunk(id="k1", text="The Kessel Bridge opened in 1931 after four years of work.", doc_id="k1",
+              source=page + "#p1"),
+        Chunk(id="k2", text="The Kessel Bridge opened its second deck in 1947.", doc_id="k2", source=page + "#p2"),
+        # two sites give two years for the Marren Bridge: a conflict
+        Chunk(id="m1", text="The Marren Bridge opened in 1962 and carries the railway.", doc_id="m1",
+              source="https://a.example/marren"),
+        Chunk(id="m2", text="The Marren Bridge opened in 1965 and carries the railway.", doc_id="m2",
+              source="https://b.example/marren"),
+    ]  # fmt: skip
+    Index.from_chunks(chunks, folder / "index", config=PipelineConfig())
+    _write(
+        folder / "questions.jsonl",
+        [
+            {"id": "a1", "question": "When did the Kessel Bridge open?", "answerable": True},
+            {"id": "a2", "question": "When did the Marren Bridge open?", "answerable": True},
+            {"id": "u1", "question": "When did the Ober Bridge open?", "answerable": False},
+        ],
+    )
+    rows, rates = bench.false_conflicts_now(tmp_path)
+    assert rows[0][:3] == ["SQuAD 2.0 answerable", "2", bench.pct(1, 2)] and rates[0] == 0.5
+    assert rows[0][3] == "1 one-document"
+    # no HotpotQA folder: not measured
+    assert rates[1] is None and rows[1][2] == "not measured"

@@ -15,7 +15,12 @@ Selection that keeps one passage of a contradicting pair throws away the signal 
    (:func:`independent_sources`: passages from one site/host/document, or near-duplicate
    texts, count once), weighed by optional per-source trust weights (``source_weights.json``
    as the importance stage writes it);
-3. **decide** – one answer: consistent. Several: a :class:`ConflictReport` whose ``policy``
+3. **decide** – one answer: consistent. Answers that differ only *within one document*
+   (every document that states one of them states the other too, or one document states them
+   all: :func:`document_of`) are not a disagreement between sources: one article giving a river's
+   length in one paragraph and a canal's in the next describes two things, and is reported as
+   ``"one-document"`` without a conflict. Several answers from different documents: a
+   :class:`ConflictReport` whose ``policy``
    (:data:`ConflictPolicy`) gives the decision: ``"both"`` names every answer with its sources,
    ``"abstain"`` declines, ``"trusted"`` answers with the group of clearly higher weight (and
    falls back to ``"both"`` when no group is clearly ahead).
@@ -37,7 +42,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
-from urllib.parse import urlparse
+from urllib.parse import urldefrag, urlparse
 
 from ragsieve.config import ConflictPolicy
 from ragsieve.errors import ConfigError, LLMOutputError
@@ -294,6 +299,30 @@ def source_of(hit: SearchHit) -> str:
     return hit.chunk.source or hit.chunk.doc_id
 
 
+_URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+
+
+def document_of(hit: SearchHit) -> str:
+    """The document a passage belongs to: its address without the ``#fragment`` (the chunk's
+    ``url``, a URL in its metadata, or a ``source`` that is a URL; paragraphs of one web page
+    share it), else ``chunk.doc_id`` (one ingested file or record)."""
+    chunk = hit.chunk
+    meta = chunk.metadata or {}
+    candidates = [chunk.url, *(meta.get(key) for key in ("url", "source_url", "link")), chunk.source]
+    for url in candidates:
+        if isinstance(url, str) and _URL_RE.match(url.strip()):
+            return urldefrag(url.strip()).url
+    return chunk.doc_id or chunk.source
+
+
+def across_documents(groups: Sequence[AnswerGroup]) -> bool:
+    """Whether two answer groups are told apart by documents: some document states one answer
+    and not the other, and some other document the other and not the first. Values that differ
+    only inside one document (one article's paragraphs about different things) are not."""
+    docs = [{document_of(h) for s in g.sources for h in s.hits} for g in groups]
+    return any(docs[i] - docs[j] and docs[j] - docs[i] for i in range(len(docs)) for j in range(i + 1, len(docs)))
+
+
 def _shingles(text: str, n: int = 3) -> set[tuple[str, ...]]:
     words = _WORD_RE.findall(fold(text))
     if len(words) < n:
@@ -399,13 +428,15 @@ class ConflictReport:
     policy: ConflictPolicy
     answers: list[PassageAnswer] = field(default_factory=list)
     groups: list[AnswerGroup] = field(default_factory=list)
-    decision: str = "no-answer"  # "consistent" | "both" | "abstain" | "trusted" | "no-answer"
+    # "consistent" | "both" | "abstain" | "trusted" | "no-answer" | "one-document"
+    decision: str = "no-answer"
     chosen: str | None = None  # the answer to give ("consistent"/"trusted"), None otherwise
     message: str = ""
 
     @property
     def conflict(self) -> bool:
-        return len(self.groups) > 1
+        """Several answers, told apart by documents (not ``"one-document"``)."""
+        return len(self.groups) > 1 and self.decision != "one-document"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -550,6 +581,14 @@ class ConflictDetector:
         if len(groups) == 1:
             report.decision, report.chosen = "consistent", groups[0].answer
             report.message = f"The sources agree: {groups[0].cite()}."
+            return
+        if not across_documents(groups):
+            listed = "; ".join(g.cite() for g in sorted(groups, key=lambda g: g.passages[0].position))
+            report.decision = "one-document"
+            report.message = (
+                f"One document gives several values ({listed}): read as different things it describes, "
+                "not as sources that disagree."
+            )
             return
         disagree = "The sources disagree: " + " vs ".join(
             g.cite() for g in sorted(groups, key=lambda g: g.passages[0].position)

@@ -347,3 +347,30 @@ def test_trusted_without_decisive_weights_gives_both(mirrored):
     )
     assert "1931" in ans.text and "1947" in ans.text
     assert ans.trace.stage("conflict")[0]["decision"] == "both"
+
+
+# ----------------------------------------------------------------------------- one document, two values
+FILLER = (
+    "The estuary road was rebuilt several times, and the harbour board kept careful minutes of every meeting "
+    "about tolls, lighting, paint, repairs, ferries, storms and the traffic of carts, buses and lorries. "
+)
+ONE_FILE = {
+    "history/kessel-bridge.txt": "The Kessel Bridge opened in 1931 as a road bridge over the Varn estuary. "
+    + FILLER * 6
+    + "\n\nThe railway deck under the road was added later: the Kessel Bridge opened to trains in 1947. "
+    + FILLER * 6,
+}
+
+
+def test_two_values_inside_one_ingested_document_are_not_a_conflict(tmp_path):
+    index = build_index(tmp_path, ONE_FILE)
+    chunks = [c for c in index.chunks if c.doc_id == "history/kessel-bridge.txt"]
+    assert len(chunks) >= 2  # the two years lie in different chunks of the one file
+    pipe = sieve(index, FakeLLM(first_passage_sentence), KeywordJudge(relevant=("kessel",)), conflict="abstain")
+    ans = pipe.ask(BRIDGE_Q)
+    record = ans.trace.stage("conflict")[0]
+    assert sorted(g["answer"] for g in record["groups"]) == ["1931", "1947"]
+    assert record["decision"] == "one-document" and record["conflict"] is False
+    assert not (ans.abstained and (ans.abstain_reason or "").startswith("conflict:"))
+    # no passage is flagged as one side of a disagreement
+    assert not [d for d in ans.trace.decisions if d["check"] == "conflict"]
