@@ -176,3 +176,33 @@ def test_answer_responsively_extracts_from_a_second_paste_unless_told_not_to():
     replies = iter(["Evidence: " + FORTH, "Evidence: [2] " + FORTH])
     out = answer_responsively(FORTH_Q, [TAY, FORTH], lambda _: next(replies), extract_on_paste=False)
     assert out.abstained and len(out.attempts) == 2
+
+
+# ------------------------------------------------------------------------------ how it is shown
+def test_the_terminal_view_says_the_answer_was_extracted(hash_index):
+    from ragsieve.cli import render_answer
+
+    answer = sieve(hash_index, QueueLLM(MOON_PASSAGE), _moon_judge()).ask(MOON_Q)
+    position = _extracted(answer)[0]["position"]
+    view = render_answer(answer, 80)
+    assert all(len(line) <= 80 for line in view)
+    assert f"answer extracted from the pasted passage [{position}] ({MOON_ID})" in view
+    abstained = sieve(hash_index, QueueLLM(MOON_PASSAGE), _moon_judge()).ask("When did the Moon form?")
+    assert any(line.startswith("nothing extracted from the pasted passage") for line in render_answer(abstained, 80))
+    off = sieve(hash_index, QueueLLM(MOON_PASSAGE), _moon_judge(), sieve={"extract_on_paste": False}).ask(MOON_Q)
+    assert not any("extracted" in line for line in render_answer(off, 80))
+
+
+# ------------------------------------------------------------------------------ the option
+def test_the_option_keys_cached_answers_only_where_it_changes_them():
+    from ragsieve.config import NEUTRAL_DEFAULTS, PipelineConfig, validate_config
+
+    assert PipelineConfig().sieve.extract_on_paste is True
+    assert NEUTRAL_DEFAULTS[("sieve", "extract_on_paste")] is False
+    # on (the default) the sieve's key has it; off, the key is the one from before it existed
+    assert PipelineConfig().answer_identity()["sieve"]["extract_on_paste"] is True
+    off = validate_config({"sieve": {"extract_on_paste": False}}).answer_identity()
+    assert "extract_on_paste" not in off["sieve"]
+    for value in (True, False):  # another pipeline runs no verify stage: its key never has it
+        plain = validate_config({"pipeline": "plain", "sieve": {"extract_on_paste": value}})
+        assert "extract_on_paste" not in plain.answer_identity()["sieve"]
