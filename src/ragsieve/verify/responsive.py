@@ -602,10 +602,9 @@ def extract_from_paste(question: str, evidence: Sequence[SearchHit] | Sequence[s
     Example:
         >>> ev = ["Superconductivity is the loss of resistance. Heike Kamerlingh Onnes discovered "
         ...       "superconductivity in 1911 in Leiden."]
-        >>> extract_from_paste("When was superconductivity discovered?", ev, ev[0])
-        PasteExtraction(sentence='Heike Kamerlingh Onnes discovered superconductivity in 1911 in Leiden.', \
-position=1, hit='Superconductivity is the loss of resistance. Heike Kamerlingh Onnes discovered superconductivity \
-in 1911 in Leiden.')
+        >>> found = extract_from_paste("When was superconductivity discovered?", ev, ev[0])
+        >>> found.sentence, found.position
+        ('Heike Kamerlingh Onnes discovered superconductivity in 1911 in Leiden.', 1)
         >>> extract_from_paste("Is superconductivity a loss of resistance?", ev, ev[0]) is None
         True
     """
