@@ -111,6 +111,10 @@ TAY = ("The Tay Bridge carries the railway across the Firth of Tay. The first Ta
        "fell in a storm in December 1879, and its replacement opened in 1887.")
 FORTH = "The Forth Bridge is a cantilever railway bridge in Scotland. The Forth Bridge opened on 4 March 1890."
 FORTH_Q = "When did the Forth Bridge open?"
+# its answering sentence is longer than any one answer sentence should be: a paste itself
+CANAL = ("The Grand Union Canal links London and Birmingham. The Grand Union Canal opened in 1929 after the "
+         "amalgamation of the Regent's Canal, the Grand Junction Canal, the Warwick and Birmingham Canal, the "
+         "Warwick and Napton Canal and the Birmingham and Warwick Junction Canal with several smaller waterways of the English Midlands.")
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +124,7 @@ def bridge_index(tmp_path_factory):
     corpus.mkdir(parents=True)
     (corpus / "tay.txt").write_text(TAY, encoding="utf-8")
     (corpus / "forth.txt").write_text(FORTH, encoding="utf-8")
+    (corpus / "canal.txt").write_text(CANAL, encoding="utf-8")
     return Index.build(root / "corpus", root / "idx", embedder=HashEmbedder())
 
 
@@ -137,6 +142,20 @@ def test_a_pasted_passage_about_another_entity_alone_abstains(bridge_index):
     assert [h.chunk.id for h in answer.evidence] == ["bridges/tay.txt:0"]
     assert answer.abstained and answer.abstain_reason == "responsive: pasted_passage"
     assert "1878" not in answer.text and _extracted(answer)[0]["reason"] == "nothing_extracted"
+
+
+def test_an_extracted_sentence_that_fails_the_check_abstains_as_before(bridge_index):
+    answer = sieve(bridge_index, QueueLLM("Evidence: " + CANAL), KeywordJudge(relevant=("canal",))).ask(
+        "When did the Grand Union Canal open?"
+    )
+    assert [h.chunk.id for h in answer.evidence] == ["bridges/canal.txt:0"]
+    assert answer.abstained and answer.abstain_reason == "responsive: pasted_passage" and "1929" not in answer.text
+    [record] = _extracted(answer)
+    assert not record["ok"] and record["reason"] == "pasted_passage" and "1929" in record["sentence"]
+
+    from ragsieve.cli import render_answer
+
+    assert any("was refused: pasted_passage" in line for line in render_answer(answer, 80))
 
 
 # ------------------------------------------------------------------------------ the pure function
