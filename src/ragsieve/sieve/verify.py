@@ -145,7 +145,7 @@ class VerifyStage:
                 attempt=EXTRACTED,
                 ok=False,
                 reason="nothing_extracted",
-                detail=f"no evidence passage states a {kind} near the question's terms",
+                detail=f"no evidence passage is about the question's entities and states a {kind} near its terms",
             )
             return False
         hit = state.evidence[found.position - 1]
