@@ -510,6 +510,9 @@ def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
             cited = ",".join(v.cited_ids) if v.cited_ids else f"against {v.against}"
             tag = "supported  " if v.supported else "unsupported"
             add([_clip_line(f"  {tag} {v.score:.2f} [{cited}] {v.sentence}", width)])
+    for ev in t.stage("responsive"):
+        if ev.get("attempt") == "extracted":
+            add(textwrap.wrap(_extraction_line(ev), width, subsequent_indent="  "))
     for ev in t.stage("regenerate"):
         if ev.get("skipped"):
             add(textwrap.wrap(f"regeneration skipped: {ev.get('reason', '')}", width, subsequent_indent="  "))
@@ -523,6 +526,17 @@ def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
     calls = f"{t.llm_calls} LLM call{'s' if t.llm_calls != 1 else ''}"
     add(textwrap.wrap(f"{total:.0f} ms, {calls}: {parts}", width, subsequent_indent="  "))
     return out
+
+
+def _extraction_line(ev: dict[str, Any]) -> str:
+    """What the verify stage did with a reply that pasted a passage (its ``responsive`` record
+    of the ``extracted`` attempt)."""
+    if ev.get("ok"):
+        return f"answer extracted from the pasted passage [{ev.get('position')}] ({ev.get('chunk_id')})"
+    if "position" in ev:
+        return (f"the sentence extracted from the pasted passage [{ev.get('position')}] was refused: "
+                f"{ev.get('reason')} {ev.get('detail', '')}".rstrip())
+    return f"nothing extracted from the pasted passage: {ev.get('detail', '')}"
 
 
 def render_answer(answer: Any, width: int = 80) -> list[str]:

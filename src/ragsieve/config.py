@@ -155,6 +155,7 @@ class StoreConfig(_Section):
 NEUTRAL_DEFAULTS: dict[tuple[str, str], Any] = {
     ("generation", "polar_answers"): "free",
     ("sieve", "cover_entities"): False,
+    ("sieve", "extract_on_paste"): False,
 }
 
 
@@ -247,6 +248,13 @@ class SieveConfig(_Section):
     # ``stages.responsive`` takes the checker's thresholds.
     responsive: bool = True
     responsive_retries: int = Field(1, ge=0, le=3)
+    # extract_on_paste: when every attempt pasted a passage, answer with the sentence of the
+    # evidence that states the value asked for (a date, number or name; ragsieve.conflict's
+    # passage_answer), cited, and verify it like any answer, instead of abstaining. Small models
+    # paste the right passage instead of answering from it (Gemma-3-270M on most demo
+    # questions), so the paste usually holds the answer; a polar or open question has no value
+    # to extract and still abstains.
+    extract_on_paste: bool = True
     regenerate: bool = True  # once, with only the supported evidence
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # abstain below this answer confidence
 

@@ -211,7 +211,8 @@ MEISSNER_Q = CASES[0][0]
 )
 def test_a_pasted_passage_or_a_restated_question_is_not_an_answer(facts, reply, reasons):
     llm = fixed(reply)
-    ans = sieve(facts, llm, KeywordJudge(relevant=("meissner",))).ask(MEISSNER_Q)
+    # without the answer extracted from a pasted passage (test_a_pasted_passage_is_answered_from_its_sentence)
+    ans = sieve(facts, llm, KeywordJudge(relevant=("meissner",)), extract_on_paste=False).ask(MEISSNER_Q)
     assert ans.abstained and ans.abstain_reason.removeprefix("responsive: ") in reasons
     checks = ans.trace.stage("responsive")
     assert [c["attempt"] for c in checks] == [0, 1] and {c["reason"] for c in checks} <= reasons
@@ -219,6 +220,15 @@ def test_a_pasted_passage_or_a_restated_question_is_not_an_answer(facts, reply, 
     assert llm.prompts[1][-1]["content"] != llm.prompts[0][-1]["content"]
     # the abstention says what the evidence covers and quotes no passage
     assert "covers" in ans.text and MEISSNER[:40] not in ans.text
+
+
+def test_a_pasted_passage_is_answered_from_its_sentence(facts):
+    llm = fixed("Evidence: [1] " + MEISSNER)
+    ans = sieve(facts, llm, KeywordJudge(relevant=("meissner",))).ask(MEISSNER_Q)
+    sentence = MEISSNER.split(". ", 1)[1].removesuffix(".")
+    assert not ans.abstained and ans.text == sentence + " [1]." and ans.cited_ids == ["physics/meissner.txt:0"]
+    assert [c["attempt"] for c in ans.trace.stage("responsive")] == [0, 1, "extracted"]
+    assert len(llm.prompts) == 2 and [c.supported for c in ans.claims] == [True]
 
 
 def test_a_retry_that_answers_is_accepted(facts):

@@ -37,6 +37,23 @@ def build_answer_messages(question: str, evidence: Sequence[SearchHit], max_char
     return [ChatMessage(role="system", content=SYSTEM_PROMPT), ChatMessage(role="user", content=user)]
 
 
+def cite_sentence(sentence: str, position: int) -> str:
+    """``sentence`` citing evidence ``position`` (1-based) the way the answer prompt asks the
+    model to (``[n]`` after the claim, before its closing full stop), so :func:`parse_citations`
+    and the verifier read it as they read a generated answer.
+
+    >>> cite_sentence("Apollo 11 landed in July 1969.", 2)
+    'Apollo 11 landed in July 1969 [2].'
+    >>> cite_sentence("  Onnes, in Leiden ", 1)
+    'Onnes, in Leiden [1]'
+    """
+    text = " ".join(sentence.split())
+    marker = f"[{position}]"
+    if text[-1:] in (".", "!", "?"):
+        return f"{text[:-1].rstrip()} {marker}{text[-1]}"
+    return f"{text} {marker}"
+
+
 def parse_citations(answer: str, evidence: Sequence[SearchHit]) -> list[str]:
     """Chunk ids of the ``[n]`` markers in ``answer`` that name existing evidence."""
     ids: list[str] = []

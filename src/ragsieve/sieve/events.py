@@ -2,7 +2,8 @@
 
 In order: a :class:`StageStarted` and a :class:`StageFinished` per stage (``warm_up`` first), the
 answer's :class:`Token` events while the LLM generates inside the ``generate`` stage (and again
-inside ``verify`` when it regenerates), a :class:`Retracted` event whenever text already streamed
+inside ``verify`` when it regenerates, or when it replaces a pasted passage by the answer
+extracted from it), a :class:`Retracted` event whenever text already streamed
 stops being the answer, and one :class:`Final` event with the verified :class:`~ragsieve.types.Answer`.
 
 Streamed tokens are provisional: the checks after generation may regenerate the answer, remove
@@ -56,7 +57,9 @@ class StageFinished:
 @dataclass(frozen=True)
 class Token:
     """A piece of the answer as the LLM generated it; ``attempt`` names the generation
-    (``"generate"``, or ``"regenerate_generate"`` when verify answers again)."""
+    (``"generate"``, ``"regenerate_generate"`` when verify answers again, or
+    ``"responsive_extract"``: the answer verify extracted from a passage the model pasted, sent
+    in one piece)."""
 
     text: str
     attempt: str = "generate"

@@ -53,7 +53,7 @@ from ragsieve.sieve.retrieve import CandidateSearch, RetrieveStage
 from ragsieve.sieve.route import RouteStage, resolve_domains
 from ragsieve.sieve.select import Selectors, SelectStage, build_selector
 from ragsieve.sieve.state import PipelineState, Ref, Stage, preset_name, preset_stages
-from ragsieve.sieve.verify import VerifyStage, answer_confidence
+from ragsieve.sieve.verify import EXTRACTED, EXTRACTED_ATTEMPT, VerifyStage, answer_confidence
 from ragsieve.store.protocol import Store
 from ragsieve.telemetry import set_attributes, span
 from ragsieve.types import Answer, SearchHit, Trace
@@ -729,11 +729,9 @@ class _EventRelay:
 
     def token(self, piece: str, attempt: str) -> None:
         if self.attempt is not None and attempt != self.attempt and self.streamed:
-            regen = self.trace.stage("regenerate")
-            reason = str(regen[-1].get("reason", "")) if regen else ""
             self.emit(
                 Retracted(
-                    reason=f"regenerating with only the supported evidence ({reason})" if reason else "regenerating",
+                    reason=self._replacing(attempt),
                     text="".join(self.streamed),
                     attempt=self.attempt,
                     replacement="regenerated",
@@ -744,6 +742,16 @@ class _EventRelay:
         self.streamed.append(piece)
         self.emit(Token(piece, attempt))
         self._callback("on_token", piece, attempt)
+
+    def _replacing(self, attempt: str) -> str:
+        """Why streamed text gives way to generation ``attempt``."""
+        if attempt == EXTRACTED_ATTEMPT:
+            extracted = [e for e in self.trace.stage("responsive") if e.get("attempt") == EXTRACTED]
+            where = f" [{extracted[-1]['position']}]" if extracted and "position" in extracted[-1] else ""
+            return f"the reply pasted a passage; the answer extracted from the pasted passage{where} follows"
+        regen = self.trace.stage("regenerate")
+        reason = str(regen[-1].get("reason", "")) if regen else ""
+        return f"regenerating with only the supported evidence ({reason})" if reason else "regenerating"
 
     def finish(self, answer: Answer) -> None:
         streamed = "".join(self.streamed).strip()

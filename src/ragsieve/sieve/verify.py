@@ -1,7 +1,8 @@
 """Stage ``verify``: check that the answer answers the question (responsiveness: regenerate
-once with an instruction, then abstain), check each answer sentence against the evidence it
-cites (support judge and value grounding), then accept, regenerate once with only the supported
-evidence, or abstain saying what the evidence covers; the answer's confidence."""
+once with an instruction; a reply that still pastes a passage is replaced by the passage's
+sentence that states the value asked for, else abstain), check each answer sentence against the
+evidence it cites (support judge and value grounding), then accept, regenerate once with only
+the supported evidence, or abstain saying what the evidence covers; the answer's confidence."""
 
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ _DECLINE_RE = re.compile(
     r"can'?t (?:answer|determine)|unable to (?:answer|determine))\b",
     re.IGNORECASE,
 )
+
+
+# The ``responsive`` record's ``attempt`` for an answer extracted from a pasted passage, and the
+# streamed generation name (``Token.attempt``) under which that answer replaces the paste.
+EXTRACTED = "extracted"
+EXTRACTED_ATTEMPT = "responsive_extract"
 
 
 def declines(text: str) -> bool:
@@ -50,11 +57,12 @@ class VerifyStage:
     ``state.relevance_labels``, ``state.extra["opened_with_label"]`` and
     ``state.conflict_message``; writes ``state.claims``, ``state.confidence`` (and on
     abstention ``state.text``, ``state.abstained``, ``state.abstain_reason``), ``responsive``
-    records per attempt, ``verify`` records per sentence (score, value failures, evidence
-    values), ``regenerate`` and ``abstain`` records. Set by ``sieve.claim_judge``,
-    ``sieve.support_threshold``, ``sieve.value_grounding``, ``sieve.responsive``,
-    ``sieve.responsive_retries``, ``stages.responsive``, ``sieve.regenerate`` and
-    ``sieve.min_confidence``."""
+    records per attempt (``attempt = "extracted"`` for an answer extracted from a pasted
+    passage, with its ``position``, ``chunk_id`` and ``sentence``), ``verify`` records per
+    sentence (score, value failures, evidence values), ``regenerate`` and ``abstain`` records.
+    Set by ``sieve.claim_judge``, ``sieve.support_threshold``, ``sieve.value_grounding``,
+    ``sieve.responsive``, ``sieve.responsive_retries``, ``sieve.extract_on_paste``,
+    ``stages.responsive``, ``sieve.regenerate`` and ``sieve.min_confidence``."""
 
     name = "verify"
 
@@ -111,9 +119,55 @@ class VerifyStage:
                     state=state,
                 )
                 state.text, state.cited = text, cited
+        if verdict.reason == "pasted_passage" and self.sieve.extract_on_paste and self._extract(question, trace, state):
+            return True
         self._abstain(state, trace, f"responsive: {verdict.reason}", [])
         state.claims, state.confidence = [], 0.0
         return False
+
+    def _extract(self, question: str, trace: Trace, state: PipelineState) -> bool:
+        """After every attempt pasted a passage: answer with the evidence sentence that states
+        the value asked for (:func:`ragsieve.verify.responsive.extract_from_paste`), cited as a
+        generated answer cites, when it passes the responsiveness check; the support and value
+        checks then verify it like any answer. Replaces text already streamed with it. Returns
+        whether it answers (``False`` leaves the state as it was, for the abstention)."""
+        from ragsieve.conflict import expected_kind as value_kind
+        from ragsieve.generate.answer import cite_sentence, parse_citations
+        from ragsieve.verify.responsive import EXTRACTABLE_KINDS, extract_from_paste
+
+        kind = value_kind(question)
+        if kind not in EXTRACTABLE_KINDS:
+            return False  # a polar or open question has no one value to extract
+        found = extract_from_paste(question, state.evidence, state.text)
+        if found is None:
+            trace.record(
+                "responsive",
+                attempt=EXTRACTED,
+                ok=False,
+                reason="nothing_extracted",
+                detail=f"no evidence passage is about the question's entities and states a {kind} near its terms",
+            )
+            return False
+        hit = state.evidence[found.position - 1]
+        text = cite_sentence(found.sentence, found.position)
+        # the extracted text opens with no evidence label, whatever the pasted reply did
+        verdict = self.checker.check(question, text, state.evidence, opened_with_label=False)
+        trace.record(
+            "responsive",
+            attempt=EXTRACTED,
+            **verdict.to_dict(),
+            position=found.position,
+            chunk_id=hit.chunk.id,
+            sentence=found.sentence,
+        )
+        if not verdict.ok:
+            return False
+        state.text, state.cited = text, parse_citations(text, state.evidence)
+        state.extra["opened_with_label"] = False
+        if state.token_sink is not None:
+            # the streamed paste is withdrawn and the extracted answer streamed in its place
+            state.token_sink(text, EXTRACTED_ATTEMPT)
+        return True
 
     def _relevance(self, state: PipelineState) -> float | None:
         scores = [state.relevance[h.chunk.id] for h in state.evidence if h.chunk.id in state.relevance]

@@ -21,8 +21,10 @@ replace it (``ResponsivenessChecker(extract=...)``).
 
 The policy for a generation stage is :func:`answer_responsively`: generate, clean
 (:func:`ragsieve.generate.cleanup.clean_answer`), check; regenerate once with an instruction
-that names what was wrong (:func:`retry_instruction`); then abstain with
-:func:`abstention_message`, which says what the evidence covers without quoting it.
+that names what was wrong (:func:`retry_instruction`); when the last reply still pastes a
+passage, answer with the evidence sentence that states the value asked for
+(:func:`extract_from_paste`: a date, number or name), cited, if it passes the check; else
+abstain with :func:`abstention_message`, which says what the evidence covers without quoting it.
 
 Example:
     >>> from ragsieve.verify.responsive import ResponsivenessChecker
@@ -40,15 +42,17 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ragsieve.generate.cleanup import LABEL_OPEN_RE
 from ragsieve.generate.polar import AUXILIARIES, is_polar_question, starts_with_polarity
 from ragsieve.types import SearchHit
 
 __all__ = [
+    "EXTRACTABLE_KINDS",
     "KINDS",
     "AnswerKind",
+    "PasteExtraction",
     "ResponsiveOutcome",
     "Responsiveness",
     "ResponsivenessChecker",
@@ -58,7 +62,9 @@ __all__ = [
     "check_responsive",
     "copied_share",
     "expected_kind",
+    "extract_from_paste",
     "extract_values",
+    "longest_copied_run",
     "retry_instruction",
     "typed_values",
 ]
@@ -565,6 +571,65 @@ def check_responsive(question: str, answer: str, evidence: Sequence[SearchHit] |
     return ResponsivenessChecker().check(question, answer, evidence)
 
 
+# ---------------------------------------------------------------- extraction from a pasted passage
+# The kinds of :func:`ragsieve.conflict.expected_kind` whose answer is one value a passage
+# sentence states; a polar or open ("what is") question has none to extract.
+EXTRACTABLE_KINDS: tuple[str, ...] = ("date", "number", "name")
+
+
+class PasteExtraction(NamedTuple):
+    """The answer :func:`extract_from_paste` found: the evidence ``sentence`` that states it
+    (whitespace-normalised), the passage's 1-based ``position`` in the evidence (its citation
+    number) and the evidence item itself (``hit``: a :class:`SearchHit`, or the string)."""
+
+    sentence: str
+    position: int
+    hit: SearchHit | str
+
+
+def extract_from_paste(question: str, evidence: Sequence[SearchHit] | Sequence[str],
+                       reply: str) -> PasteExtraction | None:
+    """The sentence of the evidence that answers ``question``, for a ``reply`` that pasted a
+    passage instead of answering (the model chose the passage but did not extract from it).
+
+    Passages are tried in order: the one ``reply`` copied the longest run from, then the others
+    in evidence order. Each is read by :func:`ragsieve.conflict.passage_answer` (the value of the
+    kind asked for, in the sentence that best covers the question's terms; a passage that does
+    not name the question's entities answers nothing), and the first that states a value gives
+    its sentence. ``None`` when the question asks for no single value (:data:`EXTRACTABLE_KINDS`:
+    a polar or open question) or no passage states one.
+
+    Example:
+        >>> ev = ["Superconductivity is the loss of resistance. Heike Kamerlingh Onnes discovered "
+        ...       "superconductivity in 1911 in Leiden."]
+        >>> found = extract_from_paste("When was superconductivity discovered?", ev, ev[0])
+        >>> found.sentence, found.position
+        ('Heike Kamerlingh Onnes discovered superconductivity in 1911 in Leiden.', 1)
+        >>> extract_from_paste("Is superconductivity a loss of resistance?", ev, ev[0]) is None
+        True
+    """
+    from ragsieve.conflict import expected_kind as value_kind
+    from ragsieve.conflict import passage_answer, source_of
+
+    if value_kind(question) not in EXTRACTABLE_KINDS:
+        return None
+    texts = _evidence_texts(evidence)
+    if not texts:
+        return None
+    reply_tokens = _tokens(reply)
+    runs = [longest_copied_run(reply_tokens, _tokens(t)) for t in texts]
+    # the most-copied passage first (the earliest on a tie), then the rest in evidence order
+    first = max(range(len(texts)), key=lambda i: (runs[i], -i))
+    for i in [first, *(j for j in range(len(texts)) if j != first)]:
+        hit = evidence[i]
+        chunk_id, source = (hit.chunk.id, source_of(hit)) if isinstance(hit, SearchHit) else ("", "")
+        found = passage_answer(question, texts[i], position=i + 1, chunk_id=chunk_id, source=source)
+        sentence = " ".join(found.sentence.split())
+        if found.value is not None and sentence:
+            return PasteExtraction(sentence, i + 1, hit)
+    return None
+
+
 # ---------------------------------------------------------------- policy
 def retry_instruction(verdict: Responsiveness) -> str:
     """An instruction to add to the answer prompt for the one regeneration, naming what was
@@ -660,19 +725,26 @@ def answer_responsively(
     generate: Callable[[str], str],
     checker: ResponsivenessChecker | None = None,
     retries: int = 1,
+    extract_on_paste: bool = True,
 ) -> ResponsiveOutcome:
     """Generate, clean and check an answer; regenerate up to ``retries`` times with
     :func:`retry_instruction`; abstain with :func:`abstention_message` if no reply answers.
 
     ``generate(instruction)`` returns the model's raw reply; ``instruction`` is ``""`` on the
     first call and an extra instruction for the answer prompt on a retry. A reply that says it
-    cannot answer is not retried.
+    cannot answer is not retried. ``extract_on_paste``: when the last reply pasted a passage,
+    answer with the evidence sentence that states the value asked for
+    (:func:`extract_from_paste`), cited ``[n]``, if it passes the check (the attempt's
+    ``extracted`` entry says from which passage), before abstaining; the sieve's verify stage
+    does the same (``sieve.extract_on_paste``).
     """
+    from ragsieve.generate.answer import cite_sentence
     from ragsieve.generate.cleanup import clean_answer
 
     checker = checker or ResponsivenessChecker()
     attempts: list[dict[str, Any]] = []
     instruction = ""
+    verdict: Responsiveness | None = None
     for _ in range(retries + 1):
         raw = generate(instruction)
         cleaned = clean_answer(raw, question)
@@ -686,4 +758,14 @@ def answer_responsively(
         if verdict.reason == "abstention":
             break
         instruction = retry_instruction(verdict)
+    if extract_on_paste and verdict is not None and verdict.reason == "pasted_passage":
+        found = extract_from_paste(question, evidence, attempts[-1]["text"])
+        if found is not None:
+            text = cite_sentence(found.sentence, found.position)
+            extracted = checker.check(question, text, evidence, opened_with_label=False)
+            attempts.append({"raw": None, "text": text, "cleanup": [], "instruction": "",
+                             "verdict": extracted.to_dict(),
+                             "extracted": {"position": found.position, "sentence": found.sentence}})
+            if extracted.ok:
+                return ResponsiveOutcome(text, False, attempts)
     return ResponsiveOutcome(abstention_message(question, evidence), True, attempts)

@@ -204,6 +204,23 @@
     return frag;
   }
 
+  // The verify stage's answer for a reply that pasted a passage: the passage's sentence that
+  // states the value asked for (a "responsive" record with attempt "extracted").
+  function extractionNote(d) {
+    const events = ((d.trace && d.trace.events) || []).filter((e) => e.stage === "responsive" && e.attempt === "extracted");
+    if (!events.length) return null;
+    const ev = events[events.length - 1];
+    const hit = ev.position ? d.evidence[Number(ev.position) - 1] : null;
+    const mark = "[" + ev.position + "]";
+    const ref = hit ? el("a", { class: "cite", href: "#cand-" + hit.id, title: String(hit.id), text: mark }) : mark;
+    if (ev.ok) return el("p", { class: "meta extracted" }, ["answer extracted from the pasted passage ", ref]);
+    if (ev.position) {
+      return el("p", { class: "meta extracted" }, ["the sentence extracted from the pasted passage ", ref,
+        " was refused: " + String(ev.reason || "") + (ev.detail ? " (" + ev.detail + ")" : "")]);
+    }
+    return el("p", { class: "meta extracted" }, ["nothing extracted from the pasted passage: " + String(ev.detail || "")]);
+  }
+
   function renderAnswer(d) {
     const s = section("Answer", "answer");
     if (d.abstained) {
@@ -229,6 +246,8 @@
       box.appendChild(linkMarkers(d, d.answer || ""));
     }
     s.appendChild(box);
+    const extracted = extractionNote(d);
+    if (extracted) s.appendChild(extracted);
     const sources = renderSources(d);
     if (sources) s.appendChild(sources);
     if (d.cited_ids.length) {
