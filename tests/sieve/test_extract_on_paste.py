@@ -114,7 +114,8 @@ FORTH_Q = "When did the Forth Bridge open?"
 # its answering sentence is longer than any one answer sentence should be: a paste itself
 CANAL = ("The Grand Union Canal links London and Birmingham. The Grand Union Canal opened in 1929 after the "
          "amalgamation of the Regent's Canal, the Grand Junction Canal, the Warwick and Birmingham Canal, the "
-         "Warwick and Napton Canal and the Birmingham and Warwick Junction Canal with several smaller waterways of the English Midlands.")
+         "Warwick and Napton Canal and the Birmingham and Warwick Junction Canal with several smaller waterways "
+         "of the English Midlands.")
 
 
 @pytest.fixture(scope="module")
