@@ -250,10 +250,10 @@ class SieveConfig(_Section):
     responsive_retries: int = Field(1, ge=0, le=3)
     # extract_on_paste: when every attempt pasted a passage, answer with the sentence of the
     # evidence that states the value asked for (a date, number or name; ragsieve.conflict's
-    # passage_answer), cited, and verify it like any answer, instead of abstaining. Small models
-    # paste the right passage instead of answering from it (Gemma-3-270M on most demo
-    # questions), so the paste usually holds the answer; a polar or open question has no value
-    # to extract and still abstains.
+    # passage_answer), or for an open "what is" question the sentence on the question's terms
+    # (answering_sentence), cited, and verify it like any answer, instead of abstaining. Small
+    # models paste the right passage instead of answering from it (Gemma-3-270M on most demo
+    # questions), so the paste usually holds the answer; a yes/no question still abstains.
     extract_on_paste: bool = True
     regenerate: bool = True  # once, with only the supported evidence
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # abstain below this answer confidence

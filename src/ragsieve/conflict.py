@@ -168,6 +168,55 @@ def _polar_stance(sentence: str) -> str:
     return "no" if words & _NEGATIONS else "yes"
 
 
+def _not_about(question: str, q_names: Sequence[Value], text: str) -> str:
+    """Why ``text`` is not about what ``question`` asks ("" when it is): it must name every
+    proper name of the question; a question without one must have all its key terms in it."""
+    missing = [v.text for v in q_names if find_in(v, text) is None]
+    if missing:
+        return f"does not name {', '.join(missing)}"
+    if not q_names:
+        # without a named entity, the question's key terms say what it is about: a passage
+        # that lacks one of them ("superconductivity" in a passage on isotopes that mentions a
+        # discovery) is about something else and answers nothing
+        absent = sorted(key_terms(question) - set(_stems(text)))
+        if absent:
+            return f"does not mention {', '.join(absent)}"
+    return ""
+
+
+def _predicate(terms: set[str], q_names: Sequence[Value]) -> set[str]:
+    # the question's terms besides its entities' own words (its predicate: "open", "discover"),
+    # which tell the sentence about what is asked apart from other sentences about the entity;
+    # the entity's words are in every sentence about it
+    name_terms = {t for v in q_names for t in _stems(v.text)}
+    return (terms - name_terms) or terms
+
+
+def answering_sentence(question: str, text: str) -> str | None:
+    """The sentence of ``text`` that answers an open question (``"What is the Forth Bridge?"``,
+    no single value asked for) on its own: the passage must be about the question's entities
+    (as in :func:`passage_answer`), and the sentence holds a predicate term and at least half of
+    the question's key terms, the most of them (the earliest on a tie). ``None`` when no sentence
+    does.
+
+    >>> answering_sentence("What is the Forth Bridge?",
+    ...                    "It is in Scotland. The Forth Bridge is a cantilever railway bridge. It opened in 1890.")
+    'The Forth Bridge is a cantilever railway bridge.'
+    """
+    q_names = list(extract_values(question, ("name",)))
+    if _not_about(question, q_names, text):
+        return None
+    terms = key_terms(question)
+    predicate = _predicate(terms, q_names)
+    best: tuple[float, str] | None = None
+    for _, sentence in _sentences(text):
+        words = set(_stems(sentence))
+        cover = len(terms & words) / max(1, len(terms))
+        if cover >= MIN_TERM_COVER and predicate & words and (best is None or cover > best[0]):
+            best = (cover, sentence)
+    return best[1] if best else None
+
+
 def passage_answer(
     question: str, text: str, *, position: int = 1, chunk_id: str = "", source: str = ""
 ) -> PassageAnswer:
@@ -180,25 +229,13 @@ def passage_answer(
     """
     kind = expected_kind(question)
     q_names = [v for v in extract_values(question, ("name",))]
-    missing = [v.text for v in q_names if find_in(v, text) is None]
     base = PassageAnswer(position, chunk_id, source, None, "")
-    if missing:
-        base.reason = f"does not name {', '.join(missing)}"
+    off_topic = _not_about(question, q_names, text)
+    if off_topic:
+        base.reason = off_topic
         return base
     terms = key_terms(question)
-    if not q_names:
-        # without a named entity, the question's key terms say what it is about: a passage
-        # that lacks one of them ("superconductivity" in a passage on isotopes that mentions a
-        # discovery) is about something else and answers nothing
-        absent = sorted(terms - set(_stems(text)))
-        if absent:
-            base.reason = f"does not mention {', '.join(absent)}"
-            return base
-    # distance is measured to the question's other terms (its predicate: "open", "discover"),
-    # which tell the asked-for value apart from other values of the same sentence; the
-    # entity's own words are in every sentence about it
-    name_terms = {t for v in q_names for t in _stems(v.text)}
-    predicate = (terms - name_terms) or terms
+    predicate = _predicate(terms, q_names)
     q_values = extract_values(question)
     best: tuple[float, Value, str] | None = None
     for _, sentence in _sentences(text):

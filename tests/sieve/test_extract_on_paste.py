@@ -1,7 +1,8 @@
 """The verify stage's answer extracted from a pasted passage (``sieve.extract_on_paste``): a
 model that pastes the evidence instead of answering, twice, gets the evidence sentence that
-states the value asked for, cited and verified; a question with no such value, a polar
-question, the option switched off, and a passage about another entity abstain as before."""
+states the value asked for (an open question: the sentence on its terms), cited and verified; a
+question with no such value, a polar question, the option switched off, and a passage about
+another entity abstain as before."""
 
 from __future__ import annotations
 
@@ -76,6 +77,14 @@ def test_a_polar_question_abstains_without_extracting(hash_index):
     answer = sieve(hash_index, QueueLLM(MOON_PASSAGE), _moon_judge()).ask("Did Apollo 11 land on the Moon?")
     assert answer.abstained and answer.abstain_reason == "responsive: pasted_passage"
     assert _extracted(answer) == []
+
+
+def test_an_open_question_is_answered_with_the_pasted_passages_sentence_on_its_terms(hash_index):
+    answer = sieve(hash_index, QueueLLM(MOON_PASSAGE), _moon_judge()).ask("What is the Moon?")
+    assert not answer.abstained and answer.cited_ids == [MOON_ID]
+    assert answer.text.startswith("The Moon is Earth's only natural satellite [")
+    [record] = _extracted(answer)
+    assert record["ok"] and record["sentence"] == "The Moon is Earth's only natural satellite."
 
 
 def test_switched_off_it_abstains_as_before(hash_index):
@@ -178,9 +187,17 @@ def test_extract_from_paste_tries_the_most_copied_passage_first():
     assert found is not None and found.position == 2
 
 
-@pytest.mark.parametrize("question", ["Is the Forth Bridge a railway bridge?", "What is the Forth Bridge?"])
-def test_extract_from_paste_has_nothing_for_polar_or_open_questions(question):
-    assert extract_from_paste(question, [FORTH], FORTH) is None
+def test_extract_from_paste_has_nothing_for_a_polar_question():
+    assert extract_from_paste("Is the Forth Bridge a railway bridge?", [FORTH], FORTH) is None
+
+
+def test_an_open_question_gets_the_sentence_on_its_terms():
+    found = extract_from_paste("What is the Forth Bridge?", [TAY, FORTH], FORTH)
+    assert found is not None and found.position == 2
+    assert found.sentence == "The Forth Bridge is a cantilever railway bridge in Scotland."
+    # a passage about another entity answers nothing; neither does one without the question's terms
+    assert extract_from_paste("What is the Forth Bridge?", [TAY], TAY) is None
+    assert extract_from_paste("What does the Forth Bridge carry over the estuary?", [FORTH], FORTH) is None
 
 
 def test_extract_from_paste_normalises_whitespace():

@@ -137,7 +137,7 @@ class VerifyStage:
 
         kind = value_kind(question)
         if kind not in EXTRACTABLE_KINDS:
-            return False  # a polar or open question has no one value to extract
+            return False  # a yes/no question needs a stance, which a copied sentence does not give
         found = extract_from_paste(question, state.evidence, state.text)
         if found is None:
             trace.record(
@@ -145,7 +145,10 @@ class VerifyStage:
                 attempt=EXTRACTED,
                 ok=False,
                 reason="nothing_extracted",
-                detail=f"no evidence passage is about the question's entities and states a {kind} near its terms",
+                detail=(
+                    "no evidence passage is about the question's entities and "
+                    + (f"states a {kind} near its terms" if kind != "any" else "has a sentence on its terms")
+                ),
             )
             return False
         hit = state.evidence[found.position - 1]

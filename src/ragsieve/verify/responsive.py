@@ -572,9 +572,11 @@ def check_responsive(question: str, answer: str, evidence: Sequence[SearchHit] |
 
 
 # ---------------------------------------------------------------- extraction from a pasted passage
-# The kinds of :func:`ragsieve.conflict.expected_kind` whose answer is one value a passage
-# sentence states; a polar or open ("what is") question has none to extract.
-EXTRACTABLE_KINDS: tuple[str, ...] = ("date", "number", "name")
+# The kinds of :func:`ragsieve.conflict.expected_kind` an answer can be extracted for: one value
+# a passage sentence states (date, number, name), or for an open ("what is") question the
+# sentence that answers it on the question's own terms. A yes/no question needs a stance, which
+# a copied sentence does not give.
+EXTRACTABLE_KINDS: tuple[str, ...] = ("date", "number", "name", "any")
 
 
 class PasteExtraction(NamedTuple):
@@ -596,8 +598,9 @@ def extract_from_paste(question: str, evidence: Sequence[SearchHit] | Sequence[s
     in evidence order. Each is read by :func:`ragsieve.conflict.passage_answer` (the value of the
     kind asked for, in the sentence that best covers the question's terms; a passage that does
     not name the question's entities answers nothing), and the first that states a value gives
-    its sentence. ``None`` when the question asks for no single value (:data:`EXTRACTABLE_KINDS`:
-    a polar or open question) or no passage states one.
+    its sentence; an open question (no value kind asked for) takes the first passage's
+    :func:`ragsieve.conflict.answering_sentence` instead. ``None`` for a yes/no question (not in
+    :data:`EXTRACTABLE_KINDS`) or when no passage states an answer.
 
     Example:
         >>> ev = ["Superconductivity is the loss of resistance. Heike Kamerlingh Onnes discovered "
@@ -607,11 +610,14 @@ def extract_from_paste(question: str, evidence: Sequence[SearchHit] | Sequence[s
         ('Heike Kamerlingh Onnes discovered superconductivity in 1911 in Leiden.', 1)
         >>> extract_from_paste("Is superconductivity a loss of resistance?", ev, ev[0]) is None
         True
+        >>> extract_from_paste("What is superconductivity?", ev, ev[0]).sentence
+        'Superconductivity is the loss of resistance.'
     """
+    from ragsieve.conflict import answering_sentence, passage_answer, source_of
     from ragsieve.conflict import expected_kind as value_kind
-    from ragsieve.conflict import passage_answer, source_of
 
-    if value_kind(question) not in EXTRACTABLE_KINDS:
+    kind = value_kind(question)
+    if kind not in EXTRACTABLE_KINDS:
         return None
     texts = _evidence_texts(evidence)
     if not texts:
@@ -622,6 +628,11 @@ def extract_from_paste(question: str, evidence: Sequence[SearchHit] | Sequence[s
     first = max(range(len(texts)), key=lambda i: (runs[i], -i))
     for i in [first, *(j for j in range(len(texts)) if j != first)]:
         hit = evidence[i]
+        if kind == "any":
+            sentence = " ".join((answering_sentence(question, texts[i]) or "").split())
+            if sentence:
+                return PasteExtraction(sentence, i + 1, hit)
+            continue
         chunk_id, source = (hit.chunk.id, source_of(hit)) if isinstance(hit, SearchHit) else ("", "")
         found = passage_answer(question, texts[i], position=i + 1, chunk_id=chunk_id, source=source)
         sentence = " ".join(found.sentence.split())
