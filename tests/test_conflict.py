@@ -101,6 +101,36 @@ def test_a_second_document_agreeing_with_one_of_a_documents_values_is_not_a_conf
     assert ConflictDetector().detect(QUESTION, hits).decision == "both"
 
 
+def test_values_of_different_kinds_do_not_contradict() -> None:
+    # "what voltage": one passage answers with the cell's voltage, another with the year the cell
+    # was invented; they answer different things
+    question = "What voltage does a Daniell cell produce?"
+    hits = [
+        hit("a", "A Daniell cell produces a voltage of about 1.1 volts.", "a.example"),
+        hit("b", "The Daniell cell voltage was first described by John Daniell in 1836.", "b.example"),
+    ]
+    report = ConflictDetector(policy="abstain").detect(question, hits)
+    assert len(report.groups) == 2 and {p.value.kind for p in report.answers if p.value} == {"quantity", "name"}
+    assert report.decision == "different-kinds" and not report.conflict
+    assert report.message.startswith("The passages answer with different kinds of value (")
+
+
+def test_an_answer_that_contradicts_none_of_the_others_is_set_aside() -> None:
+    # two sites disagree on the voltage; a third passage answers with a name, about something else
+    question = "What voltage does a Daniell cell produce?"
+    hits = [
+        hit("a", "A Daniell cell produces a voltage of about 1.1 volts.", "a.example"),
+        hit("b", "A Daniell cell produces a voltage of 1.5 volts.", "b.example"),
+        hit("c", "The Daniell cell voltage was first described by John Daniell in 1836.", "c.example"),
+    ]
+    report = ConflictDetector().detect(question, hits)
+    assert report.decision == "both" and report.conflict
+    assert sorted(g.answer for g in report.groups) == ["1.1 volts", "1.5 volts"]
+    assert [g.answer for g in report.set_aside] == ["John Daniell"]
+    assert report.to_dict()["set_aside"][0]["passages"] == [3]
+    assert "Daniell (" not in report.message and "1.5 volts" in report.message
+
+
 def test_document_of_a_passage() -> None:
     def chunk_hit(**kw: Any) -> SearchHit:
         base: dict[str, Any] = {"id": "c", "text": "t", "doc_id": "notes.md", "source": "notes.md"}

@@ -15,11 +15,13 @@ Selection that keeps one passage of a contradicting pair throws away the signal 
    (:func:`independent_sources`: passages from one site/host/document, or near-duplicate
    texts, count once), weighed by optional per-source trust weights (``source_weights.json``
    as the importance stage writes it);
-3. **decide** – one answer: consistent. Answers that differ only *within one document*
-   (every document that states one of them states the other too, or one document states them
-   all: :func:`document_of`) are not a disagreement between sources: one article giving a river's
-   length in one paragraph and a canal's in the next describes two things, and is reported as
-   ``"one-document"`` without a conflict. Several answers from different documents: a
+3. **decide** – one answer: consistent. Two answers contradict (:func:`contradicts`) only when
+   they are values of one kind (a year against a year; a passage answering "what voltage" with
+   the year the cell was invented speaks of something else) and documents tell them apart
+   (:func:`document_of`: one article giving a river's length in one paragraph and a canal's in
+   the next describes two things). Several answers none of which contradicts another are
+   reported as ``"one-document"`` or ``"different-kinds"``, without a conflict; answers that
+   contradict none of the others are set aside. Contradicting answers: a
    :class:`ConflictReport` whose ``policy``
    (:data:`ConflictPolicy`) gives the decision: ``"both"`` names every answer with its sources,
    ``"abstain"`` declines, ``"trusted"`` answers with the group of clearly higher weight (and
@@ -52,6 +54,8 @@ from ragsieve.values import Value, extract_values, find_in, fold
 logger = logging.getLogger(__name__)
 
 CONFLICT_POLICIES: tuple[str, ...] = get_args(ConflictPolicy)
+# decisions on several answer groups that are not a disagreement between sources
+NOT_A_DISAGREEMENT: tuple[str, ...] = ("one-document", "different-kinds")
 AnswerKind = Literal["date", "number", "name", "polar", "any"]
 
 # Near-duplicate threshold on the Jaccard similarity of word 3-shingles. Chosen on the unit-test
@@ -352,12 +356,29 @@ def document_of(hit: SearchHit) -> str:
     return chunk.doc_id or chunk.source
 
 
-def across_documents(groups: Sequence[AnswerGroup]) -> bool:
-    """Whether two answer groups are told apart by documents: some document states one answer
-    and not the other, and some other document the other and not the first. Values that differ
-    only inside one document (one article's paragraphs about different things) are not."""
-    docs = [{document_of(h) for s in g.sources for h in s.hits} for g in groups]
-    return any(docs[i] - docs[j] and docs[j] - docs[i] for i in range(len(docs)) for j in range(i + 1, len(docs)))
+# A number and a quantity can answer one question ("how long": 1,230 or 1,230 km); a year and a
+# number, or a name and a number, answer different ones.
+_KIND_FAMILY = {"quantity": "number"}
+
+
+def _families(group: AnswerGroup) -> set[str]:
+    return {_KIND_FAMILY.get(p.value.kind, p.value.kind) for p in group.passages if p.value is not None}
+
+
+def _documents(group: AnswerGroup) -> set[str]:
+    return {document_of(h) for s in group.sources for h in s.hits}
+
+
+def contradicts(a: AnswerGroup, b: AnswerGroup) -> bool:
+    """Whether two answer groups disagree: values of one kind (a year against a year, not a year
+    against a voltage: a passage that answers with another kind of value speaks of something
+    else), told apart by documents (some document states one and not the other, and some other
+    document the other and not the first). Values that differ only inside one document (one
+    article's paragraphs about different things) do not disagree."""
+    if not _families(a) & _families(b):
+        return False
+    da, db = _documents(a), _documents(b)
+    return bool(da - db and db - da)
 
 
 def _shingles(text: str, n: int = 3) -> set[tuple[str, ...]]:
@@ -465,15 +486,18 @@ class ConflictReport:
     policy: ConflictPolicy
     answers: list[PassageAnswer] = field(default_factory=list)
     groups: list[AnswerGroup] = field(default_factory=list)
-    # "consistent" | "both" | "abstain" | "trusted" | "no-answer" | "one-document"
+    # "consistent" | "both" | "abstain" | "trusted" | "no-answer" | "one-document" | "different-kinds"
     decision: str = "no-answer"
     chosen: str | None = None  # the answer to give ("consistent"/"trusted"), None otherwise
     message: str = ""
+    # answer groups that contradict none of the others (another kind of value, or only their own
+    # document's other values), left out of a conflict's groups
+    set_aside: list[AnswerGroup] = field(default_factory=list)
 
     @property
     def conflict(self) -> bool:
-        """Several answers, told apart by documents (not ``"one-document"``)."""
-        return len(self.groups) > 1 and self.decision != "one-document"
+        """Several answers that contradict each other (:func:`contradicts`)."""
+        return len(self.groups) > 1 and self.decision not in NOT_A_DISAGREEMENT
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -485,6 +509,7 @@ class ConflictReport:
             "chosen": self.chosen,
             "message": self.message,
             "groups": [g.to_dict() for g in self.groups],
+            "set_aside": [g.to_dict() for g in self.set_aside],
             "passages": [a.to_dict() for a in self.answers],
         }
 
@@ -619,14 +644,24 @@ class ConflictDetector:
             report.decision, report.chosen = "consistent", groups[0].answer
             report.message = f"The sources agree: {groups[0].cite()}."
             return
-        if not across_documents(groups):
+        opposed = [g for g in groups if any(contradicts(g, h) for h in groups if h is not g)]
+        if not opposed:
             listed = "; ".join(g.cite() for g in sorted(groups, key=lambda g: g.passages[0].position))
-            report.decision = "one-document"
-            report.message = (
-                f"One document gives several values ({listed}): read as different things it describes, "
-                "not as sources that disagree."
-            )
+            if any(_families(g) & _families(h) for i, g in enumerate(groups) for h in groups[i + 1 :]):
+                report.decision = "one-document"
+                report.message = (
+                    f"One document gives several values ({listed}): read as different things it describes, "
+                    "not as sources that disagree."
+                )
+            else:
+                report.decision = "different-kinds"
+                report.message = (
+                    f"The passages answer with different kinds of value ({listed}): read as answers about "
+                    "different things, not as sources that disagree."
+                )
             return
+        report.set_aside = [g for g in groups if all(g is not o for o in opposed)]
+        report.groups = groups = opposed
         disagree = "The sources disagree: " + " vs ".join(
             g.cite() for g in sorted(groups, key=lambda g: g.passages[0].position)
         )

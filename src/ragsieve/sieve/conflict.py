@@ -8,9 +8,9 @@ answer, independent sources counted per group (one site, one document or near-du
 texts count once, so N mirror copies of one changed page are one source), each source
 weighed by the index's learned ``source_weights.json`` (``ragsieve importance fit``).
 
-One answer, or values that differ only inside one document (``"one-document"``: one article's
-paragraphs about different things; :func:`ragsieve.conflict.across_documents`): nothing changes.
-Several answers from different documents (``sieve.conflict``):
+One answer, or answers none of which contradicts another (:func:`ragsieve.conflict.contradicts`:
+values of different kinds, ``"different-kinds"``, or values that differ only inside one
+document, ``"one-document"``): nothing changes. Contradicting answers (``sieve.conflict``):
 
 * ``"both"`` (default): the best-ranked passage of every answer group goes into
   ``state.must_keep`` so the ``select`` stage keeps every side, and the answer opens with
