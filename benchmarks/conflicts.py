@@ -209,7 +209,12 @@ def detector_alone(args: argparse.Namespace) -> None:
         "question and half of its key terms (`ragsieve.conflict.MIN_TERM_COVER`) was added after a first run of "
         "this script gave 29.3% [25.8, 33.2] false conflicts on SQuAD 2.0 (and 26.2% flagged on WikiContradict "
         "two-passage rows, 59.3% on ConflictQA); the rule is fixed, not searched, but the SQuAD false-conflict "
-        "number is not fully held out."
+        "number is not fully held out. Later, answers of different kinds stopped counting as a contradiction "
+        "(`ragsieve.conflict.contradicts`: a year against a voltage answers two different things), after the Gemma "
+        "demo run showed such flags; on this script it removed 5 WikiContradict flags (39 to 34 of 202), each of "
+        'which paired values of two kinds, neither of them what sets the two claims apart ("four" against '
+        '"live inferno", "thirtieth" against "Dublin"), and one false conflict on each of SQuAD 2.0 and '
+        "HotpotQA."
     )
     print(body)
     if not args.no_write:
