@@ -132,14 +132,14 @@ class VerifyStage:
         checks then verify it like any answer. Replaces text already streamed with it. Returns
         whether it answers (``False`` leaves the state as it was, for the abstention)."""
         from ragsieve.conflict import expected_kind as value_kind
-        from ragsieve.generate.answer import cite_sentence, parse_citations
-        from ragsieve.verify.responsive import EXTRACTABLE_KINDS, extract_from_paste
+        from ragsieve.generate.answer import parse_citations
+        from ragsieve.verify.responsive import EXTRACTABLE_KINDS, checked_extraction
 
         kind = value_kind(question)
         if kind not in EXTRACTABLE_KINDS:
             return False  # a yes/no question needs a stance, which a copied sentence does not give
-        found = extract_from_paste(question, state.evidence, state.text)
-        if found is None:
+        checked = checked_extraction(question, state.evidence, state.text, self.checker)
+        if checked is None:
             trace.record(
                 "responsive",
                 attempt=EXTRACTED,
@@ -151,16 +151,13 @@ class VerifyStage:
                 ),
             )
             return False
-        hit = state.evidence[found.position - 1]
-        text = cite_sentence(found.sentence, found.position)
-        # the extracted text opens with no evidence label, whatever the pasted reply did
-        verdict = self.checker.check(question, text, state.evidence, opened_with_label=False)
+        found, text, verdict = checked
         trace.record(
             "responsive",
             attempt=EXTRACTED,
             **verdict.to_dict(),
             position=found.position,
-            chunk_id=hit.chunk.id,
+            chunk_id=found.hit.chunk.id if isinstance(found.hit, SearchHit) else "",
             sentence=found.sentence,
         )
         if not verdict.ok:

@@ -60,6 +60,7 @@ __all__ = [
     "add_instruction",
     "answer_responsively",
     "check_responsive",
+    "checked_extraction",
     "copied_share",
     "expected_kind",
     "extract_from_paste",
@@ -641,6 +642,21 @@ def extract_from_paste(question: str, evidence: Sequence[SearchHit] | Sequence[s
     return None
 
 
+def checked_extraction(question: str, evidence: Sequence[SearchHit] | Sequence[str], reply: str,
+                       checker: ResponsivenessChecker) -> tuple[PasteExtraction, str, Responsiveness] | None:
+    """:func:`extract_from_paste` for ``reply``, its sentence cited ``[n]`` as a generated answer
+    cites (:func:`ragsieve.generate.answer.cite_sentence`), and ``checker``'s verdict on that text
+    (which opens with no evidence label, whatever the pasted reply did); ``None`` when nothing
+    was extracted."""
+    from ragsieve.generate.answer import cite_sentence
+
+    found = extract_from_paste(question, evidence, reply)
+    if found is None:
+        return None
+    text = cite_sentence(found.sentence, found.position)
+    return found, text, checker.check(question, text, evidence, opened_with_label=False)
+
+
 # ---------------------------------------------------------------- policy
 def retry_instruction(verdict: Responsiveness) -> str:
     """An instruction to add to the answer prompt for the one regeneration, naming what was
@@ -749,7 +765,6 @@ def answer_responsively(
     ``extracted`` entry says from which passage), before abstaining; the sieve's verify stage
     does the same (``sieve.extract_on_paste``).
     """
-    from ragsieve.generate.answer import cite_sentence
     from ragsieve.generate.cleanup import clean_answer
 
     checker = checker or ResponsivenessChecker()
@@ -770,10 +785,9 @@ def answer_responsively(
             break
         instruction = retry_instruction(verdict)
     if extract_on_paste and verdict is not None and verdict.reason == "pasted_passage":
-        found = extract_from_paste(question, evidence, attempts[-1]["text"])
-        if found is not None:
-            text = cite_sentence(found.sentence, found.position)
-            extracted = checker.check(question, text, evidence, opened_with_label=False)
+        checked = checked_extraction(question, evidence, attempts[-1]["text"], checker)
+        if checked is not None:
+            found, text, extracted = checked
             attempts.append({"raw": None, "text": text, "cleanup": [], "instruction": "",
                              "verdict": extracted.to_dict(),
                              "extracted": {"position": found.position, "sentence": found.sentence}})
