@@ -167,6 +167,21 @@ def overall_table(items: list[Any], records: dict[str, list[dict[str, Any]]]) ->
                           rows)
 
 
+def at_coverage_sentence(diff: dict[str, Any], best: str) -> str:
+    """Where the best baseline's abstentions fall when it abstains as often as the sieve (test part;
+    empty when the questions are all of one kind)."""
+    where = diff.get("abstention_at_coverage")
+    if not where:
+        return ""
+    theirs = where[best]
+    return (
+        f" Plain RAG ranked by the best baseline (`{best}`), abstaining on as many test questions as the sieve "
+        f"(its least confident), would abstain on {theirs['unanswerable']:.1%} of the unanswerable "
+        f"(n = {where['unanswerable_n']}) and {theirs['answerable']:.1%} of the answerable (n = "
+        f"{where['answerable_n']}) ones (expected shares, ties split at random)."
+    )
+
+
 def threshold_cell(res: Any) -> str:
     if res.feasible:
         return f"{res.threshold:.4g}"
@@ -375,7 +390,8 @@ def main() -> None:
         + rate_cell(*abst["unanswerable"])
         + ", answerable "
         + rate_cell(*abst["answerable"])
-        + ".",
+        + "."
+        + at_coverage_sentence(diff, best),
         "",
         "Which signal ranks the sieve's right answers above its wrong ones (AURC on the test part, 95% bootstrap "
         "interval; `confidence` is the sieve's `Answer.confidence`, `combined` a logistic regression over the "

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ragsieve.eval.selective import (
+    abstention_at,
     aurc,
     bootstrap_interval,
     expected_correct_at,
@@ -62,3 +63,16 @@ def test_bootstrap_intervals_cover_the_estimate_and_pairing_cancels_shared_noise
 def test_mismatched_lengths_raise() -> None:
     with pytest.raises(ValueError, match="one score per outcome"):
         aurc([True, False], [0.1])
+
+
+def test_abstention_at_a_coverage_splits_by_kind_of_question() -> None:
+    answerable = [True, True, False, False]
+    # a ranking that puts both answerable questions first abstains only on the unanswerable ones at 50%
+    assert abstention_at(answerable, [0.9, 0.8, 0.2, 0.1], 0.5) == {"unanswerable": 1.0, "answerable": 0.0}
+    # the reverse ranking abstains on the answerable ones
+    assert abstention_at(answerable, [0.1, 0.2, 0.8, 0.9], 0.5) == {"unanswerable": 0.0, "answerable": 1.0}
+    # one tie over all four: each kind keeps half of its questions in expectation
+    tied = abstention_at(answerable, [0.5] * 4, 0.5)
+    assert tied["unanswerable"] == pytest.approx(0.5) and tied["answerable"] == pytest.approx(0.5)
+    # no unanswerable question: that side is NaN, not zero
+    assert math.isnan(abstention_at([True, True], [0.3, 0.4], 0.5)["unanswerable"])

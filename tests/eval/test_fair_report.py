@@ -110,6 +110,25 @@ def test_fair_report_on_known_log_probabilities(index: Index) -> None:
     assert cal_report["n_calibration"] == len(cal) and cal_report["simulation"]["n_splits"] == 40
 
 
+def test_where_abstentions_fall_at_the_sieves_coverage(index: Index) -> None:
+    items, records = synthetic(40)
+    # every other question becomes unanswerable: the sieve abstains on exactly those, plain answers all
+    for i in range(0, len(items), 2):
+        items[i] = QAItem(items[i].id, items[i].question, [], answerable=False)
+        records["sieve"][i] = {**records["sieve"][i], "answer": "I can't answer.", "abstained": True,
+                               "confidence": 0.0, "signals": {}}  # fmt: skip
+    scorer = BaselineScorer(PipelineConfig(pipeline="plain", index_dir="unused"), index=index, llm=LogprobLLM())
+    report = fair_report(items, records, scorer=scorer, n_splits=0, n_boot=50)
+    _, test = split_indices(len(items))
+    where = report["vs_best_baseline"]["sieve"]["abstention_at_coverage"]
+    assert where["sieve"] == {"unanswerable": 1.0, "answerable": 0.0}
+    assert where["unanswerable_n"] + where["answerable_n"] == len(test)
+    baseline = where[report["best_baseline"]]
+    # the baseline abstains on as many questions as the sieve, split between the two kinds
+    n_un, n_ans = where["unanswerable_n"], where["answerable_n"]
+    assert baseline["unanswerable"] * n_un + baseline["answerable"] * n_ans == pytest.approx(n_un)
+
+
 def test_the_llm_judge_is_used_when_given(index: Index) -> None:
     from ragsieve.eval.faithfulness import LLMAnswerJudge
 

@@ -247,6 +247,14 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
             f"{100 * row['a']:.0f} vs {100 * row['b']:.0f}, Δ {100 * row['difference']:+.0f} "
             f"[{100 * lo:+.0f},{100 * hi:+.0f}] (AURC {row['aurc']:.3f})"
         )
+        where = row.get("abstention_at_coverage")
+        if where:
+            mine, theirs = where[name], where[row["baseline"]]
+            console.print(
+                f"    abstained on unanswerable / answerable: {100 * mine['unanswerable']:.0f}% / "
+                f"{100 * mine['answerable']:.0f}%; best baseline at that coverage "
+                f"{100 * theirs['unanswerable']:.0f}% / {100 * theirs['answerable']:.0f}%"
+            )
     console.print("Faithfulness, independent judge (answer values and gold answer in cited evidence):")
     for kind in ("independent", "llm_judge"):
         for name, s in (report["faithfulness"].get(kind) or {}).items():

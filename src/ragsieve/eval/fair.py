@@ -113,6 +113,7 @@ def fair_report(
     from ragsieve.eval.confidence import ConfidenceCombiner, paired_selective_difference, signal_report
     from ragsieve.eval.faithfulness import GoldEvidenceJudge
     from ragsieve.eval.scoring import ItemScores
+    from ragsieve.eval.selective import abstention_at
 
     n = len(items)
     cal, test = split_indices(n, cal_frac, seed)
@@ -158,6 +159,16 @@ def fair_report(
             )  # fmt: skip
             vs[name] = {"baseline": best, **diff,
                         **_aurc_with_interval(outcomes[name][test], own_scores, n_boot, seed)}  # fmt: skip
+            answerable = [bool(items[i].answerable) for i in test]
+            if any(answerable) and not all(answerable):
+                # where each ranking's abstentions fall at the same coverage: a confidence that
+                # tells near misses from answerable questions abstains on the first, not the second
+                vs[name]["abstention_at_coverage"] = {
+                    name: abstention_at(answerable, own_scores, coverage),
+                    best: abstention_at(answerable, best_scores, coverage),
+                    "unanswerable_n": len(answerable) - sum(answerable),
+                    "answerable_n": sum(answerable),
+                }
     out["vs_best_baseline"] = vs
 
     # ---------------------------------------------------------------- independent faithfulness

@@ -30,6 +30,7 @@ from ragsieve.calibrate import wilson_interval  # noqa: F401  (re-exported: the 
 
 __all__ = [
     "NO_CONFIDENCE",
+    "abstention_at",
     "aurc",
     "bootstrap_interval",
     "expected_correct_at",
@@ -84,6 +85,26 @@ def expected_correct_at(outcomes: Sequence[bool], scores: Sequence[float | None]
         k += int(size)
         done += float(corr)
     return out
+
+
+def abstention_at(answerable: Sequence[bool], scores: Sequence[float | None], coverage: float) -> dict[str, float]:
+    """Expected abstention on the unanswerable and on the answerable items when only the best-ranked
+    ``coverage`` share is answered (ties broken uniformly at random, as in
+    :func:`selective_accuracy`): how a confidence's abstentions fall between the two kinds of
+    question at a given coverage. A kind with no items gets NaN."""
+    flags = np.asarray(answerable, dtype=bool)
+    n = len(flags)
+    if n == 0:
+        return {"unanswerable": float("nan"), "answerable": float("nan")}
+    k = min(n, max(1, round(coverage * n)))
+    kept_answerable = float(expected_correct_at(list(flags), scores)[k])
+    n_answerable = int(flags.sum())
+    n_unanswerable = n - n_answerable
+    kept_unanswerable = k - kept_answerable
+    return {
+        "unanswerable": 1.0 - kept_unanswerable / n_unanswerable if n_unanswerable else float("nan"),
+        "answerable": 1.0 - kept_answerable / n_answerable if n_answerable else float("nan"),
+    }
 
 
 def risk_coverage_curve(outcomes: Sequence[bool], scores: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
