@@ -146,6 +146,7 @@ def fair_report(
 
     # ---------------------------------------------------------------- vs the best baseline
     vs: dict[str, Any] = {}
+    test_answerable = [bool(items[i].answerable) for i in test]
     if best is not None:
         best_scores = _ranking(rows[best], test)
         for name, system in records.items():
@@ -159,15 +160,14 @@ def fair_report(
             )  # fmt: skip
             vs[name] = {"baseline": best, **diff,
                         **_aurc_with_interval(outcomes[name][test], own_scores, n_boot, seed)}  # fmt: skip
-            answerable = [bool(items[i].answerable) for i in test]
-            if any(answerable) and not all(answerable):
+            if any(test_answerable) and not all(test_answerable):
                 # where each ranking's abstentions fall at the same coverage: a confidence that
                 # tells near misses from answerable questions abstains on the first, not the second
                 vs[name]["abstention_at_coverage"] = {
-                    name: abstention_at(answerable, own_scores, coverage),
-                    best: abstention_at(answerable, best_scores, coverage),
-                    "unanswerable_n": len(answerable) - sum(answerable),
-                    "answerable_n": sum(answerable),
+                    name: abstention_at(test_answerable, own_scores, coverage),
+                    best: abstention_at(test_answerable, best_scores, coverage),
+                    "unanswerable_n": len(test_answerable) - sum(test_answerable),
+                    "answerable_n": sum(test_answerable),
                 }
     out["vs_best_baseline"] = vs
 

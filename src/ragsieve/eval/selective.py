@@ -87,6 +87,11 @@ def expected_correct_at(outcomes: Sequence[bool], scores: Sequence[float | None]
     return out
 
 
+def _answered_at(n: int, coverage: float) -> int:
+    """How many of ``n`` best-ranked items a ``coverage`` share answers (at least one)."""
+    return min(n, max(1, round(coverage * n)))
+
+
 def abstention_at(answerable: Sequence[bool], scores: Sequence[float | None], coverage: float) -> dict[str, float]:
     """Expected abstention on the unanswerable and on the answerable items when only the best-ranked
     ``coverage`` share is answered (ties broken uniformly at random, as in
@@ -96,7 +101,7 @@ def abstention_at(answerable: Sequence[bool], scores: Sequence[float | None], co
     n = len(flags)
     if n == 0:
         return {"unanswerable": float("nan"), "answerable": float("nan")}
-    k = min(n, max(1, round(coverage * n)))
+    k = _answered_at(n, coverage)
     kept_answerable = float(expected_correct_at(list(flags), scores)[k])
     n_answerable = int(flags.sum())
     n_unanswerable = n - n_answerable
@@ -128,7 +133,7 @@ def selective_accuracy(outcomes: Sequence[bool], scores: Sequence[float | None],
     n = len(outcomes)
     if n == 0:
         return float("nan")
-    k = min(n, max(1, round(coverage * n)))
+    k = _answered_at(n, coverage)
     return float(expected_correct_at(outcomes, scores)[k] / k)
 
 
