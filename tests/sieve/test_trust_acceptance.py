@@ -288,6 +288,31 @@ def test_conflict_policy_abstain_declines_with_the_disagreement(bridge):
     assert "1931" in ans.text and "1947" in ans.text and llm.prompts == []
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I don't know.",  # the model declines
+        "The Kessel Bridge carries the coast road over the Varn estuary [1].",  # not a year
+        "The Kessel Bridge opened in 1950 [1].",  # a year neither source gives
+    ],
+)
+def test_an_abstention_on_disagreeing_sources_names_both_sides(bridge, reply):
+    ans = sieve(bridge, fixed(reply), KeywordJudge(relevant=("kessel",), ambiguous=("varn",))).ask(BRIDGE_Q)
+    assert ans.abstained
+    assert ans.trace.stage("conflict")[0]["conflict"] is True
+    # not "the evidence does not state a year": it states two, from two sites
+    assert "does not state" not in ans.text and "1950" not in ans.text
+    assert re.search(r"The sources disagree: 1931 \(site-a\S*\) vs 1947 \(site-b\S*\)\.", ans.text), ans.text
+    assert "[" not in ans.text  # an abstention cites nothing
+
+
+def test_an_abstention_without_a_conflict_says_what_the_evidence_covers(bridge):
+    ans = sieve(bridge, fixed("I don't know."), KeywordJudge(relevant=("varn",))).ask(
+        "When did the Varn estuary flood?"
+    )
+    assert ans.abstained and "disagree" not in ans.text and "it covers" in ans.text
+
+
 def test_off_topic_passages_are_not_compared(bridge):
     # the judge scores the 1947 site below its lower threshold: an entity rescue would keep it,
     # but it creates no conflict

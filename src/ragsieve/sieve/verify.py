@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragsieve.config import SieveConfig
-from ragsieve.sieve.conflict import announce_conflict
+from ragsieve.conflict import ConflictReport
+from ragsieve.sieve.conflict import announce_conflict, conflict_statement
 from ragsieve.sieve.generate import Generator
 from ragsieve.sieve.state import PipelineState, compare
 from ragsieve.types import ClaimVerdict, SearchHit, Trace
@@ -192,11 +193,19 @@ class VerifyStage:
     def _abstain(self, state: PipelineState, trace: Trace, reason: str, claims: Sequence[ClaimVerdict]) -> None:
         """Abstain in plain sentences: that no supported answer was found and what the evidence
         covers (its titles or sources, never a quoted passage), with the sentences it does
-        support when there are any."""
+        support when there are any. When the conflict stage found sources that disagree
+        (``sieve.conflict = "both"``), the abstention names each side's answer and sources
+        instead: the evidence does state answers, only the model's reply was not one of them."""
         from ragsieve.verify.responsive import abstention_message
 
         supported = [c.sentence for c in claims if c.supported]
-        text = "I can't give an answer the evidence supports. " + abstention_message(state.question, state.evidence)
+        report = state.extra.get("conflict_report")
+        if isinstance(report, ConflictReport):
+            # sources only, no [n] marks: an abstention cites nothing
+            covers = conflict_statement(report, [])
+        else:
+            covers = abstention_message(state.question, state.evidence)
+        text = "I can't give an answer the evidence supports. " + covers
         if supported:
             text += " It does support: " + " ".join(supported)
         state.text = text
