@@ -662,7 +662,7 @@ def through_sieve_report(args: argparse.Namespace) -> str:
         + "\n\nA flagged conflict counts as surfaced even when a later check (verification, responsiveness) "
         "made the sieve abstain (column: abstained, of those flagged): the conflict record and its groups are on "
         "the page and in `--json`, and the abstention names each side's answer with its sources (\"I can't give "
-        "an answer the evidence supports. The sources disagree: yes (a.example) vs no (b.example).\") without "
+        'an answer the evidence supports. The sources disagree: yes (a.example) vs no (b.example).") without '
         "answering; *names both claims* counts answers only. A flag "
         "counts whatever values its groups hold; the last column says how often the groups were the two claims "
         "(a yes/no claim: a group answering that word; otherwise the claim's own values or words among the "
