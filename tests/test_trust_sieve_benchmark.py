@@ -48,3 +48,17 @@ def test_gemma_sections_are_suffixed_and_name_the_model(bench: ModuleType) -> No
     gemma = bench.sections("gemma")
     assert [sid for sid, _ in gemma] == [f"{sid}-gemma" for sid, _ in smollm2]
     assert all("Gemma-3-270M" in title for _, title in gemma)
+
+
+def test_plain_rag_abstaining_as_often_keeps_its_most_confident_answers(bench: ModuleType) -> None:
+    # attacked answers are the confident ones here: abstaining on the two least confident keeps both
+    success = [True, True, False, False]
+    scores = [0.9, 0.8, 0.2, 0.1]
+    assert bench.expected_kept(success, scores, 2) == pytest.approx(2.0)
+    assert bench.expected_kept(success, [0.1, 0.2, 0.8, 0.9], 2) == pytest.approx(0.0)
+    # ties split at random: half of the tied pair is expected among the kept
+    assert bench.expected_kept([True, False, False], [0.5, 0.5, 0.9], 1) == pytest.approx(0.5)
+    # a missing score ranks last, and abstaining on none keeps everything
+    assert bench.expected_kept([True, False], [None, 0.3], 1) == pytest.approx(0.0)
+    assert bench.expected_kept([True, False], [None, 0.3], 0) == pytest.approx(1.0)
+    assert bench.expected_pct(5.5, 15) == "37% (5.5/15)"
