@@ -55,7 +55,8 @@ class VerifyStage:
     the evidence covers.
 
     Reads ``state.text``, ``state.evidence``, ``state.cited``, ``state.relevance``,
-    ``state.relevance_labels``, ``state.extra["opened_with_label"]`` and
+    ``state.relevance_labels``, ``state.extra["opened_with_label"]``,
+    ``state.extra["conflict_report"]`` (named in an abstention) and
     ``state.conflict_message``; writes ``state.claims``, ``state.confidence`` (and on
     abstention ``state.text``, ``state.abstained``, ``state.abstain_reason``), ``responsive``
     records per attempt (``attempt = "extracted"`` for an answer extracted from a pasted
