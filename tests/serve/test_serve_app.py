@@ -274,8 +274,21 @@ def test_searches_run_while_the_llm_is_busy(index_dir: Path) -> None:
 
 def test_deadline_answers_504(index_dir: Path) -> None:
     app = create_app(fake_engine(index_dir), ServeSettings(deadline_s=0.3))
+
+    async def scenario(url: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            slow = asyncio.ensure_future(client.post(ASK, json={"question": "sleep:0.6 x"}))
+            # the second question must queue behind the running one (sent together, either may
+            # reach the server first)
+            for _ in range(500):
+                if FakePipeline.running:
+                    break
+                await asyncio.sleep(0.01)
+            queued = await client.post(ASK, json={"question": "graphene"})
+            return [await slow, queued]
+
     with ServerThread(app) as server:
-        responses = asyncio.run(_post_many(server.url, [{"question": "sleep:0.6 x"}, {"question": "graphene"}]))
+        responses = asyncio.run(scenario(server.url))
     assert [r.status_code for r in responses] == [504, 504]
     assert "deadline" in responses[0].json()["error"]["message"]
 
