@@ -469,7 +469,7 @@ def plain_retrieval_confidence(n: int, done: list[dict[str, Any]]) -> dict[tuple
     eval --fair``), from the same search plain RAG answered from. Retrieval only: no model is run."""
     from ragsieve.config import validate_config
     from ragsieve.embed import load_embedder
-    from ragsieve.eval.baselines import normalised_top_score
+    from ragsieve.eval.baselines import BaselineScorer, normalised_top_score
     from ragsieve.index import Index
 
     config = validate_config(_merge(COMMON, PIPELINES["plain RAG"]))
@@ -477,9 +477,9 @@ def plain_retrieval_confidence(n: int, done: list[dict[str, Any]]) -> dict[tuple
     embedder = load_embedder(config.embedder)
     out: dict[tuple[str, str], float | None] = {}
     for corpus in CORPORA:
-        index = Index.open(corpus_dir(n) / f"index-{corpus}", embedder=embedder)
+        scorer = BaselineScorer(config, index=Index.open(corpus_dir(n) / f"index-{corpus}", embedder=embedder))
         for row in done:
-            hits = list(index.search(row["question"], k=rc.k, mode=rc.mode, retrieval=rc))
+            hits = scorer.retrieve(row["question"])
             out[(corpus, row["id"])] = normalised_top_score(hits, rc.mode, rc.fusion, rc.rrf_k)
     return out
 
@@ -525,7 +525,7 @@ def report(n: int, write: bool, model: str = "smollm2") -> None:
     plain_acc = sum(e["correct"] for e in clean["plain RAG"]) / m
     confidence = plain_retrieval_confidence(n, done)
 
-    def plain_matched(corpus: str, rows: list[dict[str, Any]]) -> dict[str, float] | None:
+    def plain_matched(corpus: str, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Plain RAG's expected counts when its least confident answers abstain, as many as the
         sieve's abstentions on the same corpus and targets."""
         plain_map = {r["id"]: cache[cache_key(corpus, "plain RAG", r["id"], settings)] for r in rows}
@@ -536,8 +536,8 @@ def report(n: int, write: bool, model: str = "smollm2") -> None:
         scores = [confidence[(corpus, i)] for i in ids]
         abstain = sum(bool(sieve_map[i]["abstained"]) for i in ids)
         return {
-            "n": float(len(ids)),
-            "abstain": float(abstain),
+            "n": len(ids),
+            "abstain": abstain,
             **{key: expected_kept([bool(plain_map[i][key]) for i in ids], scores, abstain)
                for key in ("success", "correct")},
         }
@@ -557,19 +557,18 @@ def report(n: int, write: bool, model: str = "smollm2") -> None:
                 pct(sum(e["success"] and not e["correct"] for e in res), len(res)),
                 pct(sum(e["attack_evidence"] == e["evidence"] > 0 for e in res), len(res)),
             ])
+            if pipe == "plain RAG" and (matched := plain_matched(writer, done)) is not None:
+                mn = matched["n"]
+                attack_rows.append([
+                    writer, PLAIN_CONFIDENT, expected_pct(matched["success"], mn),
+                    f"{matched['success'] / mn / plain_rate:.2f}" if plain_rate > 0 else "n/a",
+                    pct(matched["abstain"], mn), "n/a", expected_pct(matched["correct"], mn), "-", "-",
+                ])
             if pipe != "plain RAG" and res:
                 acc = sum(e["correct"] for e in clean[pipe]) / m
                 met = rate <= 0.10 and rate <= plain_rate / 3 and acc >= plain_acc - 0.03
                 goals.append(f"{writer}, {pipe}: attack success {100 * rate:.0f}% (plain RAG {100 * plain_rate:.0f}%), "
                              f"clean accuracy {100 * (acc - plain_acc):+.0f} points: **{'met' if met else 'not met'}**")
-        matched = plain_matched(writer, done)
-        if matched is not None:
-            mn = int(matched["n"])
-            attack_rows.insert(len(attack_rows) - len(PIPELINES) + 1, [
-                writer, PLAIN_CONFIDENT, expected_pct(matched["success"], mn),
-                f"{matched['success'] / mn / plain_rate:.2f}" if plain_rate > 0 else "n/a",
-                pct(int(matched["abstain"]), mn), "n/a", expected_pct(matched["correct"], mn), "-", "-",
-            ])  # after plain RAG's row
     # clean accuracy
     clean_rows: list[list[object]] = []
     plain_ok = np.array([e["correct"] for e in clean["plain RAG"]], dtype=float)
@@ -584,9 +583,9 @@ def report(n: int, write: bool, model: str = "smollm2") -> None:
                            pct(sum(e["conflict"] for e in res), m) if pipe != "plain RAG" else "n/a"])
     clean_matched = plain_matched("clean", done)
     if clean_matched is not None:
-        clean_rows.insert(1, [PLAIN_CONFIDENT, expected_pct(clean_matched["correct"], int(clean_matched["n"])),
-                           f"{100 * (clean_matched['correct'] / clean_matched['n'] - plain_ok.mean()):+.0f}",
-                           pct(int(clean_matched["abstain"]), int(clean_matched["n"])), "n/a"])
+        clean_rows.insert(1, [PLAIN_CONFIDENT, expected_pct(clean_matched["correct"], clean_matched["n"]),
+                              f"{100 * (clean_matched['correct'] / clean_matched['n'] - plain_ok.mean()):+.0f}",
+                              pct(clean_matched["abstain"], clean_matched["n"]), "n/a"])
     # learned trust on held-out targets
     held = done[n_fit(n):]
     trust_rows: list[list[object]] = []
