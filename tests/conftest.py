@@ -3,12 +3,42 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# The test session runs in folders of its own, set here (before anything imports ragsieve) so that
+# every test and every subprocess a test starts inherits them: what a user ran before — the demo
+# index `ragsieve demo` writes to the cache, the exported ONNX graph, eval caches, a config or a
+# calibration, $RAGSIEVE_INDEX — cannot change a test's outcome, and the tests leave nothing in the
+# user's folders. The user's own folders are remembered for the test that checks this.
+USER_HOME = Path.home()
+USER_FOLDERS = {
+    "home": USER_HOME,
+    "cache": Path(os.environ.get("XDG_CACHE_HOME", USER_HOME / ".cache")),
+    "config": Path(os.environ.get("XDG_CONFIG_HOME", USER_HOME / ".config")),
+    "data": Path(os.environ.get("XDG_DATA_HOME", USER_HOME / ".local" / "share")),
+}
+SESSION_ROOT = Path(tempfile.mkdtemp(prefix="ragsieve-tests-"))
+SESSION_FOLDERS = {name: SESSION_ROOT / name for name in USER_FOLDERS}
+for _folder in SESSION_FOLDERS.values():
+    _folder.mkdir()
+os.environ["HOME"] = str(SESSION_FOLDERS["home"])
+os.environ["XDG_CACHE_HOME"] = str(SESSION_FOLDERS["cache"])
+os.environ["XDG_CONFIG_HOME"] = str(SESSION_FOLDERS["config"])
+os.environ["XDG_DATA_HOME"] = str(SESSION_FOLDERS["data"])
+for _name in ("RAGSIEVE_INDEX", "RAGSIEVE_DEBUG", "RAGSIEVE_API_KEY"):
+    os.environ.pop(_name, None)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(SESSION_ROOT, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
