@@ -82,8 +82,10 @@ class DecisionModel:
     """P(the draft answer is right) from the checks' signals (logistic regression).
 
     ``signals``: the signal names used, in order; ``c``: inverse L2 strength of the fit;
-    ``threshold``: the default abstention threshold on the probability (``ragsieve calibrate``
-    sets the one a configuration uses, ``calibration.abstain_below``).
+    ``threshold``: the default abstention threshold on the probability; ``None`` learns it in
+    ``fit`` as the highest one that withdraws at most ``max_withdrawn_right`` of the training
+    drafts that were right (a stated goal, not a tuned number). ``ragsieve calibrate`` sets the
+    threshold a configuration uses (``calibration.abstain_below``), which overrides this one.
     """
 
     # learned by fit() or read by load()
@@ -91,12 +93,20 @@ class DecisionModel:
     coef_: np.ndarray
     intercept_: float
     n_train_: int
+    threshold_: float
     about_: dict[str, Any]
 
-    def __init__(self, signals: Sequence[str] = SIGNALS, c: float = 1.0, threshold: float = 0.5) -> None:
+    def __init__(
+        self,
+        signals: Sequence[str] = SIGNALS,
+        c: float = 1.0,
+        threshold: float | None = None,
+        max_withdrawn_right: float = 0.05,
+    ) -> None:
         self.signals = signals
         self.c = c
         self.threshold = threshold
+        self.max_withdrawn_right = max_withdrawn_right
 
     # ----------------------------------------------------------------------------- features
     def _matrix(self, rows: Sequence[Mapping[str, float]], fill: np.ndarray) -> np.ndarray:
@@ -133,6 +143,13 @@ class DecisionModel:
         self.intercept_ = float(lr.intercept_[0])
         self.n_train_ = len(rows)
         self.about_ = {}
+        if self.threshold is not None:
+            self.threshold_ = float(self.threshold)
+        else:
+            right = np.sort(self.predict_proba([r for r, ok in zip(rows, y, strict=True) if ok])[:, 1])
+            # withdraw (confidence < threshold) at most max_withdrawn_right of the right drafts
+            k = int(math.floor(self.max_withdrawn_right * len(right)))
+            self.threshold_ = round(float(right[k]), 6)
         return self
 
     def _check_fitted(self) -> None:
@@ -165,16 +182,29 @@ class DecisionModel:
 
     # ----------------------------------------------------------------------------- storage
     def to_dict(self) -> dict[str, Any]:
-        return {"signals": list(self.signals), "c": self.c, "threshold": self.threshold}
+        return {
+            "signals": list(self.signals),
+            "c": self.c,
+            "threshold": self.threshold,
+            "max_withdrawn_right": self.max_withdrawn_right,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DecisionModel:
-        return cls(tuple(data.get("signals", SIGNALS)), float(data.get("c", 1.0)), float(data.get("threshold", 0.5)))
+        threshold = data.get("threshold")
+        return cls(
+            tuple(data.get("signals", SIGNALS)),
+            float(data.get("c", 1.0)),
+            None if threshold is None else float(threshold),
+            float(data.get("max_withdrawn_right", 0.05)),
+        )
 
     def save(self, path: str | Path, **about: Any) -> Path:
         """Write the arrays and a JSON header (``about``: where the training data came from)."""
         self._check_fitted()
-        header = {"format": FORMAT, **self.to_dict(), "n_train": self.n_train_, "about": about}
+        header = {
+            "format": FORMAT, **self.to_dict(), "n_train": self.n_train_, "threshold_": self.threshold_, "about": about
+        }
         arrays = {"fill": self.fill_, "coef": self.coef_, "intercept": np.asarray([self.intercept_])}
         return save_arrays(path, header, arrays)
 
@@ -195,6 +225,7 @@ class DecisionModel:
         if model.fill_.shape != (n,) or model.coef_.shape != (2 * n,):
             raise ModelError(f"{path} has arrays of the wrong shape for its {n} signals; {retrain}")
         model.n_train_ = int(header.get("n_train", 0))
+        model.threshold_ = float(header.get("threshold_", model.threshold if model.threshold is not None else 0.5))
         model.about_ = dict(header.get("about") or {})
         return model
 

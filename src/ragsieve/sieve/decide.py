@@ -78,7 +78,7 @@ class DecideStage:
             return self.config.threshold
         if self.calibration.abstain_below is not None:
             return self.calibration.abstain_below
-        return self.model().threshold
+        return self.model().threshold_
 
     def _signals(self, question: str, trace: Trace, state: PipelineState) -> None:
         """The signals no earlier stage left in the state: the answer's token probability and
