@@ -201,3 +201,30 @@ def test_ask_uses_the_threshold_calibrate_wrote(
     for value, abstains in ((min(1.0, conf + 0.01), True), (conf, False)):
         calibrate_cli.write_calibration(config, CalibrationConfig(abstain_below=value).model_dump())
         assert ask_json(config, real_index, chat_server)["abstained"] == abstains
+
+
+def test_calibrate_answers_every_draft_of_the_decide_stage(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, real_index: Path
+) -> None:
+    """The decide stage answers every draft with its confidence while calibrating (threshold 0),
+    so the threshold is chosen over all of them; the config file keeps no decide threshold."""
+    config = tmp_path / "ragsieve.toml"
+    config.write_text('pipeline = "sieve"\n\n[sieve]\nneed = "always"\n')
+    data = tmp_path / "q.jsonl"
+    data.write_text("".join(json.dumps({"id": str(i), "question": f"question {i}", "answer": "Paris"}) + "\n"
+                            for i in range(200)))  # fmt: skip
+    seen: list[Any] = []
+    real = lookup_or_answer
+
+    def spy(items: Any, spec: Any, *a: Any, **k: Any) -> Any:
+        seen.append(spec.config)
+        return real(items, spec, *a, **{**k, "build": lambda s: ConfidentPipeline()})
+
+    monkeypatch.setattr(calibrate_cli, "lookup_or_answer", spy)
+    res = CliRunner().invoke(calibrate_cli.app, ["--data", str(data), "--index", str(real_index), "--risk", "0.1",
+                                                 "--config", str(config), "--cache", str(tmp_path / "c.jsonl"),
+                                                 "--splits", "0", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert seen and seen[0].decide.threshold == 0.0
+    written = load_config(config)
+    assert written.decide.threshold is None and written.calibration.abstain_below is not None
