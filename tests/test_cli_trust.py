@@ -38,7 +38,8 @@ def ask_json(capsys, monkeypatch, index, llm, judge, *args: str) -> dict:
 @pytest.fixture()
 def no_responsive_config(tmp_path):
     path = tmp_path / "ragsieve.toml"
-    path.write_text('[sieve]\nneed = "always"\nresponsive = false\n', encoding="utf-8")
+    # the value check's own verdict, as a veto (without the decide stage, which weighs it)
+    path.write_text('ablate = ["decide"]\n\n[sieve]\nneed = "always"\nresponsive = false\n', encoding="utf-8")
     return path
 
 

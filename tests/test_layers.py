@@ -29,7 +29,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the parts a stage is made of: models, indexes, and each check's own component
     "components": (
         "ingest", "embed", "llm", "index", "store", "route", "importance", "generate", "verify",
-        "tasks", "expand", "coe", "select", "filtering", "conflict", "calibrate",
+        "tasks", "expand", "coe", "select", "filtering", "conflict", "calibrate", "decision",
     ),
     # the question's path: one module per stage, and the pipeline that runs them
     "sieve": ("sieve",),
@@ -112,9 +112,10 @@ def layer_of(module: str) -> str:
 
 
 def unit_of(module: str) -> str:
-    """The package-level unit: ``ragsieve.<name>``, but each ``cli`` module on its own."""
+    """The package-level unit: ``ragsieve.<name>`` (a package's own ``cli`` module included: the
+    package's command line must not make two packages import each other either)."""
     parts = module.split(".")
-    return module if parts[-1] == "cli" or len(parts) <= 2 else ".".join(parts[:2])
+    return module if len(parts) <= 2 else ".".join(parts[:2])
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -191,8 +192,8 @@ def test_no_package_import_cycle():
 
 
 def test_no_stage_reaches_the_pipeline():
-    # the pipeline and the candidate checks (which run the pipeline's stages on another
-    # retriever's candidates) build stages; a stage itself never reaches the pipeline
+    # the pipeline, its streaming half and the candidate checks (which run the same stages on
+    # another retriever's candidates) run stages; a stage itself never reaches the pipeline
     runners = ("ragsieve.sieve.pipeline", "ragsieve.sieve.checks")
     stages = [m for m in MODULES if m.startswith("ragsieve.sieve.") and m not in runners]
     assert stages
@@ -225,3 +226,129 @@ def test_a_lazy_import_counts(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__, fromlist=["x"]), "MODULES", found)
     assert set(imports_of("ragsieve.types")) == {"ragsieve.cli"}
     assert set(imports_of("ragsieve.cli")) == {"ragsieve.types"}
+
+
+# ---------------------------------------------------------------------------- stage contracts
+SIEVE_DIR = SRC / "ragsieve" / "sieve"
+# the modules that run stages rather than being one
+RUNNERS = {"pipeline.py", "streaming.py", "runner.py", "build.py", "checks.py", "state.py", "events.py", "__init__.py"}
+
+
+def _stage_classes() -> Iterator[tuple[str, ast.ClassDef]]:
+    """Every class under ``ragsieve/sieve`` with a ``run(question, candidates, trace, state)``."""
+    for path in sorted(SIEVE_DIR.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "run":
+                        names = [a.arg for a in item.args.args]
+                        if names[-1:] == ["state"]:
+                            yield path.name, node
+
+
+def test_stages_share_no_untyped_channel():
+    """No ``extra`` dict: what a stage tells a later one is a typed field of PipelineState."""
+    from ragsieve.sieve.state import STATE_FIELDS
+
+    assert "extra" not in STATE_FIELDS
+    found = []
+    for path in sorted(SIEVE_DIR.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute) and node.attr == "extra"
+                and isinstance(node.value, ast.Name) and node.value.id == "state"
+            ):  # fmt: skip
+                found.append(f"{path.name}:{node.lineno}")
+    assert not found, "state.extra used at " + ", ".join(found)
+
+
+def test_no_any_typed_state():
+    """The state's fields are typed (no ``Any``), and every stage's ``run`` takes a PipelineState."""
+    source = (SIEVE_DIR / "state.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    state_cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "PipelineState")
+    any_fields = [
+        item.target.id
+        for item in state_cls.body
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+        and "Any" in ast.unparse(item.annotation)
+    ]
+    assert not any_fields, f"PipelineState fields typed Any: {any_fields}"
+    stages = list(_stage_classes())
+    assert len(stages) >= 14  # the sieve's stages and the task-adaptive preset's
+    untyped = []
+    for module, cls in stages:
+        run = next(i for i in cls.body if isinstance(i, ast.FunctionDef) and i.name == "run")
+        annotation = run.args.args[-1].annotation
+        if annotation is None or ast.unparse(annotation) != "PipelineState":
+            untyped.append(f"{module}:{cls.name}")
+    assert not untyped, f"stages whose state is not a PipelineState: {untyped}"
+
+
+def test_every_stage_declares_what_it_reads_and_writes():
+    """Each stage class (or its base) declares ``reads``, ``uses`` and ``writes``, and no stage
+    module outside the runner records an abstention or builds an Answer itself."""
+    declared = {}
+    for module, cls in _stage_classes():
+        names = {
+            t.id
+            for item in cls.body
+            if isinstance(item, ast.AnnAssign | ast.Assign)
+            for t in ([item.target] if isinstance(item, ast.AnnAssign) else item.targets)
+            if isinstance(t, ast.Name)
+        }
+        bases = [ast.unparse(b) for b in cls.bases]
+        declared[cls.name] = (module, names, bases)
+    missing = []
+    for name, (module, names, bases) in declared.items():
+        have = set(names)
+        for base in bases:
+            have |= declared.get(base, ("", set(), []))[1]
+        if not {"reads", "uses", "writes"} <= have:
+            missing.append(f"{module}:{name}")
+    assert not missing, f"stages without reads/uses/writes: {missing}"
+    for path in sorted(SIEVE_DIR.glob("*.py")):
+        if path.name in {"runner.py"}:
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert 'trace.record("abstain"' not in text, f"{path.name} records an abstention; return an Abstain"
+        if path.name not in RUNNERS:
+            assert "Answer(" not in text, f"{path.name} builds an Answer; return an Abstain"
+
+
+def test_building_a_pipeline_checks_the_wiring():
+    """Every preset's stages read only what an earlier stage (or the request) produces; a stage
+    put before the one that produces its input fails when the pipeline is built, naming both."""
+    from ragsieve.config import PipelineConfig
+    from ragsieve.errors import ConfigError
+    from ragsieve.sieve.build import StageResources, build_stages
+    from ragsieve.sieve.pipeline import Pipeline
+    from ragsieve.sieve.state import STATE_FIELDS, Ref, check_wiring, preset_stages
+
+    for preset in ("plain", "sieve"):
+        cfg = PipelineConfig(pipeline=preset)
+        resources = StageResources(cfg, Ref(), Ref(), sieve=preset == "sieve", judge=None, selector=None,
+                                   claim_judge=None)  # fmt: skip
+        stages = build_stages(cfg, preset_stages(cfg), resources)
+        for stage in stages:
+            assert set(stage.reads) | set(stage.uses) | set(stage.writes) <= STATE_FIELDS, stage.name
+    cfg = PipelineConfig()
+    resources = StageResources(cfg, Ref(), Ref(), sieve=True, judge=None, selector=None, claim_judge=None)
+    with pytest.raises(ConfigError, match="stage 'verify' reads text, evidence, cited"):
+        build_stages(cfg, ["verify", "generate"], resources)
+    generate, verify = build_stages(cfg, ["generate", "verify"], resources)
+    with pytest.raises(ConfigError, match="stage 'verify' reads text, evidence, cited, which no stage before it"):
+        check_wiring([verify, generate])
+    with pytest.raises(ConfigError, match="stage 'verify' reads"):
+        Pipeline(cfg, stages=[verify, generate])
+    check_wiring([generate, verify])
+
+    class Typo:
+        name = "typo"
+        reads = ("evidance",)
+        uses = ()
+        writes = ()
+
+    with pytest.raises(ConfigError, match="'typo' declares evidance, which PipelineState does not have"):
+        check_wiring([Typo()])  # type: ignore[list-item]

@@ -18,8 +18,8 @@ from ragsieve.sieve.adaptive import FixedTaskClassifier
 from ragsieve.sieve.judge import entity_rescues, names_entity
 from ragsieve.sieve.pipeline import Pipeline, build_pipeline
 from ragsieve.sieve.retrieve import reweight_hits
-from ragsieve.sieve.state import PipelineState, Stage, preset_stages
-from ragsieve.types import Answer, Chunk, SearchHit, Trace
+from ragsieve.sieve.state import Abstain, PipelineState, Stage, preset_stages
+from ragsieve.types import Chunk, SearchHit, Trace
 from ragsieve.verify import LexicalEmbeddingJudge
 
 
@@ -186,7 +186,11 @@ def hash_index(tmp_path_factory):
 
 
 def sieve(index, llm, judge, **overrides) -> Pipeline:
-    data = {"sieve": {"need": "always", "route": "all", "select": "top-k", **overrides.pop("sieve", {})}, **overrides}
+    """The sieve with its checks' own withdrawals as vetoes: without the decide stage, which has
+    its own tests (tests/sieve/test_decide.py), so these pin what each check does."""
+    ablate = [*overrides.pop("ablate", []), "decide"]
+    data = {"sieve": {"need": "always", "route": "all", "select": "top-k", **overrides.pop("sieve", {})},
+            "ablate": ablate, **overrides}  # fmt: skip
     cfg = validate_config(data)
     return Pipeline(cfg, index=index, llm=llm, judge=judge, claim_judge=LexicalEmbeddingJudge(embedding_weight=0.0))
 
@@ -208,6 +212,7 @@ def test_presets_are_stage_lists_of_one_pipeline():
         "conflict",
         "select",
         "generate",
+        "decide",
     ]
     for name in ("plain", "task-adaptive", "sieve"):
         assert type(build_pipeline(PipelineConfig(pipeline=name))) is Pipeline
@@ -235,7 +240,7 @@ def test_sieve_accepts_a_supported_answer_and_records_every_check(hash_index):
     dropped = [d["id"] for d in ans.trace.decisions if d["check"] == "judge" and d["verdict"] == "dropped"]
     assert not set(dropped) & {h.chunk.id for h in ans.evidence}
     assert [e["stage"] for e in ans.trace.events][0] == "pipeline"
-    assert set(SIEVE_STAGES) - {"route", "need"} <= set(ans.trace.timings_ms)
+    assert set(SIEVE_STAGES) - {"route", "need", "decide"} <= set(ans.trace.timings_ms)
     assert ans.trace.stage("filter")[0]["applied"] is False
     assert ans.trace.stage("verify")[0]["supported"] is True
     assert llm.replies and len(llm.prompts) == 1
@@ -449,7 +454,7 @@ def test_poison_stage_drops_restated_questions_and_abstains_when_nothing_is_left
     assert {d["id"]: d["verdict"] for d in trace.decisions if d["check"] == "poison"} == {"evil:0": "dropped",
                                                                                            "moon:0": "kept"}
     out = stage.run(MOON_Q, [planted], Trace(MOON_Q), PipelineState(MOON_Q))
-    assert isinstance(out, Answer) and out.abstained and out.abstain_reason.startswith("poison:")
+    assert isinstance(out, Abstain) and out.check == "poison" and out.reason.startswith("poison:")
     names = [s.name for s in sieve(hash_index, QueueLLM("x"), KeywordJudge(), ablate=["poison"]).stages]
     assert "poison" not in names
 

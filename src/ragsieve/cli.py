@@ -98,7 +98,7 @@ def mount_subcommands(root: typer.Typer) -> None:
     from ragsieve.eval.cli import eval_command
     from ragsieve.filtering.cli import app as filters_app
     from ragsieve.importance.cli import app as importance_app
-    from ragsieve.route.cli import app as router_app
+    from ragsieve.index.cli import app as router_app
     from ragsieve.serve.cli import app as trace_app
     from ragsieve.serve.cli import serve as serve_command
     from ragsieve.tasks.cli import app as tasks_app
@@ -870,7 +870,7 @@ _COMMAND: Any = None
 # --help is asked for): `ragsieve --help` lists them from these lines without importing numpy,
 # fastapi or the stages. tests/test_cli_usage.py checks each line is the command's own help.
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
-    "router": ("ragsieve.route.cli", "app", "Query-to-domain router of a domain-partitioned index."),
+    "router": ("ragsieve.index.cli", "app", "Query-to-domain router of a domain-partitioned index."),
     "filters": ("ragsieve.filtering.cli", "app",
                 "Knowledge filtering: perplexity labels (D_kf), proxy training, filter quality."),
     "tasks": ("ragsieve.tasks.cli", "app", "Task-adaptive RAG: task classifier and retrieval evaluator."),

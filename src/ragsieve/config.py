@@ -22,6 +22,7 @@ from ragsieve.errors import ConfigError
 from ragsieve.options import SIEVE_STAGES as SIEVE_STAGES
 from ragsieve.options import ChunkUnit as ChunkUnit
 from ragsieve.options import ConflictPolicy as ConflictPolicy
+from ragsieve.options import DecideMode as DecideMode
 from ragsieve.options import DenseKind as DenseKind
 from ragsieve.options import FilterName as FilterName
 from ragsieve.options import FusionName as FusionName
@@ -29,6 +30,7 @@ from ragsieve.options import PipelineName as PipelineName
 from ragsieve.options import RetrievalModeName as RetrievalModeName
 from ragsieve.options import SelectName as SelectName
 from ragsieve.options import StoreBackendName as StoreBackendName
+from ragsieve.options import VetoName as VetoName
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -202,7 +204,10 @@ class SieveConfig(_Section):
     judge_model: str | None = None
     upper: float | None = Field(None, ge=0.0, le=1.0)
     lower: float | None = Field(None, ge=0.0, le=1.0)
-    # When the judge finds every candidate irrelevant, abstain instead of answering from them.
+    # When the judge finds every candidate irrelevant, abstain instead of answering from them: a
+    # veto that stays on (it stops a run before any draft exists). Its precision as a veto on the
+    # held-out demo set with SmolLM2: 10 of 10 stops on unanswerable questions, none on answerable
+    # ones (docs/results/calibration.md, "The decision model on the demo set"; n is small).
     abstain_when_all_irrelevant: bool = True
     # cover_entities: for a question naming two or more entities ("Who died first, A or B?"),
     # keep, for each entity no kept candidate names, the judge's best candidate that names it
@@ -259,6 +264,27 @@ class SieveConfig(_Section):
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # abstain below this answer confidence
 
 
+class DecideConfig(_Section):
+    """The ``decide`` stage (``PipelineConfig.decide``): one calibrated confidence from every
+    check's signals (:class:`ragsieve.decision.DecisionModel`), then answer, answer with a
+    caveat, or abstain.
+
+    ``model``: a decision model file (``.npz`` with its ``.json`` header); ``None`` takes the
+    bundled one. ``threshold``: abstain below this confidence; ``None`` takes
+    ``calibration.abstain_below`` (what ``ragsieve calibrate`` certified), else the model's own
+    default. ``caveat_margin``: an answer within this of the threshold, or one a check asked to
+    withdraw but the combined confidence keeps, says it is not fully confirmed. ``vetoes``: the
+    verify stage's withdrawals that still end a run on their own (none by default: a veto
+    stays only where its measured precision on outside data is at least 0.9, and none of these
+    has been measured there yet)."""
+
+    mode: DecideMode = "decide"
+    model: str | None = None
+    threshold: float | None = Field(None, ge=0.0, le=1.0)
+    caveat_margin: float = Field(0.1, ge=0.0, le=1.0)
+    vetoes: list[VetoName] = Field(default_factory=list)
+
+
 class CalibrationConfig(_Section):
     """The abstention threshold ``ragsieve calibrate`` chose (``PipelineConfig.calibration``).
 
@@ -298,6 +324,7 @@ class PipelineConfig(_Section):
     retrieval: RetrievalConfig = RetrievalConfig()
     generation: GenerationConfig = GenerationConfig()
     sieve: SieveConfig = SieveConfig()
+    decide: DecideConfig = DecideConfig()
     calibration: CalibrationConfig = CalibrationConfig()
     # Stage sections owned by their sub-packages; kept as plain dicts here so each stage
     # validates its own section with its own model.
@@ -333,6 +360,9 @@ class PipelineConfig(_Section):
         # changes no answer.
         if data.get("calibration", {}).get("abstain_below") is None:
             data.pop("calibration", None)
+        # only the sieve runs the decide stage
+        if data["pipeline"] != "sieve" or "decide" in data.get("ablate", []):
+            data.pop("decide", None)
         return data
 
 

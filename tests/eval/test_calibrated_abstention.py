@@ -21,8 +21,8 @@ from ragsieve.eval import calibrate_cli
 from ragsieve.eval.calibrate_cli import lookup_or_answer
 from ragsieve.index import Index
 from ragsieve.llm.base import Generation
-from ragsieve.sieve.pipeline import Pipeline, apply_calibrated_abstention
-from ragsieve.sieve.state import PipelineState
+from ragsieve.sieve.pipeline import Pipeline, calibrated_abstention
+from ragsieve.sieve.state import Abstain, PipelineState
 from ragsieve.types import Answer, Trace
 from ragsieve.verify import LexicalEmbeddingJudge
 
@@ -65,8 +65,11 @@ def hash_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
 
 
 def pipeline(index: Index, threshold: float | None, preset: str = "sieve", min_confidence: float = 0.0) -> Pipeline:
+    # without the decide stage: what is pinned here is the threshold applied where the answer is
+    # assembled (the decide stage applies the same threshold itself: tests/sieve/test_decide.py)
     cfg = validate_config({
         "pipeline": preset,
+        "ablate": ["decide"] if preset == "sieve" else [],
         "sieve": {"need": "always", "route": "all", "select": "top-k", "min_confidence": min_confidence},
         "calibration": {"abstain_below": threshold},
     })  # fmt: skip
@@ -112,14 +115,12 @@ def test_min_confidence_decides_first_and_the_higher_floor_wins(hash_index: Inde
 
 def test_the_helper_leaves_abstentions_and_unthresholded_answers_alone() -> None:
     for threshold, confidence, abstained in ((None, 0.1, False), (0.5, 0.1, True), (0.5, 0.9, False)):
-        state = PipelineState(question="q", text="draft", confidence=confidence, abstained=abstained,
-                              abstain_reason="judge: x" if abstained else None)  # fmt: skip
-        trace = Trace("q")
-        apply_calibrated_abstention(state, trace, threshold)
-        assert state.text == "draft" and state.abstained == abstained and not trace.events
+        state = PipelineState(question="q", text="draft", confidence=confidence,
+                              abstain=Abstain("judge", "judge: x", "none relevant") if abstained else None)  # fmt: skip
+        assert calibrated_abstention(state, threshold) is None
     state = PipelineState(question="q", text="draft", confidence=None)
-    apply_calibrated_abstention(state, Trace("q"), 0.5)
-    assert state.abstained and "unknown" in state.text
+    out = calibrated_abstention(state, 0.5)
+    assert out is not None and out.check == "calibration" and "unknown" in out.text and state.text == "draft"
 
 
 # ---------------------------------------------------------------------------- calibrate, then ask
@@ -171,7 +172,7 @@ def test_ask_uses_the_threshold_calibrate_wrote(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, real_index: Path, chat_server: str
 ) -> None:
     config = tmp_path / "ragsieve.toml"
-    config.write_text('pipeline = "sieve"\n\n[sieve]\nneed = "always"\n')
+    config.write_text('pipeline = "sieve"\nablate = ["decide"]\n\n[sieve]\nneed = "always"\n')
     data = tmp_path / "q.jsonl"
     data.write_text("".join(json.dumps({"id": str(i), "question": f"question {i}", "answer": "Paris"}) + "\n"
                             for i in range(400)))  # fmt: skip
@@ -188,7 +189,7 @@ def test_ask_uses_the_threshold_calibrate_wrote(
 
     # the same question without the threshold: its confidence decides what the threshold does
     bare = tmp_path / "bare.toml"
-    bare.write_text('pipeline = "sieve"\n\n[sieve]\nneed = "always"\n')
+    bare.write_text('pipeline = "sieve"\nablate = ["decide"]\n\n[sieve]\nneed = "always"\n')
     free = ask_json(bare, real_index, chat_server)
     assert not free["abstained"] and free["confidence"] is not None, free["abstain_reason"]
     calibrated = ask_json(config, real_index, chat_server)
@@ -200,3 +201,30 @@ def test_ask_uses_the_threshold_calibrate_wrote(
     for value, abstains in ((min(1.0, conf + 0.01), True), (conf, False)):
         calibrate_cli.write_calibration(config, CalibrationConfig(abstain_below=value).model_dump())
         assert ask_json(config, real_index, chat_server)["abstained"] == abstains
+
+
+def test_calibrate_answers_every_draft_of_the_decide_stage(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, real_index: Path
+) -> None:
+    """The decide stage answers every draft with its confidence while calibrating (threshold 0),
+    so the threshold is chosen over all of them; the config file keeps no decide threshold."""
+    config = tmp_path / "ragsieve.toml"
+    config.write_text('pipeline = "sieve"\n\n[sieve]\nneed = "always"\n')
+    data = tmp_path / "q.jsonl"
+    data.write_text("".join(json.dumps({"id": str(i), "question": f"question {i}", "answer": "Paris"}) + "\n"
+                            for i in range(200)))  # fmt: skip
+    seen: list[Any] = []
+    real = lookup_or_answer
+
+    def spy(items: Any, spec: Any, *a: Any, **k: Any) -> Any:
+        seen.append(spec.config)
+        return real(items, spec, *a, **{**k, "build": lambda s: ConfidentPipeline()})
+
+    monkeypatch.setattr(calibrate_cli, "lookup_or_answer", spy)
+    res = CliRunner().invoke(calibrate_cli.app, ["--data", str(data), "--index", str(real_index), "--risk", "0.1",
+                                                 "--config", str(config), "--cache", str(tmp_path / "c.jsonl"),
+                                                 "--splits", "0", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert seen and seen[0].decide.threshold == 0.0
+    written = load_config(config)
+    assert written.decide.threshold is None and written.calibration.abstain_below is not None

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ragsieve.route import cli as route_cli
+from ragsieve.index import cli as route_cli
 
 
 @pytest.fixture()

@@ -13,7 +13,7 @@ from tests.test_pipeline_traces import EchoLLM
 from ragsieve import Pipeline
 from ragsieve.config import PipelineConfig
 from ragsieve.index import Index
-from ragsieve.sieve.pipeline import SharedEmbedder
+from ragsieve.sieve.build import SharedEmbedder
 from ragsieve.sieve.state import Ref
 from ragsieve.types import Chunk, SearchHit
 

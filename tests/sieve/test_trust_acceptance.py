@@ -112,7 +112,9 @@ def build_index(root: Path, docs: dict[str, str]) -> Index:
 
 
 def sieve(index: Index, llm: FakeLLM, judge: KeywordJudge, **sieve_options) -> Pipeline:
-    data = {"sieve": {"need": "always", "route": "all", **sieve_options}}
+    # the checks' own verdicts, each withdrawal a veto (without the decide stage, which weighs
+    # them instead: tests/sieve/test_decide.py)
+    data = {"sieve": {"need": "always", "route": "all", **sieve_options}, "ablate": ["decide"]}
     return Pipeline(
         validate_config(data),
         index=index,

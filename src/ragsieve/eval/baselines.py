@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from ragsieve.errors import InputError, RagsieveError
+from ragsieve.sieve.retrieve import normalised_top_score
 from ragsieve.types import SearchHit
 
 logger = logging.getLogger(__name__)
@@ -57,23 +58,6 @@ __all__ = [
 ]
 
 BASELINES: tuple[str, ...] = ("retrieval", "logprob", "combined")
-
-
-def normalised_top_score(
-    hits: Sequence[SearchHit], mode: str = "hybrid", fusion: str = "rrf", rrf_k: int = 60, n_retrievers: int = 2
-) -> float | None:
-    """The top hit's retrieval score mapped to [0, 1] (see the module docstring); ``None`` without hits."""
-    if not hits:
-        return None
-    top = min(hits, key=lambda h: h.rank)
-    if mode == "hybrid" and fusion == "rrf":
-        return min(1.0, max(0.0, float(top.scores.get("fused", top.score)) * (rrf_k + 1) / n_retrievers))
-    if mode == "hybrid":
-        return min(1.0, max(0.0, float(top.scores.get("fused", top.score))))
-    if mode == "dense":
-        return min(1.0, max(0.0, float(top.scores.get("dense", top.score))))
-    s = max(0.0, float(top.scores.get("sparse", top.score)))
-    return s / (1.0 + s)
 
 
 def answer_logprob(

@@ -188,6 +188,11 @@ def calibrate_command(
     cfg = apply_overrides(base, overrides)
     # The threshold is chosen on the pipeline's own answers, before any earlier threshold.
     cfg = cfg.model_copy(update={"calibration": CalibrationConfig()})
+    if cfg.pipeline == "sieve" and "decide" not in cfg.ablate and cfg.decide.threshold is None:
+        # the decide stage answers every draft with its confidence (threshold 0), so the threshold
+        # is chosen over all of them rather than only above the model's default; with it written
+        # to calibration.abstain_below the decide stage abstains below it
+        cfg = cfg.model_copy(update={"decide": cfg.decide.model_copy(update={"threshold": 0.0})})
     # The same fallback as every command that reads an index.
     index = resolve_index_dir(index, cfg.index_dir)
     cfg = apply_overrides(cfg, {"index_dir": str(index)})

@@ -170,6 +170,8 @@ def eval_command(
         plot_risk_coverage(_with_best_baseline(scores, report), plot, title=f"{data.name}, n={len(items)}")
     self_judged = judge_name == cfg.sieve.claim_judge
     if as_json:
+        from ragsieve.eval.checks import check_table
+
         payload = {
             "data": str(data),
             "n": len(items),
@@ -182,6 +184,9 @@ def eval_command(
             "seconds": round(elapsed, 1),
             "configurations": {s.name: {**scores[s.name], "spec": s.to_dict()} for s in specs},
             "fair": report,
+            "checks": {
+                name: check_table(items, recs) for name, recs in records.items() if len(recs) == len(items)
+            },
         }
         console.print_json(json.dumps(payload))
         return
@@ -189,6 +194,20 @@ def eval_command(
                  elapsed)  # fmt: skip
     if report is not None:
         _print_fair(console, report)
+    _print_checks(console, items, records)
+
+
+def _print_checks(console: Any, items: list[Any], records: dict[str, list[dict[str, Any]]]) -> None:
+    """The per-check table of every configuration in which a check fired."""
+    from ragsieve.eval.checks import check_table, check_table_lines
+
+    for name, recs in records.items():
+        if len(recs) != len(items) or not any(r.get("fired") for r in recs):
+            continue
+        console.print(f"\nChecks of {name}: how often each fired, and its precision as a veto "
+                      "(share of its withdrawals the gold answer shows right to make)")  # fmt: skip
+        for line in check_table_lines(check_table(items, recs)):
+            console.print(line, markup=False, highlight=False)
 
 
 def _fair(

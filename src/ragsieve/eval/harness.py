@@ -227,7 +227,10 @@ def rejudge_faithfulness(
 def _record(
     key: str, spec: EvalSpec, item: QAItem, answer: Answer, seconds: float, faith: list[dict[str, Any]] | None
 ) -> dict[str, Any]:
+    from ragsieve.eval.checks import fired_checks
+
     by_id = {h.chunk.id: h.chunk for h in answer.evidence}
+    fired, draft = fired_checks(answer.trace)
     return {
         "key": key,
         "config": spec.name,
@@ -253,6 +256,10 @@ def _record(
         # the confidence signals the answer carries (judge score of the cited evidence, verifier
         # support, source agreement), so a confidence can be refitted from the cache
         "signals": _answer_signals(answer),
+        # the checks that stopped the run or asked to withdraw the draft, and that draft (the
+        # per-check table: how often each fires and how often withdrawing was right)
+        "fired": fired,
+        "draft": draft,
         "error": None,
     }
 

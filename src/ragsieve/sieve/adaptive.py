@@ -25,6 +25,7 @@ from ragsieve.errors import ConfigError
 from ragsieve.expand.hyde import HyDEExpander, merge_hits
 from ragsieve.generate.answer import build_answer_messages, cite_evidence
 from ragsieve.llm.base import LLM, ChatMessage
+from ragsieve.sieve.state import PipelineState, Stage
 from ragsieve.tasks.classifier import LLMTaskClassifier, TaskClassifier, TaskPrediction, TfidfTaskClassifier
 from ragsieve.tasks.config import TaskAdaptiveConfig
 from ragsieve.tasks.evaluator import (
@@ -319,7 +320,8 @@ class TaskAdaptiveParts:
         trace.record("retrieval_action", verdict=verdict.verdict, action=action, n_evidence=len(out))
         return out[: max(self.k, 1) * 2]
 
-    def _generate(self, msgs: list[ChatMessage], max_tokens: int, trace: Trace) -> str:
+    def generate(self, msgs: list[ChatMessage], max_tokens: int, trace: Trace) -> str:
+        """One greedy generation of at most ``max_tokens``, counted in ``trace``."""
         gen = self.llm.generate(msgs, max_tokens=max_tokens, temperature=0.0)
         trace.count_llm(gen.prompt_tokens, gen.completion_tokens)
         return gen.text.strip()
@@ -356,7 +358,12 @@ class TaskAdaptiveParts:
 
 
 class _TaskStage:
+    """A task-adaptive stage: the shared components come through ``parts`` (built on first use)."""
+
     name = "stage"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
 
     def __init__(self, parts: Callable[[], TaskAdaptiveParts]) -> None:
         self._parts = parts
@@ -374,8 +381,11 @@ class TaskRouteStage(_TaskStage):
     text_generation; ``ask(task=...)`` forces a path."""
 
     name = "need"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ("task_label", "retrieve")
 
-    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: Any) -> list[SearchHit]:
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         parts = self.parts
         task: TaskLabel | None = "general_qa" if state.forced_no_retrieval else state.task
         if not state.forced_no_retrieval and parts.retriever is None:
@@ -385,7 +395,7 @@ class TaskRouteStage(_TaskStage):
         if pred.method.startswith("llm"):
             trace.count_llm()
         trace.record("task", **pred.to_dict())
-        state.extra["task"] = pred.label
+        state.task_label = pred.label
         state.retrieve = pred.label != "general_qa"
         return candidates
 
@@ -394,8 +404,11 @@ class TaskRetrieveStage(_TaskStage):
     """retrieve: the first pass, with HyDE when ``stages.tasks.hyde`` is on."""
 
     name = "retrieve"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
 
-    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: Any) -> list[SearchHit]:
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         if not state.retrieve:
             return []
         c = self.parts.config
@@ -409,8 +422,11 @@ class CragStage(_TaskStage):
     retrieval, or both)."""
 
     name = "judge"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ("evaluator_verdict",)
 
-    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: Any) -> list[SearchHit]:
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         if not state.retrieve:
             return []
         parts = self.parts
@@ -422,7 +438,7 @@ class CragStage(_TaskStage):
         for h, s in zip(candidates, verdict.scores, strict=False):
             trace.decide("judge", h.chunk.id, "kept", f"scored by the {verdict.method} evaluator", s)
         evidence = parts.act(question, candidates, verdict, trace, used_hyde=parts.config.hyde)
-        state.extra["evaluator_verdict"] = verdict.verdict
+        state.evaluator_verdict = verdict.verdict
         return evidence
 
 
@@ -442,14 +458,17 @@ class TaskGenerateStage(_TaskStage):
     with the coverage/distinct-2 reflection loop (text_generation)."""
 
     name = "generate"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ("task_label",)
+    writes: tuple[str, ...] = ("text", "evidence", "cited")
 
-    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: Any) -> list[SearchHit]:
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         parts = self.parts
         c = parts.config
-        label = state.extra.get("task", "information_retrieval")
+        label = state.task_label or "information_retrieval"
         if not state.retrieve:
             state.text = _cleaned(
-                parts._generate(build_answer_messages(question, []), parts.max_tokens, trace), question, trace
+                parts.generate(build_answer_messages(question, []), parts.max_tokens, trace), question, trace
             )
             trace.record("generation", path="direct", evidence=0)
             return candidates
@@ -463,13 +482,13 @@ class TaskGenerateStage(_TaskStage):
         if label == "information_retrieval" or not evidence:
             msgs = build_answer_messages(question, evidence, parts.max_evidence_chars)
             max_tokens = parts.max_tokens if label == "information_retrieval" else c.text_max_tokens
-            text = _cleaned(parts._generate(msgs, max_tokens, trace), question, trace)
+            text = _cleaned(parts.generate(msgs, max_tokens, trace), question, trace)
             if evidence:
                 trace.record("generation", path=label, evidence=len(evidence))
         else:
 
             def gen(missing: list[str]) -> str:
-                return parts._generate(parts.writing_messages(question, evidence, missing), c.text_max_tokens, trace)
+                return parts.generate(parts.writing_messages(question, evidence, missing), c.text_max_tokens, trace)
 
             with trace.timed("generation"):
                 if c.generation_reflection:
@@ -484,9 +503,9 @@ class TaskGenerateStage(_TaskStage):
         return candidates
 
 
-def task_adaptive_stages(parts: Callable[[], TaskAdaptiveParts], names: Sequence[str]) -> list[Any]:
+def task_adaptive_stages(parts: Callable[[], TaskAdaptiveParts], names: Sequence[str]) -> list[Stage]:
     """The task-adaptive preset's stages among ``names`` (ablation removes the others)."""
-    factories = {
+    factories: dict[str, Callable[[Callable[[], TaskAdaptiveParts]], Stage]] = {
         "need": TaskRouteStage,
         "retrieve": TaskRetrieveStage,
         "judge": CragStage,

@@ -5,7 +5,7 @@ with entity coverage, ``poison``, ``filter`` when one is configured, any further
 ``config.SIEVE_STAGES`` places there, and ``select``) on a list of
 :class:`~ragsieve.types.SearchHit` that came from anywhere: a LangChain retriever, a LlamaIndex
 index, a Haystack document store (``ragsieve.adapters`` wraps each). The stage objects are the
-ones :meth:`ragsieve.sieve.pipeline.Pipeline.build_stages` builds for the ``sieve`` preset, with
+ones :func:`ragsieve.sieve.build.build_stages` builds for the ``sieve`` preset's pipeline, with
 the same config, so a check behaves here exactly as it does inside ``Pipeline.ask``.
 
 :func:`foreign_hit` turns a foreign candidate (text, id, source, metadata, score) into a
@@ -28,14 +28,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any
 
 from ragsieve.config import SIEVE_STAGES, PipelineConfig
 from ragsieve.errors import ConfigError, InputError
 from ragsieve.llm.base import LLM
+from ragsieve.sieve.build import StageResources, build_stages
 from ragsieve.sieve.judge import Judge
-from ragsieve.sieve.state import PipelineState, Stage
-from ragsieve.types import Answer, Chunk, SearchHit, Trace, Verdict
+from ragsieve.sieve.runner import run_stages, timed_scope
+from ragsieve.sieve.state import PipelineState, Ref, Stage
+from ragsieve.types import Chunk, SearchHit, Trace, Verdict
 
 __all__ = [
     "CANDIDATE_CHECKS",
@@ -170,15 +172,6 @@ class CheckedCandidates:
         }
 
 
-class _EmbedderOnly:
-    """Stands in for the index the stages reach their embedder through
-    (``ragsieve.sieve.pipeline.embedder_of``): foreign candidates come with no ragsieve index,
-    and the candidate checks use nothing of one but its embedder."""
-
-    def __init__(self, embedder: Any) -> None:
-        self.embedder = embedder
-
-
 class SieveChecks:
     """The sieve's candidate checks, on candidates from any retriever.
 
@@ -221,7 +214,8 @@ class SieveChecks:
             c for c in CANDIDATE_CHECKS if (checks is None or c in checks) and c not in self.config.ablate
         ]
         self._stages: list[Stage] | None = None
-        self._pipe: Any = None
+        self._llm: Ref[LLM] = Ref(llm, missing="the knowledge filter needs an LLM; pass llm= or set config.llm")
+        self._resources: StageResources | None = None
         self._warm = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -241,15 +235,21 @@ class SieveChecks:
         return self._stages
 
     def _build(self) -> list[Stage]:
-        # The pipeline builds the stages, so a check is configured exactly as in Pipeline.ask:
-        # the sieve preset with every stage that is not a wanted check switched off (generate
-        # cannot be, and is built but never run).
-        from ragsieve.sieve.pipeline import Pipeline
-
-        off = [s for s in SIEVE_STAGES if s not in self.checks and s != "generate"]
-        cfg = self.config.model_copy(update={"pipeline": "sieve", "ablate": off})
-        self._pipe = Pipeline(cfg, index=cast(Any, _EmbedderOnly(self.embedder)), llm=self.llm, judge=self.judge)
-        return [s for s in self._pipe.build_stages() if s.name in self.checks]
+        # The stages are built where the pipeline builds its own (build_stages), with the sieve
+        # preset's config, so a check is configured exactly as in Pipeline.ask. Foreign
+        # candidates come with no ragsieve index: the stages get the given embedder instead.
+        cfg = self.config.model_copy(update={"pipeline": "sieve"})
+        self._resources = StageResources(
+            cfg,
+            Ref(missing="the candidate checks run on given candidates and open no index"),
+            self._llm,
+            sieve=True,
+            judge=self.judge,
+            selector=None,
+            claim_judge=None,
+            embedder=lambda: self.embedder,
+        )
+        return build_stages(cfg, self.checks, self._resources)
 
     def _needs_llm(self) -> bool:
         if "filter" not in self.checks:
@@ -270,14 +270,13 @@ class SieveChecks:
         warm = getattr(self.embedder, "warm_up", None)
         if callable(warm):
             warm()
-        self._pipe.index.embedder = self.embedder
         if self.llm is None and self._needs_llm():
             from ragsieve.llm import load_llm
 
             self.llm = load_llm(self.config.llm)
         if self.llm is not None:
             self.llm.warm_up()
-            self._pipe.llm = self.llm
+            self._llm.value = self.llm
         for stage in stages:
             stage.warm_up()
         self._warm = True
@@ -299,16 +298,10 @@ class SieveChecks:
         trace = Trace(query=question)
         trace.record("checks", stages=list(self.checks), candidates=ids)
         state = PipelineState(question=question, k=k)
-        candidates = hits
-        abstained, reason = False, None
-        for stage in self.stages:
-            with trace.timed(stage.name):
-                out = stage.run(question, candidates, trace, state)
-            if isinstance(out, Answer):
-                abstained, reason, candidates = True, out.abstain_reason, []
-                break
-            candidates = out
-        return self._result(question, hits, candidates, trace, state, abstained, reason)
+        run = run_stages(self.stages, question, trace, state, timed_scope(trace), hits)
+        if run.abstain is not None:
+            return self._result(question, hits, [], trace, state, True, run.abstain.reason)
+        return self._result(question, hits, run.candidates, trace, state, False, None)
 
     def _result(
         self,

@@ -34,9 +34,9 @@ from ragsieve.conflict import ConflictDetector, ConflictReport
 from ragsieve.errors import ConfigError
 from ragsieve.index import Index
 from ragsieve.llm.base import LLM
-from ragsieve.sieve.state import PipelineState, Ref, compare
+from ragsieve.sieve.state import Abstain, PipelineState, Ref, StageResult, compare
 from ragsieve.store.protocol import Store
-from ragsieve.types import Answer, SearchHit, Trace
+from ragsieve.types import SearchHit, Trace
 
 # ConflictDetector options a config may set under ``stages.conflict`` (the policy is
 # ``sieve.conflict``; the source weights come from the index). ``min_relevance`` overrides the
@@ -60,8 +60,8 @@ def conflict_statement(report: ConflictReport, evidence: list[SearchHit]) -> str
 
 def announce_conflict(state: PipelineState) -> None:
     """Open the answer with the disagreement statement (once, never on an abstention)."""
-    report = state.extra.get("conflict_report")
-    if state.abstained or not isinstance(report, ConflictReport) or state.conflict_message is not None:
+    report = state.conflict_report
+    if state.abstained or report is None or state.conflict_message is not None:
         return
     state.conflict_message = conflict_statement(report, state.evidence)
     state.text = f"{state.conflict_message} {state.text}".strip()
@@ -70,15 +70,18 @@ def announce_conflict(state: PipelineState) -> None:
 class ConflictStage:
     """Detect disagreeing sources among the kept candidates and apply ``sieve.conflict``.
 
-    Reads the candidates, ``state.relevance`` and ``state.extra["same_source"]`` (the poisoning
+    Reads the candidates, ``state.relevance`` and ``state.same_source`` (the poisoning
     check's near-duplicate clusters, each one source); writes a ``conflict`` record (every passage's
     answer, every group with its independent sources and weight, the decision), one
     ``conflict`` decision per passage that belongs to a group, ``state.must_keep`` and
-    ``state.extra["conflict_report"]`` (read by :func:`announce_conflict`), or an ``abstain``
+    ``state.conflict_report`` (read by :func:`announce_conflict`), or an ``abstain``
     record and the abstention. Set by ``sieve.conflict`` and ``stages.conflict``
     (:data:`CONFLICT_STAGE_OPTIONS`); source weights from the index."""
 
     name = "conflict"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ("relevance", "same_source")
+    writes: tuple[str, ...] = ("must_keep", "conflict_report")
 
     def __init__(
         self,
@@ -125,7 +128,7 @@ class ConflictStage:
 
     def run(
         self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState
-    ) -> list[SearchHit] | Answer:
+    ) -> StageResult:
         if not candidates:
             return candidates
         # the judge's threshold only when the judge ran (asking for it builds the judge)
@@ -137,7 +140,7 @@ class ConflictStage:
                 ignored.append({"id": h.chunk.id, "reason": f"off-topic: relevance {compare(score, floor)}"})
             else:
                 compared.append(h)
-        report = self.detector().detect(question, compared, state.extra.get("same_source"))
+        report = self.detector().detect(question, compared, state.same_source or None)
         trace.record("conflict", compared=[h.chunk.id for h in compared], ignored=ignored, **report.to_dict())
         if not report.conflict:
             return candidates
@@ -148,10 +151,7 @@ class ConflictStage:
                 )
         if report.decision == "abstain":
             reason = f"conflict: the sources give {len(report.groups)} different answers"
-            trace.record("abstain", check="conflict", reason=reason)
-            return Answer(
-                question, report.message, [], [], trace, abstained=True, abstain_reason=reason, confidence=0.0
-            )
+            return Abstain("conflict", reason, report.message, 0.0)
         if report.decision == "trusted":
             winner = report.groups[0]
             losing = {p.chunk_id for g in report.groups[1:] for p in g.passages}
@@ -163,5 +163,5 @@ class ConflictStage:
         # "both": one passage of every answer group goes to the generator, and the answer says
         # the sources disagree
         state.must_keep = [group.passages[0].chunk_id for group in report.groups]
-        state.extra["conflict_report"] = report
+        state.conflict_report = report
         return candidates

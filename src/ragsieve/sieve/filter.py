@@ -19,6 +19,9 @@ class FilterStage:
     Set by ``stages.filtering`` (:class:`ragsieve.filtering.factory.FilteringConfig`)."""
 
     name = "filter"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ("signals",)
 
     def __init__(self, options: dict[str, Any], llm: Callable[[], LLM], embedder: Callable[[], Any]) -> None:
         self.options = options
@@ -56,4 +59,5 @@ class FilterStage:
             if d.keep:
                 kept.append(h)
         trace.record("filter", applied=True, filter=cfg.filter, kept=[h.chunk.id for h in kept])
+        state.signal("filter.dropped_share", 1.0 - len(kept) / len(candidates))
         return kept

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragsieve.config import GenerationConfig
@@ -50,7 +50,7 @@ class Generator:
 
         ``instruction`` is added to the answer prompt (the responsiveness retry says what the
         first reply got wrong). ``state``, when given, learns whether the raw reply opened with
-        an evidence label (``state.extra["opened_with_label"]``), which cleanup removes but the
+        an evidence label (``state.opened_with_label``), which cleanup removes but the
         responsiveness check needs to recognise a pasted passage. ``sink`` gets the raw text
         pieces as the LLM generates them (before trimming, cleanup and citation mapping)."""
         llm = self.llm()
@@ -67,7 +67,7 @@ class Generator:
         cleaned = clean_answer(trimmed, question)
         text = cleaned.text
         if state is not None:
-            state.extra["opened_with_label"] = opened_with_label(raw)
+            state.opened_with_label = opened_with_label(raw)
         polar: dict[str, Any] = {}
         if gc.polar_answers == "label" and is_polar_question(question):
             text, polar = self._label_polar(llm, messages, text)
@@ -109,15 +109,20 @@ class Generator:
         labelled, added = with_polar_label(text, label.label)
         return labelled, {"polar": {"label": label.label, "margin": round(label.margin, 4), "added": added}}
 
-    def answer_likelihood(self, question: str, text: str) -> float | None:
-        """exp(mean token log-prob) of a closed-book answer under the model (one scoring pass)."""
+    def answer_likelihood(self, question: str, text: str, evidence: Sequence[SearchHit] = ()) -> float | None:
+        """exp(mean token log-prob) of an answer under the model, given the answer prompt built
+        from ``evidence`` (none: the closed-book prompt); one scoring pass."""
         if not text.strip():
             return None
         llm = self.llm()
+        scorer = getattr(llm, "continuation_logprobs", None)
+        if not callable(scorer):  # a backend (or test double) that cannot score text
+            return None
+        messages = build_answer_messages(question, list(evidence), self.generation.max_evidence_chars)
         try:
-            score = llm.continuation_logprobs(build_answer_messages(question, []), [text])[0]
+            score = scorer(messages, [text])[0]
         except RagsieveError as exc:  # a server without prompt log-probabilities
-            logger.info("no answer likelihood for the closed-book answer: %s", exc)
+            logger.info("no answer likelihood for the answer: %s", exc)
             return None
         return round(math.exp(score.mean_logprob), 6)
 
@@ -130,6 +135,9 @@ class GenerateStage:
     Set by ``generation`` and ``llm``."""
 
     name = "generate"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ("conflict_report",)
+    writes: tuple[str, ...] = ("evidence", "text", "cited", "opened_with_label", "conflict_message")
 
     def __init__(self, generator: Generator, *, announce_conflict: bool = False) -> None:
         self.generator = generator

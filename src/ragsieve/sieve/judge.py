@@ -11,8 +11,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from ragsieve.config import SieveConfig
 from ragsieve.errors import ConfigError
-from ragsieve.sieve.state import PipelineState, compare
-from ragsieve.types import Answer, SearchHit, Trace, Verdict
+from ragsieve.sieve.state import Abstain, PipelineState, StageResult, compare
+from ragsieve.types import SearchHit, Trace, Verdict
 
 
 @runtime_checkable
@@ -193,7 +193,7 @@ def trust_weighted(candidates: Sequence[SearchHit], scores: Sequence[float], sta
     top = max(known)
     # a later judging of the same passage in this request reads the weighted score back from
     # state.relevance: weigh each passage once
-    weighted: set[str] = state.extra.setdefault("trust_weighted", set())
+    weighted = state.trust_weighted
     out: list[float] = []
     for h, s, w in zip(candidates, scores, weights, strict=True):
         if w is not None and h.chunk.id not in weighted:
@@ -217,6 +217,9 @@ class JudgeStage:
     ``sieve.cover_entities`` and ``sieve.abstain_when_all_irrelevant``."""
 
     name = "judge"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ("relevance",)
+    writes: tuple[str, ...] = ("relevance", "relevance_labels", "trust_weighted", "signals")
 
     def __init__(self, relevance: RelevanceScores, sieve: SieveConfig) -> None:
         self.relevance = relevance
@@ -227,7 +230,7 @@ class JudgeStage:
 
     def run(
         self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState
-    ) -> list[SearchHit] | Answer:
+    ) -> StageResult:
         if not candidates:
             return candidates
         judge = self.relevance.judge()
@@ -260,6 +263,12 @@ class JudgeStage:
                     judge=judge.name,
                 )
                 kept.append(h)
+        # the relevance check's graded signals, whatever it decided
+        state.signal("judge.best", max(scores, default=None))
+        state.signal("judge.kept_share", len(kept) / len(candidates))
+        relevant = sum(state.relevance_labels.get(h.chunk.id) == "relevant" for h in candidates)
+        state.signal("judge.relevant_share", relevant / len(candidates))
+        state.signal("judge.all_irrelevant", not kept)
         # Relevant before ambiguous, best first, so top-k fallbacks take the judge's choice.
         kept.sort(key=lambda h: -state.relevance[h.chunk.id])
         trace.record(
@@ -283,15 +292,10 @@ class JudgeStage:
                 f"{len(candidates)} retrieved passages is relevant to the question (best {best_vs_lower}). "
                 + abstention_message(question, candidates)
             )
-            trace.record("abstain", check="judge", reason="every candidate judged irrelevant")
-            return Answer(
-                question,
+            return Abstain(
+                "judge",
+                f"judge: all {len(candidates)} candidates irrelevant (best {best_vs_lower})",
                 text,
-                [],
-                [],
-                trace,
-                abstained=True,
-                abstain_reason=f"judge: all {len(candidates)} candidates irrelevant (best {best_vs_lower})",
-                confidence=round(s, 6),
+                round(s, 6),
             )
         return kept

@@ -31,6 +31,9 @@ class NeedStage:
     """
 
     name = "need"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ("domains",)
+    writes: tuple[str, ...] = ("retrieve", "probe", "relevance", "signals")
 
     def __init__(self, sieve: SieveConfig, search: CandidateSearch, relevance: RelevanceScores) -> None:
         self.sieve = sieve
@@ -63,6 +66,10 @@ class NeedStage:
         scores = self.relevance.scores(question, probe, state) if probe else []
         best = max(scores, default=0.0)
         state.probe = probe
+        # the retrieval-need check's graded signals: the router asked to answer directly, and how
+        # relevant the best probed passage is
+        state.signal("need.closed_book_task", True)
+        state.signal("need.best_relevance", best)
         if best >= sc.need_threshold:
             trace.record(
                 "need",

@@ -41,8 +41,8 @@ from typing import Any
 from ragsieve.answers import normalize_answer
 from ragsieve.config import SieveConfig
 from ragsieve.errors import ConfigError
-from ragsieve.sieve.state import PipelineState
-from ragsieve.types import Answer, SearchHit, Trace, Verdict
+from ragsieve.sieve.state import Abstain, PipelineState, StageResult
+from ragsieve.types import SearchHit, Trace, Verdict
 
 __all__ = [
     "DUPLICATE_ACTIONS",
@@ -370,6 +370,9 @@ class PoisonStage:
     or an ``abstain`` record and the abstention."""
 
     name = "poison"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ("same_source", "signals")
 
     def __init__(self, sieve: SieveConfig, options: dict[str, Any], embedder: Callable[[], Any]) -> None:
         sc = sieve
@@ -395,7 +398,7 @@ class PoisonStage:
 
     def run(
         self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState
-    ) -> list[SearchHit] | Answer:
+    ) -> StageResult:
         if not candidates:
             return candidates
         self.warm_up()
@@ -405,19 +408,17 @@ class PoisonStage:
         self.judge.record(trace, candidates, verdicts)
         kept = [h for h, v in zip(candidates, verdicts, strict=True) if not v.dropped]
         # near-duplicate clusters count as one source in the conflict stage
-        state.extra["same_source"] = {v.id: v.cluster_id for v in verdicts if v.cluster_id and not v.dropped}
+        state.same_source = {v.id: v.cluster_id for v in verdicts if v.cluster_id and not v.dropped}
+        state.signal("poison.dropped_share", 1.0 - len(kept) / len(candidates))
+        state.signal("poison.duplicate_share", sum(bool(v.cluster_id) for v in verdicts) / len(candidates))
+        state.signal("poison.all_dropped", not kept)
         if kept:
             return kept
         reason = f"poison: all {len(candidates)} candidates look like poisoning (restated question or copies)"
-        trace.record("abstain", check="poison", reason=reason)
-        return Answer(
-            question,
+        return Abstain(
+            "poison",
+            reason,
             f"I can't answer this from the indexed documents: every relevant passage ({len(candidates)}) "
             "restates the question or copies another passage, the pattern of planted text, so none is trusted.",
-            [],
-            [],
-            trace,
-            abstained=True,
-            abstain_reason=reason,
-            confidence=0.0,
+            0.0,
         )

@@ -4,6 +4,7 @@ weights applied when the index has them and the config asks (the sieve always re
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ragsieve.config import RetrievalConfig
@@ -97,6 +98,26 @@ class CandidateSearch:
         return hits
 
 
+def normalised_top_score(
+    hits: Sequence[SearchHit], mode: str = "hybrid", fusion: str = "rrf", rrf_k: int = 60, n_retrievers: int = 2
+) -> float | None:
+    """The top hit's retrieval score mapped to [0, 1]; ``None`` without hits. A reciprocal-rank
+    fused score is divided by its maximum (first in every retriever: ``n / (rrf_k + 1)``), a
+    weighted fusion and a cosine are already on [0, 1], and a BM25 score ``s`` becomes
+    ``s / (1 + s)``."""
+    if not hits:
+        return None
+    top = min(hits, key=lambda h: h.rank)
+    if mode == "hybrid" and fusion == "rrf":
+        return min(1.0, max(0.0, float(top.scores.get("fused", top.score)) * (rrf_k + 1) / n_retrievers))
+    if mode == "hybrid":
+        return min(1.0, max(0.0, float(top.scores.get("fused", top.score))))
+    if mode == "dense":
+        return min(1.0, max(0.0, float(top.scores.get("dense", top.score))))
+    s = max(0.0, float(top.scores.get("sparse", top.score)))
+    return s / (1.0 + s)
+
+
 class RetrieveStage:
     """Hybrid search (source weights applied when the index has them and the config asks).
 
@@ -105,6 +126,9 @@ class RetrieveStage:
     Set by ``retrieval`` (and ``sieve.candidates`` in the sieve)."""
 
     name = "retrieve"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ("probe", "domains")
+    writes: tuple[str, ...] = ("signals",)
 
     def __init__(self, search: CandidateSearch, n: int | None = None) -> None:
         self.search = search
@@ -119,5 +143,10 @@ class RetrieveStage:
             return []
         if state.probe is not None:
             trace.record("retrieve", reused="need probe", ids=[h.chunk.id for h in state.probe])
-            return state.probe
-        return self.search(question, trace, k=self.n or state.k, domains=state.domains, where=state.where)
+            hits = state.probe
+        else:
+            hits = self.search(question, trace, k=self.n or state.k, domains=state.domains, where=state.where)
+        # plain RAG's own confidence: the top retrieval score, on [0, 1]
+        rc = self.search.retrieval
+        state.signal("retrieval.top_score", normalised_top_score(hits, rc.mode, rc.fusion, rc.rrf_k))
+        return hits

@@ -56,6 +56,9 @@ class RouteStage:
     ``sieve.route_close_margin`` and ``stages.route`` (the router's options)."""
 
     name = "route"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ("domains",)
 
     def __init__(
         self,

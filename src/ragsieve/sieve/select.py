@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragsieve.config import PipelineConfig
@@ -72,6 +72,20 @@ class Selectors:
         return self.built[method]
 
 
+def answer_stating(question: str, candidates: Sequence[SearchHit]) -> SearchHit | None:
+    """The best-ranked candidate that states, near the question's terms, a value of the kind
+    the question asks for (:func:`ragsieve.conflict.passage_answer`); ``None`` for a yes/no
+    question or when none does."""
+    from ragsieve.conflict import expected_kind, passage_answer
+
+    if expected_kind(question) == "polar":
+        return None
+    for hit in candidates:
+        if passage_answer(question, hit.chunk.text, chunk_id=hit.chunk.id).value is not None:
+            return hit
+    return None
+
+
 class SelectStage:
     """The evidence the generator sees: ScopeCoE's minimal cover, or the top k.
 
@@ -81,6 +95,9 @@ class SelectStage:
     ``sieve.coe_features`` (sieve), ``select`` (plain), ``retrieval.k`` and ``stages.coe``."""
 
     name = "select"
+    reads: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ("must_keep",)
+    writes: tuple[str, ...] = ()
 
     def __init__(self, selectors: Selectors, method: str, default_k: int, *, sieve: bool) -> None:
         self.selectors = selectors
@@ -104,11 +121,24 @@ class SelectStage:
         chosen_ids = {h.chunk.id for h in chosen}
         added = [h for h in candidates if h.chunk.id in set(state.must_keep) and h.chunk.id not in chosen_ids]
         chosen += added
+        # a minimal cover judges coverage of the question's terms, not whether a passage holds
+        # the answer: the best-ranked passage that states a value of the kind asked for stays
+        stating = answer_stating(question, candidates) if self.method == "scope-coe" else None
+        if stating is not None and stating.chunk.id in {h.chunk.id for h in chosen}:
+            stating = None  # the cover kept it already
+        if stating is not None:
+            # in the candidates' (the judge's) order, so the answer's [n] numbering follows rank
+            ids = {h.chunk.id for h in chosen} | {stating.chunk.id}
+            chosen = [h for h in candidates if h.chunk.id in ids]
         if self.sieve:
             kept_ids = {h.chunk.id for h in chosen}
             for h in candidates:
                 if h in added:
                     trace.decide("select", h.chunk.id, "kept", "one side of a disagreement between sources")
+                elif h is stating:
+                    trace.decide(
+                        "select", h.chunk.id, "kept", "the best-ranked passage stating the kind of value asked for"
+                    )
                 elif h.chunk.id in kept_ids:
                     trace.decide("select", h.chunk.id, "kept", f"in the {self.method} selection")
                 else:

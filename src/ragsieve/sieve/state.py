@@ -8,13 +8,18 @@ pipeline: ``ragsieve.sieve.pipeline`` is the one module that knows every stage.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
 
 from ragsieve.config import SIEVE_STAGES, PipelineConfig
 from ragsieve.errors import ConfigError
-from ragsieve.types import Answer, ClaimVerdict, SearchHit, Trace
+from ragsieve.types import ClaimVerdict, SearchHit, Trace
+
+if TYPE_CHECKING:  # annotations only: the stage records name these types
+    from ragsieve.conflict import ConflictReport
+    from ragsieve.tasks.labels import TaskLabel
 
 T = TypeVar("T")
 
@@ -40,50 +45,148 @@ def preset_stages(config: PipelineConfig) -> list[str]:
     return [s for s in PRESETS[preset_name(config.pipeline)] if s not in config.ablate]
 
 
+# What the caller of ``ask`` sets before any stage runs: every stage may read these.
+REQUEST_FIELDS: frozenset[str] = frozenset(
+    {"question", "k", "route", "where", "task", "retrieve", "forced_no_retrieval", "token_sink"}
+)
+
+
 @dataclass
 class PipelineState:
-    """What stages tell each other beyond the candidates (one per ``ask``)."""
+    """What stages tell each other beyond the candidates (one per ``ask``).
 
+    Every field is typed; a stage names the fields it reads (``reads``: an earlier stage must
+    produce them; ``uses``: read when present) and those it writes (``writes``), and
+    :func:`check_wiring` checks those names when a pipeline is built. There is no untyped
+    side channel: a new message between stages is a new typed field here."""
+
+    # the request (REQUEST_FIELDS)
     question: str
     k: int | None = None
     route: str | None = None
-    where: dict[str, Any] | None = None
-    task: str | None = None  # a task forced by the caller (task-adaptive), else the router's
+    where: dict[str, object] | None = None
+    task: TaskLabel | None = None  # a task forced by the caller (task-adaptive)
     retrieve: bool = True  # False: answer without retrieval (need stage or --no-retrieval)
     forced_no_retrieval: bool = False
+    # Set by Pipeline.stream (and the service's streams); None: generate in one call.
+    token_sink: TokenSink | None = None
+    # route
     domains: list[str] | None = None
+    # need
     probe: list[SearchHit] | None = None  # hits the need stage already retrieved
+    # need, judge
     relevance: dict[str, float] = field(default_factory=dict)  # judge score per chunk id
     relevance_labels: dict[str, str] = field(default_factory=dict)
+    trust_weighted: set[str] = field(default_factory=set)  # chunk ids the source weight already scaled
+    # poison: near-duplicate clusters (chunk id -> cluster id), each cluster one source
+    same_source: dict[str, str] = field(default_factory=dict)
+    # conflict: chunk ids selection must keep (one passage of every answer group, so a minimal
+    # cover cannot drop one side of a disagreement) and the disagreement itself
+    must_keep: list[str] = field(default_factory=list)
+    conflict_report: ConflictReport | None = None
+    # the disagreement statement, put before the verified answer
+    conflict_message: str | None = None
+    # task-adaptive: the task router's label and the retrieval evaluator's verdict
+    task_label: TaskLabel | None = None
+    evaluator_verdict: str | None = None
+    # generate
     evidence: list[SearchHit] = field(default_factory=list)  # what the generator was shown
     text: str = ""
     cited: list[str] = field(default_factory=list)
+    opened_with_label: bool | None = None  # the raw reply opened with an evidence label
+    answer_logprob: float | None = None  # mean token log-probability of the generated answer
+    # verify
     claims: list[ClaimVerdict] = field(default_factory=list)
-    abstained: bool = False
-    abstain_reason: str | None = None
     confidence: float | None = None
-    # chunk ids selection must keep (the conflict stage: one passage of every answer group, so
-    # a minimal cover cannot drop one side of a disagreement)
-    must_keep: list[str] = field(default_factory=list)
-    # the conflict stage's disagreement statement, put before the verified answer
-    conflict_message: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    # Set by Pipeline.stream (and the service's streams); None: generate in one call.
-    token_sink: TokenSink | None = None
+    # every check's graded signals (name -> value in [0, 1]; flags are 0 or 1), whatever it decided
+    signals: dict[str, float] = field(default_factory=dict)
+    # a check asked to withdraw the draft but has no veto: the decide stage weighs it
+    withdrawal: Abstain | None = None
+    # the abstention that ended the run (set by the runner)
+    abstain: Abstain | None = None
+
+    @property
+    def abstained(self) -> bool:
+        return self.abstain is not None
+
+    @property
+    def abstain_reason(self) -> str | None:
+        return self.abstain.reason if self.abstain is not None else None
+
+    def signal(self, name: str, value: float | bool | None) -> None:
+        """Record one graded signal (clipped to [0, 1]; ``None``: the check had nothing to say)."""
+        if value is None:
+            return
+        v = float(value)
+        if math.isfinite(v):
+            self.signals[name] = round(min(max(v, 0.0), 1.0), 6)
+
+
+@dataclass(frozen=True)
+class Abstain:
+    """What a stage returns instead of the candidates to end the run without an answer.
+
+    ``check`` names the stage (or check) that withdrew, ``reason`` says why in one line (the
+    answer's ``abstain_reason``), ``text`` is what the reader is told instead of an answer and
+    ``confidence`` the answer's confidence, when the check measured one. The runner
+    (:func:`ragsieve.sieve.runner.run_stages`) is the one place an abstention becomes an
+    :class:`~ragsieve.types.Answer`."""
+
+    check: str
+    reason: str
+    text: str
+    confidence: float | None = 0.0
+
+
+StageResult = list[SearchHit] | Abstain
 
 
 @runtime_checkable
 class Stage(Protocol):
     """One step of a pipeline. ``name`` is its entry in ``SIEVE_STAGES`` (what
-    ``config.ablate`` removes) and its key in ``trace.timings_ms``."""
+    ``config.ablate`` removes) and its key in ``trace.timings_ms``.
+
+    ``reads`` are the :class:`PipelineState` fields it needs an earlier stage (or the request)
+    to have produced, ``uses`` those it reads when present, ``writes`` those it produces;
+    :func:`check_wiring` checks them when the pipeline is built."""
 
     name: str
+    reads: tuple[str, ...]
+    uses: tuple[str, ...]
+    writes: tuple[str, ...]
 
     def warm_up(self) -> None: ...
 
-    def run(
-        self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState
-    ) -> list[SearchHit] | Answer: ...
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> StageResult: ...
+
+
+STATE_FIELDS: frozenset[str] = frozenset(f.name for f in fields(PipelineState))
+
+
+def check_wiring(stages: Sequence[Stage]) -> None:
+    """Raise :class:`ConfigError` naming the stage and the field when a stage reads a state field
+    no earlier stage (nor the request) produces, or declares a field the state does not have.
+
+    A stage that declares nothing (a user's own stage written before the contracts) reads only
+    the candidates and the request."""
+    produced: set[str] = set(REQUEST_FIELDS)
+    for position, stage in enumerate(stages):
+        reads = tuple(getattr(stage, "reads", ()))
+        declared = (*reads, *getattr(stage, "uses", ()), *getattr(stage, "writes", ()))
+        unknown = sorted(set(declared) - STATE_FIELDS)
+        if unknown:
+            raise ConfigError(
+                f"stage {stage.name!r} declares {', '.join(unknown)}, which PipelineState does not have; "
+                f"name fields of ragsieve.sieve.state.PipelineState ({', '.join(sorted(STATE_FIELDS))})"
+            )
+        missing = [f for f in reads if f not in produced]
+        if missing:
+            before = ", ".join(s.name for s in stages[:position]) or "none"
+            raise ConfigError(
+                f"stage {stage.name!r} reads {', '.join(missing)}, which no stage before it produces "
+                f"(stages before it: {before}); put a stage that writes it earlier, or leave {stage.name!r} out"
+            )
+        produced.update(getattr(stage, "writes", ()))
 
 
 class Ref(Generic[T]):

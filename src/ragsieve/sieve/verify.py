@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from ragsieve.config import SieveConfig
-from ragsieve.conflict import ConflictReport
 from ragsieve.sieve.conflict import announce_conflict, conflict_statement
 from ragsieve.sieve.generate import Generator
-from ragsieve.sieve.state import PipelineState, compare
+from ragsieve.sieve.state import Abstain, PipelineState, StageResult, compare
 from ragsieve.types import ClaimVerdict, SearchHit, Trace
 
 _DECLINE_RE = re.compile(
@@ -55,10 +54,11 @@ class VerifyStage:
     the evidence covers.
 
     Reads ``state.text``, ``state.evidence``, ``state.cited``, ``state.relevance``,
-    ``state.relevance_labels``, ``state.extra["opened_with_label"]``,
-    ``state.extra["conflict_report"]`` (named in an abstention) and
-    ``state.conflict_message``; writes ``state.claims``, ``state.confidence`` (and on
-    abstention ``state.text``, ``state.abstained``, ``state.abstain_reason``), ``responsive``
+    ``state.relevance_labels``, ``state.opened_with_label``,
+    ``state.conflict_report`` (named in an abstention) and
+    ``state.conflict_message``; writes ``state.claims``, ``state.confidence``, the ``verify.*``
+    signals (support, value grounding, responsiveness) and, on abstention, returns an
+    :class:`~ragsieve.sieve.state.Abstain`; ``responsive``
     records per attempt (``attempt = "extracted"`` for an answer extracted from a pasted
     passage, with its ``position``, ``chunk_id`` and ``sentence``), ``verify`` records per
     sentence (score, value failures, evidence values), ``regenerate`` and ``abstain`` records.
@@ -67,6 +67,11 @@ class VerifyStage:
     ``stages.responsive``, ``sieve.regenerate`` and ``sieve.min_confidence``."""
 
     name = "verify"
+    reads: tuple[str, ...] = ("text", "evidence", "cited")
+    uses: tuple[str, ...] = ("relevance", "relevance_labels", "opened_with_label", "conflict_report", "must_keep")
+    writes: tuple[str, ...] = (
+        "claims", "confidence", "text", "cited", "evidence", "conflict_message", "signals", "withdrawal"
+    )
 
     def __init__(
         self,
@@ -74,12 +79,16 @@ class VerifyStage:
         generator: Generator,
         sieve: SieveConfig,
         responsive: dict[str, Any] | None = None,
+        vetoes: Collection[str] | None = None,
     ) -> None:
         from ragsieve.verify.responsive import ResponsivenessChecker, typed_values
 
         self.claim_judge = claim_judge
         self.generator = generator
         self.sieve = sieve
+        # which withdrawals end the run on their own (None: every one, as without a decide
+        # stage); any other is left to the decide stage as ``state.withdrawal``
+        self.vetoes = None if vetoes is None else frozenset(vetoes)
         self.checker = ResponsivenessChecker.from_dict({"extract": typed_values, **(responsive or {})})
 
     def warm_up(self) -> None:
@@ -97,19 +106,21 @@ class VerifyStage:
             question=state.question,
         )
 
-    def _responsive(self, question: str, trace: Trace, state: PipelineState) -> bool:
-        """Whether the answer answers the question, after up to ``sieve.responsive_retries``
-        regenerations with an instruction naming what was wrong; when none does, abstain with
-        what the evidence covers and return ``False``."""
+    def _responsive(self, question: str, trace: Trace, state: PipelineState) -> Abstain | None:
+        """``None`` when the answer answers the question, after up to ``sieve.responsive_retries``
+        regenerations with an instruction naming what was wrong; when none does, the abstention
+        saying what the evidence covers."""
         from ragsieve.verify.responsive import retry_instruction
 
         for attempt in range(self.sieve.responsive_retries + 1):
-            labelled = bool(state.extra.get("opened_with_label")) or None
+            labelled = bool(state.opened_with_label) or None
             verdict = self.checker.check(question, state.text, state.evidence, opened_with_label=labelled)
             trace.record("responsive", attempt=attempt, **verdict.to_dict())
+            state.signal("verify.responsive", verdict.ok)
+            state.signal("verify.responsive_retries", attempt / max(self.sieve.responsive_retries, 1))
             if verdict.ok or verdict.reason == "abstention":
                 # a reply that says it cannot answer is the decline check's, not a retry's
-                return True
+                return None
             if attempt < self.sieve.responsive_retries:
                 instruction = retry_instruction(verdict)
                 text, cited = self.generator(
@@ -122,10 +133,10 @@ class VerifyStage:
                 )
                 state.text, state.cited = text, cited
         if verdict.reason == "pasted_passage" and self.sieve.extract_on_paste and self._extract(question, trace, state):
-            return True
-        self._abstain(state, trace, f"responsive: {verdict.reason}", [])
+            state.signal("verify.extracted", True)
+            return None
         state.claims, state.confidence = [], 0.0
-        return False
+        return self._withdraw("responsive", state, trace, self._abstain(state, f"responsive: {verdict.reason}", []))
 
     def _extract(self, question: str, trace: Trace, state: PipelineState) -> bool:
         """After every attempt pasted a passage: answer with the evidence sentence that states
@@ -165,7 +176,7 @@ class VerifyStage:
         if not verdict.ok:
             return False
         state.text, state.cited = text, parse_citations(text, state.evidence)
-        state.extra["opened_with_label"] = False
+        state.opened_with_label = False
         if state.token_sink is not None:
             # the streamed paste is withdrawn and the extracted answer streamed in its place
             state.token_sink(text, EXTRACTED_ATTEMPT)
@@ -191,7 +202,7 @@ class VerifyStage:
                 evidence_values=c.evidence_values,
             )
 
-    def _abstain(self, state: PipelineState, trace: Trace, reason: str, claims: Sequence[ClaimVerdict]) -> None:
+    def _abstain(self, state: PipelineState, reason: str, claims: Sequence[ClaimVerdict]) -> Abstain:
         """Abstain in plain sentences: that no supported answer was found and what the evidence
         covers (its titles or sources, never a quoted passage), with the sentences it does
         support when there are any. When the conflict stage found sources that disagree
@@ -200,8 +211,8 @@ class VerifyStage:
         from ragsieve.verify.responsive import abstention_message
 
         supported = [c.sentence for c in claims if c.supported]
-        report = state.extra.get("conflict_report")
-        if isinstance(report, ConflictReport):
+        report = state.conflict_report
+        if report is not None:
             # sources only, no [n] marks: an abstention cites nothing
             covers = conflict_statement(report, [])
         else:
@@ -209,11 +220,32 @@ class VerifyStage:
         text = "I can't give an answer the evidence supports. " + covers
         if supported:
             text += " It does support: " + " ".join(supported)
-        state.text = text
-        state.abstained, state.abstain_reason = True, reason
-        trace.record("abstain", check="verify", reason=reason)
+        return Abstain("verify", reason, text, state.confidence)
 
-    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
+    def _withdraw(self, kind: str, state: PipelineState, trace: Trace, abstain: Abstain) -> Abstain | None:
+        """``abstain`` when ``kind`` is a veto; otherwise record it for the decide stage (the
+        draft stays) and return ``None``."""
+        state.signal("verify.withdraw", True)
+        if self.vetoes is None or kind in self.vetoes:
+            return abstain
+        state.withdrawal = abstain
+        trace.record("verify", withdraw=kind, reason=abstain.reason, vetoed=False)
+        return None
+
+    def _signals(self, state: PipelineState, claims: Sequence[ClaimVerdict]) -> None:
+        """The support and value-grounding signals of the answer's sentences."""
+        if not claims:
+            return
+        scores = [c.score for c in claims]
+        state.signal("verify.support_mean", sum(scores) / len(scores))
+        state.signal("verify.support_min", min(scores))
+        state.signal("verify.supported_share", sum(c.supported for c in claims) / len(claims))
+        checked = [c for c in claims if c.values_checked]
+        if checked:
+            state.signal("verify.values_grounded", sum(not c.value_failures for c in checked) / len(checked))
+        state.signal("verify.value_failure", any(c.value_failures for c in claims))
+
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> StageResult:
         sc = self.sieve
         relevance = self._relevance(state)
         if not state.evidence:
@@ -223,15 +255,19 @@ class VerifyStage:
             state.confidence = self.generator.answer_likelihood(question, state.text)
             trace.record("verify", attempt=0, skipped=True, reason="answered without evidence: nothing to verify")
             return candidates
-        if declines(state.text):
+        declined = declines(state.text)
+        state.signal("verify.declined", declined)
+        if declined:
             state.claims = []
             state.confidence = 0.0
-            self._abstain(state, trace, "generate: the model found no answer in the evidence", [])
-            return candidates
-        if self.sieve.responsive and not self._responsive(question, trace, state):
-            return candidates
+            return self._abstain(state, "generate: the model found no answer in the evidence", [])
+        if self.sieve.responsive:
+            unresponsive = self._responsive(question, trace, state)
+            if unresponsive is not None:
+                return unresponsive
         claims = self._verify(state)
         self._record(trace, claims, 0)
+        self._signals(state, claims)
         if claims and not all(c.supported for c in claims) and sc.regenerate:
             supported_ids = [cid for c in claims if c.supported for cid in (c.cited_ids or state.cited)]
             if not supported_ids:
@@ -246,31 +282,36 @@ class VerifyStage:
                     reason=f"{sum(not c.supported for c in claims)} of {len(claims)} sentences unsupported",
                     evidence=[h.chunk.id for h in keep],
                 )
+                state.signal("verify.regenerated", True)
                 text, cited = self.generator(
                     question, keep, trace, record_as="regenerate_generate", sink=state.token_sink
                 )
                 state.evidence, state.text, state.cited = keep, text, cited
                 relevance = self._relevance(state)
                 if declines(text):
-                    self._abstain(
-                        state, trace, "regenerate: the model found no answer in the supported evidence", claims
-                    )
                     state.claims, state.confidence = claims, answer_confidence(claims, relevance)
-                    return candidates
+                    reason = "regenerate: the model found no answer in the supported evidence"
+                    return self._abstain(state, reason, claims)
                 claims = self._verify(state)
                 self._record(trace, claims, 1)
+                self._signals(state, claims)
             else:
                 trace.record("regenerate", skipped=True, reason="no smaller supported evidence set to answer from")
         state.claims = claims
         state.confidence = answer_confidence(claims, relevance)
         supported = [c for c in claims if c.supported]
         if not claims:
-            self._abstain(state, trace, "verify: the answer is empty", claims)
-        elif not supported:
-            self._abstain(state, trace, f"verify: none of {len(claims)} answer sentences is supported", claims)
+            return self._abstain(state, "verify: the answer is empty", claims)
+        withdrawn: Abstain | None = None
+        if not supported:
+            reason = f"verify: none of {len(claims)} answer sentences is supported"
+            withdrawn = self._withdraw("unsupported", state, trace, self._abstain(state, reason, claims))
         elif state.confidence is not None and state.confidence < sc.min_confidence:
-            self._abstain(state, trace, f"verify: confidence {compare(state.confidence, sc.min_confidence)}", claims)
-        elif len(supported) < len(claims):
+            reason = f"verify: confidence {compare(state.confidence, sc.min_confidence)}"
+            withdrawn = self._withdraw("min_confidence", state, trace, self._abstain(state, reason, claims))
+        if withdrawn is not None:
+            return withdrawn
+        if supported and len(supported) < len(claims):
             state.text = " ".join(c.sentence for c in supported)
             trace.record(
                 "verify",

@@ -1,0 +1,239 @@
+"""One calibrated confidence from every check's graded signals: :class:`DecisionModel`.
+
+The sieve's checks (relevance, retrieval need, poisoning, conflict, support, value grounding,
+responsiveness) each leave named signals on [0, 1] in the request's state, whatever they
+decided; plain RAG's own signals (the top retrieval score, the answer's mean token probability)
+sit beside them. The model is a logistic regression over those signals (each with a "present"
+flag, a missing one filled with its training mean) that estimates the probability that the
+draft answer is right. The ``decide`` stage (:mod:`ragsieve.sieve.decide`) answers, answers
+with a caveat or abstains on that probability.
+
+A scikit-learn estimator: hyperparameters in ``__init__``, ``fit`` returns ``self``, learned
+attributes end in ``_``; stored as plain arrays with :mod:`ragsieve.array_models` (never
+pickle). The default model ships in ``ragsieve/resources/decision_model.npz``;
+``benchmarks/train_decision.py`` trains it (its docstring names the training split).
+
+Example:
+    >>> model = DecisionModel().fit(
+    ...     [{"judge.best": 0.9, "verify.support_mean": 0.8}, {"judge.best": 0.1},
+    ...      {"judge.best": 0.8, "verify.support_mean": 0.7}, {"judge.best": 0.2}],
+    ...     [True, False, True, False])
+    >>> model.confidence({"judge.best": 0.85, "verify.support_mean": 0.9}) > 0.5
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragsieve.array_models import load_arrays, save_arrays
+from ragsieve.errors import InputError, ModelError
+
+# Every signal the checks and plain RAG emit, in feature order. A signal a run did not produce
+# (its check ablated or not reached) is "absent": its value column gets the training mean and its
+# flag column 0.
+SIGNALS: tuple[str, ...] = (
+    # plain RAG's own
+    "retrieval.top_score",
+    "answer.token_prob",
+    # retrieval need
+    "need.closed_book_task",
+    "need.best_relevance",
+    # relevance
+    "judge.best",
+    "judge.kept_share",
+    "judge.relevant_share",
+    "judge.all_irrelevant",
+    # poisoning
+    "poison.dropped_share",
+    "poison.duplicate_share",
+    # conflict
+    "conflict.found",
+    "conflict.groups",
+    # knowledge filter
+    "filter.dropped_share",
+    # responsiveness
+    "verify.responsive",
+    "verify.responsive_retries",
+    "verify.extracted",
+    "verify.declined",
+    # support and value grounding
+    "verify.support_mean",
+    "verify.support_min",
+    "verify.supported_share",
+    "verify.values_grounded",
+    "verify.value_failure",
+    "verify.regenerated",
+    # a check asked to withdraw the draft
+    "verify.withdraw",
+)
+
+FORMAT = "ragsieve-decision-model/1"
+DEFAULT_MODEL = "decision_model.npz"
+
+
+class DecisionModel:
+    """P(the draft answer is right) from the checks' signals (logistic regression).
+
+    ``signals``: the signal names used, in order; ``c``: inverse L2 strength of the fit;
+    ``threshold``: the default abstention threshold on the probability; ``None`` learns it in
+    ``fit`` as the highest one that withdraws at most ``max_withdrawn_right`` of the training
+    drafts that were right (a stated goal, not a tuned number). ``ragsieve calibrate`` sets the
+    threshold a configuration uses (``calibration.abstain_below``), which overrides this one.
+    """
+
+    # learned by fit() or read by load()
+    fill_: np.ndarray
+    coef_: np.ndarray
+    intercept_: float
+    n_train_: int
+    threshold_: float
+    about_: dict[str, Any]
+
+    def __init__(
+        self,
+        signals: Sequence[str] = SIGNALS,
+        c: float = 1.0,
+        threshold: float | None = None,
+        max_withdrawn_right: float = 0.05,
+    ) -> None:
+        self.signals = signals
+        self.c = c
+        self.threshold = threshold
+        self.max_withdrawn_right = max_withdrawn_right
+
+    # ----------------------------------------------------------------------------- features
+    def _matrix(self, rows: Sequence[Mapping[str, float]], fill: np.ndarray) -> np.ndarray:
+        names = list(self.signals)
+        x = np.zeros((len(rows), 2 * len(names)), dtype=np.float64)
+        for r, row in enumerate(rows):
+            for j, name in enumerate(names):
+                value = row.get(name)
+                if value is None or not math.isfinite(float(value)):
+                    x[r, j] = fill[j]
+                else:
+                    x[r, j] = float(value)
+                    x[r, len(names) + j] = 1.0
+        return x
+
+    def fit(self, rows: Sequence[Mapping[str, float]], correct: Sequence[bool]) -> DecisionModel:
+        """Fit on one signal dict per draft and whether the draft was right."""
+        from sklearn.linear_model import LogisticRegression
+
+        if len(rows) != len(correct):
+            raise InputError(f"{len(rows)} signal rows but {len(correct)} labels; pass one label per row")
+        y = np.asarray([bool(c) for c in correct])
+        if len(set(y.tolist())) < 2:
+            raise InputError("the labels are all right or all wrong; the model needs both kinds of draft")
+        names = list(self.signals)
+        fill = np.zeros(len(names))
+        for j, name in enumerate(names):
+            seen = [float(r[name]) for r in rows if r.get(name) is not None and math.isfinite(float(r[name]))]
+            fill[j] = float(np.mean(seen)) if seen else 0.0
+        x = self._matrix(rows, fill)
+        lr = LogisticRegression(C=self.c, max_iter=2000).fit(x, y)
+        self.fill_ = fill
+        self.coef_ = np.asarray(lr.coef_[0], dtype=np.float64)
+        self.intercept_ = float(lr.intercept_[0])
+        self.n_train_ = len(rows)
+        self.about_ = {}
+        if self.threshold is not None:
+            self.threshold_ = float(self.threshold)
+        else:
+            right = np.sort(self.predict_proba([r for r, ok in zip(rows, y, strict=True) if ok])[:, 1])
+            # withdraw (confidence < threshold) at most max_withdrawn_right of the right drafts
+            k = int(math.floor(self.max_withdrawn_right * len(right)))
+            self.threshold_ = round(float(right[k]), 6)
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "coef_"):
+            raise ModelError("the decision model is not fitted; call fit() or load() first")
+
+    def predict_proba(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
+        """(n, 2): P(wrong), P(right) per row."""
+        self._check_fitted()
+        z = self._matrix(rows, self.fill_) @ self.coef_ + self.intercept_
+        p = 1.0 / (1.0 + np.exp(-z))
+        return np.stack([1.0 - p, p], axis=1)
+
+    def confidence(self, signals: Mapping[str, float]) -> float:
+        """P(right) of one draft, rounded to 6 places."""
+        return round(float(self.predict_proba([signals])[0, 1]), 6)
+
+    def contributions(self, signals: Mapping[str, float]) -> dict[str, float]:
+        """Each present signal's share of the log-odds (coefficient times value), largest first:
+        what pushed the confidence up or down, for the trace."""
+        self._check_fitted()
+        x = self._matrix([signals], self.fill_)[0]
+        n = len(self.signals)
+        out = {
+            name: round(float(self.coef_[j] * x[j] + self.coef_[n + j] * x[n + j]), 4)
+            for j, name in enumerate(self.signals)
+            if x[n + j]
+        }
+        return dict(sorted(out.items(), key=lambda kv: -abs(kv[1])))
+
+    # ----------------------------------------------------------------------------- storage
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "signals": list(self.signals),
+            "c": self.c,
+            "threshold": self.threshold,
+            "max_withdrawn_right": self.max_withdrawn_right,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DecisionModel:
+        threshold = data.get("threshold")
+        return cls(
+            tuple(data.get("signals", SIGNALS)),
+            float(data.get("c", 1.0)),
+            None if threshold is None else float(threshold),
+            float(data.get("max_withdrawn_right", 0.05)),
+        )
+
+    def save(self, path: str | Path, **about: Any) -> Path:
+        """Write the arrays and a JSON header (``about``: where the training data came from)."""
+        self._check_fitted()
+        header = {
+            "format": FORMAT, **self.to_dict(), "n_train": self.n_train_, "threshold_": self.threshold_, "about": about
+        }
+        arrays = {"fill": self.fill_, "coef": self.coef_, "intercept": np.asarray([self.intercept_])}
+        return save_arrays(path, header, arrays)
+
+    @classmethod
+    def load(cls, path: str | Path) -> DecisionModel:
+        retrain = "retrain it with benchmarks/train_decision.py"
+        header, arrays = load_arrays(path, retrain)
+        if header.get("format") != FORMAT:
+            raise ModelError(f"{path} is not a {FORMAT} model (format {header.get('format')!r}); {retrain}")
+        model = cls.from_dict(header)
+        n = len(model.signals)
+        try:
+            model.fill_ = np.asarray(arrays["fill"], dtype=np.float64)
+            model.coef_ = np.asarray(arrays["coef"], dtype=np.float64)
+            model.intercept_ = float(np.asarray(arrays["intercept"]).reshape(-1)[0])
+        except (KeyError, ValueError, IndexError) as exc:
+            raise ModelError(f"{path} is incomplete ({exc}); {retrain}") from exc
+        if model.fill_.shape != (n,) or model.coef_.shape != (2 * n,):
+            raise ModelError(f"{path} has arrays of the wrong shape for its {n} signals; {retrain}")
+        model.n_train_ = int(header.get("n_train", 0))
+        model.threshold_ = float(header.get("threshold_", model.threshold if model.threshold is not None else 0.5))
+        model.about_ = dict(header.get("about") or {})
+        return model
+
+    @classmethod
+    def default(cls) -> DecisionModel:
+        """The model shipped with ragsieve (``ragsieve/resources/decision_model.npz``)."""
+        path = resources.files("ragsieve") / "resources" / DEFAULT_MODEL
+        return cls.load(Path(str(path)))
+
+
+__all__ = ["DEFAULT_MODEL", "SIGNALS", "DecisionModel"]

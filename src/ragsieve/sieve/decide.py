@@ -1,0 +1,131 @@
+"""Stage ``decide`` (last): one calibrated confidence from every check's signals, then answer,
+answer with a caveat, or abstain.
+
+The checks before it leave graded signals in ``state.signals`` whatever they decided (the
+relevance judge's best score, the poisoning check's dropped share, each answer sentence's
+support, value grounding, responsiveness, ...); this stage adds plain RAG's own two (the top
+retrieval score, left by ``retrieve``, and the answer's mean token probability under the
+prompt it was generated from, one scoring pass of the model) and the conflict check's (from
+its ``conflict`` record), and asks :class:`ragsieve.decision.DecisionModel` for the probability
+that the draft is right.
+
+* below the threshold (``decide.threshold``, else ``calibration.abstain_below`` as ``ragsieve
+  calibrate`` certified it, else the model's default): abstain, with the verify stage's
+  explanation when it asked to withdraw the draft;
+* otherwise answer; when a check asked to withdraw the draft, or the confidence is within
+  ``decide.caveat_margin`` of the threshold, the ``decide`` record's ``caveat`` says the answer
+  is not fully confirmed and why (the answer's text is left as the model wrote it).
+
+The draft is never replaced by another answer here: it is kept or withdrawn. The ``decide``
+record holds every signal, the confidence, the threshold, the decision and the signals that
+moved the confidence most.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ragsieve.config import CalibrationConfig, DecideConfig
+from ragsieve.decision import DecisionModel
+from ragsieve.sieve.generate import Generator
+from ragsieve.sieve.state import Abstain, PipelineState, StageResult, compare
+from ragsieve.types import SearchHit, Trace
+
+
+def load_decision_model(config: DecideConfig) -> DecisionModel:
+    """The model ``decide.model`` names, else the bundled one."""
+    return DecisionModel.load(config.model) if config.model else DecisionModel.default()
+
+
+class DecideStage:
+    """Combine the signals into one confidence and answer, caveat or abstain.
+
+    Reads ``state.text`` (the draft); uses ``state.signals``, ``state.evidence``,
+    ``state.withdrawal`` (a check's withdrawal without a veto); writes ``state.confidence``,
+    ``state.signals`` (``answer.token_prob``, ``conflict.*``) and a
+    ``decide`` record; returns an :class:`Abstain` below the threshold. Set by ``decide`` and
+    ``calibration.abstain_below``."""
+
+    name = "decide"
+    reads: tuple[str, ...] = ("text",)
+    uses: tuple[str, ...] = ("signals", "evidence", "withdrawal", "confidence")
+    writes: tuple[str, ...] = ("confidence", "signals")
+
+    def __init__(
+        self,
+        config: DecideConfig,
+        calibration: CalibrationConfig,
+        generator: Generator,
+        model: Callable[[], DecisionModel] | None = None,
+    ) -> None:
+        self.config = config
+        self.calibration = calibration
+        self.generator = generator
+        self._model: DecisionModel | None = None
+        self._make = model or (lambda: load_decision_model(config))
+
+    def warm_up(self) -> None:
+        if self.config.mode == "decide":
+            self.model()
+
+    def model(self) -> DecisionModel:
+        if self._model is None:
+            self._model = self._make()
+        return self._model
+
+    def threshold(self) -> float:
+        if self.config.threshold is not None:
+            return self.config.threshold
+        if self.calibration.abstain_below is not None:
+            return self.calibration.abstain_below
+        return self.model().threshold_
+
+    def _signals(self, question: str, trace: Trace, state: PipelineState) -> None:
+        """The signals no earlier stage left in the state: the answer's token probability and
+        the conflict check's (from its record: it has no veto to report)."""
+        if state.text.strip() and "answer.token_prob" not in state.signals:
+            state.signal("answer.token_prob", self.generator.answer_likelihood(question, state.text, state.evidence))
+        records = trace.stage("conflict")
+        if records:
+            last = records[-1]
+            groups = last.get("groups") or []
+            state.signal("conflict.found", bool(last.get("conflict")))
+            state.signal("conflict.groups", min(max(len(groups) - 1, 0), 3) / 3)
+
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> StageResult:
+        self._signals(question, trace, state)
+        signals = dict(sorted(state.signals.items()))
+        withdrawal = state.withdrawal
+        if self.config.mode == "observe":
+            trace.record("decide", mode="observe", signals=signals, draft=state.text,
+                         withdrawal=withdrawal.reason if withdrawal else None)  # fmt: skip
+            return candidates
+        model = self.model()
+        confidence = model.confidence(state.signals)
+        threshold = self.threshold()
+        record = {
+            "signals": signals,
+            "confidence": confidence,
+            "threshold": threshold,
+            "draft": state.text,
+            "withdrawal": withdrawal.reason if withdrawal else None,
+            "moved_by": dict(list(model.contributions(state.signals).items())[:5]),
+        }
+        state.confidence = confidence
+        if confidence < threshold:
+            trace.record("decide", decision="abstain", **record)
+            reason = f"decide: confidence {compare(confidence, threshold)}"
+            if withdrawal is not None:
+                return Abstain("decide", f"{reason} ({withdrawal.reason})", withdrawal.text, confidence)
+            text = (
+                "I can't answer this with enough confidence: the checks give the draft answer a confidence "
+                f"of {confidence:.2f}, below the threshold {threshold:.2f}."
+            )
+            return Abstain("decide", reason, text, confidence)
+        caveat = withdrawal is not None or confidence < threshold + self.config.caveat_margin
+        if caveat:
+            # the answer stands; the caveat travels in the record (the presenter shows it)
+            why = withdrawal.reason if withdrawal is not None else f"confidence {compare(confidence, threshold, '>=')}"
+            record["caveat"] = f"not fully confirmed by the checks: {why}"
+        trace.record("decide", decision="caveat" if caveat else "answer", **record)
+        return candidates

@@ -1,0 +1,83 @@
+"""The run loop every stage list shares (:class:`~ragsieve.sieve.pipeline.Pipeline` and
+:class:`~ragsieve.sieve.checks.SieveChecks`): run the stages in order, hand each the previous
+stage's candidates, and stop at the first :class:`~ragsieve.sieve.state.Abstain`, which is
+recorded here (the one place an abstention is handled) and turned into the
+:class:`~ragsieve.types.Answer` by :func:`answer_of`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+
+from ragsieve.sieve.state import Abstain, PipelineState, Stage
+from ragsieve.types import Answer, SearchHit, Trace
+
+# Opens the scope one stage runs in (timing, spans, events): ``scope(stage_name, candidates_in)``
+# gives a context manager whose value is a dict the runner puts the stage's output in (``out``).
+StageScope = Callable[[str, Sequence[SearchHit]], AbstractContextManager[dict[str, object]]]
+
+
+@dataclass
+class StagesRun:
+    """What a run of stages ends with: the last candidates, or the abstention that stopped it."""
+
+    candidates: list[SearchHit]
+    abstain: Abstain | None = None
+
+
+def timed_scope(trace: Trace) -> StageScope:
+    """A scope that only times each stage into ``trace.timings_ms``."""
+
+    @contextmanager
+    def scope(name: str, candidates: Sequence[SearchHit]) -> Iterator[dict[str, object]]:
+        with trace.timed(name):
+            yield {}
+
+    return scope
+
+
+def run_stages(
+    stages: Sequence[Stage],
+    question: str,
+    trace: Trace,
+    state: PipelineState,
+    scope: StageScope,
+    candidates: Sequence[SearchHit] = (),
+) -> StagesRun:
+    """Run ``stages`` in order; an :class:`Abstain` ends the run, recorded as an ``abstain``
+    trace record inside the stage's scope (so the stage's finish event carries it)."""
+    current = list(candidates)
+    for stage in stages:
+        with scope(stage.name, current) as result:
+            out = stage.run(question, current, trace, state)
+            result["out"] = out
+            if isinstance(out, Abstain):
+                end_with(out, trace, state)
+        if isinstance(out, Abstain):
+            return StagesRun(current, out)
+        current = out
+    return StagesRun(current)
+
+
+def end_with(abstain: Abstain, trace: Trace, state: PipelineState) -> None:
+    """End the run with ``abstain``: the one place an abstention is recorded."""
+    state.abstain = abstain
+    trace.record("abstain", check=abstain.check, reason=abstain.reason)
+
+
+def answer_of(question: str, trace: Trace, state: PipelineState) -> Answer:
+    """The :class:`Answer` from what the stages left in ``state`` (an abstention's text and
+    reason when one stopped the run)."""
+    abstain = state.abstain
+    return Answer(
+        question=question,
+        text=abstain.text if abstain is not None else state.text,
+        evidence=state.evidence,
+        cited_ids=state.cited,
+        trace=trace,
+        abstained=abstain is not None,
+        abstain_reason=abstain.reason if abstain is not None else None,
+        confidence=abstain.confidence if abstain is not None else state.confidence,
+        claims=state.claims,
+    )

@@ -1,0 +1,132 @@
+"""The decide stage and its model: signals in, one confidence out; answer, caveat or abstain;
+the draft is kept or withdrawn, never replaced; the threshold ``ragsieve calibrate`` writes is
+the one it uses; the model is stored as arrays."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.sieve.test_trust_acceptance import FakeLLM, KeywordJudge, build_index
+
+from ragsieve.config import validate_config
+from ragsieve.decision import SIGNALS, DecisionModel
+from ragsieve.errors import InputError, ModelError
+from ragsieve.index import Index
+from ragsieve.sieve.pipeline import Pipeline
+from ragsieve.verify import LexicalEmbeddingJudge
+
+MOON = "Apollo 11 landed on the Moon on 20 July 1969, with Neil Armstrong and Buzz Aldrin aboard."
+MOON_Q = "When did Apollo 11 land on the Moon?"
+
+
+def support_model(threshold: float = 0.5) -> DecisionModel:
+    """Right when the answer's sentences are supported, on one signal."""
+    rows = [{"verify.support_mean": v} for v in (0.95, 0.9, 0.85, 0.8, 0.2, 0.15, 0.1, 0.05)]
+    return DecisionModel(signals=("verify.support_mean",), c=100.0, threshold=threshold).fit(
+        rows, [True, True, True, True, False, False, False, False]
+    )
+
+
+@pytest.fixture(scope="module")
+def moon_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    return build_index(tmp_path_factory.mktemp("decide"), {"moon.md": MOON, "other.md": "Bread rises with yeast."})
+
+
+def pipe(index: Index, reply: str, model: DecisionModel | None = None, **config: object) -> Pipeline:
+    cfg = validate_config({"sieve": {"need": "always", "route": "all", "select": "top-k"}, **config})
+    return Pipeline(cfg, index=index, llm=FakeLLM(lambda q, passages: reply), judge=KeywordJudge(relevant=("apollo",)),
+                    claim_judge=LexicalEmbeddingJudge(embedding_weight=0.0), decision_model=model)  # fmt: skip
+
+
+def test_the_model_is_an_estimator_stored_as_arrays(tmp_path: Path) -> None:
+    model = support_model()
+    assert model.fit([{"verify.support_mean": 1.0}, {"verify.support_mean": 0.0}], [True, False]) is model
+    assert {"fill_", "coef_", "intercept_", "n_train_"} <= set(vars(model))
+    path = model.save(tmp_path / "m.npz", data="synthetic")
+    header = json.loads((tmp_path / "m.npz.json").read_text())
+    assert header["format"] == "ragsieve-decision-model/1" and header["about"] == {"data": "synthetic"}
+    with np.load(path, allow_pickle=False) as arrays:  # nothing to unpickle
+        assert set(arrays.files) == {"fill", "coef", "intercept"}
+    loaded = DecisionModel.load(path)
+    rows = [{"verify.support_mean": 0.3}, {}, {"verify.support_mean": 0.9}]
+    assert np.allclose(loaded.predict_proba(rows), model.predict_proba(rows))
+    assert model.confidence({"verify.support_mean": 0.9}) > 0.5 > model.confidence({"verify.support_mean": 0.1})
+    assert list(model.contributions({"verify.support_mean": 0.9})) == ["verify.support_mean"]
+    # without a threshold it learns the highest one that withdraws at most 5% of the right drafts
+    rows = [{"verify.support_mean": v} for v in (0.95, 0.9, 0.85, 0.8, 0.2, 0.15, 0.1, 0.05)]
+    labels = [True, True, True, True, False, False, False, False]
+    learned = DecisionModel(signals=("verify.support_mean",), c=100.0).fit(rows, labels)
+    right = learned.predict_proba(rows[:4])[:, 1]
+    assert learned.threshold_ == pytest.approx(min(right), abs=1e-6) and learned.threshold_ > 0.5
+
+
+def test_bad_training_data_and_damaged_files_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="both kinds"):
+        DecisionModel().fit([{"judge.best": 0.5}, {"judge.best": 0.6}], [True, True])
+    with pytest.raises(InputError, match="one label per row"):
+        DecisionModel().fit([{"judge.best": 0.5}], [True, False])
+    with pytest.raises(ModelError, match="not fitted"):
+        DecisionModel().confidence({})
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    (tmp_path / "bad.npz.json").write_text("{}")
+    with pytest.raises(ModelError, match="retrain it"):
+        DecisionModel.load(tmp_path / "bad.npz")
+
+
+def test_the_bundled_model_names_its_training_split() -> None:
+    model = DecisionModel.default()
+    assert tuple(model.signals) == SIGNALS and model.n_train_ > 0
+    assert "squad2" in model.about_["data"].lower() or "SQuAD" in model.about_["data"]
+    assert model.about_["split"].startswith("calibration part of ragsieve.eval.fair.split_indices")
+
+
+def test_a_supported_draft_is_answered_as_written(moon_index: Index) -> None:
+    reply = "Apollo 11 landed on the Moon on 20 July 1969 [1]."
+    ans = pipe(moon_index, reply, support_model()).ask(MOON_Q)
+    assert not ans.abstained and ans.text == reply
+    decided = ans.trace.stage("decide")[-1]
+    assert decided["decision"] == "answer" and decided["draft"] == reply and ans.confidence == decided["confidence"]
+    # every check's signals are in the record, plain RAG's own among them
+    assert {"retrieval.top_score", "answer.token_prob", "judge.best", "verify.support_mean"} <= set(decided["signals"])
+    assert all(0.0 <= v <= 1.0 for v in decided["signals"].values())
+
+
+def test_an_unsupported_draft_is_withdrawn_by_the_decision_not_by_a_veto(moon_index: Index) -> None:
+    reply = "Apollo 11 landed on the Moon in 1975 [1]."  # the evidence says 1969
+    ans = pipe(moon_index, reply, support_model()).ask(MOON_Q)
+    assert ans.abstained and ans.abstain_reason.startswith("decide: confidence")
+    assert [e["check"] for e in ans.trace.stage("abstain")] == ["decide"]
+    assert any(e.get("withdraw") for e in ans.trace.stage("verify"))  # verify asked, the decision decided
+    # as a veto (decide.vetoes) the verify stage stops the run itself
+    vetoed = pipe(moon_index, reply, support_model(), decide={"vetoes": ["unsupported", "responsive"]}).ask(MOON_Q)
+    assert vetoed.abstained and vetoed.trace.stage("abstain")[0]["check"] == "verify"
+    assert not vetoed.trace.stage("decide")
+
+
+def test_a_withdrawal_the_confidence_overrules_is_answered_with_a_caveat(moon_index: Index) -> None:
+    reply = "Apollo 11 landed on the Moon in 1975 [1]."
+    ans = pipe(moon_index, reply, support_model(threshold=0.0), decide={"threshold": 0.0}).ask(MOON_Q)
+    assert not ans.abstained and ans.text == reply  # kept as written, never replaced
+    decided = ans.trace.stage("decide")[-1]
+    assert decided["decision"] == "caveat" and decided["caveat"].startswith("not fully confirmed")
+
+
+def test_the_calibrated_threshold_is_the_decisions_threshold(moon_index: Index) -> None:
+    reply = "Apollo 11 landed on the Moon on 20 July 1969 [1]."
+    c = pipe(moon_index, reply, support_model()).ask(MOON_Q).confidence
+    assert c is not None
+    above = pipe(moon_index, reply, support_model(), calibration={"abstain_below": min(1.0, c + 0.01)}).ask(MOON_Q)
+    assert above.abstained and above.trace.stage("decide")[-1]["threshold"] == pytest.approx(min(1.0, c + 0.01))
+    at = pipe(moon_index, reply, support_model(), calibration={"abstain_below": c}).ask(MOON_Q)
+    assert not at.abstained
+
+
+def test_observe_mode_records_and_never_withdraws(moon_index: Index) -> None:
+    reply = "Apollo 11 landed on the Moon in 1975 [1]."
+    ans = pipe(moon_index, reply, support_model(), decide={"mode": "observe"}).ask(MOON_Q)
+    assert not ans.abstained and ans.text == reply
+    decided = ans.trace.stage("decide")[-1]
+    assert decided["mode"] == "observe" and decided["withdrawal"].startswith("verify:")
