@@ -49,13 +49,14 @@ def _error(status: int, message: str, type_: str, close: bool = False) -> tuple[
 
 def normalise_host(host: str) -> str:
     """The host part of a ``Host`` header or a bind address, lower-case, without port or brackets."""
-    value = host.strip().lower().rstrip(".")
+    value = host.strip().lower()
     if value.startswith("["):
         end = value.find("]")
         return value[1:end] if end > 0 else value
     if value.count(":") == 1:
         value = value.split(":", 1)[0]
-    return value
+    # A fully-qualified name's trailing dot ("localhost." or "localhost.:8000") names the same host.
+    return value.rstrip(".")
 
 
 def allowed_hosts_for(bind_host: str, extra: Iterable[str] = ()) -> frozenset[str]:
