@@ -504,9 +504,9 @@ class Index:
         """Open the live generation of an index; embeddings and faiss/bm25 data are memory-mapped.
 
         File sizes are always checked against the manifest. ``check_contents`` (the default)
-        also checks the sha256 recorded at ingest of each file a query reads, as it is opened:
-        the chunks and stored vectors here, each partition's ids, dense vectors and BM25 files
-        when the partition loads; each file once per process (:func:`storage.verify_contents`).
+        also checks the sha256 recorded at ingest of each file a query reads: the chunks, the
+        stored vectors and the global index's ids, dense vectors and BM25 files here, a domain
+        partition's when it first loads; each file once per process (:func:`storage.verify_contents`).
         ``verify=True`` checks every file's sha256 now, reading each again. Without ``embedder``
         one is built from ``embedder_config`` (default: ``EmbedderConfig()``), never from the
         index, and must match the recorded model and dim.
@@ -544,7 +544,9 @@ class Index:
             manifest = _read_manifest(directory, gen_dir, manifest_sha)
             storage.verify_files(gen_dir, manifest.get("checksums"), directory, hashes=verify)
             if check_contents and not verify:
-                for name in ("chunks.jsonl", "embeddings.npy"):
+                # What every query reads: the chunks, the stored vectors and the global index's
+                # files. A partition's files are checked when it first loads.
+                for name in ("chunks.jsonl", "embeddings.npy", "global/"):
                     storage.verify_contents(gen_dir, manifest.get("checksums"), directory, name)
             emb_info = manifest["embedder"]
             model_name, dim = str(emb_info["model_name"]), int(emb_info["dim"])
