@@ -245,7 +245,7 @@ def track_connections(client: Any) -> bool:
     for transport in transports:
         pool = getattr(transport, "_pool", None)
         backend = getattr(pool, "_network_backend", None)
-        if backend is None:
+        if pool is None or backend is None:
             continue
         if not isinstance(backend, _TrackingBackend):
             pool._network_backend = _TrackingBackend(backend)

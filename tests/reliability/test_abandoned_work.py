@@ -184,7 +184,7 @@ def _service(tmp_path: Path, upstream: FaultServer, deadline_s: float = 60.0) ->
     from ragsieve.serve.engine import Engine
 
     index_dir = write_index_dir(tmp_path / "idx")
-    config = PipelineConfig(index_dir=str(index_dir), pipeline="direct")  # type: ignore[arg-type]
+    config = PipelineConfig(index_dir=str(index_dir), pipeline="direct")
     engine = Engine(config, pipeline_factory=UpstreamPipeline, index_opener=FakeIndex, llm=_llm(upstream))
     app = create_app(engine, ServeSettings(deadline_s=deadline_s))
     return app, ServerThread(app)

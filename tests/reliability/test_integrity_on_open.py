@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -69,7 +70,11 @@ def test_each_file_is_hashed_once_per_process_and_again_once_changed(
 
     hashed: list[str] = []
     real = io.sha256_file
-    monkeypatch.setattr(io, "sha256_file", lambda path: hashed.append(str(path)) or real(path))
+    def counting(path: Any) -> str:
+        hashed.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(io, "sha256_file", counting)
     directory = small_index.dir
     small_index.close()
     io._VERIFIED.clear()

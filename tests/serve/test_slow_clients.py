@@ -108,7 +108,8 @@ def test_slow_drip_connections_do_not_stop_health_from_answering(tmp_path: Path,
         metrics = httpx.get(f"{server.url}/metrics", timeout=5).text
 
     outcomes = [outcome for outcome, _ in results]
-    assert outcomes.count("still-open") == 0, f"{outcomes.count('still-open')} slow clients still held after {elapsed:.1f} s"
+    held_open = outcomes.count("still-open")
+    assert held_open == 0, f"{held_open} slow clients still held after {elapsed:.1f} s"
     assert "connect-failed" not in outcomes
     assert statuses and all(status == 200 for status in statuses), statuses
     assert max(latencies) < 1.0, f"a health probe took {max(latencies):.2f} s"
