@@ -268,3 +268,25 @@ def test_the_bundled_llama_cpp_stream_stops_when_cancelled(llm: Any) -> None:
                 cancelled_at = time.monotonic()
                 token.cancel("the client disconnected")
     assert time.monotonic() - cancelled_at < BOUND_S
+
+
+@pytest.mark.slow
+def test_the_bundled_llama_cpp_stops_inside_a_long_prompt_evaluation(llm: Any) -> None:
+    """A long prompt is evaluated in one native call that checks no Python flag; the abort flag
+    stops it there (without it the evaluation runs to its end: tens of seconds on a busy CPU)."""
+    prompt = " ".join(["the lighthouse keeper watched the grey sea from the tower"] * 140)
+    token = CancelToken()
+    started = threading.Event()
+
+    def cancel_soon() -> None:
+        started.wait(10)
+        time.sleep(0.3)
+        token.cancel("the client disconnected")
+
+    threading.Thread(target=cancel_soon, daemon=True).start()
+    start = time.monotonic()
+    with cancel_scope(token), pytest.raises(GenerationCancelledError):
+        started.set()
+        llm.generate(prompt, max_tokens=4)
+    assert time.monotonic() - start < 0.3 + BOUND_S
+    assert llm.generate("Say hi.", max_tokens=4).text  # the model still answers afterwards
