@@ -290,3 +290,76 @@ def test_the_bundled_llama_cpp_stops_inside_a_long_prompt_evaluation(llm: Any) -
         llm.generate(prompt, max_tokens=4)
     assert time.monotonic() - start < 0.3 + BOUND_S
     assert llm.generate("Say hi.", max_tokens=4).text  # the model still answers afterwards
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    crypto = pytest.importorskip("cryptography")  # noqa: F841 - only to build a test certificate
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_a_cancel_before_the_headers_closes_a_tls_upstream_request(tmp_path: Path) -> None:
+    """The same over TLS (an https endpoint such as a hosted API): the TLS socket is shut down."""
+    import ssl
+
+    cert, key = _self_signed(tmp_path)
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    received, closed = threading.Event(), threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with server_ctx.wrap_socket(conn, server_side=True) as tls:
+            tls.settimeout(10)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += tls.recv(4096)
+            received.set()
+            try:
+                while tls.recv(4096):  # never answers; waits for the client to go
+                    pass
+            except (OSError, ssl.SSLError):
+                pass
+            closed.set()
+
+    threading.Thread(target=serve, daemon=True).start()
+    client = httpx.Client(base_url=f"https://127.0.0.1:{port}", verify=ssl.create_default_context(cafile=str(cert)),
+                          timeout=30)
+    token = CancelToken()
+
+    def cancel_once_sent() -> None:
+        if received.wait(10):
+            token.cancel("the client disconnected")
+
+    threading.Thread(target=cancel_once_sent, daemon=True).start()
+    try:
+        with cancel_scope(token), pytest.raises(GenerationCancelledError):
+            post_json(client, "/v1/chat/completions", {}, service="test server", max_retries=0, backoff_s=0.1)
+        cancelled_at = time.monotonic()
+        assert closed.wait(BOUND_S), "the TLS upstream request was left open"
+        assert time.monotonic() - cancelled_at < BOUND_S
+    finally:
+        listener.close()
