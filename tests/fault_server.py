@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -50,7 +53,8 @@ class Fault:
 
     @classmethod
     def hang(cls) -> Fault:
-        """Read the request, then send nothing until the server closes."""
+        """Read the request, then send nothing (not even the status line) until the server
+        closes or the client goes away; the time it went is appended to ``FaultServer.closed``."""
         return cls("hang")
 
     @classmethod
@@ -74,6 +78,8 @@ class FaultServer:
     url: str
     faults: list[Fault] = field(default_factory=lambda: [Fault.json({})])
     requests: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
+    # time.monotonic() at which the client of a hanging request closed its connection
+    closed: list[float] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -102,6 +108,21 @@ def _handler(server: FaultServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data[i : i + 1])
                 self.wfile.flush()
 
+        def _wait_for_the_client_to_leave(self) -> None:
+            sock = self.connection
+            while not server.stop.wait(0.02):
+                readable, _, _ = select.select([sock], [], [], 0)
+                if not readable:
+                    continue
+                try:
+                    gone = sock.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    gone = True
+                if gone:
+                    server.closed.append(time.monotonic())
+                    return
+                sock.recv(65536)  # a pipelined byte: not a close
+
         def do_POST(self) -> None:  # noqa: N802 - http.server API
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
@@ -117,7 +138,7 @@ def _handler(server: FaultServer) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, fault: Fault) -> None:
             if fault.kind == "hang":
-                server.stop.wait()
+                self._wait_for_the_client_to_leave()
                 return
             if fault.kind == "drip-headers":
                 head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + b"X-Slow: y" * 1000

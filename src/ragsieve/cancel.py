@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ragsieve.errors import RagsieveError
 
@@ -40,12 +40,34 @@ class CancelToken:
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
         self.reason = ""
 
     def cancel(self, reason: str) -> None:
-        if not self._event.is_set():
+        with self._lock:
+            if self._event.is_set():
+                return
             self.reason = reason
             self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (on the cancelling thread) when the token is cancelled, at once if it
+        already is: for work that cannot poll, such as a native call. Returns its remover."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+
+                def remove() -> None:
+                    with self._lock, contextlib.suppress(ValueError):
+                        self._callbacks.remove(callback)
+
+                return remove
+        callback()
+        return lambda: None
 
     @property
     def cancelled(self) -> bool:

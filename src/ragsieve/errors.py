@@ -27,6 +27,17 @@ class IndexStoreError(RagsieveError):
     """An index directory is missing, corrupt or incompatible."""
 
 
+class DamagedFileError(IndexStoreError):
+    """A file an index (or its router) reads does not match the size or checksum recorded when
+    it was written. ``role`` says what the file is for (never its path: the service may show it
+    to clients) and ``repair`` the command that rebuilds it."""
+
+    def __init__(self, message: str, *, role: str, repair: str) -> None:
+        super().__init__(message)
+        self.role = role
+        self.repair = repair
+
+
 class ModelError(RagsieveError):
     """A model file does not load or a model server cannot be reached."""
 
@@ -41,6 +52,7 @@ class MissingExtraError(RagsieveError):
 
 __all__ = [
     "ConfigError",
+    "DamagedFileError",
     "IndexStoreError",
     "IngestError",
     "InputError",
@@ -48,4 +60,19 @@ __all__ = [
     "MissingExtraError",
     "ModelError",
     "RagsieveError",
+    "check_question",
 ]
+
+
+def check_question(question: object, what: str = "the question") -> str:
+    """``question`` when it is a non-empty string; otherwise an :class:`InputError` that says
+    what was passed instead (bytes, a number, None) and how to fix it."""
+    if isinstance(question, str):
+        if not question.strip():
+            raise InputError(f"{what} is empty; pass the question as text")
+        return question
+    if isinstance(question, bytes | bytearray):
+        raise InputError(f"{what} is {type(question).__name__}, not text; decode it first (e.g. data.decode('utf-8'))")
+    if question is None:
+        raise InputError(f"{what} is None; pass the question as a string")
+    raise InputError(f"{what} must be a string, not {type(question).__name__} ({question!r:.40}); pass it as text")

@@ -12,7 +12,10 @@ What a caller can rely on:
 - one call, retries included, ends within ``max(TOTAL_DEADLINE_S, timeout_s)`` (2 minutes by
   default): a hung server costs one bounded wait, not ``(max_retries + 1) * timeout_s``;
 - a cancelled LLM job (:mod:`ragsieve.cancel`: its request timed out or its client left)
-  closes the open stream and stops retrying, raising ``GenerationCancelledError``;
+  stops retrying and raises ``GenerationCancelledError`` within about 0.05 s, whatever state the
+  request is in (connecting, waiting for the response headers, reading the body or the stream):
+  the connection to the server is shut down at once (one still connecting is closed the moment
+  it connects), so the server sees the client go and can stop generating;
 - replies can be validated against a pydantic model with :func:`parse_reply`, whose error names
   the server and the field, never the value.
 """
@@ -26,8 +29,10 @@ import json
 import logging
 import math
 import os
+import queue
 import random
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -82,6 +87,172 @@ class _DeadlineError(Exception):
     """One attempt ran past its wall-clock deadline."""
 
 
+# ---------------------------------------------------------------------- abortable exchanges
+# httpx's sync client blocks its thread in a socket call until the server answers: closing the
+# response object from elsewhere only works once the response headers have arrived. Every request
+# therefore runs on a worker thread inside an :class:`Exchange`, and the client's connections are
+# made by a network backend that tells the exchange which socket its request is using, so that
+# another thread can shut that socket down in any state (a blocked read or write then returns at
+# once and the server sees the connection go).
+_LOCAL = threading.local()
+# How often a waiting caller looks at its cancel token and deadline.
+POLL_S = 0.05
+
+
+class Exchange:
+    """One HTTP request that another thread can abort at any point.
+
+    The worker thread that sends the request installs it with :func:`exchange_scope`; the
+    client's tracked connections attach themselves to it on every read and write. ``abort()``
+    shuts the attached socket down (a connection still being made is closed as soon as it is
+    made); ``finish()`` detaches, so a connection handed back to the pool is never touched."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stream: _TrackedStream | None = None
+        self.aborted = False
+        self.finished = False
+
+    def attach(self, stream: _TrackedStream) -> bool:
+        """Record ``stream`` as this request's connection; False once the request was aborted."""
+        with self._lock:
+            if self.aborted:
+                return False
+            if not self.finished:
+                self._stream = stream
+            return True
+
+    def abort(self) -> None:
+        with self._lock:
+            if self.aborted or self.finished:
+                return
+            self.aborted = True
+            stream, self._stream = self._stream, None
+            if stream is not None:
+                stream.shutdown()
+
+    def finish(self) -> None:
+        with self._lock:
+            self.finished = True
+            self._stream = None
+
+
+@contextlib.contextmanager
+def exchange_scope(exchange: Exchange) -> Iterator[Exchange]:
+    """Make ``exchange`` the one this thread's requests attach their connections to."""
+    previous = getattr(_LOCAL, "exchange", None)
+    _LOCAL.exchange = exchange
+    try:
+        yield exchange
+    finally:
+        _LOCAL.exchange = previous
+        exchange.finish()
+
+
+def _cancelled_connection() -> Exception:
+    import httpcore
+
+    return httpcore.ConnectError("the request was cancelled")
+
+
+class _TrackedStream:
+    """An httpcore network stream that attaches itself to the current thread's :class:`Exchange`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _claim(self) -> None:
+        exchange: Exchange | None = getattr(_LOCAL, "exchange", None)
+        if exchange is not None and not exchange.attach(self):
+            raise _cancelled_connection()
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self._claim()
+        data: bytes = self._inner.read(max_bytes, timeout)
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._claim()
+        self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        # Under the lock: shutdown() never touches a socket whose descriptor was already reused.
+        with self._lock:
+            self._closed = True
+            self._inner.close()
+
+    def shutdown(self) -> None:
+        """End the connection now, from any thread: a blocked read or write returns at once."""
+        with self._lock:
+            if self._closed:
+                return
+            sock = self._inner.get_extra_info("socket")
+            if isinstance(sock, socket.socket):
+                with contextlib.suppress(OSError):
+                    # The plain socket's shutdown, also for a TLS socket (whose own shutdown
+                    # would tear down its SSL state under a thread still reading it).
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+        self._claim()
+        return _TrackedStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _TrackingBackend:
+    """httpcore's network backend, with each connection tracked by the request that opens it."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> _TrackedStream:
+        exchange: Exchange | None = getattr(_LOCAL, "exchange", None)
+        if exchange is not None and exchange.aborted:
+            raise _cancelled_connection()
+        stream = _TrackedStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+        try:
+            stream._claim()  # aborted while connecting: close the new connection at once
+        except BaseException:
+            stream.close()
+            raise
+        return stream
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
+        stream = _TrackedStream(self._inner.connect_unix_socket(path, timeout, socket_options))
+        try:
+            stream._claim()
+        except BaseException:
+            stream.close()
+            raise
+        return stream
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def track_connections(client: Any) -> bool:
+    """Make ``client`` (an ``httpx.Client``) open tracked connections, so an :class:`Exchange`
+    can abort its requests in any state; idempotent. False where the client's transport has no
+    httpcore pool to hook (a custom or mounted transport): its requests are then abandoned on
+    cancellation rather than shut down, and end at their own timeout."""
+    transports = [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]
+    hooked = False
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if pool is None or backend is None:
+            continue
+        if not isinstance(backend, _TrackingBackend):
+            pool._network_backend = _TrackingBackend(backend)
+        hooked = True
+    return hooked
+
+
 def make_client(base_url: str, api_key_env: str, timeout_s: float) -> Any:
     """An ``httpx.Client`` for ``base_url``, with a bearer token from ``api_key_env`` when it is set."""
     import httpx
@@ -92,7 +263,9 @@ def make_client(base_url: str, api_key_env: str, timeout_s: float) -> Any:
     key = os.environ.get(api_key_env)
     if key:
         headers["Authorization"] = f"Bearer {key}"
-    return httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
+    client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
+    track_connections(client)
+    return client
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
@@ -183,36 +356,54 @@ def _attempt(
 def _attempt_within(
     client: Any, path: str, payload: dict[str, Any], timeout_s: float, token: CancelToken | None = None
 ) -> tuple[int, Any, bytes]:
-    """:func:`_attempt` on a daemon thread, so that even a server dripping its *headers* (which
-    httpx reads before any body chunk) cannot hold the caller past ``timeout_s``. The abandoned
-    thread stops at its own deadline check or at httpx's per-read timeout. A cancelled ``token``
-    closes the stream at once and raises ``GenerationCancelledError``."""
+    """:func:`_attempt` on a daemon thread inside an :class:`Exchange`, so that neither a server
+    dripping its *headers* (which httpx reads before any body chunk) nor one that never answers
+    can hold the caller past ``timeout_s``. A cancelled ``token`` or the deadline shuts the
+    connection down at once, in whatever state the request is, and the worker thread ends with
+    it; a cancellation raises ``GenerationCancelledError``."""
+    track_connections(client)
     deadline = time.monotonic() + timeout_s
     box: dict[str, Any] = {}
+    exchange = Exchange()
 
     def run() -> None:
-        try:
-            box["result"] = _attempt(client, path, payload, deadline, token, box)
-        except BaseException as exc:  # handed to the caller's thread below
-            box["error"] = exc
+        with exchange_scope(exchange):
+            try:
+                box["result"] = _attempt(client, path, payload, deadline, None, box)
+            except BaseException as exc:  # handed to the caller's thread below
+                box["error"] = exc
 
     worker = threading.Thread(target=run, name="ragsieve-http", daemon=True)
     worker.start()
-    end = deadline + 0.05
-    while worker.is_alive() and time.monotonic() < end:
-        if token is not None and token.cancelled:
-            response = box.get("response")
-            if response is not None:
-                with contextlib.suppress(Exception):
-                    response.close()  # the server sees the connection go and can stop generating
-            token.check()
-        worker.join(min(0.05, max(end - time.monotonic(), 0.0)))
-    if worker.is_alive():
-        raise _DeadlineError
+    end = deadline + POLL_S
+    try:
+        while worker.is_alive() and time.monotonic() < end:
+            if token is not None and token.cancelled:
+                _abort(exchange, box)
+                token.check()
+            worker.join(min(POLL_S, max(end - time.monotonic(), 0.0)))
+        if worker.is_alive():
+            _abort(exchange, box)
+            raise _DeadlineError
+    except BaseException:
+        _abort(exchange, box)
+        raise
     if "error" in box:
+        if token is not None:
+            token.check()  # the stream broke because the job was cancelled meanwhile
         raise box["error"]
     result: tuple[int, Any, bytes] = box["result"]
     return result
+
+
+def _abort(exchange: Exchange, box: dict[str, Any]) -> None:
+    """Shut the request's connection down; close its response too (a transport that is not
+    tracked can only be stopped there, once the headers have arrived)."""
+    exchange.abort()
+    response = box.get("response")
+    if response is not None:
+        with contextlib.suppress(Exception):
+            response.close()
 
 
 def post_json(
@@ -336,14 +527,17 @@ def stream_sse(
     (``data: {...}`` lines, up to ``data: [DONE]``).
 
     The whole stream ends within ``timeout_s`` of wall-clock time (default: the client's timeout)
-    and within the question's deadline (:func:`question_deadline`); a cancelled LLM job
-    (:mod:`ragsieve.cancel`) closes the connection at once, even while a read is blocked, so the
-    server sees the client go and stops generating, and raises ``GenerationCancelledError``.
-    Nothing is retried once the request is sent (a retried stream would repeat text already
-    handed on); a 429 or 5xx before the stream starts raises :class:`ModelError`, another 4xx
-    :class:`HTTPStatusError`. Nothing raised contains the key."""
+    and within the question's deadline (:func:`question_deadline`). The request runs on a worker
+    thread inside an :class:`Exchange`: a cancelled LLM job (:mod:`ragsieve.cancel`), the
+    deadline, or the caller leaving the loop early shuts the connection down within
+    :data:`POLL_S` in any state (connecting, waiting for the response headers, streaming), so
+    the server sees the client go and stops generating; a cancellation raises
+    ``GenerationCancelledError``. Nothing is retried once the request is sent (a retried stream
+    would repeat text already handed on); a 429 or 5xx before the stream starts raises
+    :class:`ModelError`, another 4xx :class:`HTTPStatusError`. Nothing raised contains the key."""
     import httpx
 
+    track_connections(client)
     secrets = client_secrets(client)
     limit = _timeout_of(client) if timeout_s is None else float(timeout_s)
     deadline = time.monotonic() + limit
@@ -354,21 +548,6 @@ def stream_sse(
     token = current_token()
     if token is not None:
         token.check()
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def watch() -> None:
-        # A blocked read cannot check anything: closing the response from here wakes it.
-        while not done.wait(0.05):
-            if (token is not None and token.cancelled) or time.monotonic() > deadline:
-                response = box.get("response")
-                if response is not None:
-                    with contextlib.suppress(Exception):
-                        response.close()
-                return
-
-    watcher = threading.Thread(target=watch, name="ragsieve-sse-watch", daemon=True)
-    watcher.start()
 
     def expired() -> ModelError:
         return ModelError(
@@ -376,7 +555,7 @@ def stream_sse(
             "raise timeout_s or check the server"
         )
 
-    try:
+    def events() -> Iterator[dict[str, Any]]:
         remaining = max(deadline - time.monotonic(), 0.001)
         with client.stream("POST", path, json=payload, timeout=httpx.Timeout(remaining)) as resp:
             box["response"] = resp
@@ -402,10 +581,8 @@ def stream_sse(
                     "check that base_url points at an OpenAI-compatible API"
                 )
             for line in resp.iter_lines():
-                if token is not None:
-                    token.check()
-                if time.monotonic() > deadline:
-                    raise expired()
+                if exchange.aborted:
+                    return
                 if not line.startswith("data:"):
                     continue  # comments, event names, keep-alives
                 data = line[5:].strip()
@@ -420,17 +597,59 @@ def stream_sse(
                     ) from None
                 if isinstance(event, dict):
                     yield event
-    except (httpx.TransportError, httpx.StreamError) as exc:
-        if token is not None:
-            token.check()  # we closed it: the job was cancelled
-        if time.monotonic() > deadline:
-            raise expired() from None
-        raise ModelError(
-            f"the stream from {service} at {url} broke ({redact(f'{type(exc).__name__}: {exc}', secrets)}); "
-            "start the server or fix base_url"
-        ) from None
+
+    box: dict[str, Any] = {}
+    exchange = Exchange()
+    # Unbounded, but the worker stops reading once the caller is gone (the exchange is aborted)
+    # and the stream is bounded in time by the deadline.
+    received: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def run() -> None:
+        outcome: tuple[str, Any] = ("end", None)
+        try:
+            with exchange_scope(exchange):
+                for event in events():
+                    received.put(("event", event))
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome = ("error", exc)
+        # After the exchange finished, so the caller's closing abort never touches a connection
+        # that went back to the pool.
+        received.put(outcome)
+
+    worker = threading.Thread(target=run, name="ragsieve-sse", daemon=True)
+    worker.start()
+    try:
+        while True:
+            if token is not None and token.cancelled:
+                _abort(exchange, box)
+                token.check()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                _abort(exchange, box)
+                raise expired()
+            try:
+                kind, value = received.get(timeout=min(POLL_S, left))
+            except queue.Empty:
+                continue
+            if kind == "event":
+                yield value
+            elif kind == "end":
+                return
+            elif isinstance(value, httpx.TransportError | httpx.StreamError):
+                if token is not None:
+                    token.check()  # we shut it down: the job was cancelled
+                if time.monotonic() > deadline:
+                    raise expired() from None
+                broke = redact(f"{type(value).__name__}: {value}", secrets)
+                raise ModelError(
+                    f"the stream from {service} at {url} broke ({broke}); start the server or fix base_url"
+                ) from None
+            else:
+                raise value
     finally:
-        done.set()
+        # Normal end: the exchange is finished and this does nothing. The caller left early
+        # (a closed generator), was cancelled or timed out: the connection goes now.
+        _abort(exchange, box)
 
 
 def parse_reply(model: type[T], data: dict[str, Any], *, service: str) -> T:
@@ -455,13 +674,17 @@ def parse_reply(model: type[T], data: dict[str, Any], *, service: str) -> T:
 
 __all__ = [
     "MAX_RETRY_AFTER_S",
+    "POLL_S",
     "TOTAL_DEADLINE_S",
+    "Exchange",
     "HTTPStatusError",
     "client_secrets",
+    "exchange_scope",
     "make_client",
     "parse_reply",
     "post_json",
     "question_deadline",
     "redact",
     "retry_after_seconds",
+    "track_connections",
 ]

@@ -31,6 +31,35 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
+# Files whose contents matched their recorded checksum in this process, by identity: a file
+# replaced or rewritten since gets a new inode, size or mtime and is hashed again.
+_VERIFIED: set[tuple[Any, ...]] = set()
+
+
+def file_checksum_problem(path: str | Path, size: int, sha256: str, *, cached: bool = True) -> str | None:
+    """Why ``path`` does not hold the bytes recorded as ``size`` and ``sha256`` (``"missing"``,
+    ``"not a regular file"``, ``"size"`` or ``"checksum"``), or None when it does. With
+    ``cached`` a file already verified in this process, and unchanged since (same inode, size and
+    modification time), is not read again: cheap enough to run on every open."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return "missing"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_size != size:
+        return "size"
+    key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, sha256)
+    if cached and key in _VERIFIED:
+        return None
+    if sha256_file(path) != sha256:
+        return "checksum"
+    _VERIFIED.add(key)
+    return None
+
+
 def fsync_dir(path: str | Path) -> None:
     """Flush a folder's entries (a rename or a new file) to disk; a no-op where folders cannot be opened."""
     try:

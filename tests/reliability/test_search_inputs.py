@@ -115,4 +115,4 @@ def test_cli_info_reports_the_generation_and_verifies(cli_index, capsys):
     raw[5] ^= 0x01
     gen.write_bytes(bytes(raw))
     code, _, err = run_cli(capsys, "info", "--index", cli_index, "--verify")
-    assert code == 2 and "chunks.jsonl does not match its checksum" in err and "re-ingest" in err
+    assert code == 2 and "chunks.jsonl) at" in err and "does not match the checksum" in err and "re-ingest" in err

@@ -32,24 +32,29 @@ def _reopen(small_index: Index, hash_embedder: HashEmbedder) -> Index:
     return Index.open(directory, embedder=hash_embedder)
 
 
-def test_garbage_in_dense_faiss_fails_the_search_naming_the_file(small_index: Index, hash_embedder) -> None:
+def test_garbage_in_dense_faiss_is_refused_naming_the_file(small_index: Index, hash_embedder) -> None:
     healthy = small_index.search("red planet dust", k=3, mode="dense")
     assert all(-1.0 <= h.scores["dense"] <= 1.0 for h in healthy)
     _overwrite_tail(small_index.generation_dir / "global" / "dense.faiss", GARBAGE)
-    index = _reopen(small_index, hash_embedder)
-    # Named by the check itself (fix: `ragsieve info --verify`), or by the checksum pass that
-    # then pins the damage on the file.
-    with pytest.raises(IndexStoreError, match=r"dense\.faiss.*(--verify|does not match its checksum)") as info:
+    # The checksum recorded at ingest refuses it on open.
+    with pytest.raises(IndexStoreError, match=r"dense\.faiss.*does not match the checksum") as info:
+        _reopen(small_index, hash_embedder)
+    assert "re-ingest" in str(info.value)
+    # With the checksum pass off, the norm sample names it on the first search.
+    index = Index.open(small_index.dir, embedder=hash_embedder, check_contents=False)
+    with pytest.raises(IndexStoreError, match=r"dense\.faiss.*(--verify|does not match the checksum)") as info:
         index.search("red planet dust", k=3)
     assert "re-ingest" in str(info.value)
 
 
 def test_the_score_check_runs_on_every_search(small_index: Index, hash_embedder, monkeypatch) -> None:
-    # Where the vectors cannot be sampled on open (an IVF index), the score check alone catches it.
+    # Where the vectors cannot be sampled on open (an IVF index) and the checksum pass is off,
+    # the score check alone catches it.
     monkeypatch.setattr("ragsieve.index.store._dense_sample", lambda dense, rows: None)
     monkeypatch.setattr("ragsieve.index.store._name_the_culprit", lambda *args: None)
     _overwrite_tail(small_index.generation_dir / "global" / "dense.faiss", GARBAGE_VECTOR)
-    index = _reopen(small_index, hash_embedder)
+    small_index.close()
+    index = Index.open(small_index.dir, embedder=hash_embedder, check_contents=False)
     with pytest.raises(IndexStoreError, match=r"dense\.faiss returned an impossible similarity .*--verify"):
         index.search("red planet dust", k=3, mode="hybrid")
     # Sparse search does not read the vectors, so it still answers.
@@ -60,7 +65,7 @@ def test_garbage_in_embeddings_npy_is_caught_on_open(small_index: Index, hash_em
     _overwrite_tail(small_index.generation_dir / "embeddings.npy", GARBAGE)
     directory = small_index.dir
     small_index.close()
-    with pytest.raises(IndexStoreError, match=r"embeddings\.npy.*(--verify|does not match its checksum)"):
+    with pytest.raises(IndexStoreError, match=r"embeddings\.npy.*(--verify|does not match the checksum)"):
         Index.open(directory, embedder=hash_embedder)
 
 

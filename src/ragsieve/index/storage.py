@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from ragsieve.errors import IndexStoreError, InputError
-from ragsieve.io import atomic_write_text, fsync_dir, sha256_file
+from ragsieve.errors import DamagedFileError, IndexStoreError, InputError
+from ragsieve.io import atomic_write_text, file_checksum_problem, fsync_dir, sha256_file
 from ragsieve.io import fsync_tree as fsync_tree  # re-exported: writers flush a generation with it
 
 logger = logging.getLogger(__name__)
@@ -287,40 +287,97 @@ def checksum_tree(root: Path, skip: frozenset[str] = frozenset({MANIFEST})) -> d
     return out
 
 
-def verify_files(gen_dir: Path, checksums: Any, index_dir: Path, hashes: bool) -> None:
-    """Sizes always; contents too when ``hashes``. The first bad file raises, naming it."""
+def file_role(rel: str) -> str:
+    """What the generation file at ``rel`` is for, in words (its role, never a path)."""
+    parts = rel.split("/")
+    name = parts[-1]
+    if parts[0] == "global":
+        where = " of the global index"
+    elif parts[0] == "partitions" and len(parts) > 2:
+        where = f" of partition {parts[1]}"
+    else:
+        where = ""
+    if name == "chunks.jsonl":
+        return "chunk text file (chunks.jsonl)"
+    if name == "embeddings.npy":
+        return "stored vectors file (embeddings.npy)"
+    if name == "dense.faiss":
+        return f"dense vector file (dense.faiss){where}"
+    if name == "ids.npy":
+        return f"row id file (ids.npy){where}"
+    if "bm25" in parts:
+        return f"BM25 file ({'/'.join(parts[parts.index('bm25'):])}){where}"
+    return f"index file ({name}){where}"
+
+
+def _recorded(checksums: Any, gen_dir: Path, index_dir: Path) -> Iterator[tuple[str, Path, int, str]]:
+    """(relative path, path, size, sha256) of each file the manifest records."""
     if not isinstance(checksums, dict) or not checksums:
         raise IndexStoreError(f"the manifest in {gen_dir} lists no file checksums; {_reingest_hint(index_dir)}")
     for rel, info in checksums.items():
         parts = str(rel).split("/")
         for part in parts:
             safe_component(part, "file")
-        path = gen_dir.joinpath(*parts)
         try:
             size, digest = int(info["size"]), str(info["sha256"])
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexStoreError(
                 f"the manifest in {gen_dir} has a corrupt entry for {rel}; {_reingest_hint(index_dir)}"
             ) from exc
+        yield str(rel), gen_dir.joinpath(*parts), size, digest
+
+
+def _damaged(
+    rel: str, path: Path, problem: str, actual_size: int | None, size: int, index_dir: Path
+) -> IndexStoreError:
+    role = file_role(rel)
+    repair = _reingest_hint(index_dir)
+    if problem == "missing":
+        return DamagedFileError(f"the {role} at {path} is missing; {repair}", role=role, repair=repair)
+    if problem == "not a regular file":
+        # A link could point anywhere, and reading a pipe or device could block forever.
+        return DamagedFileError(
+            f"the {role} at {path} is not a regular file (a link, pipe or device); {repair}", role=role, repair=repair
+        )
+    if problem == "size":
+        return DamagedFileError(
+            f"the {role} at {path} has {actual_size} bytes, the manifest recorded {size} (truncated or overwritten); "
+            f"{repair}", role=role, repair=repair,
+        )
+    return DamagedFileError(
+        f"the {role} at {path} does not match the checksum recorded when the index was built "
+        f"(changed or corrupted on disk); {repair}", role=role, repair=repair,
+    )
+
+
+def verify_files(gen_dir: Path, checksums: Any, index_dir: Path, hashes: bool) -> None:
+    """Sizes always; contents too when ``hashes`` (every file read again). The first bad file
+    raises a :class:`~ragsieve.errors.DamagedFileError` naming its role and the repair."""
+    for rel, path, size, digest in _recorded(checksums, gen_dir, index_dir):
         try:
             st = path.lstat()
         except OSError:
-            raise IndexStoreError(f"index file {path} is missing; {_reingest_hint(index_dir)}") from None
+            raise _damaged(rel, path, "missing", None, size, index_dir) from None
         if not stat.S_ISREG(st.st_mode):
-            # A link could point anywhere, and reading a pipe or device could block forever.
-            raise IndexStoreError(
-                f"index file {path} is not a regular file (a link, pipe or device); {_reingest_hint(index_dir)}"
-            )
-        actual = st.st_size
-        if actual != size:
-            raise IndexStoreError(
-                f"index file {path} has {actual} bytes, the manifest recorded {size} (truncated or overwritten); "
-                f"{_reingest_hint(index_dir)}"
-            )
+            raise _damaged(rel, path, "not a regular file", None, size, index_dir)
+        if st.st_size != size:
+            raise _damaged(rel, path, "size", st.st_size, size, index_dir)
         if hashes and sha256_file(path) != digest:
-            raise IndexStoreError(
-                f"index file {path} does not match its checksum (corrupted on disk); {_reingest_hint(index_dir)}"
-            )
+            raise _damaged(rel, path, "checksum", None, size, index_dir)
+
+
+def verify_contents(gen_dir: Path, checksums: Any, index_dir: Path, under: str) -> None:
+    """The lazy integrity check: the sha256 of each recorded file that is ``under`` (a file's
+    relative path, or a folder's with a trailing ``/``), each file hashed once per process (an
+    unchanged file verified before is not read again). Run on the files a query reads as they
+    are opened, so a same-size change (two vectors swapped) is refused without ``--verify``."""
+    for rel, path, size, digest in _recorded(checksums, gen_dir, index_dir):
+        if rel != under and not (under.endswith("/") and rel.startswith(under)):
+            continue
+        problem = file_checksum_problem(path, size, digest)
+        if problem is not None:
+            actual = path.stat().st_size if problem == "size" else None
+            raise _damaged(rel, path, problem, actual, size, index_dir)
 
 
 # ---------------------------------------------------------------------- locks

@@ -142,6 +142,8 @@ class Index:
         self._global: _Partition | None = None
         self._partitions: dict[str, _Partition] = {}
         self._mask_cache: dict[str, np.ndarray] = {}
+        # Whether partition files are checked against their recorded sha256 as they load (Index.open sets it).
+        self.check_contents = False
         self._fields: set[str] | None = None
         self._domain_of_row = np.array([c.domain for c in chunks], dtype=object)
         self.source_weights: dict[str, float] | None = self._read_source_weights()
@@ -497,12 +499,17 @@ class Index:
         embedder: Embedder | None = None,
         verify: bool = False,
         embedder_config: EmbedderConfig | None = None,
+        check_contents: bool = True,
     ) -> Index:
         """Open the live generation of an index; embeddings and faiss/bm25 data are memory-mapped.
 
-        File sizes are always checked against the manifest; ``verify=True`` also checks every
-        file's sha256. Without ``embedder`` one is built from ``embedder_config`` (default:
-        ``EmbedderConfig()``), never from the index, and must match the recorded model and dim.
+        File sizes are always checked against the manifest. ``check_contents`` (the default)
+        also checks the sha256 recorded at ingest of each file a query reads: the chunks, the
+        stored vectors and the global index's ids, dense vectors and BM25 files here, a domain
+        partition's when it first loads; each file once per process (:func:`storage.verify_contents`).
+        ``verify=True`` checks every file's sha256 now, reading each again. Without ``embedder``
+        one is built from ``embedder_config`` (default: ``EmbedderConfig()``), never from the
+        index, and must match the recorded model and dim.
         """
         directory = Path(index_dir)
         if not directory.is_dir():
@@ -536,6 +543,11 @@ class Index:
         try:
             manifest = _read_manifest(directory, gen_dir, manifest_sha)
             storage.verify_files(gen_dir, manifest.get("checksums"), directory, hashes=verify)
+            if check_contents and not verify:
+                # What every query reads: the chunks, the stored vectors and the global index's
+                # files. A partition's files are checked when it first loads.
+                for name in ("chunks.jsonl", "embeddings.npy", "global/"):
+                    storage.verify_contents(gen_dir, manifest.get("checksums"), directory, name)
             emb_info = manifest["embedder"]
             model_name, dim = str(emb_info["model_name"]), int(emb_info["dim"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -567,7 +579,9 @@ class Index:
             lease.release()
             _name_the_culprit(gen_dir, manifest, directory, exc)
             raise
-        return cls(directory, chunks, embeddings, manifest, embedder, generation, lease)
+        index = cls(directory, chunks, embeddings, manifest, embedder, generation, lease)
+        index.check_contents = check_contents and not verify  # verify=True has read every file already
+        return index
 
     @classmethod
     def _open_legacy(cls, directory: Path, embedder: Embedder | None, embedder_config: EmbedderConfig | None) -> Index:
@@ -603,6 +617,10 @@ class Index:
             raise
 
     def _load_partition_files(self, folder: Path) -> _Partition:
+        if self.check_contents and "checksums" in self.manifest:
+            # Before faiss or bm25 parse a byte of them: a damaged file is refused, not read.
+            rel = folder.relative_to(self.generation_dir).as_posix() + "/"
+            storage.verify_contents(self.generation_dir, self.manifest["checksums"], self.dir, rel)
         rows = _load_npy(folder / "ids.npy", self.dir, mmap=False)
         if rows.ndim != 1 or rows.dtype != np.int64 or (rows.size and (rows.min() < 0 or rows.max() >= len(self))):
             raise IndexStoreError(f"index file {folder / 'ids.npy'} is corrupt (row ids out of range); re-ingest")

@@ -25,6 +25,7 @@ recently used go first); 0 turns this off.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import logging
@@ -179,6 +180,7 @@ class LlamaCppLLM:
         self._saved: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
         self._render: Callable[[list[ChatMessage]], tuple[str, list[str]]] | None = None
         self._lock = threading.RLock()
+        self._abort: _AbortFlag | None = None
 
     # ------------------------------------------------------------------ loading
     @property
@@ -223,8 +225,26 @@ class LlamaCppLLM:
                     "or upgrade llama-cpp-python)"
                 ) from exc
             self._render = self._make_renderer(llama, path)
+            self._abort = _AbortFlag.install(llama)
             self._llama = llama
             logger.info("loaded %s (n_ctx=%d, n_threads=%d)", path, self.n_ctx, threads)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the model for one call; a cancellation of the running job meanwhile also aborts a
+        decode in progress (a long prompt's evaluation, which checks nothing else)."""
+        with self._lock:
+            token = current_token()
+            flag = self._abort
+            if token is None or flag is None:
+                yield
+                return
+            remove = token.on_cancel(flag.raise_flag)
+            try:
+                yield
+            finally:
+                remove()
+                flag.lower()
 
     def _make_renderer(self, llama: Llama, path: Path) -> Callable[[list[ChatMessage]], tuple[str, list[str]]]:
         if self.chat_format is not None:
@@ -356,6 +376,7 @@ class LlamaCppLLM:
                 ctx.decode(llama._batch)
             except RuntimeError as exc:
                 llama.reset()
+                check_cancelled()  # the abort flag stopped it: a cancellation, not a model failure
                 raise ModelError(f"llama.cpp failed to decode {m} tokens: {exc}; try a smaller llm.n_batch") from exc
             llama.input_ids[start : start + m] = chunk
             llama.n_tokens = start + m
@@ -443,7 +464,7 @@ class LlamaCppLLM:
         """Full-vocabulary log-softmax of the first token of the assistant's reply."""
         tokens = self.prompt_tokens(prompt)
         row = np.empty(0)
-        with self._lock:
+        with self._locked():
             for _pos, logits in self._decode(tokens, len(tokens) - 1):
                 row = log_softmax(logits)
         return row
@@ -464,7 +485,7 @@ class LlamaCppLLM:
         tokens = prompt_ids + cont_ids
         first = len(prompt_ids) - 1
         out = np.empty(len(cont_ids), dtype=np.float64)
-        with self._lock:
+        with self._locked():
             for pos, logits in self._decode(tokens, first):
                 j = pos - first
                 if j < len(cont_ids):
@@ -542,7 +563,7 @@ class LlamaCppLLM:
 
         pieces: list[str] = []
         finish: str | None = None
-        with self._lock, span("ragsieve.llm.generate_stream", model=self.model_name, prompt_tokens=len(tokens)):
+        with self._locked(), span("ragsieve.llm.generate_stream", model=self.model_name, prompt_tokens=len(tokens)):
             self.reset_cache(keep_saved=True)
             chunks: Any = llama.create_completion(
                 prompt=tokens,
@@ -558,7 +579,7 @@ class LlamaCppLLM:
                 stream=True,
             )
             try:
-                for chunk in chunks:
+                for chunk in _cancellable(chunks):
                     check_cancelled()
                     choice = chunk["choices"][0]
                     finish = choice.get("finish_reason") or finish
@@ -628,12 +649,12 @@ class LlamaCppLLM:
         llama = self._model()
         from llama_cpp import StoppingCriteriaList
 
-        with self._lock, span("ragsieve.llm.generate", model=self.model_name, prompt_tokens=len(tokens)):
+        with self._locked(), span("ragsieve.llm.generate", model=self.model_name, prompt_tokens=len(tokens)):
             # Generation always starts from an empty KV cache: llama-cpp-python's own prefix
             # reuse re-decodes the last prompt token alone, which changes greedy outputs at
             # near-ties between calls. Clearing keeps ``generate`` a pure function of its input.
             self.reset_cache(keep_saved=True)
-            out: Any = llama.create_completion(
+            out: Any = _call_cancellable(llama.create_completion,
                 prompt=tokens,
                 max_tokens=max_tokens,
                 temperature=temperature,
@@ -742,3 +763,59 @@ def default_threads() -> int:
     except ImportError:  # psutil is optional: count the CPUs the process may use
         physical = None
     return max(1, min(physical or available, available))
+
+
+def _call_cancellable(fn: Callable[..., Any], **kwargs: Any) -> Any:
+    """``fn(**kwargs)``; a decode the abort flag stopped (llama.cpp's RuntimeError) becomes the
+    job's ``GenerationCancelledError``."""
+    try:
+        return fn(**kwargs)
+    except RuntimeError:
+        check_cancelled()
+        raise
+
+
+def _cancellable(chunks: Iterator[Any]) -> Iterator[Any]:
+    """The chunks of a streamed completion, with an aborted decode raised as a cancellation."""
+    try:
+        yield from chunks
+    except RuntimeError:
+        check_cancelled()
+        raise
+
+
+class _AbortFlag:
+    """One byte in native memory that llama.cpp's abort callback reads between the steps of a
+    decode, so a cancelled job stops even inside one long prompt evaluation.
+
+    The callback is libc's ``strlen`` over a two-byte buffer (0 or 1: the flag), not a Python
+    function: ggml calls it for every node of the compute graph from a thread that does not
+    hold the GIL, and a Python callback would have to take the GIL each time."""
+
+    def __init__(self, buffer: Any, callback: Any) -> None:
+        self.buffer = buffer
+        self.callback = callback  # kept alive as long as the context may call it
+
+    @classmethod
+    def install(cls, llama: Any) -> _AbortFlag | None:
+        """Install on ``llama``'s context; None where this llama-cpp-python or platform has no
+        way to (a cancelled prompt evaluation then ends with the evaluation)."""
+        import ctypes.util
+
+        try:
+            import llama_cpp
+
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            buffer = ctypes.create_string_buffer(2)
+            callback = ctypes.cast(libc.strlen, llama_cpp.ggml_abort_callback)
+            llama_cpp.llama_set_abort_callback(llama._ctx.ctx, callback, ctypes.cast(buffer, ctypes.c_void_p))
+        except (OSError, AttributeError, TypeError, ctypes.ArgumentError) as exc:
+            logger.debug("no llama.cpp abort callback (%s): a cancelled prompt evaluation runs to its end", exc)
+            return None
+        return cls(buffer, callback)
+
+    def raise_flag(self) -> None:
+        self.buffer.value = b"x"
+
+    def lower(self) -> None:
+        self.buffer.value = b""

@@ -36,8 +36,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragsieve.errors import IndexStoreError, InputError, ModelError
-from ragsieve.io import atomic_write_json
+from ragsieve.errors import DamagedFileError, IndexStoreError, InputError, ModelError
+from ragsieve.io import atomic_write_json, file_checksum_problem, sha256_file
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +58,51 @@ META_FILE = "router.json"
 FORMAT_VERSION = 3
 # the fix quoted in every load error
 RETRAIN = "run `ragsieve router train INDEX_DIR` (or search with --route all)"
+# router.json's own checksum, over its other fields (canonical JSON), and the model file's size and
+# sha256: recorded at save, checked at load (once per process), so a same-size change to either
+# file is refused. A router saved before they were recorded loads without the check.
+META_CHECKSUM = "meta_sha256"
+FILES_KEY = "files"
+_ROLES = {ARRAY_FILE: "router model file (router.npz)", MODEL_FILE: "router model file (router.skops)",
+          META_FILE: "router metadata file (router.json)"}
+
+
+def _meta_digest(meta: dict[str, Any]) -> str:
+    import hashlib
+
+    body = {k: v for k, v in meta.items() if k != META_CHECKSUM}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _router_damaged(folder: Path, name: str, what: str) -> DamagedFileError:
+    role = _ROLES.get(name, f"router file ({name})")
+    return DamagedFileError(
+        f"the {role} at {folder / name} {what} (changed or corrupted on disk); {RETRAIN}", role=role, repair=RETRAIN
+    )
+
+
+def check_router_files(folder: Path, meta: dict[str, Any]) -> None:
+    """Refuse a router whose files changed since it was saved (see :data:`META_CHECKSUM`)."""
+    recorded = meta.get(META_CHECKSUM)
+    if recorded is None:
+        logger.info("the router in %s records no checksums (saved by an earlier ragsieve): loaded unchecked", folder)
+        return
+    if recorded != _meta_digest(meta):
+        raise _router_damaged(folder, META_FILE, "does not match its recorded checksum")
+    files = meta.get(FILES_KEY)
+    if not isinstance(files, dict):
+        raise _router_damaged(folder, META_FILE, "lists no model file checksum")
+    for name, info in files.items():
+        if name not in _ROLES or not isinstance(info, dict):
+            raise _router_damaged(folder, META_FILE, f"lists an unknown router file {name!r}")
+        try:
+            problem = file_checksum_problem(folder / name, int(info["size"]), str(info["sha256"]))
+        except (KeyError, TypeError, ValueError):
+            raise _router_damaged(folder, META_FILE, f"has a corrupt checksum entry for {name}") from None
+        if problem == "missing":
+            raise _router_damaged(folder, name, "is missing")
+        if problem is not None:
+            raise _router_damaged(folder, name, f"does not match the {problem} recorded when the router was saved")
 
 
 def _tfidf(max_features: int, ngram_max: int) -> Any:
@@ -331,6 +376,11 @@ class DomainRouter:
 
             save_estimator(self.model_, folder / MODEL_FILE)
             stale = ARRAY_FILE
+        written = ARRAY_FILE if stale == MODEL_FILE else MODEL_FILE
+        meta.pop(META_CHECKSUM, None)  # an earlier save's, carried in by ``extra``
+        model_path = folder / written
+        meta[FILES_KEY] = {written: {"size": model_path.stat().st_size, "sha256": sha256_file(model_path)}}
+        meta[META_CHECKSUM] = _meta_digest(meta)
         # The model file first, then router.json (which says which file to read), and only then
         # the other format's file: a process killed at any point, or a reader in between, finds
         # router.json naming a file that exists.
@@ -350,6 +400,8 @@ class DomainRouter:
             meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else None
         except (OSError, ValueError) as exc:
             raise IndexStoreError(f"router metadata {folder / META_FILE} is malformed ({exc}); {RETRAIN}") from exc
+        if isinstance(meta, dict):
+            check_router_files(folder, meta)
         if meta is not None and (folder / ARRAY_FILE).is_file() and "arrays" in meta:
             return cls._load_arrays(folder, meta, embedder)
         return cls._load_skops(folder, meta, embedder)
@@ -428,7 +480,8 @@ class DomainRouter:
             return False
         folder = Path(folder)
         extra = {k: v for k, v in self.read_meta(folder).items() if k not in ("format_version", "router", "classes",
-                                                                            "n_train", "arrays")}
+                                                                            "n_train", "arrays", FILES_KEY,
+                                                                            META_CHECKSUM)}
         self.save(folder, extra=extra)
         return True
 

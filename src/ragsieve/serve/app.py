@@ -38,7 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragsieve.cancel import GenerationCancelledError
 from ragsieve.errors import ConfigError, IndexStoreError, InputError, LLMOutputError, ModelError, RagsieveError
-from ragsieve.serve.engine import DEFAULT_MODEL_NAME, PIPELINE_NAMES, Engine
+from ragsieve.serve.engine import DEFAULT_MODEL_NAME, PIPELINE_NAMES, Engine, without_paths
 from ragsieve.serve.guard import BodyLimitMiddleware, HostAllowListMiddleware, SecurityHeadersMiddleware, page_csp
 from ragsieve.serve.metrics import ServiceMetrics
 from ragsieve.serve.page import render_page
@@ -55,6 +55,7 @@ from ragsieve.serve.schemas import (
     SearchRequest,
     SearchResponse,
 )
+from ragsieve.serve.server import ConnectionStats
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ class ServeSettings:
     search_threads: int = field(default_factory=lambda: max(2, os.cpu_count() or 2))
     # Request bodies over this many bytes get 413 while they stream in (never held whole).
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    # A body that stops arriving for this long gets 408.
+    # A body not complete this long after its request's headers gets 408 (a total, not a pause).
     body_timeout_s: float = 30.0
     # Host names answered (DNS-rebinding guard); None answers any Host. `ragsieve serve` sets it
     # for loopback binds (see ragsieve.serve.guard.allowed_hosts_for).
@@ -124,7 +125,8 @@ def _error_json(
     status: int, message: str, type_: str, code: str | None = None, param: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    body = {"error": {"message": message, "type": type_, "code": code, "param": param}}
+    # Every error body goes out through here: no message may reveal where the server's files are.
+    body = {"error": {"message": without_paths(message), "type": type_, "code": code, "param": param}}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -336,7 +338,12 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
     """The service over ``engine``."""
     settings = settings or ServeSettings()
     queue = LLMQueue(capacity=settings.queue_size)
-    metrics = ServiceMetrics(queue_depth=lambda: queue.waiting, llm_busy=lambda: queue.running)
+    # Filled by the uvicorn protocol (ragsieve.serve.server.uvicorn_config reads app.state.connections)
+    # and by the body-limit middleware.
+    connections = ConnectionStats()
+    metrics = ServiceMetrics(
+        queue_depth=lambda: queue.waiting, llm_busy=lambda: queue.running, connections=connections.summary
+    )
     engine.on_reload = metrics.reloads.inc
 
     @contextlib.asynccontextmanager
@@ -365,9 +372,13 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
         lifespan=lifespan,
     )
     app.state.engine, app.state.queue, app.state.metrics, app.state.settings = engine, queue, metrics, settings
+    app.state.connections = connections
     # Outermost last: security headers on every answer, then the Host check, then key and
     # metrics, then the body limit right before the routes read the body.
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes, body_timeout_s=settings.body_timeout_s)
+    app.add_middleware(
+        BodyLimitMiddleware, max_bytes=settings.max_body_bytes, body_timeout_s=settings.body_timeout_s,
+        on_timeout=connections.time_out,
+    )
     app.add_middleware(_GuardMiddleware, settings=settings, metrics=metrics)
     if settings.allowed_hosts is not None:
         app.add_middleware(HostAllowListMiddleware, allowed=settings.allowed_hosts)
@@ -489,7 +500,10 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
     @app.get("/v1/health", response_model=HealthResponse, tags=["service"])
     async def health() -> dict[str, Any]:
         """Liveness, the index generation being served and whether the model is loaded."""
-        return {**engine.health(llm_stuck=queue.stuck()), "queue_depth": queue.depth, "queue_capacity": queue.capacity}
+        return {
+            **engine.health(llm_stuck=queue.stuck()), "queue_depth": queue.depth, "queue_capacity": queue.capacity,
+            "connections": connections.summary(),
+        }
 
     @app.get("/metrics", tags=["service"], response_class=Response, responses={401: _ERROR_RESPONSES[401]})
     async def prometheus() -> Response:
@@ -532,7 +546,7 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
                     yield sse_event(str(event.get("kind", "event")), event)
             except RagsieveError as exc:
                 status, type_, _ = error_for(exc)
-                yield sse_event("error", {"message": str(exc), "type": type_, "status": status})
+                yield sse_event("error", {"message": without_paths(str(exc)), "type": type_, "status": status})
             except ClientGoneError:
                 return
             yield sse_event("done", {})
@@ -623,7 +637,7 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
                         answer = item["answer"]
             except RagsieveError as exc:
                 status, type_, _ = error_for(exc)
-                error = {"error": {"message": str(exc), "type": type_, "code": status}}
+                error = {"error": {"message": without_paths(str(exc)), "type": type_, "code": status}}
                 yield f"data: {json.dumps(error, ensure_ascii=False)}\n\n"
                 return
             except ClientGoneError:

@@ -76,13 +76,20 @@ def serve(
         "localhost, 127.0.0.1 and ::1 (a DNS-rebinding guard); other binds check Host only when this is given.",
     ),
     header_timeout: float = typer.Option(
-        10.0, "--header-timeout", min=0.1, help="Seconds a client has to send its request headers (then closed)."
+        10.0, "--header-timeout", min=0.1,
+        help="Seconds a client has to send all its request headers, however steadily (then closed).",
     ),
     body_timeout: float = typer.Option(
-        30.0, "--body-timeout", min=0.1, help="Seconds a request body may pause before the request gets 408."
+        30.0, "--body-timeout", min=0.1,
+        help="Seconds a client has to send all its request body after the headers, however steadily (then 408).",
     ),
     max_connections: int = typer.Option(
         512, "--max-connections", min=1, help="Open connections allowed at once (more are refused)."
+    ),
+    max_connections_per_client: int = typer.Option(
+        64, "--max-connections-per-client", min=0,
+        help="Open connections allowed from one client address (more are refused; 0: no limit). Behind a "
+        "reverse proxy on this host every client has the proxy's address: raise it or set 0.",
     ),
 ) -> None:
     """Serve the index over HTTP: OpenAI-compatible chat, /v1/ask, /v1/search, /metrics and a trace page."""
@@ -122,7 +129,10 @@ def serve(
     # The start-up line is news, not a problem: INFO, shown without --verbose.
     logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
     logger.info("ragsieve serving %s on http://%s:%d/ (page at /, OpenAPI at /docs)", index, host, port)
-    limits = ConnectionLimits(header_timeout_s=header_timeout, max_connections=max_connections)
+    limits = ConnectionLimits(
+        header_timeout_s=header_timeout, max_connections=max_connections,
+        max_connections_per_client=max_connections_per_client,
+    )
     uvicorn.Server(
         uvicorn_config(application, host=host, port=port, limits=limits, graceful_s=int(deadline) + 1)
     ).run()

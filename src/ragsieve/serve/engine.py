@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from ragsieve.config import PipelineConfig, PipelineName, apply_overrides
-from ragsieve.errors import ConfigError, InputError
+from ragsieve.errors import ConfigError, DamagedFileError, IndexStoreError, InputError, check_question
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +147,9 @@ class Engine:
         self._classifiers: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self.model_loaded = False
         self.problem: str | None = None
+        # What is wrong with the index being served (a damaged file found by a request or by the
+        # warm-up's check), keyed to that snapshot: a reload to a good build clears it.
+        self.index_problem: tuple[Snapshot, str] | None = None
         self.reloads = 0
         self.on_reload: Callable[[], None] | None = None
 
@@ -156,9 +159,33 @@ class Engine:
 
     # ------------------------------------------------------------------ loading
     def warm_up(self) -> None:
-        """Open the index and load the LLM (idempotent)."""
-        self.snapshot()
+        """Open the index, check the files its queries read, and load the LLM (idempotent)."""
+        snap = self.snapshot()
+        self.check_index(snap)
         self._ready_llm()
+
+    def check_index(self, snap: Snapshot | None = None) -> None:
+        """Load every partition of the served index now (each file checked against its recorded
+        checksum as it loads), so that health reports a damaged file before a query meets it.
+        A damaged file is recorded (health: degraded), not raised: the model still loads, and
+        searches over the undamaged parts keep working."""
+        snap = snap or self.snapshot()
+        load = getattr(snap.index, "warm_up", None)
+        if not callable(load):
+            return
+        try:
+            load()
+        except IndexStoreError as exc:
+            self._index_damaged(snap, exc)
+
+    def _index_damaged(self, snap: Snapshot, exc: IndexStoreError) -> None:
+        if isinstance(exc, DamagedFileError):
+            text = f"the {exc.role} of the served index is damaged; repair it: {without_paths(exc.repair)}"
+        else:
+            text = f"the served index cannot be read ({without_paths(str(exc))})"
+        if self.index_problem is None or self.index_problem[1] != text:
+            logger.error("index %s: %s", self.index_dir, exc)
+        self.index_problem = (snap, text)
 
     def _ready_llm(self) -> Any:
         if self.llm is None:
@@ -233,6 +260,9 @@ class Engine:
             # Replaced between snapshot() and here: take the newer one.
         try:
             yield snap
+        except IndexStoreError as exc:
+            self._index_damaged(snap, exc)
+            raise
         finally:
             with self._users_lock:
                 snap.users -= 1
@@ -284,6 +314,19 @@ class Engine:
             snap.pipelines[name] = pipe
         return pipe
 
+    @staticmethod
+    def _check_route(snap: Snapshot, route: str | None) -> None:
+        """An unknown domain in a request's ``route`` field, in the request's own terms (the
+        library's message names the command line's ``--route``)."""
+        if route is None or route in ("all", "auto"):
+            return
+        domains = [str(d) for d in (getattr(snap.index, "domains", None) or [])]
+        if route not in domains:
+            raise InputError(
+                f"unknown domain {route!r} in the request's route field; this index has "
+                f"{', '.join(domains) or 'no domains'}: send one of them, 'auto' (the router) or 'all'"
+            )
+
     # ------------------------------------------------------------------ operations
     def ask(
         self,
@@ -301,8 +344,10 @@ class Engine:
         answers (stages, tokens, retractions), and last ``{"kind": "answer", "answer": <this
         method's result>, "streamed_is_final": ...}``; a pipeline without ``ask_with_events`` sends
         only that last event. Runs on the LLM thread (the caller serialises)."""
+        check_question(question)
         name = self.chosen_pipeline(pipeline)
         with self.using() as snap:
+            self._check_route(snap, route)
             pipe = self._pipeline(snap, name)
             options = {"k": k, "route": route, "no_retrieval": no_retrieval or None}
             wanted = {key: value for key, value in options.items() if value is not None}
@@ -346,8 +391,10 @@ class Engine:
         from ragsieve.sieve.pipeline import Pipeline
         from ragsieve.types import Trace
 
+        check_question(query, "the query")
         cfg = self.config if mode is None else apply_overrides(self.config, {"retrieval.mode": mode})
         with self.using() as snap:
+            self._check_route(snap, route)
             pipe = Pipeline(cfg, index=snap.index)
             trace = Trace(query=query)
             with trace.timed("search"):
@@ -412,7 +459,8 @@ class Engine:
         degraded while the model lane is held past its deadline."""
         snap = self._snapshot
         model = getattr(self.llm, "model_name", None) if self.llm is not None else None
-        problem = self.problem or llm_stuck
+        damaged = self.index_problem[1] if self.index_problem and self.index_problem[0] is snap else None
+        problem = self.problem or damaged or llm_stuck
         if problem:
             status = "degraded"
         elif snap is None or not self.model_loaded:
@@ -423,15 +471,16 @@ class Engine:
             "status": status,
             "index_generation": snap.generation if snap else None,
             "model_loaded": self.model_loaded,
-            "model": _without_paths(str(model)) if model is not None else None,
+            "model": without_paths(str(model)) if model is not None else None,
             "pipeline": self.default_pipeline,
-            "problem": _without_paths(problem) if problem else None,
+            "problem": without_paths(problem) if problem else None,
         }
 
 
 _ABSOLUTE_PATH = re.compile(r"(?<![\w:/])(?:/[^\s/'\"():;,]+)+/?|[A-Za-z]:\\[^\s'\"():;,]+")
 
 
-def _without_paths(text: str) -> str:
-    """``text`` with absolute file-system paths reduced to their last component (``.../name``)."""
+def without_paths(text: str) -> str:
+    """``text`` with absolute file-system paths reduced to their last component (``.../name``):
+    what the service sends to clients never reveals where its files live."""
     return _ABSOLUTE_PATH.sub(lambda m: ".../" + re.split(r"[\\/]", m.group(0).rstrip("/\\"))[-1], text)

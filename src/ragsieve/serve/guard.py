@@ -6,7 +6,9 @@ and security headers. Plain ASGI (no BaseHTTPMiddleware) so streamed responses p
   carry ``Host: attacker.example``. Only the names in the allow-list are answered; others get 421.
 - **Body limit**: the body is counted while it streams in and the request is refused with 413 as
   soon as it passes the limit (or at once when ``Content-Length`` says it will), so a huge body is
-  never held in memory. A body that stops arriving for ``body_timeout_s`` gets 408.
+  never held in memory. A body not complete ``body_timeout_s`` after the request's headers gets
+  408 and the connection is closed: the limit is on the whole body, so a client dripping a byte
+  just often enough to never pause for long still cannot hold a connection open.
 - **Security headers** on every answer: ``X-Content-Type-Options: nosniff``, no framing
   (``X-Frame-Options`` and CSP ``frame-ancestors 'none'``), no referrer; the page gets a strict
   Content-Security-Policy allowing only its own inline script and style (by hash) and calls to
@@ -20,7 +22,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -47,13 +49,14 @@ def _error(status: int, message: str, type_: str, close: bool = False) -> tuple[
 
 def normalise_host(host: str) -> str:
     """The host part of a ``Host`` header or a bind address, lower-case, without port or brackets."""
-    value = host.strip().lower().rstrip(".")
+    value = host.strip().lower()
     if value.startswith("["):
         end = value.find("]")
         return value[1:end] if end > 0 else value
     if value.count(":") == 1:
         value = value.split(":", 1)[0]
-    return value
+    # A fully-qualified name's trailing dot ("localhost." or "localhost.:8000") names the same host.
+    return value.rstrip(".")
 
 
 def allowed_hosts_for(bind_host: str, extra: Iterable[str] = ()) -> frozenset[str]:
@@ -95,10 +98,13 @@ class HostAllowListMiddleware:
 class BodyLimitMiddleware:
     """Refuse request bodies over ``max_bytes`` while they stream in, before anything parses them."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int, body_timeout_s: float) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, body_timeout_s: float, on_timeout: Callable[[str], None] | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.body_timeout_s = body_timeout_s
+        self.on_timeout = on_timeout
 
     def _too_large(self) -> tuple[Message, Message]:
         return _error(
@@ -134,13 +140,18 @@ class BodyLimitMiddleware:
         size = 0
         more = True
         disconnected: Message | None = None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_timeout_s
         while more:
             try:
-                message = await asyncio.wait_for(receive(), timeout=self.body_timeout_s)
+                message = await asyncio.wait_for(receive(), timeout=max(deadline - loop.time(), 0.0))
             except asyncio.TimeoutError:
+                if self.on_timeout is not None:
+                    self.on_timeout("body")
                 start, body = _error(
-                    408, f"the request body did not arrive within {self.body_timeout_s:g} s", "timeout_error",
-                    close=True,
+                    408, f"the request body did not arrive in full within {self.body_timeout_s:g} s; "
+                    "send it at once (a client on a slow link can ask the operator to raise --body-timeout)",
+                    "timeout_error", close=True,
                 )
                 await send(start)
                 await send(body)

@@ -18,7 +18,12 @@ _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 class ServiceMetrics:
     """Request counts, errors, 429s, latency per endpoint and per pipeline stage, LLM queue depth."""
 
-    def __init__(self, queue_depth: Callable[[], float], llm_busy: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        queue_depth: Callable[[], float],
+        llm_busy: Callable[[], float],
+        connections: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = CollectorRegistry()
@@ -46,6 +51,8 @@ class ServiceMetrics:
         busy = Gauge("ragsieve_llm_busy", "1 while the LLM is answering a request", registry=self.registry)
         busy.set_function(llm_busy)
         self._stages: set[str] = set()
+        if connections is not None:
+            self.registry.register(_ConnectionCollector(connections))
 
     def observe_request(self, endpoint: str, method: str, status: int, seconds: float) -> None:
         self.requests.labels(endpoint, method, str(status)).inc()
@@ -73,3 +80,29 @@ class ServiceMetrics:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class _ConnectionCollector:
+    """Open, refused and timed-out connections, read from the server's counts at each scrape."""
+
+    def __init__(self, summary: Callable[[], dict[str, Any]]) -> None:
+        self.summary = summary
+
+    def collect(self) -> Any:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        counts = self.summary()
+        yield GaugeMetricFamily("ragsieve_connections_open", "Client connections open now", value=counts["open"])
+        refused = CounterMetricFamily(
+            "ragsieve_connections_refused", "Connections closed as they opened, by cap", labels=["reason"]
+        )
+        for reason, n in sorted(counts["refused"].items()):
+            refused.add_metric([reason], n)
+        yield refused
+        timed_out = CounterMetricFamily(
+            "ragsieve_connections_timed_out", "Requests closed for taking too long to send (headers or body)",
+            labels=["phase"],
+        )
+        for phase, n in sorted(counts["timed_out"].items()):
+            timed_out.add_metric([phase], n)
+        yield timed_out

@@ -163,6 +163,9 @@ class HealthResponse(BaseModel):
     queue_depth: int
     queue_capacity: int
     problem: str | None = Field(None, description="Why the service is degraded, when it is.")
+    connections: dict[str, Any] | None = Field(
+        None, description="Connections open now, and those refused (by cap) or timed out (headers, body) so far."
+    )
 
 
 # ---------------------------------------------------------------------- /v1/chat/completions

@@ -31,7 +31,7 @@ from typing import Any
 
 from ragsieve.config import PipelineConfig
 from ragsieve.decision import DecisionModel
-from ragsieve.errors import ConfigError, InputError
+from ragsieve.errors import ConfigError, InputError, check_question
 from ragsieve.index import Index
 from ragsieve.llm.base import LLM
 from ragsieve.select import Selector
@@ -294,8 +294,7 @@ class Pipeline(StreamingAnswers):
         :mod:`ragsieve.sieve.events` event as it happens (stages, tokens, retractions, the final
         answer). ``on_event=None`` (and no ``on_token`` callback) generates in one call, as ``ask``."""
         max_chars = self.config.retrieval.max_query_chars
-        if not isinstance(question, str) or not question.strip():
-            raise InputError("the question is empty; pass a question to ask")
+        check_question(question)  # bytes, a number, None or blank: an InputError naming what was passed
         if len(question) > max_chars:
             raise InputError(
                 f"the question has {len(question)} characters, over the limit of {max_chars}; "
