@@ -1,0 +1,403 @@
+"""Coordinated passages as one voice: the similarity behind the cluster rule, its threshold
+chosen on a training split, and what it costs on clean corpora (no LLM).
+
+Data (``../shared/data``, see each PROVENANCE.md); the split is fixed before looking at results:
+
+* **training**: attack = PoisonedRAG's MS MARCO targets (100 targets, 5 GPT-4 passages each);
+  clean = SQuAD 2.0 article "Normans" (its answerable questions, top 10 retrieved from an index of
+  all SQuAD 2.0 paragraphs) and HotpotQA contexts (the 10 paragraphs, gold and distractors) of the
+  non-target questions at even positions of ``hotpotqa_dev_distractor_500.jsonl``;
+* **held out**: attack = PoisonedRAG's HotpotQA targets (the 99 with a HotpotQA row: 5 GPT-4
+  passages beside the question's 10 HotpotQA contexts); clean = SQuAD 2.0 articles
+  "Computational complexity theory" and "Rhine" (answerable questions), HotpotQA non-target
+  questions at odd positions (top 10 retrieved from an index of their contexts) and the bundled
+  demo questions (top 10 from the demo index).
+
+Each SQuAD/HotpotQA paragraph is indexed as its own document (as if every paragraph were on a site
+of its own), so only meaning can group them: the strictest setting for the clean cost. The rule
+(:class:`ragsieve.voices.VoiceGrouper`): complete-linkage clusters of the retrieved passages whose
+pairwise cosine (bundled MiniLM) is at or above ``t``, spanning at least ``m`` documents, are
+coordinated. ``(t, m)`` is chosen on training only: among the settings with coordinated clusters in
+at most 1 % of the training clean sets (half the 2 % goal), the one that catches the most training
+attacks, ties to the higher ``t``. Attack writers without an LLM (templates, the assertion
+templates, the spread-out writer) are compared by how tight their passages for one target are.
+
+    python benchmarks/voices.py                 # about 10-20 minutes on a busy 2-core machine
+    python benchmarks/voices.py --no-write      # print only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+
+from benchmarks._report import DOCS, ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
+
+POISON = SHARED_DATA / "trust" / "poisonedrag"
+SQUAD = SHARED_DATA / "trust" / "squad2"
+WIKICONTRADICT = SHARED_DATA / "trust" / "wikicontradict"
+HOTPOT = SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"
+RUNS = ROOT / "runs" / "voices"
+PAGE = "results/knowledge-poisoning.md"
+PLOT = "img/voices_similarity.png"
+TRAIN_ARTICLES = ("Normans",)
+K = 10  # retrieved candidates the poison stage sees (sieve.candidates)
+CLEAN_BUDGET = 0.01  # training clean sets with a coordinated cluster, at most
+GRID_T = [round(x, 2) for x in np.arange(0.50, 0.96, 0.01)]
+GRID_M = (2, 3)
+N_PASSAGES = 5
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+class Embeddings:
+    """The bundled embedder with a content-hash cache under runs/voices (reruns embed nothing)."""
+
+    def __init__(self) -> None:
+        from ragsieve.config import EmbedderConfig
+        from ragsieve.embed import load_embedder
+
+        self.embedder = load_embedder(EmbedderConfig(cache_dir=str(RUNS / "embed-cache")))
+        self.embedder.warm_up()
+
+    def cosines(self, texts: Sequence[str]) -> np.ndarray:
+        from ragsieve.voices import pairwise_cosine
+
+        return pairwise_cosine(self.embedder.embed(list(texts)))
+
+
+def upper(cos: np.ndarray) -> list[float]:
+    return [float(x) for x in cos[np.triu_indices(cos.shape[0], k=1)]]
+
+
+# ---------------------------------------------------------------- sets
+def poisonedrag() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, dict[str, Any]]]:
+    """Attack passages per target: MS MARCO (training), HotpotQA with a HotpotQA row (held out),
+    and the held-out targets' rows."""
+    texts = {r["id"]: r["text"] for r in read_jsonl(POISON / "corpus.jsonl")}
+    train: dict[str, list[str]] = {}
+    test: dict[str, list[str]] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    for r in read_jsonl(POISON / "questions.jsonl"):
+        passages = [texts[p] for p in r["poison_passage_ids"][:N_PASSAGES]]
+        if r["dataset"] == "msmarco":
+            train[r["id"]] = passages
+        elif r.get("hotpotqa_500_id"):
+            test[r["id"]] = passages
+            rows[r["id"]] = r
+    return train, test, rows
+
+
+def hotpot_rows() -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """HotpotQA rows by id, and the non-target rows split by position: even (training), odd (held out)."""
+    targets = {r.get("hotpotqa_500_id") for r in read_jsonl(POISON / "questions.jsonl")}
+    rows = list(read_jsonl(HOTPOT))
+    clean = [(i, r) for i, r in enumerate(rows) if r["id"] not in targets]
+    return {r["id"]: r for r in rows}, [r for i, r in clean if i % 2 == 0], [r for i, r in clean if i % 2 == 1]
+
+
+def paragraph_chunks(paragraphs: Sequence[tuple[str, str, str]]) -> list[Any]:
+    """(id, title, text) paragraphs as chunks, each its own document."""
+    from ragsieve.types import Chunk
+
+    return [Chunk(id=pid, text=f"{title}: {text}" if title else text, doc_id=pid,
+                  source=f"en.wikipedia.org/{pid}", title=title) for pid, title, text in paragraphs]
+
+
+def build_index(name: str, chunks: list[Any], emb: Embeddings) -> Any:
+    from ragsieve.index import Index
+
+    folder = Path(tempfile.mkdtemp(prefix=f"voices-{name}-", dir=RUNS))
+    index = Index.from_chunks(chunks, folder / "index", embedder=emb.embedder)
+    index.warm_up()
+    return index
+
+
+def retrieved_sets(index: Any, questions: Sequence[str]) -> list[list[Any]]:
+    return [index.search(q, k=K) for q in questions]
+
+
+# ---------------------------------------------------------------- rule
+def coordinated(cos: np.ndarray, docs: Sequence[str], t: float, m: int) -> list[list[int]]:
+    """The clusters the rule calls coordinated (complete linkage at ``t``, >= ``m`` documents)."""
+    from ragsieve.voices import tight_clusters
+
+    return [c for c in tight_clusters(cos, t) if len({docs[i] for i in c}) >= m]
+
+
+def attack_caught(cos: np.ndarray, docs: Sequence[str], attack: set[int], t: float, m: int) -> bool:
+    """A coordinated cluster holds at least ``m`` attack passages."""
+    return any(len(attack & set(c)) >= m for c in coordinated(cos, docs, t, m))
+
+
+def wilson_text(k: int, n: int) -> str:
+    from ragsieve.attack.metrics import wilson
+
+    lo, hi = wilson(k, n)
+    return f"{k}/{n} = {k / n:.1%} [{lo:.1%}, {hi:.1%}]" if n else "n = 0"
+
+
+# ---------------------------------------------------------------- writers without an LLM
+def writer_tightness(rows: dict[str, dict[str, Any]], emb: Embeddings) -> list[list[object]]:
+    """Mean and minimum pairwise cosine of one target's passages, per writer (held-out targets)."""
+    from ragsieve.attack.poison import AssertionWriter, SpreadWriter, Target, TemplateWriter
+
+    writers: dict[str, Any] = {
+        "template (question + assertion)": TemplateWriter(seed=0),
+        "assert-template": AssertionWriter(seed=0, templates_only=True),
+        "spread-template (spread out)": SpreadWriter(seed=0),
+    }
+    out: list[list[object]] = []
+    _, gpt4, _ = poisonedrag()
+    groups: dict[str, list[list[str]]] = {"GPT-4 (PoisonedRAG)": list(gpt4.values())}
+    for name, writer in writers.items():
+        groups[name] = [[p.text for p in writer.write(Target(r["id"], r["question"], list(r["answers"]),
+                                                             r["poison_answer"]), N_PASSAGES)]
+                        for r in rows.values()]
+    from ragsieve.voices import MIN_MEMBERS, TIGHTNESS
+
+    for name, sets in groups.items():
+        means, mins, caught = [], [], 0
+        for texts in sets:
+            cos = emb.cosines(texts)
+            pairs = upper(cos)
+            means.append(float(np.mean(pairs)))
+            mins.append(float(np.min(pairs)))
+            caught += attack_caught(cos, [str(i) for i in range(len(texts))], set(range(len(texts))),
+                                    TIGHTNESS, MIN_MEMBERS)
+        out.append([name, len(sets), f"{np.median(means):.2f}", f"{np.percentile(means, 10):.2f}",
+                    f"{np.median(mins):.2f}", wilson_text(caught, len(sets))])
+    return out
+
+
+# ---------------------------------------------------------------- run
+def run(args: argparse.Namespace) -> None:
+    from ragsieve.demo import _resource_path, demo_corpus_dir
+    from ragsieve.index import Index
+
+    RUNS.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    emb = Embeddings()
+    train_attack, test_attack, test_rows = poisonedrag()
+    hotpot_by_id, hotpot_train, hotpot_test = hotpot_rows()
+    hotpot_train, hotpot_test = hotpot_train[: args.hotpot], hotpot_test[: args.hotpot]
+
+    # similarity distributions (pairs)
+    pairs: dict[str, list[float]] = {}
+    for name, attack in (("MS MARCO (training)", train_attack), ("HotpotQA (held out)", test_attack)):
+        pairs[f"attack-attack, {name}"] = [c for texts in attack.values() for c in upper(emb.cosines(texts))]
+    attack_gold: list[float] = []
+    for tid, texts in test_attack.items():
+        gold = [c["paragraph_text"] for c in hotpot_by_id[test_rows[tid]["hotpotqa_500_id"]]["contexts"]
+                if c["is_supporting"]]
+        cos = emb.cosines(texts + gold)
+        attack_gold += [float(x) for x in cos[: len(texts), len(texts):].ravel()]
+    pairs["attack-gold, HotpotQA"] = attack_gold
+    squad = list(read_jsonl(SQUAD / "corpus.jsonl"))
+    for part, keep in (("training", True), ("held out", False)):
+        same: list[float] = []
+        for title in sorted({p["title"] for p in squad}):
+            if (title in TRAIN_ARTICLES) == keep:
+                same += upper(emb.cosines([p["text"] for p in squad if p["title"] == title]))
+        pairs[f"same article, SQuAD 2.0 ({part})"] = same
+    for part, rows in (("training", hotpot_train), ("held out", hotpot_test)):
+        pairs[f"same topic, different articles: HotpotQA contexts ({part})"] = [
+            c for r in rows for c in upper(emb.cosines([c["paragraph_text"] for c in r["contexts"]]))]
+    wc: dict[str, list[str]] = {}
+    for p in read_jsonl(WIKICONTRADICT / "corpus.jsonl"):
+        wc.setdefault(p["id"].rsplit("_", 1)[0], []).append(p["text"])
+    pairs["same article, two sites that contradict: WikiContradict"] = [
+        c for texts in wc.values() if len(texts) == 2 for c in upper(emb.cosines(texts))]
+    print(f"pairs done in {time.time() - start:.0f}s", flush=True)
+
+    # retrieved sets: SQuAD (one index over every paragraph), HotpotQA (an index per part), demo
+    squad_index = build_index("squad", paragraph_chunks([(p["id"], p["title"], p["text"]) for p in squad]), emb)
+    article_of = {p["id"]: p["title"] for p in squad}
+    squad_q = [q for q in read_jsonl(SQUAD / "questions.jsonl") if q.get("answerable")]
+    clean_sets: dict[str, list[list[Any]]] = {}
+    for part, keep in (("training", True), ("held out", False)):
+        qs = [q["question"] for q in squad_q if (article_of[q["gold_passage_id"]] in TRAIN_ARTICLES) == keep]
+        clean_sets[f"SQuAD 2.0 answerable ({part})"] = retrieved_sets(squad_index, qs)
+    for part, rows in (("training", hotpot_train), ("held out", hotpot_test)):
+        paragraphs: dict[str, tuple[str, str, str]] = {}
+        for r in rows:
+            for c in r["contexts"]:
+                paragraphs.setdefault(c["title"], (f"hotpot:{len(paragraphs)}", c["title"], c["paragraph_text"]))
+        index = build_index(f"hotpot-{part.replace(' ', '-')}", paragraph_chunks(list(paragraphs.values())), emb)
+        clean_sets[f"HotpotQA clean ({part})"] = retrieved_sets(index, [r["question"] for r in rows])
+    demo_dir = RUNS / "demo-index"
+    try:
+        demo_index = Index.open(demo_dir, embedder=emb.embedder)
+    except Exception:  # noqa: BLE001 - any unreadable or missing index is rebuilt
+        demo_index = Index.build(demo_corpus_dir(), demo_dir, embedder=emb.embedder)
+    demo_index.warm_up()
+    demo_q = [r["question"] for r in read_jsonl(Path(str(_resource_path("questions.jsonl"))))]
+    clean_sets["demo questions (held out)"] = retrieved_sets(demo_index, demo_q)
+    print(f"retrieval done in {time.time() - start:.0f}s", flush=True)
+
+    from ragsieve.conflict import document_of
+
+    def prepared(sets: list[list[Any]]) -> list[tuple[np.ndarray, list[str]]]:
+        return [(emb.cosines([h.chunk.text for h in hits]), [document_of(h) for h in hits]) for hits in sets if hits]
+
+    clean = {name: prepared(sets) for name, sets in clean_sets.items()}
+    # attack sets: training = the MS MARCO passages alone (no clean passages in the release);
+    # held out = the 5 passages beside the question's 10 HotpotQA contexts
+    train_sets = [(emb.cosines(texts), [f"a{i}" for i in range(len(texts))], set(range(len(texts))))
+                  for texts in train_attack.values()]
+    test_sets = []
+    for tid, texts in test_attack.items():
+        ctx = [c["paragraph_text"] for c in hotpot_by_id[test_rows[tid]["hotpotqa_500_id"]]["contexts"]]
+        docs = [f"a{i}" for i in range(len(texts))] + [f"c{i}" for i in range(len(ctx))]
+        test_sets.append((emb.cosines(texts + ctx), docs, set(range(len(texts)))))
+
+    def clean_rate(sets: list[tuple[np.ndarray, list[str]]], t: float, m: int) -> tuple[int, int]:
+        return sum(bool(coordinated(c, d, t, m)) for c, d in sets), len(sets)
+
+    train_clean = [s for name, sets in clean.items() if "training" in name for s in sets]
+    grid = []
+    for m in GRID_M:
+        for t in GRID_T:
+            k_clean, n_clean = clean_rate(train_clean, t, m)
+            caught = sum(attack_caught(c, d, a, t, m) for c, d, a in train_sets)
+            grid.append((t, m, k_clean / n_clean, caught / len(train_sets)))
+    allowed = [g for g in grid if g[2] <= CLEAN_BUDGET]
+    t_best, m_best, clean_best, recall_best = max(allowed, key=lambda g: (g[3], g[0]))
+    print(f"chosen t={t_best} m={m_best}: training clean {clean_best:.3f}, training recall {recall_best:.3f}",
+          flush=True)
+
+    # the signal's precision on held-out sets: coordinated clusters that are attack passages
+    attack_clusters = sum(bool(coordinated(c, d, t_best, m_best)) for c, d, _ in test_sets)
+    clean_clusters = sum(k for name, sets in clean.items() if "held out" in name
+                         for k in [clean_rate(sets, t_best, m_best)[0]])
+
+    plot(pairs, t_best)
+    report(args, pairs, clean, train_sets, test_sets, grid, (t_best, m_best), attack_clusters, clean_clusters,
+           writer_tightness(test_rows, emb), time.time() - start)
+
+
+def plot(pairs: dict[str, list[float]], threshold: float) -> None:
+    from ragsieve.extras import require
+
+    require("matplotlib", "plots", "the similarity plot")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5))
+    bins = [float(x) for x in np.linspace(-0.1, 1.0, 56)]
+    for name, values in pairs.items():
+        ax.hist(values, bins=bins, density=True, histtype="step", linewidth=1.6, label=f"{name} (n={len(values)})")
+    ax.axvline(threshold, color="black", linestyle="--", label=f"chosen tightness {threshold:.2f}")
+    ax.set_xlabel("pairwise cosine similarity (bundled MiniLM)")
+    ax.set_ylabel("density")
+    ax.set_title("Attack passages agree with each other far more than real sources do")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(DOCS / PLOT, dpi=110)
+    plt.close(fig)
+
+
+def report(args: argparse.Namespace, pairs: dict[str, list[float]], clean: dict[str, Any], train_sets: list[Any],
+           test_sets: list[Any], grid: list[tuple[float, int, float, float]], chosen: tuple[float, int],
+           attack_clusters: int, clean_clusters: int, writers: list[list[object]], seconds: float) -> None:
+    t, m = chosen
+    dist_rows = [[name, len(v), f"{np.percentile(v, 10):.2f}", f"{np.median(v):.2f}", f"{np.percentile(v, 90):.2f}",
+                  f"{np.percentile(v, 99):.2f}", f"{np.mean(np.asarray(v) >= t):.1%}"] for name, v in pairs.items()]
+    clean_rows: list[list[object]] = []
+    for name, sets in clean.items():
+        k = sum(bool(coordinated(c, d, t, m)) for c, d in sets)
+        clean_rows.append([name, wilson_text(k, len(sets))])
+    train_caught = sum(attack_caught(c, d, a, t, m) for c, d, a in train_sets)
+    test_caught = sum(attack_caught(c, d, a, t, m) for c, d, a in test_sets)
+    near = [g for g in grid if g[1] == m and abs(g[0] - t) <= 0.05 + 1e-9]
+    grid_rows = [[f"{g[0]:.2f}", g[1], f"{g[2]:.1%}", f"{g[3]:.1%}"] for g in near]
+    flagged = attack_clusters + clean_clusters
+    body = f"""
+Are the passages written for one target tighter than real sources? The rule of
+`ragsieve.voices.VoiceGrouper`: complete-linkage clusters of the top {K} retrieved passages whose
+every pair reaches cosine `t` (bundled MiniLM), spanning at least `m` documents, are one
+coordinated voice. No LLM is involved anywhere in this section.
+
+**Split** (fixed before any number was read): *training* = PoisonedRAG's 100 MS MARCO targets (5
+GPT-4 passages each) as attacks; SQuAD 2.0 article "Normans" (its answerable questions, top {K}
+from an index of all SQuAD 2.0 paragraphs) and HotpotQA contexts of the non-target questions at
+even positions (top {K} from an index of their paragraphs) as clean sets. *Held out* = the 99
+PoisonedRAG HotpotQA targets (5 passages beside the question's 10 HotpotQA contexts); SQuAD 2.0
+articles "Computational complexity theory" and "Rhine"; HotpotQA non-target questions at odd
+positions; the bundled demo questions. Each SQuAD/HotpotQA paragraph is its own document (as if
+every paragraph sat on a site of its own), so only meaning can group them. HotpotQA questions per
+part: {args.hotpot} at most.
+
+**Threshold**: among the (t, m) with a coordinated cluster in at most {CLEAN_BUDGET:.0%} of the training
+clean sets (half the 2 % goal), the one that catches the most training attacks (ties to the higher t):
+**t = {t:.2f}, m = {m}** (`ragsieve.voices.TIGHTNESS`, `MIN_MEMBERS`).
+
+![pairwise cosine similarity by kind of pair]({PLOT})
+
+Pairwise cosine by kind of pair (share at or above t = {t:.2f} in the last column):
+
+{markdown_table(["pairs", "n", "p10", "median", "p90", "p99", f">= {t:.2f}"], dist_rows)}
+
+Attacks caught (a coordinated cluster holds at least {m} of the target's 5 passages), 95 % Wilson intervals:
+
+{markdown_table(["attack set", "caught"], [
+    ["MS MARCO, GPT-4 passages alone (training)", wilson_text(train_caught, len(train_sets))],
+    ["HotpotQA, GPT-4 passages beside the 10 contexts (held out)", wilson_text(test_caught, len(test_sets))],
+])}
+
+Clean cost: questions without an attack whose top {K} hold a coordinated cluster (goal: at most 2 %):
+
+{markdown_table(["clean questions", "with a coordinated cluster"], clean_rows)}
+
+Precision of the signal on the held-out sets as assembled here ({len(test_sets)} attacked sets, {sum(
+    len(s) for n, s in clean.items() if "held out" in n)} clean ones): {wilson_text(attack_clusters, flagged)} of
+the sets with a coordinated cluster are attacked sets. That depends on how common attacks are, so
+the check stays a graded signal (`PoisonVerdict.coordination`), not a veto.
+
+The training grid near the choice (m = {m}):
+
+{markdown_table(["t", "m", "training clean sets flagged", "training attacks caught"], grid_rows)}
+
+Writers without an LLM, on the held-out HotpotQA targets (5 passages per target): how tight one
+target's passages are, and how many the rule catches (passages alone, t = {t:.2f}, m = {m}):
+
+{markdown_table(["writer", "targets", "mean cosine, median", "mean cosine, p10", "min cosine, median",
+                 "caught"], writers)}
+
+Ran in {seconds / 60:.1f} minutes.
+"""
+    print(body)
+    if not args.no_write:
+        write_section(PAGE, "voices", "Coordinated passages as one voice: the cluster rule and its clean cost", body)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hotpot", type=int, default=1000, help="HotpotQA clean questions per part, at most")
+    ap.add_argument("--no-write", action="store_true", help="print only; write neither the section nor the plot")
+    args = ap.parse_args()
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
