@@ -264,10 +264,13 @@ def run(args: argparse.Namespace) -> None:
     train_sets = [(emb.cosines(texts), [f"a{i}" for i in range(len(texts))], set(range(len(texts))))
                   for texts in train_attack.values()]
     test_sets = []
+    gold_of: list[set[int]] = []  # positions of the gold (supporting) paragraphs in each held-out set
     for tid, texts in test_attack.items():
-        ctx = [c["paragraph_text"] for c in hotpot_by_id[test_rows[tid]["hotpotqa_500_id"]]["contexts"]]
+        contexts = hotpot_by_id[test_rows[tid]["hotpotqa_500_id"]]["contexts"]
+        ctx = [c["paragraph_text"] for c in contexts]
         docs = [f"a{i}" for i in range(len(texts))] + [f"c{i}" for i in range(len(ctx))]
         test_sets.append((emb.cosines(texts + ctx), docs, set(range(len(texts)))))
+        gold_of.append({len(texts) + i for i, c in enumerate(contexts) if c["is_supporting"]})
 
     def clean_rate(sets: list[tuple[np.ndarray, list[str]]], t: float, m: int) -> tuple[int, int]:
         return sum(bool(coordinated(c, d, t, m)) for c, d in sets), len(sets)
@@ -289,9 +292,14 @@ def run(args: argparse.Namespace) -> None:
     clean_clusters = sum(k for name, sets in clean.items() if "held out" in name
                          for k in [clean_rate(sets, t_best, m_best)[0]])
 
-    plot(pairs, t_best)
+    # a gold paragraph inside the attack's cluster would be counted as part of the attacker's voice
+    swallowed = sum(any(gold & set(c) for c in coordinated(cos, d, t_best, m_best))
+                    for (cos, d, _), gold in zip(test_sets, gold_of, strict=True))
+
+    if not args.no_write:
+        plot(pairs, t_best)
     report(args, pairs, clean, train_sets, test_sets, grid, (t_best, m_best), attack_clusters, clean_clusters,
-           writer_tightness(test_rows, emb), time.time() - start)
+           swallowed, writer_tightness(test_rows, emb), time.time() - start)
 
 
 def plot(pairs: dict[str, list[float]], threshold: float) -> None:
@@ -319,7 +327,8 @@ def plot(pairs: dict[str, list[float]], threshold: float) -> None:
 
 def report(args: argparse.Namespace, pairs: dict[str, list[float]], clean: dict[str, Any], train_sets: list[Any],
            test_sets: list[Any], grid: list[tuple[float, int, float, float]], chosen: tuple[float, int],
-           attack_clusters: int, clean_clusters: int, writers: list[list[object]], seconds: float) -> None:
+           attack_clusters: int, clean_clusters: int, swallowed: int, writers: list[list[object]],
+           seconds: float) -> None:
     t, m = chosen
     dist_rows = [[name, len(v), f"{np.percentile(v, 10):.2f}", f"{np.median(v):.2f}", f"{np.percentile(v, 90):.2f}",
                   f"{np.percentile(v, 99):.2f}", f"{np.mean(np.asarray(v) >= t):.1%}"] for name, v in pairs.items()]
@@ -364,6 +373,9 @@ Attacks caught (a coordinated cluster holds at least {m} of the target's 5 passa
     ["MS MARCO, GPT-4 passages alone (training)", wilson_text(train_caught, len(train_sets))],
     ["HotpotQA, GPT-4 passages beside the 10 contexts (held out)", wilson_text(test_caught, len(test_sets))],
 ])}
+
+A gold paragraph inside a coordinated cluster (it would count as part of the attacker's voice) in
+{wilson_text(swallowed, len(test_sets))} of the held-out attacked sets.
 
 Clean cost: questions without an attack whose top {K} hold a coordinated cluster (goal: at most 2 %):
 
