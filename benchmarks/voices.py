@@ -17,7 +17,7 @@ Each SQuAD/HotpotQA paragraph is indexed as its own document (as if every paragr
 of its own), so only meaning can group them: the strictest setting for the clean cost. The rule
 (:class:`ragsieve.voices.VoiceGrouper`): complete-linkage clusters of the retrieved passages whose
 pairwise cosine (bundled MiniLM) is at or above ``t``, spanning at least ``m`` documents, are
-coordinated. ``(t, m)`` is chosen on training only: among the settings with coordinated clusters in
+coordinated. ``(linkage, t, m)`` is chosen on training only: among the settings with coordinated clusters in
 at most 1 % of the training clean sets (half the 2 % goal), the one that catches the most training
 attacks, ties to the higher ``t``. Attack writers without an LLM (templates, the assertion
 templates, the spread-out writer) are compared by how tight their passages for one target are.
@@ -36,7 +36,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -58,6 +58,15 @@ K = 10  # retrieved candidates the poison stage sees (sieve.candidates)
 CLEAN_BUDGET = 0.01  # training clean sets with a coordinated cluster, at most
 GRID_T = [round(x, 2) for x in np.arange(0.50, 0.96, 0.01)]
 GRID_M = (2, 3)
+GRID_LINKAGE = ("complete", "average")
+
+
+class Rule(NamedTuple):
+    """One setting of the cluster rule: tightness, documents a cluster spans, linkage."""
+
+    t: float
+    m: int
+    linkage: str = "complete"
 N_PASSAGES = 5
 
 
@@ -136,16 +145,16 @@ def retrieved_sets(index: Any, questions: Sequence[str]) -> list[list[Any]]:
 
 
 # ---------------------------------------------------------------- rule
-def coordinated(cos: np.ndarray, docs: Sequence[str], t: float, m: int) -> list[list[int]]:
-    """The clusters the rule calls coordinated (complete linkage at ``t``, >= ``m`` documents)."""
+def coordinated(cos: np.ndarray, docs: Sequence[str], rule: Rule) -> list[list[int]]:
+    """The clusters the rule calls coordinated (``linkage`` at ``t``, >= ``m`` documents)."""
     from ragsieve.voices import tight_clusters
 
-    return [c for c in tight_clusters(cos, t) if len({docs[i] for i in c}) >= m]
+    return [c for c in tight_clusters(cos, rule.t, rule.linkage) if len({docs[i] for i in c}) >= rule.m]
 
 
-def attack_caught(cos: np.ndarray, docs: Sequence[str], attack: set[int], t: float, m: int) -> bool:
+def attack_caught(cos: np.ndarray, docs: Sequence[str], attack: set[int], rule: Rule) -> bool:
     """A coordinated cluster holds at least ``m`` attack passages."""
-    return any(len(attack & set(c)) >= m for c in coordinated(cos, docs, t, m))
+    return any(len(attack & set(c)) >= rule.m for c in coordinated(cos, docs, rule))
 
 
 def wilson_text(k: int, n: int) -> str:
@@ -156,7 +165,7 @@ def wilson_text(k: int, n: int) -> str:
 
 
 # ---------------------------------------------------------------- writers without an LLM
-def writer_tightness(rows: dict[str, dict[str, Any]], emb: Embeddings) -> list[list[object]]:
+def writer_tightness(rows: dict[str, dict[str, Any]], emb: Embeddings, rule: Rule) -> list[list[object]]:
     """Mean and minimum pairwise cosine of one target's passages, per writer (held-out targets)."""
     from ragsieve.attack.poison import AssertionWriter, SpreadWriter, Target, TemplateWriter
 
@@ -169,11 +178,9 @@ def writer_tightness(rows: dict[str, dict[str, Any]], emb: Embeddings) -> list[l
     _, gpt4, _ = poisonedrag()
     groups: dict[str, list[list[str]]] = {"GPT-4 (PoisonedRAG)": list(gpt4.values())}
     for name, writer in writers.items():
-        groups[name] = [[p.text for p in writer.write(Target(r["id"], r["question"], list(r["answers"]),
-                                                             r["poison_answer"]), N_PASSAGES)]
-                        for r in rows.values()]
-    from ragsieve.voices import MIN_MEMBERS, TIGHTNESS
-
+        written = [[p.text for p in writer.write(Target(r["id"], r["question"], list(r["answers"]),
+                                                        r["poison_answer"]), N_PASSAGES)] for r in rows.values()]
+        groups[name] = [texts for texts in written if len(texts) >= 2]  # a skipped target wrote none
     for name, sets in groups.items():
         means, mins, caught = [], [], 0
         for texts in sets:
@@ -181,8 +188,7 @@ def writer_tightness(rows: dict[str, dict[str, Any]], emb: Embeddings) -> list[l
             pairs = upper(cos)
             means.append(float(np.mean(pairs)))
             mins.append(float(np.min(pairs)))
-            caught += attack_caught(cos, [str(i) for i in range(len(texts))], set(range(len(texts))),
-                                    TIGHTNESS, MIN_MEMBERS)
+            caught += attack_caught(cos, [str(i) for i in range(len(texts))], set(range(len(texts))), rule)
         out.append([name, len(sets), f"{np.median(means):.2f}", f"{np.percentile(means, 10):.2f}",
                     f"{np.median(mins):.2f}", wilson_text(caught, len(sets))])
     return out
@@ -259,6 +265,12 @@ def run(args: argparse.Namespace) -> None:
         return [(emb.cosines([h.chunk.text for h in hits]), [document_of(h) for h in hits]) for hits in sets if hits]
 
     clean = {name: prepared(sets) for name, sets in clean_sets.items()}
+    # what each clean set holds, to read the clusters the rule finds (runs/voices/clean-sets.json)
+    (RUNS / "clean-sets.json").write_text(json.dumps({
+        name: [[{"id": h.chunk.id, "text": h.chunk.text[:160]} for h in hits] for hits in sets if hits]
+        for name, sets in clean_sets.items()}), encoding="utf-8")
+    (RUNS / "clean-cosines.json").write_text(json.dumps({
+        name: [[c.round(4).tolist(), d] for c, d in sets] for name, sets in clean.items()}), encoding="utf-8")
     # attack sets: training = the MS MARCO passages alone (no clean passages in the release);
     # held out = the 5 passages beside the question's 10 HotpotQA contexts
     train_sets = [(emb.cosines(texts), [f"a{i}" for i in range(len(texts))], set(range(len(texts))))
@@ -272,34 +284,34 @@ def run(args: argparse.Namespace) -> None:
         test_sets.append((emb.cosines(texts + ctx), docs, set(range(len(texts)))))
         gold_of.append({len(texts) + i for i, c in enumerate(contexts) if c["is_supporting"]})
 
-    def clean_rate(sets: list[tuple[np.ndarray, list[str]]], t: float, m: int) -> tuple[int, int]:
-        return sum(bool(coordinated(c, d, t, m)) for c, d in sets), len(sets)
+    def clean_rate(sets: list[tuple[np.ndarray, list[str]]], rule: Rule) -> tuple[int, int]:
+        return sum(bool(coordinated(c, d, rule)) for c, d in sets), len(sets)
 
     train_clean = [s for name, sets in clean.items() if "training" in name for s in sets]
-    grid = []
-    for m in GRID_M:
-        for t in GRID_T:
-            k_clean, n_clean = clean_rate(train_clean, t, m)
-            caught = sum(attack_caught(c, d, a, t, m) for c, d, a in train_sets)
-            grid.append((t, m, k_clean / n_clean, caught / len(train_sets)))
-    allowed = [g for g in grid if g[2] <= CLEAN_BUDGET]
-    t_best, m_best, clean_best, recall_best = max(allowed, key=lambda g: (g[3], g[0]))
-    print(f"chosen t={t_best} m={m_best}: training clean {clean_best:.3f}, training recall {recall_best:.3f}",
-          flush=True)
+    grid: list[tuple[Rule, float, float]] = []
+    for linkage in GRID_LINKAGE:
+        for m in GRID_M:
+            for t in GRID_T:
+                rule = Rule(t, m, linkage)
+                k_clean, n_clean = clean_rate(train_clean, rule)
+                caught = sum(attack_caught(c, d, a, rule) for c, d, a in train_sets)
+                grid.append((rule, k_clean / n_clean, caught / len(train_sets)))
+    allowed = [g for g in grid if g[1] <= CLEAN_BUDGET]
+    best, clean_best, recall_best = max(allowed, key=lambda g: (g[2], g[0].t))
+    print(f"chosen {best}: training clean {clean_best:.3f}, training recall {recall_best:.3f}", flush=True)
 
     # the signal's precision on held-out sets: coordinated clusters that are attack passages
-    attack_clusters = sum(bool(coordinated(c, d, t_best, m_best)) for c, d, _ in test_sets)
-    clean_clusters = sum(k for name, sets in clean.items() if "held out" in name
-                         for k in [clean_rate(sets, t_best, m_best)[0]])
+    attack_clusters = sum(bool(coordinated(c, d, best)) for c, d, _ in test_sets)
+    clean_clusters = sum(k for name, sets in clean.items() if "held out" in name for k in [clean_rate(sets, best)[0]])
 
     # a gold paragraph inside the attack's cluster would be counted as part of the attacker's voice
-    swallowed = sum(any(gold & set(c) for c in coordinated(cos, d, t_best, m_best))
+    swallowed = sum(any(gold & set(c) for c in coordinated(cos, d, best))
                     for (cos, d, _), gold in zip(test_sets, gold_of, strict=True))
 
     if not args.no_write:
-        plot(pairs, t_best)
-    report(args, pairs, clean, train_sets, test_sets, grid, (t_best, m_best), attack_clusters, clean_clusters,
-           swallowed, writer_tightness(test_rows, emb), time.time() - start)
+        plot(pairs, best.t)
+    report(args, pairs, clean, train_sets, test_sets, grid, best, attack_clusters, clean_clusters,
+           swallowed, writer_tightness(test_rows, emb, best), time.time() - start)
 
 
 def plot(pairs: dict[str, list[float]], threshold: float) -> None:
@@ -326,25 +338,34 @@ def plot(pairs: dict[str, list[float]], threshold: float) -> None:
 
 
 def report(args: argparse.Namespace, pairs: dict[str, list[float]], clean: dict[str, Any], train_sets: list[Any],
-           test_sets: list[Any], grid: list[tuple[float, int, float, float]], chosen: tuple[float, int],
+           test_sets: list[Any], grid: list[tuple[Rule, float, float]], chosen: Rule,
            attack_clusters: int, clean_clusters: int, swallowed: int, writers: list[list[object]],
            seconds: float) -> None:
-    t, m = chosen
+    t, m, linkage = chosen
     dist_rows = [[name, len(v), f"{np.percentile(v, 10):.2f}", f"{np.median(v):.2f}", f"{np.percentile(v, 90):.2f}",
                   f"{np.percentile(v, 99):.2f}", f"{np.mean(np.asarray(v) >= t):.1%}"] for name, v in pairs.items()]
     clean_rows: list[list[object]] = []
     for name, sets in clean.items():
-        k = sum(bool(coordinated(c, d, t, m)) for c, d in sets)
+        k = sum(bool(coordinated(c, d, chosen)) for c, d in sets)
         clean_rows.append([name, wilson_text(k, len(sets))])
-    train_caught = sum(attack_caught(c, d, a, t, m) for c, d, a in train_sets)
-    test_caught = sum(attack_caught(c, d, a, t, m) for c, d, a in test_sets)
-    near = [g for g in grid if g[1] == m and abs(g[0] - t) <= 0.05 + 1e-9]
-    grid_rows = [[f"{g[0]:.2f}", g[1], f"{g[2]:.1%}", f"{g[3]:.1%}"] for g in near]
+    train_caught = sum(attack_caught(c, d, a, chosen) for c, d, a in train_sets)
+    test_caught = sum(attack_caught(c, d, a, chosen) for c, d, a in test_sets)
+    # per linkage and member count: the best setting within the clean budget, and the grid near the choice
+    best_of: list[list[object]] = []
+    for lk in GRID_LINKAGE:
+        for mm in GRID_M:
+            ok = [g for g in grid if g[0].linkage == lk and g[0].m == mm and g[1] <= CLEAN_BUDGET]
+            if ok:
+                g = max(ok, key=lambda g: (g[2], g[0].t))
+                best_of.append([lk, mm, f"{g[0].t:.2f}", f"{g[1]:.1%}", f"{g[2]:.1%}"])
+    near = [g for g in grid if g[0].m == m and g[0].linkage == linkage and abs(g[0].t - t) <= 0.05 + 1e-9]
+    grid_rows: list[list[object]] = [[f"{g[0].t:.2f}", f"{g[1]:.1%}", f"{g[2]:.1%}"] for g in near]
     flagged = attack_clusters + clean_clusters
     body = f"""
 Are the passages written for one target tighter than real sources? The rule of
-`ragsieve.voices.VoiceGrouper`: complete-linkage clusters of the top {K} retrieved passages whose
-every pair reaches cosine `t` (bundled MiniLM), spanning at least `m` documents, are one
+`ragsieve.voices.VoiceGrouper`: clusters of the top {K} retrieved passages by the cosine of their
+embeddings (bundled MiniLM), complete linkage (every pair reaches `t`) or average linkage (groups
+join when their mean pairwise cosine reaches `t`), spanning at least `m` documents, are one
 coordinated voice. No LLM is involved anywhere in this section.
 
 **Split** (fixed before any number was read): *training* = PoisonedRAG's 100 MS MARCO targets (5
@@ -359,7 +380,11 @@ part: {args.hotpot} at most.
 
 **Threshold**: among the (t, m) with a coordinated cluster in at most {CLEAN_BUDGET:.0%} of the training
 clean sets (half the 2 % goal), the one that catches the most training attacks (ties to the higher t):
-**t = {t:.2f}, m = {m}** (`ragsieve.voices.TIGHTNESS`, `MIN_MEMBERS`).
+**{linkage} linkage, t = {t:.2f}, m = {m}** (`ragsieve.voices.LINKAGE`, `TIGHTNESS`, `MIN_MEMBERS`).
+
+The best setting of each linkage and member count within the budget (training):
+
+{markdown_table(["linkage", "m", "t", "training clean sets flagged", "training attacks caught"], best_of)}
 
 ![pairwise cosine similarity by kind of pair]({PLOT})
 
@@ -386,9 +411,9 @@ Precision of the signal on the held-out sets as assembled here ({len(test_sets)}
 the sets with a coordinated cluster are attacked sets. That depends on how common attacks are, so
 the check stays a graded signal (`PoisonVerdict.coordination`), not a veto.
 
-The training grid near the choice (m = {m}):
+The training grid near the choice ({linkage} linkage, m = {m}):
 
-{markdown_table(["t", "m", "training clean sets flagged", "training attacks caught"], grid_rows)}
+{markdown_table(["t", "training clean sets flagged", "training attacks caught"], grid_rows)}
 
 Writers without an LLM, on the held-out HotpotQA targets (5 passages per target): how tight one
 target's passages are, and how many the rule catches (passages alone, t = {t:.2f}, m = {m}):

@@ -3,8 +3,8 @@
 Counting sources by host or by copied text misses the cheapest poisoning attack: an attacker
 writes five paraphrases of one false claim and puts them on five hosts. No two share their word
 shingles, yet they agree with each other far more than real, independent sources do: the passages
-written for one target have a mean pairwise cosine (bundled MiniLM) around 0.8, while paragraphs
-of one real encyclopedia article sit around 0.3-0.5 (TrustRAG, Zhou et al. 2025, builds its
+GPT-4 wrote for one target (PoisonedRAG) have a median pairwise cosine (bundled MiniLM) of
+0.87-0.92, paragraphs of one real encyclopedia article 0.33-0.43 (TrustRAG, Zhou et al. 2025, builds its
 first stage on the same observation).
 
 :class:`VoiceGrouper` groups the retrieved passages into :class:`Voice` objects:
@@ -21,10 +21,13 @@ A voice records its members, their hosts, and its tightness (mean and minimum pa
 a value no passage outside it states is the shape of a planted claim. It is a signal, not a
 veto: the poison check reports it and the conflict stage counts the cluster once.
 
-The default ``tightness`` and ``min_members`` were chosen on a training split (PoisonedRAG's
-MS MARCO attack passages against SQuAD 2.0 paragraphs of the article "Normans" and HotpotQA
-contexts of the even-numbered non-target questions) and reported on other sets; see
-``benchmarks/voices.py`` and docs/results/knowledge-poisoning.md.
+The defaults (complete linkage, ``tightness`` 0.91, ``min_members`` 3) were chosen on a training
+split (PoisonedRAG's MS MARCO attack passages against SQuAD 2.0 paragraphs of the article
+"Normans" and HotpotQA contexts of the even-numbered non-target questions) and reported on other
+sets (``benchmarks/voices.py``, docs/results/knowledge-poisoning.md): on the held-out PoisonedRAG
+HotpotQA targets the rule groups 63 % of the GPT-4 passage sets, on clean questions it finds a
+coordinated cluster in at most 1 %; an attacker who spreads one claim over registers far apart
+(:class:`ragsieve.attack.poison.SpreadWriter`) escapes it entirely.
 
 Example:
     >>> import numpy as np
@@ -50,6 +53,8 @@ from ragsieve.errors import ConfigError, InputError
 from ragsieve.types import SearchHit
 
 __all__ = [
+    "LINKAGE",
+    "LINKAGES",
     "MIN_MEMBERS",
     "TIGHTNESS",
     "Coordination",
@@ -61,11 +66,14 @@ __all__ = [
     "tight_clusters",
 ]
 
-# Chosen on the training split by benchmarks/voices.py (the smallest cosine at which at most 1 %
-# of the training clean sets hold a coordinated cluster, with the member count that catches the
-# most training attacks there); the report page gives the distributions and the held-out figures.
-TIGHTNESS = 0.75
+# Chosen on the training split by benchmarks/voices.py: among the settings (linkage, cosine,
+# member count) with a coordinated cluster in at most 1 % of the training clean sets, the one that
+# catches the most training attacks (PoisonedRAG's MS MARCO passages: 35 %). What stops it lower:
+# yearly pages of one series ("2013-14 Vermont Catamounts men's basketball team", ...) retrieved
+# together are as tight as paraphrases. Held-out figures: docs/results/knowledge-poisoning.md.
+TIGHTNESS = 0.91
 MIN_MEMBERS = 3
+LINKAGE = "complete"
 
 
 def pairwise_cosine(vectors: Any) -> np.ndarray:
@@ -78,26 +86,32 @@ def pairwise_cosine(vectors: Any) -> np.ndarray:
     return np.clip(unit @ unit.T, -1.0, 1.0)
 
 
-def tight_clusters(cosines: Any, tightness: float) -> list[list[int]]:
-    """Complete-linkage clusters of the items whose pairwise ``cosines`` are all at or above
-    ``tightness`` (every pair in a cluster, not a chain of neighbours: a chain of honest passages
-    on one topic drifts, a planted claim does not). Clusters list item positions in order and
-    come in order of their first member; singletons included."""
+LINKAGES = ("complete", "average")
+
+
+def tight_clusters(cosines: Any, tightness: float, linkage: str = "complete") -> list[list[int]]:
+    """Clusters of the items by their pairwise ``cosines``: with ``complete`` linkage every pair
+    in a cluster reaches ``tightness``; with ``average`` linkage (UPGMA) two groups join when
+    their mean pairwise cosine reaches it. Neither chains neighbours (single linkage would: a
+    chain of honest passages on one topic drifts, a planted claim does not). Clusters list item
+    positions in order and come in order of their first member; singletons included."""
+    if linkage not in LINKAGES:
+        raise ConfigError(f"voice linkage must be one of {', '.join(LINKAGES)}, got {linkage!r}; fix the config")
     cos = np.asarray(cosines, dtype=np.float64)
     n = cos.shape[0]
     if n == 0:
         return []
     if n == 1:
         return [[0]]
-    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.cluster import hierarchy
     from scipy.spatial.distance import squareform
 
     dist = np.clip(1.0 - cos, 0.0, 2.0)
     np.fill_diagonal(dist, 0.0)
     dist = (dist + dist.T) / 2.0
-    tree = linkage(squareform(dist, checks=False), method="complete")
+    tree = hierarchy.linkage(squareform(dist, checks=False), method=linkage)
     # fcluster cuts at distance <= t; a hair of slack keeps a pair exactly at the threshold together
-    labels = fcluster(tree, t=1.0 - tightness + 1e-9, criterion="distance")
+    labels = hierarchy.fcluster(tree, t=1.0 - tightness + 1e-9, criterion="distance")
     groups: dict[int, list[int]] = {}
     for i, label in enumerate(labels):
         groups.setdefault(int(label), []).append(i)
@@ -159,7 +173,8 @@ def _tightness(cos: np.ndarray | None, idx: Sequence[int]) -> tuple[float, float
 class VoiceGrouper:
     """Group retrieved passages into voices (see the module docstring).
 
-    ``tightness``: the cosine every pair of a cluster by meaning reaches; ``min_members``: the
+    ``tightness``: the cosine every pair of a cluster by meaning reaches (``linkage="complete"``)
+    or its groups reach on average (``"average"``, see :func:`tight_clusters`); ``min_members``: the
     number of documents a cluster by meaning must span to be coordinated; ``same_host``: passages
     from one site are one voice; ``embedder``: embeds the passages when :meth:`group` gets no
     ``vectors`` (the index's embedder, so the vectors match the index's).
@@ -177,9 +192,11 @@ class VoiceGrouper:
         min_members: int = MIN_MEMBERS,
         same_host: bool = True,
         embedder: Any = None,
+        linkage: str = LINKAGE,
     ) -> None:
         self.tightness = tightness
         self.min_members = min_members
+        self.linkage = linkage
         self.same_host = same_host
         self.embedder = embedder
 
@@ -190,6 +207,9 @@ class VoiceGrouper:
             raise ConfigError(f"voice tightness must be a cosine in (0, 1], got {self.tightness!r}; fix the config")
         if isinstance(self.min_members, bool) or not isinstance(self.min_members, int) or self.min_members < 2:
             raise ConfigError(f"voice min_members must be an integer of at least 2, got {self.min_members!r}; "
+                              "fix the config")
+        if self.linkage not in LINKAGES:
+            raise ConfigError(f"voice linkage must be one of {', '.join(LINKAGES)}, got {self.linkage!r}; "
                               "fix the config")
 
     def warm_up(self) -> None:
@@ -251,7 +271,7 @@ class VoiceGrouper:
             rules[find(i)].add(rule)
 
         coordinated_of: dict[int, list[int]] = {}
-        for cluster in tight_clusters(cos, float(self.tightness)):
+        for cluster in tight_clusters(cos, float(self.tightness), self.linkage):
             if len(cluster) < 2:
                 continue
             for j in cluster[1:]:
@@ -287,7 +307,7 @@ class VoiceGrouper:
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "voice-grouper", "tightness": self.tightness, "min_members": self.min_members,
-                "same_host": self.same_host}
+                "same_host": self.same_host, "linkage": self.linkage}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], embedder: Any = None) -> VoiceGrouper:
