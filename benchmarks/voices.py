@@ -194,6 +194,37 @@ def writer_tightness(rows: dict[str, dict[str, Any]], emb: Embeddings, rule: Rul
     return out
 
 
+# ---------------------------------------------------------------- the graded signal
+def coordination_signal(rule: Rule, emb: Embeddings, attack: dict[str, list[str]], rows: dict[str, dict[str, Any]],
+                        hotpot_by_id: dict[str, dict[str, Any]], clean_sets: dict[str, list[list[Any]]],
+                        asked: dict[str, list[str]]) -> list[list[object]]:
+    """How the poison judge grades the coordinated voices it finds on the held-out sets."""
+    from ragsieve.sieve.poison import PoisonJudge
+    from ragsieve.types import Chunk, SearchHit
+
+    judge = PoisonJudge(coordination=True, embedder=emb.embedder, voice_tightness=rule.t, voice_members=rule.m)
+
+    def grades(scores: list[float]) -> list[object]:
+        return [len(scores), *(sum(abs(x - g) < 1e-9 for x in scores) for g in (1.0, 0.75, 0.5, 0.0))]
+
+    attacked: list[float] = []
+    for tid, texts in attack.items():
+        contexts = hotpot_by_id[rows[tid]["hotpotqa_500_id"]]["contexts"]
+        hits = [SearchHit(Chunk(f"a{i}", t, f"a{i}", f"poison{i}.example/{tid}"), 1.0, i, {})
+                for i, t in enumerate(texts)]
+        hits += [SearchHit(Chunk(f"c{i}", c["paragraph_text"], f"c{i}", f"en.wikipedia.org/{c['title']}"), 0.5,
+                           len(texts) + i, {}) for i, c in enumerate(contexts)]
+        verdicts = judge.judge(rows[tid]["question"], hits)
+        attacked.append(max(v.coordination for v in verdicts[: len(texts)]))
+    out: list[list[object]] = [["HotpotQA attacked (held out)", *grades(attacked)]]
+    for name, sets in clean_sets.items():
+        if "held out" in name:
+            scores = [max((v.coordination for v in judge.judge(q, hits)), default=0.0)
+                      for q, hits in zip(asked[name], sets, strict=True) if hits]
+            out.append([name, *grades(scores)])
+    return out
+
+
 # ---------------------------------------------------------------- run
 def run(args: argparse.Namespace) -> None:
     from ragsieve.demo import _resource_path, demo_corpus_dir
@@ -239,9 +270,11 @@ def run(args: argparse.Namespace) -> None:
     article_of = {p["id"]: p["title"] for p in squad}
     squad_q = [q for q in read_jsonl(SQUAD / "questions.jsonl") if q.get("answerable")]
     clean_sets: dict[str, list[list[Any]]] = {}
+    asked: dict[str, list[str]] = {}  # the questions of each clean set, in order
     for part, keep in (("training", True), ("held out", False)):
         qs = [q["question"] for q in squad_q if (article_of[q["gold_passage_id"]] in TRAIN_ARTICLES) == keep]
         clean_sets[f"SQuAD 2.0 answerable ({part})"] = retrieved_sets(squad_index, qs)
+        asked[f"SQuAD 2.0 answerable ({part})"] = qs
     for part, rows in (("training", hotpot_train), ("held out", hotpot_test)):
         paragraphs: dict[str, tuple[str, str, str]] = {}
         for r in rows:
@@ -249,6 +282,7 @@ def run(args: argparse.Namespace) -> None:
                 paragraphs.setdefault(c["title"], (f"hotpot:{len(paragraphs)}", c["title"], c["paragraph_text"]))
         index = build_index(f"hotpot-{part.replace(' ', '-')}", paragraph_chunks(list(paragraphs.values())), emb)
         clean_sets[f"HotpotQA clean ({part})"] = retrieved_sets(index, [r["question"] for r in rows])
+        asked[f"HotpotQA clean ({part})"] = [r["question"] for r in rows]
     demo_dir = RUNS / "demo-index"
     try:
         demo_index = Index.open(demo_dir, embedder=emb.embedder)
@@ -257,6 +291,7 @@ def run(args: argparse.Namespace) -> None:
     demo_index.warm_up()
     demo_q = [r["question"] for r in read_jsonl(Path(str(_resource_path("questions.jsonl"))))]
     clean_sets["demo questions (held out)"] = retrieved_sets(demo_index, demo_q)
+    asked["demo questions (held out)"] = demo_q
     print(f"retrieval done in {time.time() - start:.0f}s", flush=True)
 
     from ragsieve.conflict import document_of
@@ -308,10 +343,12 @@ def run(args: argparse.Namespace) -> None:
     swallowed = sum(any(gold & set(c) for c in coordinated(cos, d, best))
                     for (cos, d, _), gold in zip(test_sets, gold_of, strict=True))
 
+    signal_rows = coordination_signal(best, emb, test_attack, test_rows, hotpot_by_id, clean_sets, asked)
+
     if not args.no_write:
         plot(pairs, best.t)
     report(args, pairs, clean, train_sets, test_sets, grid, best, attack_clusters, clean_clusters,
-           swallowed, writer_tightness(test_rows, emb, best), time.time() - start)
+           swallowed, writer_tightness(test_rows, emb, best), signal_rows, time.time() - start)
 
 
 def plot(pairs: dict[str, list[float]], threshold: float) -> None:
@@ -340,7 +377,7 @@ def plot(pairs: dict[str, list[float]], threshold: float) -> None:
 def report(args: argparse.Namespace, pairs: dict[str, list[float]], clean: dict[str, Any], train_sets: list[Any],
            test_sets: list[Any], grid: list[tuple[Rule, float, float]], chosen: Rule,
            attack_clusters: int, clean_clusters: int, swallowed: int, writers: list[list[object]],
-           seconds: float) -> None:
+           signal_rows: list[list[object]], seconds: float) -> None:
     t, m, linkage = chosen
     dist_rows = [[name, len(v), f"{np.percentile(v, 10):.2f}", f"{np.median(v):.2f}", f"{np.percentile(v, 90):.2f}",
                   f"{np.percentile(v, 99):.2f}", f"{np.mean(np.asarray(v) >= t):.1%}"] for name, v in pairs.items()]
@@ -410,6 +447,14 @@ Precision of the signal on the held-out sets as assembled here ({len(test_sets)}
     len(s) for n, s in clean.items() if "held out" in n)} clean ones): {wilson_text(attack_clusters, flagged)} of
 the sets with a coordinated cluster are attacked sets. That depends on how common attacks are, so
 the check stays a graded signal (`PoisonVerdict.coordination`), not a veto.
+
+The graded coordination signal (`PoisonJudge(coordination=True)`, `ragsieve.voices.coordination`) on
+the held-out sets: 1.0 when the cluster states a value no passage outside it states, 0.75 when
+passages outside name a rival value of that kind (or nothing is outside, or the members share no
+value), 0.5 when what it states is stated outside too, 0 outside a coordinated voice. Attacked sets:
+the highest score among the attack passages; clean sets: the highest score of any passage.
+
+{markdown_table(["sets", "n", "1.0", "0.75", "0.5", "0 (no coordinated voice)"], signal_rows)}
 
 The training grid near the choice ({linkage} linkage, m = {m}):
 
