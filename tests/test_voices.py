@@ -209,3 +209,19 @@ def test_paragraphs_of_one_article_are_not_a_suspicious_cluster(embedder):
     assert not any(v.coordinated for v in voices) and len(voices) == 5
     verdicts = PoisonJudge(coordination=True, embedder=embedder).judge("How long is the Danube?", hits)
     assert all(v.coordination == 0.0 and v.voice == "" for v in verdicts)
+
+
+def test_the_conflict_stage_counts_the_voice_once():
+    from ragsieve.conflict import ConflictDetector
+
+    hits = attack_hits(GOLD_WITHOUT_ALDRIN)
+    vecs = {h.chunk.text: [1, 0.05 * i, 0] for i, h in enumerate(hits[:5])} | {GOLD_WITHOUT_ALDRIN: [0, 1, 0]}
+    judge = PoisonJudge(duplicate_jaccard=0.95, coordination=True, voice_tightness=0.9, embedder=TableEmbedder(vecs))
+    same = {v.id: v.cluster_id for v in judge.judge(Q, hits) if v.cluster_id}
+
+    def attack_sources(same_source: dict[str, str] | None) -> int:
+        report = ConflictDetector().detect(Q, hits, same_source)
+        [group] = [g for g in report.groups if any(p.chunk_id.startswith("p") for p in g.passages)]
+        return len(group.sources)
+
+    assert attack_sources(None) > 1 and attack_sources(same) == 1
