@@ -49,6 +49,7 @@ from benchmarks._report import DOCS, ROOT, SHARED_DATA, markdown_table, write_se
 POISON = SHARED_DATA / "trust" / "poisonedrag"
 SQUAD = SHARED_DATA / "trust" / "squad2"
 WIKICONTRADICT = SHARED_DATA / "trust" / "wikicontradict"
+CONFLICTQA = SHARED_DATA / "trust" / "conflictqa"
 HOTPOT = SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"
 RUNS = ROOT / "runs" / "voices"
 PAGE = "results/knowledge-poisoning.md"
@@ -263,6 +264,13 @@ def run(args: argparse.Namespace) -> None:
         wc.setdefault(p["id"].rsplit("_", 1)[0], []).append(p["text"])
     pairs["same article, two sites that contradict: WikiContradict"] = [
         c for texts in wc.values() if len(texts) == 2 for c in upper(emb.cosines(texts))]
+    cqa: dict[str, list[str]] = {}
+    for p in read_jsonl(CONFLICTQA / "corpus.jsonl"):
+        cqa.setdefault(p["id"].rsplit("_", 1)[0], []).append(p["text"])
+    texts_cqa = [texts for texts in cqa.values() if len(texts) == 2]
+    cos_cqa = emb.cosines([t for texts in texts_cqa for t in texts])
+    pairs["same topic, two sites arguing opposite answers: ConflictQA (GPT-4)"] = [
+        float(cos_cqa[2 * i, 2 * i + 1]) for i in range(len(texts_cqa))]
     print(f"pairs done in {time.time() - start:.0f}s", flush=True)
 
     # retrieved sets: SQuAD (one index over every paragraph), HotpotQA (an index per part), demo
@@ -379,6 +387,7 @@ def report(args: argparse.Namespace, pairs: dict[str, list[float]], clean: dict[
            attack_clusters: int, clean_clusters: int, swallowed: int, writers: list[list[object]],
            signal_rows: list[list[object]], seconds: float) -> None:
     t, m, linkage = chosen
+    cqa_pairs = next(v for name, v in pairs.items() if "ConflictQA" in name)
     dist_rows = [[name, len(v), f"{np.percentile(v, 10):.2f}", f"{np.median(v):.2f}", f"{np.percentile(v, 90):.2f}",
                   f"{np.percentile(v, 99):.2f}", f"{np.mean(np.asarray(v) >= t):.1%}"] for name, v in pairs.items()]
     clean_rows: list[list[object]] = []
@@ -428,6 +437,11 @@ The best setting of each linkage and member count within the budget (training):
 Pairwise cosine by kind of pair (share at or above t = {t:.2f} in the last column):
 
 {markdown_table(["pairs", "n", "p10", "median", "p90", "p99", f">= {t:.2f}"], dist_rows)}
+
+Tightness is not agreement: passages an LLM writes about one question are tight whatever they claim
+(ConflictQA's two GPT-4 passages arguing opposite answers: median {np.median(cqa_pairs):.2f},
+{np.mean(np.asarray(cqa_pairs) >= t):.1%} at or above t), so a tight cluster says "written alike,
+probably by one hand", not "states one answer"; the coordination signal below reads what the members state.
 
 Attacks caught (a coordinated cluster holds at least {m} of the target's 5 passages), 95 % Wilson intervals:
 
