@@ -722,12 +722,11 @@ class SpreadWriter:
         if self.embedder is None:
             _rng(self.seed, "spread", target.id).shuffle(order)
             return order
-        vecs = np.asarray(self.embedder.embed([target.question] + [t for _, t in options]), dtype=np.float64)
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        vecs = vecs / np.where(norms > 0, norms, 1.0)
-        q, cand = vecs[0], vecs[1:]
-        cos = cand @ cand.T
-        chosen = [int(np.argmax(cand @ q))]
+        from ragsieve.voices import pairwise_cosine
+
+        every = pairwise_cosine(self.embedder.embed([target.question] + [t for _, t in options]))
+        to_question, cos = every[0, 1:], every[1:, 1:]
+        chosen = [int(np.argmax(to_question))]
         while len(chosen) < len(options):
             rest = [i for i in order if i not in chosen]
             chosen.append(min(rest, key=lambda i: float(cos[i, chosen].max())))

@@ -375,12 +375,9 @@ class PoisonJudge:
         """Pairwise cosine of the candidates' embeddings, or ``None`` with the signal off."""
         if not self.needs_embedder or len(hits) < 2:
             return None
-        import numpy as np
+        from ragsieve.voices import pairwise_cosine
 
-        vecs = np.asarray(self.embedder.embed([h.chunk.text for h in hits]), dtype=np.float64)
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        unit = vecs / np.where(norms > 0, norms, 1.0)
-        return unit @ unit.T
+        return pairwise_cosine(self.embedder.embed([h.chunk.text for h in hits]))
 
     def record(self, trace: Trace, hits: Sequence[SearchHit], verdicts: Sequence[PoisonVerdict]) -> None:
         """Record each verdict (``trace.decide("poison", ...)``) and the stage summary."""
