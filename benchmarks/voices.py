@@ -173,7 +173,8 @@ def writer_tightness(rows: dict[str, dict[str, Any]], emb: Embeddings, rule: Rul
     writers: dict[str, Any] = {
         "template (question + assertion)": TemplateWriter(seed=0),
         "assert-template": AssertionWriter(seed=0, templates_only=True),
-        "spread-template (spread out)": SpreadWriter(seed=0),
+        "spread (registers chosen apart with the embedder, as `attack poison --writer spread`)":
+            SpreadWriter(emb.embedder, seed=0),
     }
     out: list[list[object]] = []
     _, gpt4, _ = poisonedrag()
