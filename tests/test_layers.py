@@ -29,7 +29,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the parts a stage is made of: models, indexes, and each check's own component
     "components": (
         "ingest", "embed", "llm", "index", "store", "route", "importance", "generate", "verify",
-        "tasks", "expand", "coe", "select", "filtering", "conflict", "calibrate", "decision",
+        "tasks", "expand", "coe", "select", "filtering", "conflict", "calibrate", "decision", "voices",
     ),
     # the question's path: one module per stage, and the pipeline that runs them
     "sieve": ("sieve",),

@@ -24,6 +24,7 @@ _EXPORTS = {
     "LLMWriter": "poison",
     "AssertionWriter": "poison",
     "MirrorWriter": "poison",
+    "SpreadWriter": "poison",
     "replace_answer": "poison",
     "assign_sources": "poison",
     "choose_targets": "poison",

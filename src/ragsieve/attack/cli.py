@@ -6,6 +6,8 @@ Examples::
         --spread sources --writer template --seed 0
     ragsieve attack poison --index ./my-index --questions qa.jsonl --n 3 --out ./my-index-mirrors \\
         --writer mirror        # the gold passage copied to 3 other hosts, only the answer changed
+    ragsieve attack poison --index ./my-index --questions qa.jsonl --n 5 --out ./my-index-spread \\
+        --writer spread        # one claim in 5 registers far apart in embedding space
     ragsieve attack eval --index ./my-index --poisoned ./my-index-poisoned --questions qa.jsonl \\
         --defence plain --defence poison-judge --json
 
@@ -76,7 +78,9 @@ def poison(
                                "states the wrong answer about the question's subject without restating the "
                                "question; template fallback), assert-template (the same, templates only) or "
                                "mirror (copies of the retrieved gold passage on other hosts with only the "
-                               "answer changed)."),
+                               "answer changed) or spread (the wrong answer stated in registers far apart in "
+                               "embedding space: fact sheet, forum post, news report...; evades a check that "
+                               "counts a tight cluster of passages as one voice)."),
     lead: str = typer.Option("question", help="What opens each passage: question (verbatim, PoisonedRAG's "
                              "black-box attack), statement (the question's words as a statement: an attacker "
                              "evading a restated-question check) or none."),
@@ -92,6 +96,7 @@ def poison(
         AssertionWriter,
         LLMWriter,
         MirrorWriter,
+        SpreadWriter,
         TemplateWriter,
         choose_targets,
         poison_index,
@@ -108,7 +113,7 @@ def poison(
     targets = choose_targets(read_questions(questions), seed=seed)
     if not targets:
         raise InputError("no question got a same-type wrong answer; give more questions with varied answers")
-    w: TemplateWriter | LLMWriter | MirrorWriter
+    w: TemplateWriter | LLMWriter | MirrorWriter | SpreadWriter
     if writer == "template":
         w = TemplateWriter(seed=seed, lead=lead)  # type: ignore[arg-type]
     elif writer == "llm":
@@ -117,11 +122,14 @@ def poison(
         w = AssertionWriter(_load_llm(cfg), seed=seed, cache_path=llm_cache)
     elif writer == "assert-template":
         w = AssertionWriter(seed=seed, templates_only=True)
+    elif writer == "spread":
+        w = SpreadWriter(idx.embedder, seed=seed)  # the index's embedder: the space the defence clusters in
     else:
         w = MirrorWriter(idx, seed=seed)
     copy = poison_index(idx, targets, n, out, w, spread=spread, seed=seed, n_hosts=hosts)  # type: ignore[arg-type]
     skipped = getattr(w, "skipped", [])
-    note = f"; {len(skipped)} questions skipped (no retrieved gold passage to mirror)" if skipped else ""
+    why = "no retrieved gold passage to mirror" if writer == "mirror" else "every passage would state a gold answer"
+    note = f"; {len(skipped)} questions skipped ({why})" if skipped else ""
     console.print(f"wrote {len(copy) - len(idx)} poisoned passages for {len(targets) - len(skipped)} questions "
                   f"into {out} ({len(idx)} original chunks; {index} unchanged){note}")
 

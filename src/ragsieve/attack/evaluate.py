@@ -85,6 +85,9 @@ DEFENCES: dict[str, dict[str, Any]] = {
     # words the question as a statement (``lead="statement"``) still loses every copy
     "sieve+paraphrase": {"pipeline": "sieve", "sieve": {"poison_duplicates": "drop"},
                          "stages": {"poison": {"semantic_duplicate": 0.9}}},
+    # the voices signal (ragsieve.voices): a tight cluster of passages by meaning is one
+    # coordinated voice, counted once by the conflict stage; a signal, nothing dropped
+    "sieve+voices": {"pipeline": "sieve", "stages": {"poison": {"coordination": True}}},
     # yes/no answers read from log-probabilities (generation.polar_answers = "label") on both
     # sides, so a small model's habit of opening every yes/no answer with one word does not
     # decide the clean-accuracy comparison

@@ -16,6 +16,14 @@ Two signals, both cheap and both visible in the trace (a third, optional, uses t
   question still say the same thing (TrustRAG, Zhou et al. 2025, clusters poisoned passages by
   embedding for the same reason).
 
+With ``coordination`` on, the candidates are also grouped into voices (:mod:`ragsieve.voices`):
+a tight cluster by meaning (complete linkage on the embeddings' cosine) spanning several
+documents is one *coordinated* voice, whatever its size and however many hosts it spans. Each
+member's verdict carries the voice and a graded coordination signal (higher when the cluster
+asserts a value no passage outside it states); it drops nothing (a signal for the decision, not a
+veto), and the voice's id becomes the members' ``cluster_id`` so the conflict stage counts the
+cluster as one source.
+
 :class:`PoisonJudge` is a :class:`ragsieve.select.Selector` (``select(query, hits, trace)``),
 so it plugs into :class:`ragsieve.sieve.pipeline.Pipeline` as the selector or runs before another
 selector (``inner``); :meth:`PoisonJudge.judge` returns the per-candidate verdicts for a
@@ -34,8 +42,8 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragsieve.answers import normalize_answer
@@ -43,6 +51,7 @@ from ragsieve.config import SieveConfig
 from ragsieve.errors import ConfigError
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult
 from ragsieve.types import SearchHit, Trace, Verdict
+from ragsieve.voices import MIN_MEMBERS, TIGHTNESS
 
 __all__ = [
     "DUPLICATE_ACTIONS",
@@ -130,14 +139,21 @@ class PoisonVerdict:
     # best embedding cosine to a candidate from another document (0.0 when the paraphrase
     # signal is off)
     paraphrase: float = 0.0
-    # the id of its near-duplicate cluster's best-ranked member ("" outside a cluster): the
-    # conflict stage counts a cluster as one source
+    # the id of its near-duplicate cluster's best-ranked member, or of its coordinated voice
+    # ("" outside both): the conflict stage counts a cluster as one source
     cluster_id: str = ""
+    # the coordinated voice it belongs to ("" when none, or with coordination off), and the
+    # voice's graded coordination signal in [0, 1] (ragsieve.voices.coordination)
+    voice: str = ""
+    coordination: float = 0.0
+    # the voice as the trace shows it (members, hosts, tightness, claims, reason); the same
+    # mapping on every member's verdict, empty outside a coordinated voice
+    voice_record: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def score(self) -> float:
         """Suspicion in [0, 1]: the largest of the signals."""
-        return max(self.restatement, self.duplicate, self.paraphrase)
+        return max(self.restatement, self.duplicate, self.paraphrase, self.coordination)
 
 
 class PoisonJudge:
@@ -157,6 +173,9 @@ class PoisonJudge:
     ``restatement``: ``False`` switches the restated-question signal off (its share is still
     measured and recorded, but drops nothing), leaving the near-duplicate signals alone: the
     ablation that shows what the defence does against attacks that never restate the question.
+    ``coordination``: group the candidates into voices (:class:`ragsieve.voices.VoiceGrouper`,
+    ``voice_tightness`` and ``voice_members``, defaults chosen on a training split) and give each
+    member of a coordinated voice its coordination signal; needs the ``embedder``; drops nothing.
 
     Example:
         >>> PoisonJudge(k=3).to_dict()["type"]
@@ -175,6 +194,9 @@ class PoisonJudge:
         semantic_duplicate: float | None = None,
         embedder: Any = None,
         restatement: bool = True,
+        coordination: bool = False,
+        voice_tightness: float = TIGHTNESS,
+        voice_members: int = MIN_MEMBERS,
     ) -> None:
         self.k = k
         self.restate_share = restate_share
@@ -186,6 +208,19 @@ class PoisonJudge:
         self.semantic_duplicate = semantic_duplicate
         self.embedder = embedder
         self.restatement = restatement
+        self.coordination = coordination
+        self.voice_tightness = voice_tightness
+        self.voice_members = voice_members
+
+    @property
+    def needs_embedder(self) -> bool:
+        """Whether a signal that compares embeddings is on (the paraphrase or the voices signal)."""
+        return self.semantic_duplicate is not None or bool(self.coordination)
+
+    def _voices(self) -> Any:
+        from ragsieve.voices import VoiceGrouper
+
+        return VoiceGrouper(tightness=self.voice_tightness, min_members=self.voice_members, embedder=self.embedder)
 
     def _check(self) -> None:
         if not 0.0 < self.restate_share <= 1.0 or not 0.0 < self.duplicate_jaccard <= 1.0:
@@ -199,6 +234,14 @@ class PoisonJudge:
                                   "or leave semantic_duplicate unset")
         if self.min_cluster < 2 or self.k < 1 or self.min_restate_tokens < 1:
             raise ConfigError("PoisonJudge needs min_cluster >= 2, k >= 1 and min_restate_tokens >= 1; fix the config")
+        if not isinstance(self.coordination, bool):
+            raise ConfigError(f"PoisonJudge coordination must be true or false, got {self.coordination!r}; "
+                              "fix the config")
+        if self.coordination:
+            self._voices().check()
+            if self.embedder is None:
+                raise ConfigError("PoisonJudge coordination needs an embedder (the index's); pass embedder= "
+                                  "or leave coordination off")
         if not isinstance(self.restatement, bool):
             raise ConfigError(f"PoisonJudge restatement must be true or false, got {self.restatement!r}; "
                               "fix the config")
@@ -238,16 +281,19 @@ class PoisonJudge:
 
         best_dup = [0.0] * n
         best_cos = [0.0] * n
+        linked: list[tuple[int, int]] = []  # near-duplicate pairs: one voice whatever their meaning
         cos = self._cosines(hits)
         for i in range(n):
             for j in range(i + 1, n):
                 if hits[i].chunk.doc_id == hits[j].chunk.doc_id:
                     continue
-                if cos is not None:
+                if cos is not None and self.semantic_duplicate is not None:
+                    # the paraphrase signal only (the voices signal reads the cosines on its own)
                     c = float(cos[i, j])
                     best_cos[i], best_cos[j] = max(best_cos[i], c), max(best_cos[j], c)
-                    if self.semantic_duplicate is not None and c >= self.semantic_duplicate:
+                    if c >= self.semantic_duplicate:
                         parent[find(i)] = find(j)
+                        linked.append((i, j))
                 a, b = residual[i], residual[j]
                 if not a or not b:
                     continue
@@ -256,11 +302,15 @@ class PoisonJudge:
                 best_dup[j] = max(best_dup[j], jac)
                 if jac >= self.duplicate_jaccard:
                     parent[find(i)] = find(j)
+                    linked.append((i, j))
         size: dict[int, int] = {}
         first: dict[int, int] = {}
         for i in range(n):
             size[find(i)] = size.get(find(i), 0) + 1
             first.setdefault(find(i), i)  # candidates arrive best-ranked first
+        voice_of: dict[int, tuple[str, float, dict[str, Any]]] = {}
+        if self.coordination and n >= 2:
+            voice_of = self._coordinated(query, hits, cos, linked)
         out = []
         for i, h in enumerate(hits):
             root = find(i)
@@ -271,7 +321,8 @@ class PoisonJudge:
                 reasons.append(f"restates {restate[i]:.0%} of the question verbatim")
                 dropped = True
             if cluster >= self.min_cluster:
-                sim = f"Jaccard {best_dup[i]:.2f}" + (f", cosine {best_cos[i]:.2f}" if cos is not None else "")
+                sim = f"Jaccard {best_dup[i]:.2f}" + (
+                    f", cosine {best_cos[i]:.2f}" if self.semantic_duplicate is not None else "")
                 what = f"one of {cluster} near-duplicate candidates from different documents ({sim})"
                 if self.duplicates == "drop":
                     dropped = True
@@ -289,30 +340,60 @@ class PoisonJudge:
                 elif self.duplicates == "dedupe":
                     what += "; kept as the cluster's best-ranked member"
                 reasons.append(what)
+            voice, signal, voice_record = voice_of.get(i, ("", 0.0, {}))
+            if voice:
+                reasons.append(f"one voice with {len(voice_record['members']) - 1} other candidates: "
+                               f"{voice_record['reason']} (coordination {signal:.2f}; a signal, nothing dropped)")
+            cluster_id = voice or (hits[first[root]].chunk.id if cluster >= 2 else "")
             out.append(PoisonVerdict(h.chunk.id, round(restate[i], 4), round(best_dup[i], 4), cluster,
                                      dropped, "; ".join(reasons) or "no poisoning pattern", round(best_cos[i], 4),
-                                     hits[first[root]].chunk.id if cluster >= 2 else ""))
+                                     cluster_id, voice, round(signal, 4), voice_record))
+        return out
+
+    def _coordinated(
+        self, query: str, hits: Sequence[SearchHit], cos: Any, linked: Sequence[tuple[int, int]]
+    ) -> dict[int, tuple[str, float, dict[str, Any]]]:
+        """Per position in a coordinated voice: the voice id, its coordination signal and its
+        trace record (members, hosts, tightness, claims, reason)."""
+        from ragsieve.voices import coordination
+
+        voices = self._voices().group(hits, cosines=cos, linked=linked)
+        signals = {c.voice: c for c in coordination(query, hits, voices)}
+        out: dict[int, tuple[str, float, dict[str, Any]]] = {}
+        for voice in voices:
+            sig = signals.get(voice.id)
+            if sig is None:
+                continue
+            record = {**voice.to_dict(), "coordination": round(sig.score, 4), "claims": list(sig.claims),
+                      "exclusive": list(sig.exclusive), "rivals": list(sig.rivals), "reason": sig.reason}
+            for i in voice.positions:
+                if hits[i].chunk.id in set(voice.cluster):
+                    out[i] = (voice.id, sig.score, record)
         return out
 
     def _cosines(self, hits: Sequence[SearchHit]) -> Any:
         """Pairwise cosine of the candidates' embeddings, or ``None`` with the signal off."""
-        if self.semantic_duplicate is None or len(hits) < 2:
+        if not self.needs_embedder or len(hits) < 2:
             return None
-        import numpy as np
+        from ragsieve.voices import pairwise_cosine
 
-        vecs = np.asarray(self.embedder.embed([h.chunk.text for h in hits]), dtype=np.float64)
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        unit = vecs / np.where(norms > 0, norms, 1.0)
-        return unit @ unit.T
+        return pairwise_cosine(self.embedder.embed([h.chunk.text for h in hits]))
 
     def record(self, trace: Trace, hits: Sequence[SearchHit], verdicts: Sequence[PoisonVerdict]) -> None:
         """Record each verdict (``trace.decide("poison", ...)``) and the stage summary."""
         for h, v in zip(hits, verdicts, strict=True):
-            verdict: Verdict = "dropped" if v.dropped else ("flagged" if v.cluster >= self.min_cluster else "kept")
-            extra = {"paraphrase": v.paraphrase} if self.semantic_duplicate is not None else {}
+            flagged = v.cluster >= self.min_cluster or v.coordination > 0
+            verdict: Verdict = "dropped" if v.dropped else ("flagged" if flagged else "kept")
+            extra: dict[str, Any] = {"paraphrase": v.paraphrase} if self.semantic_duplicate is not None else {}
+            if self.coordination:
+                extra.update(voice=v.voice, coordination=v.coordination)
             trace.decide("poison", h.chunk.id, verdict, v.reason, v.score,
                          restatement=v.restatement, duplicate=v.duplicate, cluster=v.cluster, **extra)
-        trace.record("poison", dropped=[v.id for v in verdicts if v.dropped], candidates=len(hits))
+        summary: dict[str, Any] = {}
+        if self.coordination:
+            # each coordinated voice once: its members, hosts, tightness, claims and signal
+            summary["voices"] = list({v.voice: dict(v.voice_record) for v in verdicts if v.voice}.values())
+        trace.record("poison", dropped=[v.id for v in verdicts if v.dropped], candidates=len(hits), **summary)
 
     def select(self, query: str, hits: list[SearchHit], trace: Trace) -> list[SearchHit]:
         verdicts = self.judge(query, hits)
@@ -333,6 +414,9 @@ class PoisonJudge:
             "duplicates": self.duplicates,
             "semantic_duplicate": self.semantic_duplicate,
             "restatement": self.restatement,
+            "coordination": self.coordination,
+            "voice_tightness": self.voice_tightness,
+            "voice_members": self.voice_members,
             "inner": self.inner.to_dict() if self.inner is not None else None,
         }
 
@@ -353,7 +437,8 @@ class PoisonJudge:
 
 
 # PoisonJudge options a config may set under ``stages.poison`` (the rest are ``sieve.poison_*``)
-POISON_STAGE_OPTIONS = ("min_restate_tokens", "min_cluster", "semantic_duplicate", "restatement")
+POISON_STAGE_OPTIONS = ("min_restate_tokens", "min_cluster", "semantic_duplicate", "restatement", "coordination",
+                        "voice_tightness", "voice_members")
 
 
 class PoisonStage:
@@ -364,7 +449,8 @@ class PoisonStage:
     ``sieve.poison_*`` set the check's main thresholds; ``stages.poison`` takes the judge's other
     options (:data:`POISON_STAGE_OPTIONS`), e.g. ``{"semantic_duplicate": 0.9}`` to cluster
     near-paraphrases by embedding (an attacker who does not restate the question), or
-    ``{"restatement": false}`` to switch the restated-question signal off.
+    ``{"restatement": false}`` to switch the restated-question signal off, or
+    ``{"coordination": true}`` for the voices signal (a tight cluster of passages counts once).
 
     Reads the candidates; writes one ``poison`` decision per candidate and a ``poison`` record,
     or an ``abstain`` record and the abstention."""
@@ -393,7 +479,7 @@ class PoisonStage:
         )
 
     def warm_up(self) -> None:
-        if self.judge.semantic_duplicate is not None and self.judge.embedder is None:
+        if self.judge.needs_embedder and self.judge.embedder is None:
             self.judge.embedder = self.embedder()
 
     def run(
