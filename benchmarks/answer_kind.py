@@ -211,7 +211,8 @@ def main() -> None:
     header = json.loads(bundled_path().with_name(bundled_path().name + ".json").read_text(encoding="utf-8"))
     info = header.get("info", {})
     body = (
-        "The answer-kind classifier (`ragsieve.text.kind`, TF-IDF + two logistic regressions: name / description / yes-no / numeric, then date / number / quantity for a numeric question; shipped as arrays in "
+        "The answer-kind classifier (`ragsieve.text.kind`, TF-IDF + two logistic regressions: name / description / "
+        "yes-no / numeric, then date / number / quantity for a numeric question; shipped as arrays in "
         f"`ragsieve/resources/answer_kind.npz`), trained on {info.get('n', '?')} questions: {info.get('trained_on')}; "
         f"labels from the gold answers ({info.get('label_counts')}); C = {info.get('C')} chosen by 5-fold "
         f"cross-validation on the training data (balanced accuracy {info.get('cv_accuracy')}). Held-out accuracy "

@@ -51,7 +51,7 @@ from ragsieve.errors import ConfigError, LLMOutputError
 from ragsieve.text.kind import VALUE_KINDS_FOR, AnswerKind, expected_kind  # noqa: F401  (re-exported)
 from ragsieve.text.terms import NEGATIONS, key_terms, stems, words
 from ragsieve.types import SearchHit
-from ragsieve.values import Value, extract_values, find_in, fold
+from ragsieve.values import Value, extract_values, find_in
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,9 @@ CONFLICT_TERM_COVER = 1.0
 
 # Clause boundaries inside a sentence: a value belongs to the clause that holds the question's
 # terms ("Construction began in 1927, and the bridge opened in 1931").
-_CLAUSE_RE = re.compile(r"\s*[;:]\s+|,\s+(?=(?:and|but|while|whereas|although|though|which)\b)|\s+(?=(?:while|whereas)\b)")
+_CLAUSE_RE = re.compile(
+    r"\s*[;:]\s+|,\s+(?=(?:and|but|while|whereas|although|though|which)\b)|\s+(?=(?:while|whereas)\b)"
+)
 
 
 # ----------------------------------------------------------------------------- question analysis
@@ -261,6 +263,9 @@ def passage_answer(
             if not any(find_in(v, qv.text) is not None for qv in q_values if qv.kind == v.kind)
             and not (v.kind == "name" and set(_stems(v.text)) <= terms)
         ]
+        # values of the kind asked for first: for "how long", a length, not the count of piers
+        # beside it ("312 metres long and stands on nine piers")
+        candidates = [v for v in candidates if v.kind == VALUE_KINDS_FOR[kind][0]] or candidates
         clear = len(_distinct(candidates)) == 1
         for v in candidates:
             # token index of the value: count words before its span; a value after the
@@ -280,8 +285,9 @@ def passage_answer(
     elif cover < CONFLICT_TERM_COVER:
         reason = f"extracted; the sentence holds {cover:.0%} of the question's key terms (not compared)"
     return PassageAnswer(
-        position, chunk_id, source, value, value.norm, sentence, reason, cover=cover, clear=clear, stance=kind == "yes/no"
-    )
+        position, chunk_id, source, value, value.norm, sentence, reason,
+        cover=cover, clear=clear, stance=kind == "yes/no",
+    )  # fmt: skip
 
 
 _LLM_SCHEMA_TEXT = {

@@ -139,7 +139,7 @@ class AnswerKindClassifier:
         ['number']
     """
 
-    def __init__(self, C: float = 4.0, min_df: int = 2, balanced: bool = False) -> None:
+    def __init__(self, C: float = 4.0, min_df: int = 2, balanced: bool = False) -> None:  # noqa: N803
         self.C = C
         self.min_df = min_df
         self.balanced = balanced
