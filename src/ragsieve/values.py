@@ -320,6 +320,10 @@ _DATE_PATTERNS = [
     re.compile(r"\b(?P<decade>1\d{2}0|20[0-9]0)'?s\b"),
     re.compile(r"\b(?P<year>\d{1,4})\s*(?P<era>BC|BCE|B\.C\.)(?![\w])"),
     re.compile(r"(?<![\w])(?P<era>AD|A\.D\.|CE)\s*(?P<year>\d{1,4})\b"),
+    # a month named alone ("every March"): a proper noun, so capitalised ("it may rain" is no
+    # month), and spelled out (an abbreviation alone is too often something else; the table
+    # lists the twelve full names first)
+    re.compile(r"\b(?P<month>" + "|".join(m.capitalize() for m in list(_MONTHS)[:12]) + r")\b"),
     re.compile(r"(?<![\w.,$€£-])(?P<year>1\d{3}|20\d{2})(?![\w%]|[.,]\d)"),
 ]
 # A bare four-digit number is a year unless a unit follows it ("1912 metres" is a length).
@@ -336,6 +340,9 @@ def _date_value(m: re.Match[str], text: str) -> Value | None:
     if g.get("decade"):
         y = int(g["decade"])
         return Value("date", m.group(0), f"{y}s", (start, end), number=float(y), dates=((y, 0, 0),), tolerance=9.0)
+    if not g.get("year"):  # a month alone
+        mo = _MONTHS[g["month"].lower()]
+        return Value("date", m.group(0), g["month"].lower(), (start, end), dates=((0, mo, 0),))
     year = int(g["year"])
     if g.get("era") and g["era"].upper().startswith("B"):
         year = -year
@@ -650,7 +657,7 @@ def _date_match(value: Value, candidates: Sequence[Value]) -> Match | None:
             for cy, cmo, cd in c.dates:
                 if c.tolerance:
                     continue
-                if y == cy and (not mo or mo == cmo) and (not d or d == cd):
+                if (y == cy or not y) and (not mo or mo == cmo) and (not d or d == cd):
                     return Match(value, c, "exact" if c.text == value.text else "normalised")
     return None
 
