@@ -734,6 +734,42 @@ def _name_match(value: Value, evidence_tokens: Sequence[str], evidence_text: str
     return None
 
 
+# Two spellings of one name ("Tchaikovsky" / "Tschaikowsky") are this similar (difflib's ratio
+# of the folded names); a different name sharing a word ("Walther Ochsenfeld" / "Walther
+# Meissner") is well below. Set by arithmetic on such pairs, not on a benchmark.
+NAME_SPELLING_RATIO = 0.9
+
+
+def _initials(tokens: Sequence[str]) -> str:
+    return "".join(t[0] for t in tokens if t and t not in _NAME_CONNECTORS)
+
+
+def _name_variant(value: Value, evidence_values: Sequence[Value]) -> Match | None:
+    """A name the evidence states in another form: a shorter form that keeps the name's leading
+    words ("Sony" for "Sony Corporation"), an acronym of it ("IBM" for "International Business
+    Machines", and the reverse), or another spelling (:data:`NAME_SPELLING_RATIO`)."""
+    toks = tuple(t.rstrip(".") for t in value.tokens)
+    if not toks:
+        return None
+    joined = " ".join(toks)
+    for ev in evidence_values:
+        if ev.kind != "name" or not ev.tokens:
+            continue
+        etoks = tuple(t.rstrip(".") for t in ev.tokens)
+        ejoined = " ".join(etoks)
+        if len(etoks) < len(toks) and toks[: len(etoks)] == etoks and len(etoks[0]) >= 3:
+            return Match(value, ev, "variant", f"a shorter form of {value.text}")
+        if len(etoks) == 1 and len(toks) >= 2 and etoks[0] == _initials(toks):
+            return Match(value, ev, "variant", f"the initials of {value.text}")
+        if len(toks) == 1 and len(etoks) >= 2 and toks[0] == _initials(etoks):
+            return Match(value, ev, "variant", f"{value.text} is the initials of {ev.text}")
+        if min(len(joined), len(ejoined)) >= 5 and (
+            difflib.SequenceMatcher(None, joined, ejoined).ratio() >= NAME_SPELLING_RATIO
+        ):
+            return Match(value, ev, "variant", "another spelling")
+    return None
+
+
 def _identifier_match(value: Value, evidence_text: str) -> Match | None:
     ident = value.tokens[0] if value.tokens else value.text
     m = re.search(rf"(?<![\w]){re.escape(ident)}(?![\w])", evidence_text)
@@ -771,7 +807,7 @@ def find_in(value: Value, evidence: str | EvidenceValues) -> Match | None:
     if value.kind == "identifier":
         return _identifier_match(value, ev.text)
     if value.kind == "name":
-        return _name_match(value, ev.tokens, ev.text)
+        return _name_match(value, ev.tokens, ev.text) or _name_variant(value, ev.values)
     if value.kind == "date":
         return _date_match(value, ev.values)
     if value.kind == "quantity":

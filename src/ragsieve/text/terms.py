@@ -34,7 +34,7 @@ STOP_WORDS = frozenset(
         "have had not no yes so if then than which what who whom whose when where why how into onto over under "
         "about after before between during also only very can could will would shall should may might must such "
         "other both either neither each all any some more most much many same own just up out off again once "
-        "here one name named called"
+        "here one name named called year years"
     ).split()
 )
 

@@ -311,10 +311,10 @@ class ResponsivenessChecker:
         """``(value kind, value)`` pairs of the kind asked for that the question does not name
         (a choice question, "A or B?", may be answered with a name it offers)."""
         vals = self._values(answer)
-        if kind == "date":
-            pairs = [("date", v) for v in vals.get("date", [])]
-        elif kind in ("number", "quantity"):
-            pairs = [("number", v) for v in vals.get("number", [])]
+        if kind in ("date", "number", "quantity"):
+            # the numeric kinds as one: a year is a number, and the learned kind may confuse
+            # them ("at what temperature" read as a date); a name for a number is what this catches
+            pairs = [("date", v) for v in vals.get("date", [])] + [("number", v) for v in vals.get("number", [])]
         elif kind == "name":
             pairs = [("name", v) for v in vals.get("name", [])]
         else:

@@ -1,0 +1,68 @@
+"""Value grounding ties a value to the fact asked about, and matches a name in its variants,
+through ``Pipeline`` (hash embedder, keyword judge, a fake LLM with a fixed reply)."""
+
+from __future__ import annotations
+
+import pytest
+from tests.sieve.test_trust_acceptance import KeywordJudge, build_index, fixed, sieve
+
+from ragsieve.verify.grounding import ground_values
+
+CHARGER = (
+    "The Zephyr X2 battery takes 90 minutes to charge fully. With the fast charger it reaches 80 % "
+    "in 35 minutes, and the case holds two spare cells."
+)
+WALKMAN = "The Walkman, a portable cassette player, was made by Sony and first sold in Tokyo in 1979."
+NOBEL = (
+    "The 2019 Nobel Prize in Chemistry was awarded to John Goodenough, Stanley Whittingham and Akira Yoshino. "
+    "Their lithium-ion work built on cathode studies that Rachid Yazami presented at a conference in 1980."
+)
+
+
+@pytest.fixture(scope="module")
+def devices(tmp_path_factory):
+    return build_index(
+        tmp_path_factory.mktemp("devices"),
+        {"devices/zephyr.txt": CHARGER, "devices/walkman.txt": WALKMAN, "chemistry/nobel.txt": NOBEL},
+    )
+
+
+CHARGE_Q = "How long does the Zephyr X2 battery take to charge?"
+
+
+def test_a_charge_time_answered_with_the_time_to_80_percent_is_not_supported(devices):
+    judge = KeywordJudge(relevant=("zephyr",))
+    # responsiveness off: the verify stage itself judges the value
+    wrong = sieve(devices, fixed("The Zephyr X2 battery takes 35 minutes to charge [1]."), judge,
+                  responsive=False).ask(CHARGE_Q)  # fmt: skip
+    assert wrong.abstained
+    record = next(e for e in wrong.trace.stage("verify") if "sentence" in e)
+    failure = record["value_failures"][0]
+    assert failure["text"] == "35 minutes" and "80 %" in failure["other_fact"]
+    right = sieve(devices, fixed("The Zephyr X2 battery takes 90 minutes to charge [1]."), judge,
+                  responsive=False).ask(CHARGE_Q)  # fmt: skip
+    assert not right.abstained and all(c.supported for c in right.claims)
+
+
+def test_a_name_variant_of_the_right_answer_is_supported(devices):
+    judge = KeywordJudge(relevant=("walkman",))
+    ans = sieve(devices, fixed("The Walkman was made by Sony Corporation [1]."), judge).ask("Who made the Walkman?")
+    assert not ans.abstained and "Sony Corporation" in ans.text
+    assert all(c.supported and not c.value_failures for c in ans.claims)
+
+
+def test_a_prize_claimed_for_a_person_the_passage_names_elsewhere_is_not_supported(devices):
+    question = "Who was awarded the 2019 Nobel Prize in Chemistry?"
+    judge = KeywordJudge(relevant=("nobel",))
+    wrong = sieve(devices, fixed("The 2019 Nobel Prize in Chemistry was awarded to Rachid Yazami [1]."), judge,
+                  responsive=False).ask(question)  # fmt: skip
+    assert wrong.abstained
+    right = sieve(devices, fixed("The 2019 Nobel Prize in Chemistry was awarded to Akira Yoshino [1]."), judge,
+                  responsive=False).ask(question)  # fmt: skip
+    assert not right.abstained
+
+
+def test_without_the_question_a_value_anywhere_in_the_evidence_counts():
+    # the old reading, kept where no question is given (e.g. verifying a free text)
+    assert ground_values("It reaches full charge in 35 minutes.", [CHARGER]).grounded
+    assert not ground_values("It reaches full charge in 35 minutes.", [CHARGER], given=CHARGE_Q).grounded
