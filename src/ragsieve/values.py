@@ -308,6 +308,8 @@ _MONTHS = {
     "september": 9, "october": 10, "november": 11, "december": 12, "jan": 1, "feb": 2, "mar": 3, "apr": 4,
     "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12,
 }  # fmt: skip
+# month names and abbreviations, folded, to their number: the one month table
+MONTH_NUMBERS: dict[str, int] = _MONTHS
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _YEAR = r"(?P<year>\d{3,4})"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"

@@ -8,12 +8,14 @@ value of the same kind the evidence does state. :func:`apply_grounding` combines
 with a judge's verdict: a sentence with a value the evidence lacks is unsupported whatever its
 score (the check adds to the judge, it never replaces it).
 
-With the question (``given``), a value of the kind the question asks for
+With the question (``given``), a date, number or quantity of the kind the question asks for
 (:func:`ragsieve.text.kind.expected_kind`) must also be stated *about what the question asks*:
 in an evidence sentence that holds at least half of the question's predicate terms (its key
 terms less the names it asks about), and as many of them as any evidence sentence stating a
 value of that kind. A charge time answered with the
 time to 80 % (stated in the evidence, in the sentence about fast charging) is not supported.
+Names are not tied this way: an answer sentence names things besides its answer (a planet "in
+the Solar System"), and no question term tells those apart from the answer.
 Names match in their variants (:func:`ragsieve.values.find_in`: a shorter form, initials).
 
 Example:
@@ -36,6 +38,7 @@ from ragsieve.values import VALUE_KINDS, Match, Value, extract_values, find_in, 
 
 # Share of the question's key terms the evidence sentence stating the answer must hold.
 MIN_FACT_COVER = 0.5
+_NUMERIC = ("date", "number", "quantity")
 
 
 @dataclass
@@ -137,7 +140,10 @@ def ground_values(
         if match is not None and given_read is not None and find_in(value, given_read) is not None:
             checks.append(ValueCheck(value, match, given=True))
         elif match is not None:
-            other = _other_fact(value, texts, given) if given and value.kind in asked else ""
+            # numeric values only: an answer sentence names things besides its answer ("the
+            # largest planet in the Solar System"), which no question term ties to a sentence
+            tie = given and value.kind in asked and value.kind in _NUMERIC
+            other = _other_fact(value, texts, given) if tie else ""
             checks.append(ValueCheck(value, match, other_fact=other))
         elif given_read is not None and find_in(value, given_read) is not None:
             checks.append(ValueCheck(value, given=True))
