@@ -1,5 +1,6 @@
-"""Value grounding ties a value to the fact asked about, and matches a name in its variants,
-through ``Pipeline`` (hash embedder, keyword judge, a fake LLM with a fixed reply)."""
+"""Value grounding marks a value stated about another fact than the question asks (a veto only
+when asked for: ``tie_values``), and matches a name in its variants, through ``Pipeline`` (hash
+embedder, keyword judge, a fake LLM with a fixed reply) and ``verify_answer``."""
 
 from __future__ import annotations
 
@@ -30,18 +31,25 @@ def devices(tmp_path_factory):
 CHARGE_Q = "How long does the Zephyr X2 battery take to charge?"
 
 
-def test_a_charge_time_answered_with_the_time_to_80_percent_is_not_supported(devices):
+def test_a_charge_time_answered_with_the_time_to_80_percent_is_marked_and_fails_when_tied(devices):
+    from ragsieve.verify import LexicalEmbeddingJudge, verify_answer
+
     judge = KeywordJudge(relevant=("zephyr",))
-    # responsiveness off: the verify stage itself judges the value
-    wrong = sieve(devices, fixed("The Zephyr X2 battery takes 35 minutes to charge [1]."), judge,
-                  responsive=False).ask(CHARGE_Q)  # fmt: skip
-    assert wrong.abstained
-    record = next(e for e in wrong.trace.stage("verify") if "sentence" in e)
-    failure = record["value_failures"][0]
-    assert failure["text"] == "35 minutes" and "80 %" in failure["other_fact"]
-    right = sieve(devices, fixed("The Zephyr X2 battery takes 90 minutes to charge [1]."), judge,
-                  responsive=False).ask(CHARGE_Q)  # fmt: skip
-    assert not right.abstained and all(c.supported for c in right.claims)
+    wrong_reply = "The Zephyr X2 battery takes 35 minutes to charge [1]."
+    # through the sieve the tie is a signal, not a veto (its measured precision is below 0.9):
+    # the answer stands, and grounding marks the value as stated about another fact
+    ans = sieve(devices, fixed(wrong_reply), judge, responsive=False).ask(CHARGE_Q)
+    [check] = ground_values("35 minutes", [CHARGER], given=CHARGE_Q).checks
+    assert check.found and "80 %" in check.other_fact
+    assert "35 minutes" in ans.text
+    # tied (verify_answer(tie_values=True)), the value fails and says where the evidence states it
+    [verdict] = verify_answer(wrong_reply, [CHARGER], LexicalEmbeddingJudge(embedding_weight=0.0),
+                              question=CHARGE_Q, tie_values=True)  # fmt: skip
+    assert not verdict.supported and "80 %" in verdict.value_failures[0]["other_fact"]
+    right_reply = "The Zephyr X2 battery takes 90 minutes to charge [1]."
+    [right] = verify_answer(right_reply, [CHARGER], LexicalEmbeddingJudge(embedding_weight=0.0),
+                            question=CHARGE_Q, tie_values=True)  # fmt: skip
+    assert right.supported and not right.value_failures
 
 
 def test_a_name_variant_of_the_right_answer_is_supported(devices):
@@ -65,4 +73,5 @@ def test_a_name_stated_elsewhere_in_the_evidence_is_not_tied_to_the_question(dev
 def test_without_the_question_a_value_anywhere_in_the_evidence_counts():
     # the old reading, kept where no question is given (e.g. verifying a free text)
     assert ground_values("It reaches full charge in 35 minutes.", [CHARGER]).grounded
-    assert not ground_values("It reaches full charge in 35 minutes.", [CHARGER], given=CHARGE_Q).grounded
+    tied = ground_values("It reaches full charge in 35 minutes.", [CHARGER], given=CHARGE_Q, tie_to_question=True)
+    assert not tied.grounded and "stated about something else" in tied.explain()
