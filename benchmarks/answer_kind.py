@@ -198,7 +198,7 @@ def main() -> None:
         lo, hi = wilson_interval(k, n)
         return f"{100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({k}/{n})"
 
-    table = []
+    table: list[list[object]] = []
     for name, test in test_sets().items():
         pred = clf.predict([q for _, q, _ in test])
         right = sum(_right(p, k) for p, (_, _, k) in zip(pred, test, strict=True))

@@ -46,7 +46,7 @@ def conflict_records(index_dir: Path, asked: list[str]) -> list[tuple[str, dict[
     pipe = Pipeline(cfg, index=built)
     out = []
     for q in asked:
-        record = next(
+        record: dict[str, Any] = next(
             (e for e in stages_through(pipe, q).events if e.get("stage") == "conflict" and "decision" in e), {}
         )
         out.append((q, record))
@@ -68,7 +68,7 @@ def main() -> None:
     below = sum(
         1 for _, r in records for p in r.get("passages", []) if p.get("answer") and not p.get("compared", True)
     )
-    rows = [[q, str(r.get("message", ""))] for q, r in stated] or [["(none)", ""]]
+    rows: list[list[object]] = [[q, str(r.get("message", ""))] for q, r in stated] or [["(none)", ""]]
     body = (
         f"The default sieve up to its conflict stage on {len(asked)} questions about the bundled demo corpus "
         "(the 52 bundled demo questions, `ragsieve demo`'s default questions and a question about the scanning "

@@ -101,7 +101,7 @@ def main() -> None:
             record("name variant: first word initialled", f"{words[0][0]}. {' '.join(words[1:])}", evidence, question)
             record("name variant: last word alone", words[-1], evidence, question)
 
-    rows = []
+    rows: list[list[object]] = []
     for name in sorted(counts):
         with_q, without_q, n = counts[name]
         rows.append([name, str(n), pct(with_q, n), pct(without_q, n)])

@@ -78,11 +78,11 @@ def count_file(path: Path) -> tuple[int, int, int]:
                 if n >= 3:
                     lists, entries = lists + 1, entries + n
         elif isinstance(node, ast.Set | ast.List | ast.Tuple):
-            n = _strings(list(node.elts))
+            n = _strings(list(node.elts)) or 0
             if n:
                 lists, entries = lists + 1, entries + n
         elif isinstance(node, ast.Dict):
-            n = _strings(list(node.keys))
+            n = _strings(list(node.keys)) or 0
             if n:
                 lists, entries = lists + 1, entries + n
     return regexes, lists, entries

@@ -90,7 +90,7 @@ def kind_of_answer(answer: str) -> AnswerKind:
         value = max(covering, key=lambda v: v.span[1] - v.span[0])
         if value.kind == "quantity" and value.unit in _CALENDAR_UNITS and fold(text)[:1].isdigit():
             return "date"  # "the 9th century", "11th centuries": a time in history, not a duration
-        return "name" if value.kind == "identifier" else value.kind  # type: ignore[return-value]
+        return "name" if value.kind == "identifier" else value.kind
     tokens = text.split()
     capitalised = [t for t in tokens if t[:1].isupper() or t[:1].isdigit()]
     if len(tokens) <= 6 and len(capitalised) * 2 > len(tokens):

@@ -153,7 +153,7 @@ def ground_values(
             # numeric values only: an answer sentence names things besides its answer ("the
             # largest planet in the Solar System"), which no question term ties to a sentence
             tie = given and value.kind in asked and value.kind in _NUMERIC
-            other = _other_fact(value, texts, given) if tie else ""
+            other = _other_fact(value, texts, given) if tie and given else ""
             checks.append(ValueCheck(value, match, other_fact=other, tied=tie_to_question))
         elif given_read is not None and find_in(value, given_read) is not None:
             checks.append(ValueCheck(value, given=True))
