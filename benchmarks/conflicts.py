@@ -23,6 +23,7 @@ Percentages with 95% Wilson intervals. The detector's only threshold (near-dupli
 0.6) was set on the unit-test fixtures; nothing is tuned on these sets.
 
 python benchmarks/conflicts.py          # well under a minute
+python benchmarks/conflicts.py --llm-reader --llm-n 40 [--model gemma]   # the per-passage LLM reader, bounded
 
 Through the sieve (``--through-sieve``; bundled embedder and SmolLM2, llama.cpp; an LLM run):
 for WikiContradict and ConflictQA, a seeded sample of ``--n`` questions per set; one index per
@@ -253,6 +254,80 @@ def detector_alone(args: argparse.Namespace) -> None:
             "results/conflicts.md",
             "conflicts",
             "Conflicting sources: WikiContradict, ConflictQA, false conflicts",
+            body,
+        )
+
+
+def llm_reader(args: argparse.Namespace) -> None:
+    """The detector with the per-passage LLM reader (``ConflictDetector(llm=...)``) on the first
+    ``--llm-n`` questions of WikiContradict (two-passage rows), of held-out ConflictQA and of
+    held-out SQuAD 2.0 answerable (false conflicts), for one bundled model."""
+    from benchmarks.answer_kind import held_out
+    from ragsieve.config import LLMConfig
+    from ragsieve.conflict import ConflictDetector
+    from ragsieve.llm import load_llm
+
+    settings = eval_sieve_module().model_settings(args.model)
+    llm = load_llm(LLMConfig(**{**settings, "n_threads": args.threads}))
+    llm.warm_up()
+    detector = ConflictDetector(llm=llm)
+    trust = SHARED_DATA / "trust"
+    t0 = time.perf_counter()
+    rows: list[list[object]] = []
+    corpus = {r["id"]: r for r in _read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
+    flagged = precise = n = 0
+    for q in _read_jsonl(trust / "wikicontradict" / "questions.jsonl"):
+        if q.get("same_passage") or n >= args.llm_n:
+            continue
+        hits = [make_hit(p, corpus[p]["text"], corpus[p]["url"]) for p in q["gold_passage_ids"] if p in corpus]
+        report = detector.detect(q["question"], hits)
+        flagged += int(report.conflict)
+        precise += int(report.conflict and names_only(report, [q["answers"][0], q["other_answers"][0]]))
+        n += 1
+    rows.append(["WikiContradict, claims in two passages", pct(flagged, n), pct(precise, flagged)])
+    corpus = {r["id"]: r for r in _read_jsonl(trust / "conflictqa" / "corpus.jsonl")}
+    flagged = precise = n = 0
+    for q in _read_jsonl(trust / "conflictqa" / "questions.jsonl"):
+        if not held_out(q["id"]) or n >= args.llm_n:
+            continue
+        hits = [make_hit(p, corpus[p]["text"], corpus[p]["url"]) for p in q["gold_passage_ids"] if p in corpus]
+        report = detector.detect(q["question"], hits)
+        flagged += int(report.conflict)
+        precise += int(report.conflict and {g.answer for g in report.groups} == {"yes", "no"})
+        n += 1
+    rows.append(["ConflictQA, held out", pct(flagged, n), pct(precise, flagged)])
+    paragraphs = list(_read_jsonl(trust / "squad2" / "corpus.jsonl"))
+    index = {p["id"]: k for k, p in enumerate(paragraphs)}
+    false = n = 0
+    for q in _read_jsonl(trust / "squad2" / "questions.jsonl"):
+        k = index.get(q.get("gold_passage_id", ""))
+        if not q.get("answerable") or not held_out(q["id"]) or k is None or n >= args.llm_n:
+            continue
+        gold = paragraphs[k]
+        nxt = paragraphs[k + 1] if k + 1 < len(paragraphs) and paragraphs[k + 1]["title"] == gold["title"] else (
+            paragraphs[k - 1])  # fmt: skip
+        hits = [
+            make_hit(gold["id"], gold["text"], "https://site-a.example/" + gold["id"]),
+            make_hit(nxt["id"], nxt["text"], "https://site-b.example/" + nxt["id"]),
+        ]
+        false += int(detector.detect(q["question"], hits).conflict)
+        n += 1
+    rows.append(["SQuAD 2.0 answerable, held out (false conflicts)", pct(false, n), "–"])
+    label = model_label(args.model)
+    body = (
+        f"ConflictDetector with the per-passage LLM reader ({label}, llama.cpp, {args.threads} thread(s); short "
+        "constrained JSON per passage, an answer kept only where the passage states it in a sentence holding the "
+        f"question's key terms), policy `both`, passages given directly; the first {args.llm_n} questions of each "
+        f"set (bounded: an LLM run on a shared CPU). {time.perf_counter() - t0:.0f} s in all. Percentages with "
+        "95% Wilson intervals; conflict precision as in the section above.\n\n"
+        + markdown_table(["set", "conflict flagged", "conflict precision"], rows)
+    )
+    print(body)
+    if not args.no_write:
+        write_section(
+            "results/conflicts.md",
+            f"conflicts-llm-reader-{args.model}",
+            f"Conflicting sources: the LLM reader ({label})",
             body,
         )
 
@@ -777,9 +852,15 @@ def main() -> None:
         default=ROOT / "runs" / "calibration",
         help="folder of benchmarks/calibration.py's caches (squad2/, hotpotqa/) read for false conflicts",
     )
+    parser.add_argument(
+        "--llm-reader", action="store_true", help="detector with the per-passage LLM reader of --model (bounded)"
+    )
+    parser.add_argument("--llm-n", type=int, default=40, help="LLM reader: questions per set")
     args = parser.parse_args()
     if args.through_sieve:
         through_sieve(args)
+    elif args.llm_reader:
+        llm_reader(args)
     else:
         detector_alone(args)
 

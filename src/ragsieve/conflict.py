@@ -4,12 +4,18 @@ Selection that keeps one passage of a contradicting pair throws away the signal 
 :class:`ConflictDetector` isolates, then aggregates:
 
 1. **isolate** – for each passage, the answer it supports *on its own*
-   (:func:`passage_answer`): a value of the kind the question asks for (a year for "when", a
-   name for "who", a number for "how many"; :mod:`ragsieve.values`) in the passage's sentence
-   that best covers the question's key terms, nearest to them, never a value the question
-   itself states; a passage that does not name the question's own entities answers nothing
-   (it is about something else). With an :class:`ragsieve.llm.base.LLM` the short answer is
-   asked of the model instead, constrained to JSON, and kept only where the passage states it;
+   (:func:`passage_answer`): a value of the kind the question asks for (the learned
+   :func:`ragsieve.text.kind.expected_kind`: a date, number, quantity, name or yes/no; a
+   question asking for a description has no single value to compare) in the passage's sentence
+   that best covers the question's key terms, nearest to them in the clause that holds them,
+   never a value the question itself states; a passage that does not name the question's own
+   entities answers nothing (it is about something else). With an
+   :class:`ragsieve.llm.base.LLM` the short answer is asked of the model instead, constrained
+   to JSON, and kept only where the passage states it. An answer takes part in a disagreement
+   only above a bar (:attr:`PassageAnswer.states_answer`): its sentence holds every key term of
+   the question (:data:`CONFLICT_TERM_COVER`) and its clause states one value of the asked kind
+   (a list of laureates, or two thresholds in one clause, is not one answer); below the bar it
+   is recorded in the report, not compared. An unclear case is not a conflict;
 2. **aggregate** – passages are grouped by normalised answer (``"June 1931"`` and ``"1931"``
    are one answer), and each group counts *independent* sources
    (:func:`independent_sources`: passages from one site/host/document, or near-duplicate
