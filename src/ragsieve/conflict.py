@@ -4,12 +4,18 @@ Selection that keeps one passage of a contradicting pair throws away the signal 
 :class:`ConflictDetector` isolates, then aggregates:
 
 1. **isolate** – for each passage, the answer it supports *on its own*
-   (:func:`passage_answer`): a value of the kind the question asks for (a year for "when", a
-   name for "who", a number for "how many"; :mod:`ragsieve.values`) in the passage's sentence
-   that best covers the question's key terms, nearest to them, never a value the question
-   itself states; a passage that does not name the question's own entities answers nothing
-   (it is about something else). With an :class:`ragsieve.llm.base.LLM` the short answer is
-   asked of the model instead, constrained to JSON, and kept only where the passage states it;
+   (:func:`passage_answer`): a value of the kind the question asks for (the learned
+   :func:`ragsieve.text.kind.expected_kind`: a date, number, quantity, name or yes/no; a
+   question asking for a description has no single value to compare) in the passage's sentence
+   that best covers the question's key terms, nearest to them in the clause that holds them,
+   never a value the question itself states; a passage that does not name the question's own
+   entities answers nothing (it is about something else). With an
+   :class:`ragsieve.llm.base.LLM` the short answer is asked of the model instead, constrained
+   to JSON, and kept only where the passage states it. An answer takes part in a disagreement
+   only above a bar (:attr:`PassageAnswer.states_answer`): its sentence holds every key term of
+   the question (:data:`CONFLICT_TERM_COVER`) and its clause states one value of the asked kind
+   (a list of laureates, or two thresholds in one clause, is not one answer); below the bar it
+   is recorded in the report, not compared. An unclear case is not a conflict;
 2. **aggregate** – passages are grouped by normalised answer (``"June 1931"`` and ``"1931"``
    are one answer), and each group counts *independent* sources
    (:func:`independent_sources`: passages from one site/host/document, or near-duplicate
@@ -43,95 +49,60 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 from urllib.parse import urldefrag, urlparse
 
 from ragsieve.config import ConflictPolicy
 from ragsieve.errors import ConfigError, LLMOutputError
+from ragsieve.text.kind import VALUE_KINDS_FOR, AnswerKind, expected_kind  # noqa: F401  (re-exported)
+from ragsieve.text.terms import NEGATIONS, key_terms, stems, words
 from ragsieve.types import SearchHit
-from ragsieve.values import Value, extract_values, find_in, fold
+from ragsieve.values import Value, extract_values, find_in
 
 logger = logging.getLogger(__name__)
 
 CONFLICT_POLICIES: tuple[str, ...] = get_args(ConflictPolicy)
 # decisions on several answer groups that are not a disagreement between sources
 NOT_A_DISAGREEMENT: tuple[str, ...] = ("one-document", "different-kinds")
-AnswerKind = Literal["date", "number", "name", "polar", "any"]
-
 # Near-duplicate threshold on the Jaccard similarity of word 3-shingles. Chosen on the unit-test
 # fixtures and by arithmetic, not on a benchmark: one changed word in a 40-word passage changes
 # 3 of 38 shingles (Jaccard ~0.85), light copy-editing stays above ~0.7, while two passages
 # that merely share a topic sit below 0.2.
 NEAR_DUPLICATE_JACCARD = 0.6
 
-# Share of the question's key terms an answering sentence must hold.
+# Share of the question's key terms a sentence must hold for its value to be read as the
+# passage's answer (what an extraction from a pasted passage needs).
 MIN_TERM_COVER = 0.5
+# Share a sentence must hold for its answer to count in a disagreement: all of them. A passage
+# whose sentence leaves out part of what is asked (the year of a prize, "super" of
+# superhydrophobic) may be answering a neighbouring question; it is recorded, not compared.
+CONFLICT_TERM_COVER = 1.0
 
-_WORD_RE = re.compile(r"[^\W_]+")
-_STOP = frozenset(
-    (  # noqa: SIM905
-        "a an the of in on at to for from by with and or is are was were be been being it its this that these "
-        "those as which who whom whose what when where why how do does did has have had not no but also can "
-        "could will would may might there their they he she his her them than then so such about into over "
-        "under i you we our your my me us year years first many much long old far tall big large one name "
-        "named called"
-    ).split()
+# Clause boundaries inside a sentence: a value belongs to the clause that holds the question's
+# terms ("Construction began in 1927, and the bridge opened in 1931").
+_CLAUSE_RE = re.compile(
+    r"\s*[;:]\s+|,\s+(?=(?:and|but|while|whereas|although|though|which)\b)|\s+(?=(?:while|whereas)\b)"
 )
-_NEGATIONS = frozenset("not no never none neither nor cannot can't isn't wasn't aren't weren't doesn't didn't".split())  # noqa: SIM905
 
 
 # ----------------------------------------------------------------------------- question analysis
-def expected_kind(question: str) -> AnswerKind:
-    """The kind of value the question asks for."""
-    q = question.strip().lower()
-    from ragsieve.generate.polar import is_polar_question
-
-    if re.search(r"\b(when|what year|which year|what date|which date|in what year|what decade|which century)\b", q):
-        return "date"
-    if re.search(
-        r"\bhow (many|much|long|far|tall|high|old|big|large|heavy|deep|wide|fast)\b|\bwhat (percentage|number)\b", q
-    ):
-        return "number"
-    if re.search(r"\b(who|whom|whose|where)\b|\b(what|which) (city|country|state|town|place|company|team|person)\b", q):
-        return "name"
-    if is_polar_question(question):
-        return "polar"
-    return "any"
-
-
-def _stem(word: str) -> str:
-    # Light suffix folding ("opened" ~ "open", "bridges" ~ "bridge"): enough to find the
-    # question's predicate in a passage, without a stemmer dependency.
-    for suffix in ("ings", "ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
 def _stems(text: str) -> list[str]:
-    """Folded, suffix-folded words."""
-    return [_stem(w) for w in _WORD_RE.findall(fold(text))]
+    return stems(text)
 
 
-def key_terms(question: str) -> set[str]:
-    """The question's content words, folded (what a passage must talk about)."""
-    return {_stem(w) for w in _WORD_RE.findall(fold(question)) if w not in _STOP and len(w) > 1}
-
-
-def _kinds_for(kind: AnswerKind) -> tuple[str, ...]:
-    return {
-        "date": ("date",),
-        "number": ("number", "quantity"),
-        "name": ("name",),
-        "any": ("date", "quantity", "number", "name"),
-        "polar": (),
-    }[kind]
+def _clauses(sentence: str) -> list[str]:
+    return [c for c in _CLAUSE_RE.split(sentence) if c and c.strip()] or [sentence]
 
 
 # ----------------------------------------------------------------------------- isolate
 @dataclass
 class PassageAnswer:
-    """What one passage answers on its own (``value`` is ``None`` when it answers nothing)."""
+    """What one passage answers on its own (``value`` is ``None`` when it answers nothing).
+
+    ``cover``: the share of the question's key terms its answering sentence holds; ``clear``:
+    whether the clause that answers states one value of the asked kind (a list of names, or a
+    clause giving two thresholds, is not one answer). Only an answer with full cover that is
+    clear counts in a disagreement (:attr:`states_answer`)."""
 
     position: int  # 1-based, as the passages are numbered to the reader
     chunk_id: str
@@ -141,6 +112,17 @@ class PassageAnswer:
     sentence: str = ""
     reason: str = ""
     by: str = "extract"  # "extract" | "llm"
+    cover: float = 0.0
+    clear: bool = True
+    stance: bool = False  # a yes/no stance rather than a value
+
+    @property
+    def states_answer(self) -> bool:
+        """Whether this answer may take part in a disagreement: a clear value in a sentence with
+        all the question's key terms; a model's yes/no stance reads the whole passage, which needs
+        a sentence with half of them (it is about the question)."""
+        bar = MIN_TERM_COVER if self.stance and self.by == "llm" else CONFLICT_TERM_COVER
+        return self.value is not None and self.clear and self.cover >= bar
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -152,11 +134,14 @@ class PassageAnswer:
             "sentence": self.sentence,
             "reason": self.reason,
             "by": self.by,
+            "cover": round(self.cover, 3),
+            "clear": self.clear,
+            "compared": self.states_answer,
         }
 
 
 def _sentences(text: str) -> list[tuple[int, str]]:
-    from ragsieve.ingest import split_sentences
+    from ragsieve.sentences import split_sentences
 
     out: list[tuple[int, str]] = []
     pos = 0
@@ -167,9 +152,9 @@ def _sentences(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _polar_stance(sentence: str) -> str:
-    words = set(re.findall(r"[a-z']+", sentence.lower()))
-    return "no" if words & _NEGATIONS else "yes"
+def _polar_stance(clause: str) -> str:
+    # a negation in the clause that holds the question's terms, not anywhere in the sentence
+    return "no" if set(words(clause)) & NEGATIONS else "yes"
 
 
 def _not_about(question: str, q_names: Sequence[Value], text: str) -> str:
@@ -214,11 +199,19 @@ def answering_sentence(question: str, text: str) -> str | None:
     predicate = _predicate(terms, q_names)
     best: tuple[float, str] | None = None
     for _, sentence in _sentences(text):
-        words = set(_stems(sentence))
-        cover = len(terms & words) / max(1, len(terms))
-        if cover >= MIN_TERM_COVER and predicate & words and (best is None or cover > best[0]):
+        sentence_words = set(_stems(sentence))
+        cover = len(terms & sentence_words) / max(1, len(terms))
+        if cover >= MIN_TERM_COVER and predicate & sentence_words and (best is None or cover > best[0]):
             best = (cover, sentence)
     return best[1] if best else None
+
+
+def _distinct(values: Sequence[Value]) -> list[Value]:
+    out: list[Value] = []
+    for v in values:
+        if not any(find_in(v, o.text) is not None or find_in(o, v.text) is not None for o in out):
+            out.append(v)
+    return out
 
 
 def passage_answer(
@@ -228,12 +221,19 @@ def passage_answer(
 
     The passage must name every proper name of the question (else it is about another entity
     and answers nothing); a question without one must have all its key terms in the passage.
-    Its answer is, in the sentence that covers the most key terms, the value of the expected
-    kind nearest to the key terms, never one the question states.
+    A question that asks for a description (:func:`ragsieve.text.kind.expected_kind`) has no
+    single value to read. Otherwise the answer is, in the sentence that covers the most key terms
+    (at least half of them and a predicate term), the value of the expected kind nearest to the
+    question's terms inside the clause that holds them, never one the question states. ``cover``
+    and ``clear`` say whether the answer is firm enough to be compared
+    (:attr:`PassageAnswer.states_answer`).
     """
     kind = expected_kind(question)
     q_names = [v for v in extract_values(question, ("name",))]
     base = PassageAnswer(position, chunk_id, source, None, "")
+    if kind == "description":
+        base.reason = "the question asks for a description, not one value"
+        return base
     off_topic = _not_about(question, q_names, text)
     if off_topic:
         base.reason = off_topic
@@ -241,38 +241,59 @@ def passage_answer(
     terms = key_terms(question)
     predicate = _predicate(terms, q_names)
     q_values = extract_values(question)
-    best: tuple[float, Value, str] | None = None
+    # (score, cover, value, sentence, clear)
+    best: tuple[float, float, Value, str, bool] | None = None
     for _, sentence in _sentences(text):
-        words = _stems(sentence)
-        cover = len(terms & set(words)) / max(1, len(terms))
+        sentence_words = set(_stems(sentence))
+        cover = len(terms & sentence_words) / max(1, len(terms))
         # a sentence answers the question only if it is about what is asked, not merely about
         # the same entity: it holds a predicate term and at least half of the key terms
         # (a fixed rule, chosen before any benchmark was run)
-        if cover < MIN_TERM_COVER or not predicate & set(words):
+        if cover < MIN_TERM_COVER or not predicate & sentence_words:
             continue
-        if kind == "polar":
-            if best is None or cover > best[0]:
-                stance = _polar_stance(sentence)
-                best = (cover, Value("name", stance, stance, (0, 0), tokens=(stance,)), sentence)
+        clauses = _clauses(sentence)
+        clause = max(clauses, key=lambda c: (len(terms & set(_stems(c))), -clauses.index(c)))
+        if kind == "yes/no":
+            if best is None or cover > best[1]:
+                stance = _polar_stance(clause)
+                best = (cover, cover, Value("name", stance, stance, (0, 0), tokens=(stance,)), sentence, True)
             continue
-        positions = [i for i, w in enumerate(words) if w in predicate] or [i for i, w in enumerate(words) if w in terms]
-        for v in extract_values(sentence, _kinds_for(kind)):
-            if any(find_in(v, qv.text) is not None for qv in q_values if qv.kind == v.kind) or (
-                v.kind == "name" and set(_stems(v.text)) <= terms
-            ):
-                continue  # the question's own entity is not its answer
+        clause_words = _stems(clause)
+        positions = [i for i, w in enumerate(clause_words) if w in predicate] or [
+            i for i, w in enumerate(clause_words) if w in terms
+        ]
+        candidates = [
+            v
+            for v in extract_values(clause, VALUE_KINDS_FOR[kind])
+            # the question's own entity or value is not its answer
+            if not any(find_in(v, qv.text) is not None for qv in q_values if qv.kind == v.kind)
+            and not (v.kind == "name" and set(_stems(v.text)) <= terms)
+        ]
+        # values of the kind asked for first: for "how long", a length, not the count of piers
+        # beside it ("312 metres long and stands on nine piers")
+        candidates = [v for v in candidates if v.kind == VALUE_KINDS_FOR[kind][0]] or candidates
+        clear = len(_distinct(candidates)) == 1
+        for v in candidates:
             # token index of the value: count words before its span; a value after the
             # predicate ("opened in 1931") is preferred to one before it by half a word
-            idx = len(_WORD_RE.findall(fold(sentence[: v.span[0]])))
+            idx = len(words(clause[: v.span[0]]))
             dist = min((abs(idx - p) + (0.5 if idx < p else 0.0) for p in positions), default=50.0)
             score = cover - 0.01 * dist
             if best is None or score > best[0]:
-                best = (score, v, sentence)
+                best = (score, cover, v, sentence, clear)
     if best is None:
         base.reason = f"states no {kind} near the question's terms"
         return base
-    _, value, sentence = best
-    return PassageAnswer(position, chunk_id, source, value, value.norm, sentence, "extracted")
+    _, cover, value, sentence, clear = best
+    reason = "extracted"
+    if not clear:
+        reason = "extracted; the answering clause states several values of the kind asked for (not compared)"
+    elif cover < CONFLICT_TERM_COVER:
+        reason = f"extracted; the sentence holds {cover:.0%} of the question's key terms (not compared)"
+    return PassageAnswer(
+        position, chunk_id, source, value, value.norm, sentence, reason,
+        cover=cover, clear=clear, stance=kind == "yes/no",
+    )  # fmt: skip
 
 
 _LLM_SCHEMA_TEXT = {
@@ -292,7 +313,11 @@ def llm_passage_answer(
 ) -> PassageAnswer:
     """The model's short answer from this passage alone, kept only where the passage states it."""
     kind = expected_kind(question)
-    polar = kind == "polar"
+    polar = kind == "yes/no"
+    if kind == "description":
+        return PassageAnswer(
+            position, chunk_id, source, None, "", reason="the question asks for a description, not one value", by="llm"
+        )
     prompt = [
         {
             "role": "system",
@@ -309,23 +334,41 @@ def llm_passage_answer(
     answer = str(reply.get("answer", "")).strip()
     if not answer or answer.lower() == "unknown":
         return PassageAnswer(position, chunk_id, source, None, "", reason="the model found no answer", by="llm")
+    terms = key_terms(question)
     if polar:
         low = answer.lower()
-        return PassageAnswer(position, chunk_id, source, Value("name", low, low, (0, 0), tokens=(low,)), low, by="llm")
-    values = extract_values(answer, _kinds_for(kind)) or extract_values(answer)
-    grounded = [v for v in values if find_in(v, text) is not None]
-    if not grounded:
+        cover = max((len(terms & set(_stems(s))) / max(1, len(terms)) for _, s in _sentences(text)), default=0.0)
         return PassageAnswer(
             position,
             chunk_id,
             source,
-            None,
-            "",
-            reason=f"the model's answer {answer!r} is not in the passage",
+            Value("name", low, low, (0, 0), tokens=(low,)),
+            low,
             by="llm",
+            cover=cover,
+            stance=True,
         )
-    v = grounded[0]
-    return PassageAnswer(position, chunk_id, source, v, v.norm, reason="model answer, found in the passage", by="llm")
+    values = extract_values(answer, VALUE_KINDS_FOR[kind])
+    grounded = [v for v in values if find_in(v, text) is not None]
+    if grounded:
+        # the model's value counts in a disagreement only where the passage states it in a
+        # sentence that holds the question's terms (as an extracted one)
+        v = grounded[0]
+        stating = [s for _, s in _sentences(text) if find_in(v, s) is not None]
+        cover = max((len(terms & set(_stems(s))) / max(1, len(terms)) for s in stating), default=0.0)
+        sentence = max(stating, key=lambda s: len(terms & set(_stems(s))), default="")
+        return PassageAnswer(
+            position, chunk_id, source, v, v.norm, sentence, "model answer, found in the passage", "llm", cover=cover
+        )
+    return PassageAnswer(
+        position,
+        chunk_id,
+        source,
+        None,
+        "",
+        reason=f"the model's answer {answer!r} is not in the passage",
+        by="llm",
+    )
 
 
 # ----------------------------------------------------------------------------- independent sources
@@ -382,10 +425,10 @@ def contradicts(a: AnswerGroup, b: AnswerGroup) -> bool:
 
 
 def _shingles(text: str, n: int = 3) -> set[tuple[str, ...]]:
-    words = _WORD_RE.findall(fold(text))
-    if len(words) < n:
-        return {tuple(words)}
-    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+    tokens = words(text)
+    if len(tokens) < n:
+        return {tuple(tokens)}
+    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
 
 
 def jaccard(a: str, b: str) -> float:
@@ -616,7 +659,9 @@ class ConflictDetector:
         report = ConflictReport(question, expected_kind(question), self.policy, answers)
         clusters: list[list[PassageAnswer]] = []
         for a in answers:
-            if a.value is None:
+            # an answer below the bar (part of the question's terms, several values in its
+            # clause) stays in the report's passages for the trace and is not compared
+            if not a.states_answer:
                 continue
             for cl in clusters:
                 if any(_same_answer(a, b) for b in cl):

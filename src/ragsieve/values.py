@@ -308,6 +308,8 @@ _MONTHS = {
     "september": 9, "october": 10, "november": 11, "december": 12, "jan": 1, "feb": 2, "mar": 3, "apr": 4,
     "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12,
 }  # fmt: skip
+# month names and abbreviations, folded, to their number: the one month table
+MONTH_NUMBERS: dict[str, int] = _MONTHS
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _YEAR = r"(?P<year>\d{3,4})"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
@@ -320,6 +322,10 @@ _DATE_PATTERNS = [
     re.compile(r"\b(?P<decade>1\d{2}0|20[0-9]0)'?s\b"),
     re.compile(r"\b(?P<year>\d{1,4})\s*(?P<era>BC|BCE|B\.C\.)(?![\w])"),
     re.compile(r"(?<![\w])(?P<era>AD|A\.D\.|CE)\s*(?P<year>\d{1,4})\b"),
+    # a month named alone ("every March"): a proper noun, so capitalised ("it may rain" is no
+    # month), and spelled out (an abbreviation alone is too often something else; the table
+    # lists the twelve full names first)
+    re.compile(r"\b(?P<month>" + "|".join(m.capitalize() for m in list(_MONTHS)[:12]) + r")\b"),
     re.compile(r"(?<![\w.,$€£-])(?P<year>1\d{3}|20\d{2})(?![\w%]|[.,]\d)"),
 ]
 # A bare four-digit number is a year unless a unit follows it ("1912 metres" is a length).
@@ -336,6 +342,9 @@ def _date_value(m: re.Match[str], text: str) -> Value | None:
     if g.get("decade"):
         y = int(g["decade"])
         return Value("date", m.group(0), f"{y}s", (start, end), number=float(y), dates=((y, 0, 0),), tolerance=9.0)
+    if not g.get("year"):  # a month alone
+        mo = _MONTHS[g["month"].lower()]
+        return Value("date", m.group(0), g["month"].lower(), (start, end), dates=((0, mo, 0),))
     year = int(g["year"])
     if g.get("era") and g["era"].upper().startswith("B"):
         year = -year
@@ -650,7 +659,7 @@ def _date_match(value: Value, candidates: Sequence[Value]) -> Match | None:
             for cy, cmo, cd in c.dates:
                 if c.tolerance:
                     continue
-                if y == cy and (not mo or mo == cmo) and (not d or d == cd):
+                if (y == cy or not y) and (not mo or mo == cmo) and (not d or d == cd):
                     return Match(value, c, "exact" if c.text == value.text else "normalised")
     return None
 
@@ -727,6 +736,42 @@ def _name_match(value: Value, evidence_tokens: Sequence[str], evidence_text: str
     return None
 
 
+# Two spellings of one name ("Tchaikovsky" / "Tschaikowsky") are this similar (difflib's ratio
+# of the folded names); a different name sharing a word ("Walther Ochsenfeld" / "Walther
+# Meissner") is well below. Set by arithmetic on such pairs, not on a benchmark.
+NAME_SPELLING_RATIO = 0.9
+
+
+def _initials(tokens: Sequence[str]) -> str:
+    return "".join(t[0] for t in tokens if t and t not in _NAME_CONNECTORS)
+
+
+def _name_variant(value: Value, evidence_values: Sequence[Value]) -> Match | None:
+    """A name the evidence states in another form: a shorter form that keeps the name's leading
+    words ("Sony" for "Sony Corporation"), an acronym of it ("IBM" for "International Business
+    Machines", and the reverse), or another spelling (:data:`NAME_SPELLING_RATIO`)."""
+    toks = tuple(t.rstrip(".") for t in value.tokens)
+    if not toks:
+        return None
+    joined = " ".join(toks)
+    for ev in evidence_values:
+        if ev.kind != "name" or not ev.tokens:
+            continue
+        etoks = tuple(t.rstrip(".") for t in ev.tokens)
+        ejoined = " ".join(etoks)
+        if len(etoks) < len(toks) and toks[: len(etoks)] == etoks and len(etoks[0]) >= 3:
+            return Match(value, ev, "variant", f"a shorter form of {value.text}")
+        if len(etoks) == 1 and len(toks) >= 2 and etoks[0] == _initials(toks):
+            return Match(value, ev, "variant", f"the initials of {value.text}")
+        if len(toks) == 1 and len(etoks) >= 2 and toks[0] == _initials(etoks):
+            return Match(value, ev, "variant", f"{value.text} is the initials of {ev.text}")
+        if min(len(joined), len(ejoined)) >= 5 and (
+            difflib.SequenceMatcher(None, joined, ejoined).ratio() >= NAME_SPELLING_RATIO
+        ):
+            return Match(value, ev, "variant", "another spelling")
+    return None
+
+
 def _identifier_match(value: Value, evidence_text: str) -> Match | None:
     ident = value.tokens[0] if value.tokens else value.text
     m = re.search(rf"(?<![\w]){re.escape(ident)}(?![\w])", evidence_text)
@@ -764,7 +809,7 @@ def find_in(value: Value, evidence: str | EvidenceValues) -> Match | None:
     if value.kind == "identifier":
         return _identifier_match(value, ev.text)
     if value.kind == "name":
-        return _name_match(value, ev.tokens, ev.text)
+        return _name_match(value, ev.tokens, ev.text) or _name_variant(value, ev.values)
     if value.kind == "date":
         return _date_match(value, ev.values)
     if value.kind == "quantity":

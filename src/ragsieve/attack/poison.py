@@ -483,7 +483,10 @@ class AssertionWriter(LLMWriter):
         """The deterministic assertion for passage ``i`` of ``target``."""
         from ragsieve.verify.responsive import expected_kind
 
-        kind = expected_kind(target.question)
+        # the text layer's kinds; a name may be a person's or a place's (person's templates)
+        kind = {"name": "person", "number": "quantity", "description": "open"}.get(
+            expected_kind(target.question), expected_kind(target.question)
+        )
         templates = _ASSERTIONS.get(kind, _ASSERTIONS["open"])
         subject = question_subject(target.question)
         return _capitalised(_rng(self.seed, "assert", target.id, i).choice(templates).format(s=subject,

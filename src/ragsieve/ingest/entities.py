@@ -12,9 +12,8 @@ Example:
 
 Rules, in order of confidence:
 
-* **date**: ISO dates (``1903-12-10``), day-month-year and month-day-year with month
-  names (``10 December 1903``, ``December 10, 1903``), month-year (``December 1903``),
-  numeric ``10/12/1903``, and four-digit years 1000-2099 standing alone.
+* **date**: the dates :func:`ragsieve.values.extract_values` reads (ISO, day-month-year and
+  month-day-year, month-year, numeric, years, decades, BC/AD, a capitalised month alone).
 * **person**: an honorific followed by capitalised words (``Dr. Jane Smith``), or two to
   four capitalised words whose first is a known given name (``Albert Einstein``), or a
   capitalised pair followed by a person verb (``Lise Meitner discovered``).
@@ -28,20 +27,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-ENTITY_TYPES = ("person", "date", "place")
+from ragsieve.values import MONTH_NUMBERS
 
-_MONTHS = (
-    "January|February|March|April|May|June|July|August|September|October|November|December|"
-    "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
-)
-_DATE_PATTERNS = [
-    re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
-    re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\.?,?\s+\d{{3,4}}\b"),
-    re.compile(rf"\b(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{3,4}}\b"),
-    re.compile(rf"\b(?:{_MONTHS})\.?\s+\d{{4}}\b"),
-    re.compile(r"\b\d{1,2}/\d{1,2}/\d{2,4}\b"),
-    re.compile(r"\b(?:1\d{3}|20\d{2})s?\b"),
-]
+ENTITY_TYPES = ("person", "date", "place")
 
 _HONORIFICS = r"(?:Dr|Mr|Mrs|Ms|Prof|Professor|Sir|Dame|Lord|Lady|King|Queen|President|Saint|St|Pope|General)"
 _CAP = r"[A-Z][a-zA-Z'\-]+"
@@ -426,7 +414,7 @@ _NOT_NAMES = frozenset(
         "saturday",
         "sunday",
     ]
-) | frozenset(m.lower() for m in _MONTHS.split("|"))
+) | frozenset(MONTH_NUMBERS)
 _WORD_RE = re.compile(r"\b[A-Z][a-zA-Z'\-]+\b")
 
 
@@ -441,17 +429,11 @@ def _dedupe(items: list[str]) -> list[str]:
     return out
 
 
-def _dates(text: str) -> tuple[list[str], list[tuple[int, int]]]:
-    found: list[tuple[int, int, str]] = []
-    taken: list[tuple[int, int]] = []
-    for pattern in _DATE_PATTERNS:
-        for m in pattern.finditer(text):
-            if any(s <= m.start() < e or s < m.end() <= e for s, e in taken):
-                continue
-            taken.append((m.start(), m.end()))
-            found.append((m.start(), m.end(), m.group(0)))
-    found.sort()
-    return [f[2] for f in found], taken
+def _dates(text: str) -> list[str]:
+    """The dates :mod:`ragsieve.values` reads (the one value extractor), in order."""
+    from ragsieve.values import extract_values
+
+    return [v.text for v in sorted(extract_values(text, ("date",)), key=lambda v: v.span)]
 
 
 def _strip_leading_stopwords(name: str) -> str:
@@ -505,7 +487,7 @@ def _places(text: str, exclude: set[str]) -> list[str]:
 
 @lru_cache(maxsize=4096)
 def _extract_cached(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    dates, _spans = _dates(text)
+    dates = _dates(text)
     people = _people(text)
     exclude = set(people) | set(dates) | {w for p in people for w in p.split()}
     places = [p for p in _places(text, exclude) if not re.fullmatch(r"[\d\s]+", p)]

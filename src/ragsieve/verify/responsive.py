@@ -4,10 +4,9 @@ Support checks ask whether an answer's sentences agree with the evidence they ci
 a reply that restates the question, one that pastes a cited passage, or one that gives a name
 where a year was asked. :class:`ResponsivenessChecker` asks the other question:
 
-1. the **kind** of answer the question asks for (:func:`expected_kind`): ``date`` (when, what
-   year), ``quantity`` (how many, how much, how long ...), ``person`` (who), ``place`` (where,
-   which city ...), ``yes/no`` (a polar question, :func:`ragsieve.generate.polar.is_polar_question`)
-   or ``open`` (what, which, why ...);
+1. the **kind** of answer the question asks for (:func:`expected_kind`, the text layer's learned
+   classifier, :mod:`ragsieve.text.kind`): ``date``, ``number``, ``quantity``, ``name``,
+   ``yes/no`` or ``description``;
 2. a **pasted passage**: the answer opens with a marker or an ``Evidence:`` label and copies
    the evidence, or one contiguous run copied from an evidence text covers most of a long answer;
 3. a **restated question**: the answer adds no content word to the question's;
@@ -15,9 +14,9 @@ where a year was asked. :class:`ResponsivenessChecker` asks the other question:
    already name (``wrong_kind`` otherwise), and at least one such value is found in the
    evidence the answer cites, after normalisation (``ungrounded`` otherwise).
 
-Values come from :func:`extract_values` (years and dates, numbers with number words, and
-capitalised names), a small typed extractor kept behind one function so a richer one can
-replace it (``ResponsivenessChecker(extract=...)``).
+Values come from :func:`extract_values` (:mod:`ragsieve.values`, the one value extractor: dates,
+numbers with number words and units, names), behind one function so a richer one can replace it
+(``ResponsivenessChecker(extract=...)``).
 
 The policy for a generation stage is :func:`answer_responsively`: generate, clean
 (:func:`ragsieve.generate.cleanup.clean_answer`), check; regenerate once with an instruction
@@ -39,14 +38,16 @@ Example:
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from ragsieve.generate.cleanup import LABEL_OPEN_RE
-from ragsieve.generate.polar import AUXILIARIES, is_polar_question, starts_with_polarity
+from ragsieve.generate.polar import starts_with_polarity
+from ragsieve.text.kind import ANSWER_KINDS, AnswerKind, expected_kind
+from ragsieve.text.terms import STOP_WORDS, stem
 from ragsieve.types import SearchHit
+from ragsieve.values import fold
 
 __all__ = [
     "EXTRACTABLE_KINDS",
@@ -70,65 +71,17 @@ __all__ = [
     "typed_values",
 ]
 
-AnswerKind = Literal["date", "quantity", "person", "place", "yes/no", "open"]
-KINDS: tuple[str, ...] = ("date", "quantity", "person", "place", "yes/no", "open")
+KINDS: tuple[str, ...] = ANSWER_KINDS
 # What a kind looks like in plain words (abstention messages, retry instructions).
-KIND_WORDS = {"date": "a date or year", "quantity": "a number or amount", "person": "a person or name",
-              "place": "a place", "yes/no": "a yes or no", "open": "an answer"}
+KIND_WORDS = {"date": "a date or year", "number": "a number", "quantity": "a number or amount",
+              "name": "a name", "yes/no": "a yes or no", "description": "an answer"}
 
 _INTERROGATIVES = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
-_DATE_NOUNS = frozenset({"year", "years", "date", "decade", "century", "month", "day", "era", "period", "time",
-                         "timeframe", "season"})
-_QUANTITY_HOW = frozenset({"many", "much", "long", "old", "far", "tall", "big", "large", "high", "deep", "fast",
-                           "heavy", "wide", "often", "hot", "cold", "thick", "small", "short", "low"})
-_QUANTITY_NOUNS = frozenset({"number", "population", "amount", "count", "percentage", "percent", "proportion",
-                             "share", "size", "length", "height", "area", "distance", "temperature", "weight",
-                             "mass", "speed", "cost", "price", "value", "age", "duration", "capacity", "rate",
-                             "depth", "width", "diameter", "radius", "volume", "frequency", "wavelength"})
-_PLACE_NOUNS = frozenset({"city", "country", "town", "state", "continent", "island", "region", "place", "village",
-                          "province", "county", "location", "nation", "capital", "river", "mountain", "lake",
-                          "sea", "ocean", "district", "neighbourhood", "neighborhood", "territory"})
-_PERSON_NOUNS = frozenset({"person", "man", "woman", "scientist", "author", "writer", "inventor", "president",
-                           "king", "queen", "composer", "painter", "physicist", "chemist", "actor", "actress",
-                           "director", "player", "founder", "singer", "artist", "poet", "leader", "emperor"})
-_STOPWORDS = frozenset({
-    "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "as", "is",
-    "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "their",
-    "they", "them", "he", "she", "his", "her", "him", "we", "our", "you", "your", "i", "me", "my", "do", "does",
-    "did", "done", "has", "have", "had", "not", "no", "yes", "so", "if", "then", "than", "which", "what", "who",
-    "whom", "whose", "when", "where", "why", "how", "into", "onto", "over", "under", "about", "after", "before",
-    "between", "during", "also", "only", "very", "can", "could", "will", "would", "shall", "should", "may", "might",
-    "must", "one", "ones", "such", "other", "both", "either", "neither", "each", "all", "any", "some", "more",
-    "most", "much", "many", "same", "own", "just", "up", "out", "off", "again", "further", "once", "here", "answer",
-    "question", "evidence",
-})
-_MONTHS = (
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
-    "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
-)
-_NUMBER_WORDS = {w: i for i, w in enumerate((
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
-))}
-_NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
-                      "ninety": 90, "hundred": 100, "thousand": 1000, "million": 1_000_000,
-                      "billion": 1_000_000_000, "dozen": 12, "once": 1, "twice": 2})
+# the shared stop words, and the words of answer boilerplate ("the evidence says ...")
+_STOPWORDS = STOP_WORDS | {"answer", "question", "evidence"}
 _MARKER_RE = re.compile(r"\[\d{1,3}\]")
 _LABEL_OPEN_RE = LABEL_OPEN_RE
 _TOKEN_RE = re.compile(r"[^\W_]+(?:[.,'’][^\W_]+)*", re.UNICODE)
-_YEAR_RE = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b|\b\d{1,4}\s*(?:BC|BCE|AD|CE)\b")
-_CENTURY_RE = re.compile(
-    r"\b\d{1,2}(?:st|nd|rd|th)(?:\s+(?:and|or|to)\s+\d{1,2}(?:st|nd|rd|th))?\s+(?:centur(?:y|ies)|millenni(?:um|a))\b|"
-    r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|"
-    r"fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|twenty-first)\s+centur(?:y|ies)\b",
-    re.IGNORECASE)
-_MONTH_DATE_RE = re.compile(r"\b(?:\d{1,2}\s+)?(?:" + "|".join(_MONTHS) + r")\.?(?:\s+\d{1,2}(?:st|nd|rd|th)?)?"
-                            r"(?:,?\s+\d{3,4})?\b", re.IGNORECASE)
-_ISO_DATE_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")
-_NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*(?:\s*%)?")
-_NAME_PART = r"[A-Z][\w'’\-]*\.?"
-_NAME_RE = re.compile(_NAME_PART + r"(?:\s+(?:(?:van|von|de|da|del|der|di|du|la|le|of|the|bin|ibn|al)\s+)*"
-                      + _NAME_PART + r")*")
 _LOCATIVE_RE = re.compile(r"\b(?:in|at|on|near|inside|within|beside|across|throughout)\s+(?:the\s+|a\s+|an\s+)?"
                           r"[^\W\d_]{3,}", re.IGNORECASE)
 _ABSTAIN_RE = re.compile(
@@ -140,137 +93,28 @@ _ABSTAIN_RE = re.compile(
     re.IGNORECASE)
 
 
-# ---------------------------------------------------------------- kind asked for
+# ---------------------------------------------------------------- typed values
 def _words(text: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Za-z]+", text)]
 
 
-def expected_kind(question: str) -> AnswerKind:
-    """The kind of answer ``question`` asks for (see :data:`KINDS`).
-
-    >>> [expected_kind(q) for q in ["In what year did the bridge open?", "How many moons has Mars?",
-    ...  "Who painted the Mona Lisa?", "Which city hosts the Louvre?", "Is graphene a metal?",
-    ...  "What is graphene?"]]
-    ['date', 'quantity', 'person', 'place', 'yes/no', 'open']
-    """
-    if is_polar_question(question):
-        return "yes/no"
-    # quoted titles ("When Harry Met Sally") hold no question word
-    words = _words(re.sub(r"\"[^\"]*\"|“[^”]*”", " ", question))
-    # The question word opens the question (after a preposition: "In what year ..."); a question
-    # that opens otherwise asks in place ("... managed the club during what timeframe?") and an
-    # earlier "who"/"which" there is a relative pronoun, so the last question word counts.
-    opening = [i for i in (0, 1) if i < len(words) and words[i] in _INTERROGATIVES]
-    later = [i for i, w in enumerate(words) if w in _INTERROGATIVES]
-    at = opening[0] if opening else (later[-1] if later else None)
-    if at is None:
-        return "open"
-    head, after = words[at], words[at + 1 : at + 6]
-    nouns = [w for w in after if w not in AUXILIARIES and w not in ("the", "a", "an", "of", "exact", "first",
-                                                                        "last", "approximate")]
-    if head == "when":
-        return "date"
-    if head == "how":
-        return "quantity" if after and after[0] in _QUANTITY_HOW else "open"
-    if head in ("who", "whom", "whose"):
-        return "person"
-    if head == "where":
-        return "place"
-    if head in ("what", "which") and nouns:
-        noun = nouns[0]
-        if noun in _DATE_NOUNS:
-            return "date"
-        if noun in _QUANTITY_NOUNS:
-            return "quantity"
-        if noun in _PLACE_NOUNS:
-            return "place"
-        if noun in _PERSON_NOUNS:
-            return "person"
-    return "open"
-
-
-# ---------------------------------------------------------------- typed values
-def _fold(text: str) -> str:
-    """Lower case without diacritics (``Gödel`` -> ``godel``)."""
-    norm = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in norm if not unicodedata.combining(ch)).lower()
-
-
-def _number_value(token: str) -> str | None:
-    """A number's canonical text: ``1,000`` -> ``1000``, ``3.50`` -> ``3.5``, ``seven`` -> ``7``."""
-    raw = token.strip().rstrip("%").strip().lower()
-    if raw in _NUMBER_WORDS:
-        return str(_NUMBER_WORDS[raw])
-    digits = raw.replace(",", "") if re.fullmatch(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?", raw) else raw
-    try:
-        value = float(digits.replace(",", "."))
-    except ValueError:
-        return None
-    return str(int(value)) if value.is_integer() else repr(value)
-
-
 def _names(text: str) -> list[str]:
-    """Capitalised word runs that are not a sentence-initial function word alone."""
-    out: list[str] = []
-    for m in _NAME_RE.finditer(text):
-        name = m.group(0).rstrip(".")
-        parts = name.split()
-        while parts and parts[0].lower() in _STOPWORDS:
-            parts = parts[1:]
-        if not parts:
-            continue
-        cleaned = " ".join(parts)
-        if cleaned.lower() in _MONTHS or re.fullmatch(r"(?:BC|BCE|AD|CE)", cleaned):
-            continue
-        out.append(cleaned)
-    return out
+    """The proper names :mod:`ragsieve.values` reads in ``text``."""
+    from ragsieve.values import extract_values as read_values
 
-
-def extract_values(text: str) -> dict[str, list[str]]:
-    """Typed values in ``text``: ``date`` (years, decades, centuries, month dates, ISO and
-    numeric dates), ``number`` (digits and number words, percentages) and ``name``
-    (capitalised word runs). Citation markers are ignored.
-
-    >>> extract_values("Onnes found it on 8 April 1911 with two assistants [1].")
-    {'date': ['8 April 1911'], 'number': ['8', '1911', 'two'], 'name': ['Onnes']}
-    """
-    bare = _MARKER_RE.sub(" ", text)
-    dates: list[str] = []
-    for pattern in (_ISO_DATE_RE, _MONTH_DATE_RE, _CENTURY_RE, _YEAR_RE):
-        for m in pattern.finditer(bare):
-            value = m.group(0).strip(" ,")
-            # a month name alone counts capitalised ("in March"); "may" is too often a verb
-            if pattern is _MONTH_DATE_RE and not re.search(r"\d", value) and (
-                    not value[:1].isupper() or value.lower() == "may"):
-                continue
-            if not any(value in d for d in dates):
-                dates.append(value)
-    numbers = [m.group(0).strip() for m in _NUMBER_RE.finditer(bare)]
-    numbers += [w for w in re.findall(r"[A-Za-z]+", bare) if w.lower() in _NUMBER_WORDS and w.lower() not in
-                ("once", "one")]
-    return {"date": dates, "number": numbers, "name": _names(bare)}
+    return [v.text for v in read_values(text, ("name",))]
 
 
 # ---------------------------------------------------------------- grounding
 def _tokens(text: str) -> list[str]:
-    return [_fold(t) for t in _TOKEN_RE.findall(_MARKER_RE.sub(" ", text))]
+    return [fold(t) for t in _TOKEN_RE.findall(_MARKER_RE.sub(" ", text))]
 
 
 def _content(tokens: Sequence[str]) -> list[str]:
     return [t for t in tokens if t not in _STOPWORDS and len(t) > 1]
 
 
-def _stem(token: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
-            return token[: -len(suffix)]
-    return token
-
-
-def _numbers_in(text: str) -> set[str]:
-    out = {v for m in _NUMBER_RE.finditer(text) if (v := _number_value(m.group(0))) is not None}
-    out |= {str(_NUMBER_WORDS[w]) for w in _words(text) if w in _NUMBER_WORDS}
-    return out
+_stem = stem
 
 
 def typed_values(text: str) -> dict[str, list[str]]:
@@ -300,21 +144,14 @@ def _typed_in(value: str, text: str) -> bool | None:
     return all(find_in(v, text) is not None for v in read)
 
 
+# The one value extractor's reading, in the ``{"date", "number", "name"}`` shape the checker reads.
+extract_values = typed_values
+
+
 def _grounded(kind: str, value: str, evidence: str) -> bool:
     typed = _typed_in(value, evidence)
     if typed is not None:
         return typed
-    folded = _fold(evidence)
-    if kind in ("date", "number"):
-        numbers = _numbers_in(evidence)
-        needed = [_number_value(n.group(0)) for n in _NUMBER_RE.finditer(value)]
-        if not needed and kind == "number":
-            needed = [_number_value(value)]
-        months = [m for m in _words(value) if m in _MONTHS]
-        if not needed and not months:
-            return _fold(value) in folded
-        return all(n is not None and n in numbers for n in needed) and all(
-            re.search(r"\b" + m[:3], folded) for m in months)
     tokens = set(_tokens(evidence))
     parts = [p for p in _tokens(value) if len(p) > 1 and p not in _STOPWORDS]
     return bool(parts) and all(p in tokens for p in parts)
@@ -399,11 +236,15 @@ def _alternatives(question: str) -> list[str]:
     return [a for a in (left.strip(" ,\"'"), right.strip(" ,\"'")) if a]
 
 
+def _named_alternatives(question: str, answer_content: set[str]) -> int:
+    """How many alternatives of a choice question the answer names."""
+    return len([alt for alt in _alternatives(question)
+                if (words := {_stem(t) for t in _content(_tokens(alt))}) and words <= answer_content])
+
+
 def _chosen_alternative(question: str, answer_content: set[str]) -> bool:
     """True when the answer names exactly one alternative of a choice question."""
-    named = [alt for alt in _alternatives(question)
-             if (words := {_stem(t) for t in _content(_tokens(alt))}) and words <= answer_content]
-    return len(named) == 1
+    return _named_alternatives(question, answer_content) == 1
 
 
 def _evidence_texts(evidence: Sequence[SearchHit] | Sequence[str]) -> list[str]:
@@ -470,11 +311,11 @@ class ResponsivenessChecker:
         """``(value kind, value)`` pairs of the kind asked for that the question does not name
         (a choice question, "A or B?", may be answered with a name it offers)."""
         vals = self._values(answer)
-        if kind == "date":
-            pairs = [("date", v) for v in vals.get("date", [])]
-        elif kind == "quantity":
-            pairs = [("number", v) for v in vals.get("number", [])]
-        elif kind in ("person", "place"):
+        if kind in ("date", "number", "quantity"):
+            # the numeric kinds as one: a year is a number, and the learned kind may confuse
+            # them ("at what temperature" read as a date); a name for a number is what this catches
+            pairs = [("date", v) for v in vals.get("date", [])] + [("number", v) for v in vals.get("number", [])]
+        elif kind == "name":
             pairs = [("name", v) for v in vals.get("name", [])]
         else:
             return []
@@ -534,6 +375,9 @@ class ResponsivenessChecker:
                 " or " in f" {question.lower()} " and a_content and not new and not repeats):
             # "A or B?" answered by naming one of the alternatives
             return Responsiveness(True, "ok", kind, copied=copied, detail="names an alternative the question offers")
+        if _named_alternatives(question, set(a_content)) > 1:
+            return Responsiveness(False, "restated_question", kind, copied=copied,
+                                  detail="names every alternative the question offers without choosing one")
         if starts_with_polarity(answer) and not any(w in _INTERROGATIVES for w in _words(question)):
             # a yes/no question the polar test does not recognise ("Both A and B are ...?")
             return Responsiveness(True, "ok", kind, copied=copied, detail="a yes or no to a question without a "
@@ -548,9 +392,9 @@ class ResponsivenessChecker:
         if kind == "yes/no":
             ok = polar_ok or bool(new)
             return Responsiveness(ok, "ok" if ok else "wrong_kind", kind, copied=copied)
-        if kind == "open":
+        if kind == "description":
             return Responsiveness(True, "ok", kind, copied=copied)
-        if not values and kind == "place" and _LOCATIVE_RE.search(_MARKER_RE.sub(" ", answer)):
+        if not values and kind == "name" and _LOCATIVE_RE.search(_MARKER_RE.sub(" ", answer)):
             # "Where is graphene used?" - "in electronics": a place need not be a proper name
             return Responsiveness(True, "ok", kind, copied=copied, detail="a locative phrase, not a name")
         if not values:
@@ -577,7 +421,7 @@ def check_responsive(question: str, answer: str, evidence: Sequence[SearchHit] |
 # a passage sentence states (date, number, name), or for an open ("what is") question the
 # sentence that answers it on the question's own terms. A yes/no question needs a stance, which
 # a copied sentence does not give.
-EXTRACTABLE_KINDS: tuple[str, ...] = ("date", "number", "name", "any")
+EXTRACTABLE_KINDS: tuple[str, ...] = ("date", "number", "quantity", "name", "description")
 
 
 class PasteExtraction(NamedTuple):
@@ -629,7 +473,7 @@ def extract_from_paste(question: str, evidence: Sequence[SearchHit] | Sequence[s
     first = max(range(len(texts)), key=lambda i: (runs[i], -i))
     for i in [first, *(j for j in range(len(texts)) if j != first)]:
         hit = evidence[i]
-        if kind == "any":
+        if kind == "description":
             sentence = " ".join((answering_sentence(question, texts[i]) or "").split())
             if sentence:
                 return PasteExtraction(sentence, i + 1, hit)

@@ -30,6 +30,7 @@ def verify_answer(
     *,
     value_grounding: bool = True,
     question: str | None = None,
+    tie_values: bool = False,
 ) -> list[ClaimVerdict]:
     """One verdict per answer sentence.
 
@@ -44,6 +45,9 @@ def verify_answer(
     (:mod:`ragsieve.verify.grounding`); a sentence with a missing value is unsupported whatever
     the judge's score, and its verdict lists the failed values and the evidence's values.
     ``question``: its values count as given (an answer may name what it was asked about).
+    ``tie_values``: a date, number or quantity the evidence states only about another fact than
+    the question asks fails too (:func:`ragsieve.verify.grounding.ground_values`'s
+    ``tie_to_question``; off by default, its precision as a veto is below 0.9).
     ``value_grounding=False`` is the judge alone.
 
     Example:
@@ -73,6 +77,7 @@ def verify_answer(
             from ragsieve.verify.grounding import apply_grounding, ground_values
 
             judged = [texts[p] for p in positions] if positions else texts
-            verdict = apply_grounding(verdict, ground_values(bare, judged, given=question), threshold)
+            grounded = ground_values(bare, judged, given=question, tie_to_question=tie_values)
+            verdict = apply_grounding(verdict, grounded, threshold)
         verdicts.append(verdict)
     return verdicts

@@ -1,0 +1,86 @@
+"""False conflicts on the bundled demo corpus: the sieve up to its conflict stage (no LLM).
+
+Builds the demo index (bundled corpus and embedder), asks each of the 52 bundled demo questions
+(answerable and unanswerable), the questions ``ragsieve demo`` asks by default
+(``ragsieve.demo.DEMO_SHOWCASE``) and the scanning-tunnelling-microscope question below of the
+default sieve, up to and including its ``conflict`` stage (``benchmarks/conflicts.py``'s
+``stages_through``: no stage before it calls the LLM), and counts the questions whose conflict
+record states a disagreement. No demo question has sources that disagree (the corpus was
+written to agree with itself), so every stated conflict is a false one; each is listed with what
+it names.
+
+python benchmarks/demo_conflicts.py [--index runs/demo-conflicts/index]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._report import ROOT, markdown_table, write_section  # noqa: E402
+
+MICROSCOPE = "Who invented the scanning tunnelling microscope, and where?"
+
+
+def questions() -> list[str]:
+    from ragsieve.demo import DEMO_SHOWCASE, demo_questions
+
+    asked = [q["question"] for q in demo_questions(include_unanswerable=True)]
+    return list(dict.fromkeys([*asked, *DEMO_SHOWCASE, MICROSCOPE]))
+
+
+def conflict_records(index_dir: Path, asked: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    from benchmarks.conflicts import stages_through
+    from ragsieve.config import PipelineConfig
+    from ragsieve.demo import demo_corpus_dir
+    from ragsieve.index import Index
+    from ragsieve.sieve.pipeline import Pipeline
+
+    cfg = PipelineConfig(index_dir=str(index_dir))
+    built = Index.build(demo_corpus_dir(), index_dir, config=cfg)
+    pipe = Pipeline(cfg, index=built)
+    out = []
+    for q in asked:
+        record: dict[str, Any] = next(
+            (e for e in stages_through(pipe, q).events if e.get("stage") == "conflict" and "decision" in e), {}
+        )
+        out.append((q, record))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index", type=Path, default=ROOT / "runs" / "demo-conflicts" / "index")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+
+    from benchmarks.conflicts import pct
+
+    t0 = time.perf_counter()
+    asked = questions()
+    records = conflict_records(args.index, asked)
+    stated = [(q, r) for q, r in records if r.get("conflict")]
+    below = sum(
+        1 for _, r in records for p in r.get("passages", []) if p.get("answer") and not p.get("compared", True)
+    )
+    rows: list[list[object]] = [[q, str(r.get("message", ""))] for q, r in stated] or [["(none)", ""]]
+    body = (
+        f"The default sieve up to its conflict stage on {len(asked)} questions about the bundled demo corpus "
+        "(the 52 bundled demo questions, `ragsieve demo`'s default questions and a question about the scanning "
+        "tunnelling microscope), bundled embedder and judge, no LLM; "
+        f"{time.perf_counter() - t0:.0f} s. False conflicts (none of these questions has sources that disagree): "
+        f"{pct(len(stated), len(asked))}. Passage answers read but below the bar for a disagreement (recorded "
+        f"in the trace, not compared): {below}.\n\n" + markdown_table(["question", "stated conflict"], rows)
+    )
+    print(body)
+    if not args.no_write:
+        write_section("results/conflicts.md", "demo-conflicts", "False conflicts on the demo corpus", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""A disagreement is stated only when two independent sources answer the question with
+different values, through ``Pipeline`` (hash embedder, keyword judge, a fake extractive LLM).
+
+The demo-corpus cases read the bundled demo files themselves: each once gave a false "The
+sources disagree" line (a description question read as names, a prize of another year, a list
+of laureates, a neighbouring threshold, the inventor of another microscope)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from tests.sieve.test_trust_acceptance import FakeLLM, KeywordJudge, build_index, first_passage_sentence, sieve
+
+from ragsieve.demo import demo_corpus_dir
+
+# question -> (demo files whose passages are all kept, words the keyword judge finds relevant)
+DEMO_CASES = {
+    "What is graphene made of?": (
+        [
+            "chemistry/035-graphene-chemistry.md",
+            "nanoscience/010-buckyballs-in-nanoscience.md",
+            "nanoscience/006-carbon-nanotubes.md",
+            "nanoscience/008-graphene.md",
+        ],
+        ("graphene", "carbon"),
+    ),
+    "Who shared the 2019 Nobel Prize in Chemistry for lithium-ion batteries?": (
+        [
+            "chemistry/054-click-chemistry.md",
+            "chemistry/015-haber-bosch-process.md",
+            "chemistry/019-lithium-ion-batteries.md",
+        ],
+        ("nobel",),
+    ),
+    "Who received the 2023 Nobel Prize in Chemistry for quantum dots?": (
+        [
+            "nanoscience/005-discovery-of-quantum-dots.md",
+            "chemistry/037-nmr-spectroscopy.md",
+            "nanoscience/055-super-resolution-microscopy.md",
+            "chemistry/041-x-ray-crystallography.md",
+            "chemistry/039-mass-spectrometry.md",
+        ],
+        ("nobel",),
+    ),
+    "Above what water contact angle is a surface called superhydrophobic?": (
+        ["nanoscience/044-lotus-effect.txt", "nanoscience/063-glossary.jsonl"],
+        ("hydrophobic", "contact angle"),
+    ),
+    "Who invented the scanning tunnelling microscope, and where?": (
+        [
+            "physics/015-quantum-tunnelling.md",
+            "nanoscience/011-scanning-tunnelling-microscope.md",
+            "nanoscience/012-atomic-force-microscope.md",
+        ],
+        ("tunnelling", "microscope"),
+    ),
+    "How does quantum tunnelling let a scanning tunnelling microscope image atoms?": (
+        ["physics/015-quantum-tunnelling.md", "nanoscience/011-scanning-tunnelling-microscope.md"],
+        ("tunnelling", "microscope"),
+    ),
+}
+
+
+@pytest.mark.parametrize("question", list(DEMO_CASES))
+def test_no_false_conflict_on_the_demo_corpus(tmp_path, question):
+    files, relevant = DEMO_CASES[question]
+    root = demo_corpus_dir()
+    index = build_index(tmp_path, {f: (root / f).read_text(encoding="utf-8") for f in files})
+    ans = sieve(index, FakeLLM(first_passage_sentence), KeywordJudge(relevant=relevant)).ask(question)
+    assert "disagree" not in ans.text
+    record = ans.trace.stage("conflict")[0]
+    assert record["conflict"] is False and not record["groups"]
+    # what each passage was read to answer is still in the trace
+    assert len(record["passages"]) == len(record["compared"]) >= len(files)
+
+
+# Two sites give the viaduct's length differently; the other passages are on other subjects, or
+# about the viaduct but not its length, and state numbers and dates of their own.
+VIADUCT_DOCS = {
+    "site-a.example/tarn-viaduct.txt": (
+        "The Tarn Viaduct carries the railway across the Tarn gorge. The Tarn Viaduct is 312 metres long "
+        "and stands on nine stone piers. It opened in 1884."
+    ),
+    "site-b.example/tarn-viaduct.txt": (
+        "Built by the Southern Railway, the Tarn Viaduct is 290 metres long. Its tallest pier rises "
+        "61 metres above the river, and 1,200 workers built it in four years."
+    ),
+    "site-c.example/harbour.txt": (
+        "The harbour at Port Ennis has a breakwater 750 metres long, finished in 1901 after 12 years of work."
+    ),
+    "site-d.example/tarn-history.txt": (
+        "The Tarn valley had 14,000 inhabitants in 1880; 300 of them worked on the viaduct."
+    ),
+    "site-e.example/bread.txt": "Sourdough bread rises because wild yeast ferments the dough for 12 hours.",
+}
+VIADUCT_Q = "How long is the Tarn Viaduct?"
+
+
+def test_two_sites_that_disagree_among_unrelated_passages_are_named_and_nothing_else(tmp_path):
+    index = build_index(tmp_path, VIADUCT_DOCS)
+    judge = KeywordJudge(relevant=("tarn", "harbour", "bread"))
+    ans = sieve(index, FakeLLM(first_passage_sentence), judge).ask(VIADUCT_Q, k=5)
+    record = ans.trace.stage("conflict")[0]
+    assert record["conflict"] is True and record["decision"] == "both"
+    assert sorted(g["answer"] for g in record["groups"]) == ["290 metres", "312 metres"]
+    # the statement names the two values with their sites, nothing else (the extractive fake
+    # model answers with the opening year, so the sieve abstains and names both sides)
+    start = ans.text.index("The sources disagree: ")
+    statement = ans.text[start : ans.text.index(").", start) + 2]
+    assert re.fullmatch(
+        r"The sources disagree: 312 metres \(site-a\.example/tarn-viaduct\.txt(?: \[\d\])?\) vs "
+        r"290 metres \(site-b\.example/tarn-viaduct\.txt(?: \[\d\])?\)\.",
+        statement,
+    ), statement
