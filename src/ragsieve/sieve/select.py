@@ -78,7 +78,7 @@ def answer_stating(question: str, candidates: Sequence[SearchHit]) -> SearchHit 
     question or when none does."""
     from ragsieve.conflict import expected_kind, passage_answer
 
-    if expected_kind(question) == "polar":
+    if expected_kind(question) == "yes/no":
         return None
     for hit in candidates:
         if passage_answer(question, hit.chunk.text, chunk_id=hit.chunk.id).value is not None:

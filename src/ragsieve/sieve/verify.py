@@ -160,7 +160,7 @@ class VerifyStage:
                 reason="nothing_extracted",
                 detail=(
                     "no evidence passage is about the question's entities and "
-                    + (f"states a {kind} near its terms" if kind != "any" else "has a sentence on its terms")
+                    + (f"states a {kind} near its terms" if kind != "description" else "has a sentence on its terms")
                 ),
             )
             return False
