@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ragsieve.cancel import CancelToken, cancel_scope, current_token
+from ragsieve.citations import settle_answer
 from ragsieve.config import PipelineConfig
 from ragsieve.errors import ConfigError, InputError
 from ragsieve.index import Index
@@ -525,6 +526,7 @@ class Pipeline:
                 [], max((state.relevance.get(h.chunk.id, 0.0) for h in state.evidence), default=None)
             )
         apply_calibrated_abstention(state, trace, self.config.calibration.abstain_below)
+        state.text, state.cited = settle_answer(state.text, state.evidence, state.cited, trace, state.abstained)
         return Answer(
             question=question,
             text=state.text,
