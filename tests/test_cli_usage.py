@@ -259,7 +259,7 @@ def test_answer_lines_read_right_for_a_newcomer():
     lines = cli.render_answer(answer, 80)
     text = "\n".join(lines)
     assert all(len(line) <= 80 for line in lines)
-    assert "   [1] manual.pdf:6" in lines  # the page, not the chunk ordinal
+    assert "   [1] manual.pdf#page=6" in lines  # the page, not the chunk ordinal
     # left out by the minimal cover: "not needed", never "dropped"; a check's removal stays "dropped"
     assert any(line.startswith(" not needed") and "notes.md:0" in line for line in lines)
     assert any(line.startswith(" dropped") and "irrelevant" not in line for line in lines)

@@ -536,6 +536,8 @@ def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
             tag = "no check   " if s.supported is None else ("supported  " if s.supported else "unsupported")
             score = "    " if s.support is None else f"{s.support:.2f}"
             add(_wrap_full(f"{tag} {score} {s.text}", width, "  ", " " * 19))
+    for note in view.notes:
+        add(textwrap.wrap(note, width, subsequent_indent="  "))
     stage_ms = [(tm.stage, tm.ms) for tm in view.timings if tm.stage in SIEVE_STAGES]
     total = sum(v for _, v in stage_ms)
     # Stages that took under a millisecond are left out; the rest wrap rather than being cut.

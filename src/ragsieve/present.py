@@ -29,11 +29,19 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ragsieve.citations import Citation, format_citation, marker_positions, split_cited_sentences, states_something
+from ragsieve.citations import (
+    Citation,
+    format_citation,
+    marker_positions,
+    settle_citations,
+    split_cited_sentences,
+    states_something,
+)
 
 __all__ = [
     "STATUSES", "STATUS_MEANINGS", "AnswerView", "CandidateView", "SearchView", "SentenceView", "SourceView",
@@ -144,7 +152,8 @@ class AnswerView:
     citation_note: str | None = None
     sources: list[SourceView] = field(default_factory=list)
     withdrawn: list[WithdrawnDraft] = field(default_factory=list)
-    facts: list[str] = field(default_factory=list)  # route, retrieval decision, extraction, regeneration
+    facts: list[str] = field(default_factory=list)  # the retrieval decision
+    notes: list[str] = field(default_factory=list)  # extraction, regeneration, citation markers removed
     route: str | None = None
     judge: str | None = None
     claim_judge: str | None = None
@@ -270,7 +279,7 @@ def _candidates(
             scores=scaled,
             in_evidence=cid in evidence_ids,
             cited=cid in cited,
-            citation=str(hit.get("citation") or format_citation(Citation.from_hit(hit))),
+            citation=_citation(hit),
             text=str(hit.get("text") or ""),
             title=str(hit.get("title") or ""),
             source=str(hit.get("source") or ""),
@@ -278,6 +287,13 @@ def _candidates(
             checks=[{k: v for k, v in d.items() if k != "id"} for d in mine],
         ))
     return out
+
+
+def _citation(hit: Mapping[str, Any]) -> str:
+    """The hit's citation in today's scheme (``path#page=N``), also for JSON written before it."""
+    if hit.get("path") or hit.get("url"):
+        return format_citation(Citation.from_hit(dict(hit)))
+    return str(hit.get("citation") or hit.get("id") or "")
 
 
 def _route_words(events: list[dict[str, Any]]) -> str | None:
@@ -290,17 +306,17 @@ def _route_words(events: list[dict[str, Any]]) -> str | None:
         "the whole index")
     mode = route.get("mode")
     if mode == "fixed":
-        return f"Searched {where}, as asked."
+        return f"searched {where}, as asked"
     if mode == "auto":
         probs = route.get("probabilities") or {}
         ranked = sorted(((str(k), _number(v)) for k, v in probs.items()), key=lambda kv: -kv[1])[:3]
         odds = ", ".join(f"{k} {round(100 * p)}%" for k, p in ranked)
-        words = f"Searched {where}: the router chose it" + (f" ({odds})" if odds else "")
+        words = f"searched {where}: the router chose it" + (f" ({odds})" if odds else "")
         if route.get("fallback"):
-            words = f"Searched {where}: the router was unsure" + (f" ({odds})" if odds else "")
+            words = f"searched {where}: the router was unsure" + (f" ({odds})" if odds else "")
         reason = str(route.get("reason") or "").strip()
-        return words + (f"; {reason}" if reason else "") + "."
-    return f"Searched {where}."
+        return words + (f"; {reason}" if reason else "")
+    return f"searched {where}"
 
 
 def _withdrawn(data: dict[str, Any], events: list[dict[str, Any]]) -> list[WithdrawnDraft]:
@@ -341,44 +357,67 @@ def _withdrawn(data: dict[str, Any], events: list[dict[str, Any]]) -> list[Withd
     return out
 
 
-def _facts(data: dict[str, Any], events: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> list[str]:
-    facts: list[str] = []
-    for ev in [e for e in events if e.get("stage") == "need"][:1]:
-        facts.append(("Retrieved" if ev.get("retrieve") else "Answered without retrieval")
-                     + (f": {ev.get('reason')}" if ev.get("reason") else "") + ".")
+def _facts(data: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:
+    """What decided how the answer was made: the retrieval decision."""
+    return [("retrieved" if ev.get("retrieve") else "no retrieval") + (f": {ev.get('reason')}" if ev.get("reason") else "")
+            for ev in [e for e in events if e.get("stage") == "need"][:1]]
+
+
+def _notes(events: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> list[str]:
+    """What the checks did to the answer after it was generated: extraction from a pasted
+    passage, regeneration, citation markers removed."""
+    notes: list[str] = []
     for ev in events:
         if ev.get("stage") == "responsive" and ev.get("attempt") == "extracted":
             pos = ev.get("position")
             if ev.get("ok"):
-                facts.append(f"The answer was extracted from the pasted passage [{pos}] ({ev.get('chunk_id')}).")
-            elif pos:
-                facts.append(f"The sentence extracted from the pasted passage [{pos}] was refused: "
-                             f"{ev.get('reason')} {ev.get('detail', '')}".rstrip() + ".")
+                notes.append(f"answer extracted from the pasted passage [{pos}] ({ev.get('chunk_id')})")
+            elif "position" in ev:
+                notes.append(f"the sentence extracted from the pasted passage [{pos}] was refused: "
+                             f"{ev.get('reason')} {ev.get('detail', '')}".rstrip())
             else:
-                facts.append(f"Nothing was extracted from the pasted passage: {ev.get('detail', '')}.")
+                notes.append(f"nothing extracted from the pasted passage: {ev.get('detail', '')}")
         elif ev.get("stage") == "regenerate":
             if ev.get("skipped"):
-                facts.append(f"Regeneration skipped: {ev.get('reason', '')}.")
+                notes.append(f"regeneration skipped: {ev.get('reason', '')}")
             else:
-                facts.append(f"Regenerated from {', '.join(map(str, ev.get('evidence') or []))}: {ev.get('reason')}.")
+                notes.append(f"regenerated with {', '.join(map(str, ev.get('evidence') or []))}: {ev.get('reason')}")
         elif ev.get("stage") == "citations" and ev.get("removed_markers"):
             marks = ", ".join(f"[{n}]" for n in ev["removed_markers"])
-            facts.append(f"Removed citation marker{'s' if len(ev['removed_markers']) > 1 else ''} {marks}: "
-                         f"the answer has {len(evidence)} source{'s' if len(evidence) != 1 else ''}.")
-    return facts
+            notes.append(f"removed citation marker{'s' if len(ev['removed_markers']) > 1 else ''} {marks}: "
+                         f"the answer has {len(evidence)} source{'s' if len(evidence) != 1 else ''}")
+    return notes
 
 
-def _sentences(data: dict[str, Any], n_evidence: int) -> list[SentenceView]:
-    text = str(data.get("answer") or "")
+def _key(sentence: str) -> str:
+    """A sentence compared without its markers, spacing and closing punctuation."""
+    return " ".join(_MARKERS.sub(" ", sentence).split()).rstrip(".!? ")
+
+
+_MARKERS = re.compile(r"\[\d{1,3}\]")
+
+
+def _sentences(data: dict[str, Any], text: str, ids: list[str]) -> list[SentenceView]:
+    """The answer's sentences with their sources and the verifier's verdicts. The verifier's own
+    sentences are used when they make up the answer (it split it first); otherwise the answer is
+    split here and each sentence takes the verdict of the claim with the same words."""
     if data.get("abstained") or not text.strip():
         return []
-    claims = {str(c.get("sentence", "")).strip(): c for c in data.get("claims") or []}
+    claims = [c for c in data.get("claims") or [] if isinstance(c, Mapping)]
+    n = len(ids)
+    if claims and _key(" ".join(str(c.get("sentence", "")) for c in claims)) == _key(text):
+        units = [(str(c.get("sentence", "")), c) for c in claims]
+    else:
+        by_key = {_key(str(c.get("sentence", ""))): c for c in claims}
+        units = [(s, by_key.get(_key(s))) for s in split_cited_sentences(text)]
     out = []
-    for sentence in split_cited_sentences(text):
-        claim = claims.get(sentence.strip())
+    for sentence, claim in units:
+        sources = [p for p in marker_positions(sentence) if 1 <= p <= n]
+        if claim is not None:
+            sources += [ids.index(str(c)) + 1 for c in claim.get("cited_ids") or [] if str(c) in ids]
         out.append(SentenceView(
             text=sentence,
-            sources=[p for p in marker_positions(sentence) if 1 <= p <= n_evidence],
+            sources=sorted(set(sources)),
             supported=None if claim is None else bool(claim.get("supported")),
             support=None if claim is None else round(_number(claim.get("score")), 4),
             states_something=states_something(sentence),
@@ -415,11 +454,18 @@ def present_answer(answer: Any) -> AnswerView:
     trace = data.get("trace") or {}
     events = [e for e in trace.get("events") or [] if isinstance(e, Mapping)]
     abstained = bool(data.get("abstained"))
-    sentences = _sentences(data, len(evidence))
+    ids = [str(h.get("id", "")) for h in evidence]
+    text = str(data.get("answer") or "")
+    if not abstained and text.strip():
+        # Answers written before the pipeline settled their citations (saved JSON) get the same
+        # treatment here; today's answers come out unchanged.
+        text = settle_citations(text, [(i, str(h.get("text") or "")) for i, h in zip(ids, evidence, strict=True)],
+                                cited_ids).text
+    sentences = _sentences(data, text, ids)
     marked = {p for s in sentences for p in s.sources}
     sources = [
         SourceView(
-            n=i, id=str(h.get("id", "")), citation=str(h.get("citation") or format_citation(Citation.from_hit(h))),
+            n=i, id=str(h.get("id", "")), citation=_citation(h),
             title=str(h.get("title") or ""), path=h.get("path"), page=h.get("page"), page_label=h.get("page_label"),
             heading=Citation.from_hit(h).heading, url=h.get("url"),
             cited=str(h.get("id")) in cited_ids or i in marked,
@@ -430,7 +476,7 @@ def present_answer(answer: Any) -> AnswerView:
     view = AnswerView(
         question=str(data.get("question") or trace.get("query") or ""),
         outcome="abstained" if abstained else "answered",
-        text=str(data.get("answer") or ""),
+        text=text,
         abstain_reason=data.get("abstain_reason"),
         confidence=data.get("confidence"),
         pipeline=data.get("pipeline"),
@@ -439,7 +485,8 @@ def present_answer(answer: Any) -> AnswerView:
         citation_note=_citation_note(sentences, abstained),
         sources=sources,
         withdrawn=_withdrawn(data, events),
-        facts=_facts(data, events, evidence),
+        facts=_facts(data, events),
+        notes=_notes(events, evidence),
         route=_route_words(events),
         claim_judge=str(claims[0].get("judge")) if claims and isinstance(claims[0], Mapping) else None,
     )

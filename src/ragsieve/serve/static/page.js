@@ -147,7 +147,8 @@
   }
 
   // The passage's text with the span the answer cites marked: the sentence sharing most words
-  // with the citing answer sentence (the whole passage is the citation when none is given).
+  // with the answer sentence that cites it; the whole passage (the chunk is what was cited) when
+  // no answer sentence is given or none shares a word with it.
   function markedText(text, quote) {
     const box = el("div", { class: "passage-text" });
     const sentences = String(text).match(/[^.!?]+(?:[.!?]+["')\]]*\s*|$)/g) || [String(text)];
@@ -160,6 +161,10 @@
         for (const w of words(s)) if (want.has(w)) n++;
         if (n > top) { top = n; best = i; }
       });
+    }
+    if (best < 0) {
+      box.appendChild(el("mark", { class: "cited-span", text: String(text) }));
+      return box;
     }
     sentences.forEach((s, i) => box.appendChild(i === best ? el("mark", { class: "cited-span", text: s }) : document.createTextNode(s)));
     return box;
@@ -238,7 +243,8 @@
     const cited = v.sources.filter((src) => src.cited);
     if (cited.length) {
       s.appendChild(el("div", { class: "sources" }, [el("strong", { text: "Sources" }),
-        el("ol", null, cited.map((src) => el("li", { value: String(src.n) }, [sourceLink(src)])))]));
+        el("ol", null, cited.map((src) => el("li", { value: String(src.n) }, [sourceLink(src, null,
+          v.sentences.filter((x) => x.sources.includes(src.n)).map((x) => x.text.replace(/\[\d+\]/g, "")).join(" "))])))]));
     }
     for (const w of v.withdrawn) {
       const list = el("ul", null, (w.sentences.length ? w.sentences : [{ text: w.text }]).map((x) => el("li", null, [
@@ -251,7 +257,7 @@
     }
     const facts = [];
     if (typeof v.confidence === "number") facts.push("Confidence " + fmt(v.confidence, 2) + " on a 0-1 scale.");
-    for (const f of v.facts) facts.push(f);
+    for (const f of v.facts.concat(v.notes || [])) facts.push(f);
     if (facts.length) s.appendChild(el("ul", { class: "facts" }, facts.map((f) => el("li", { text: f }))));
     return s;
   }
@@ -293,7 +299,7 @@
       if (c.cited) statusCell.appendChild(el("span", { class: "badge selected", text: "cited" }));
       if (c.why) statusCell.appendChild(el("div", { class: "why", text: c.why }));
       const raw = Object.entries(c.raw_scores || {}).map(([k, x]) => k + " " + fmt(x, 4)).join(", ");
-      body.appendChild(el("tr", { id: "cand-" + c.id, class: cls, "data-status": c.status }, [
+      body.appendChild(el("tr", { id: "cand-" + c.id, class: cls, "data-status": cls }, [
         el("td", { class: "num", text: c.rank !== undefined && c.rank !== null ? c.rank : "" }),
         statusCell,
         el("td", { class: "num", title: "raw: " + raw, text: fmt(c.score, 2) }),
