@@ -61,7 +61,7 @@ class FixedLLM:
         if not found:
             return Generation("I don't know.", len(text.split()), 3, "stop")
         first = re.split(r"(?<=[.!?])\s", found.group(1).strip(), maxsplit=1)[0]
-        reply = " ".join(first.split()[:30]).rstrip(".") + " [1]."
+        reply = " ".join(first.split()).rstrip(".") + " [1]."
         return Generation(reply, len(text.split()), len(reply.split()), "stop")
 
     def generate_json(self, prompt: Any, schema: Any, *, max_tokens: int = 256) -> Any:

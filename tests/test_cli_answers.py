@@ -17,7 +17,7 @@ from ragsieve.index import Index
 from ragsieve.llm.base import ContinuationScore, Generation
 from ragsieve.present import STATUSES, present_answer, present_search
 from ragsieve.sieve.pipeline import Pipeline
-from ragsieve.types import Answer, ClaimVerdict, Chunk, SearchHit, Trace
+from ragsieve.types import Answer, Chunk, ClaimVerdict, SearchHit, Trace
 
 FEE = ("returns.md:0", "Opened items can be returned within 30 days. The restocking fee is 60 euros per order.")
 SHIPPING = ("shipping.md:0", "Shipping inside the country is free for orders over 50 euros.")
@@ -81,6 +81,12 @@ class ReplyLLM:
 
     def next_token_logprobs(self, prompt: Any, candidates: Any) -> list[float]:
         return [0.0 for _ in candidates]
+
+    def generate_json(self, prompt: Any, schema: Any, **_: Any) -> Any:
+        raise NotImplementedError("no check asks for JSON here")
+
+    def perplexity(self, prompt: Any, answer: str) -> float:
+        return 1.0
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())

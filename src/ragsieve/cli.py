@@ -32,7 +32,6 @@ from ragsieve.console import (
     stage_progress,
 )
 from ragsieve.errors import InputError, RagsieveError
-from ragsieve.present import relative_scores, scaled_scores
 from ragsieve.options import (
     SIEVE_STAGES,
     ChunkUnit,
@@ -44,6 +43,7 @@ from ragsieve.options import (
     SelectName,
     StoreBackendName,
 )
+from ragsieve.present import scaled_scores
 
 __all__ = [
     "INDEX_ENV", "app", "cli_command", "default_demo_index", "hit_block", "main", "render_answer", "resolve_index_dir",
@@ -499,7 +499,8 @@ def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
         add(wrap(f"withdrawn draft ({draft.reason}; replaced by the {draft.replaced_by}):"))
         for sentence in draft.sentences or [{"text": draft.text, "supported": None, "support": None}]:
             support = sentence.get("support")
-            tag = {True: "supported", False: "unsupported"}.get(sentence.get("supported"), "")
+            verdict = sentence.get("supported")
+            tag = "" if verdict is None else ("supported" if verdict else "unsupported")
             score = f" {support:.2f}" if isinstance(support, float) else ""
             add(wrap(f"{tag}{score} {sentence['text']}".strip(), "     ", " " * 7))
     if view.confidence is not None:

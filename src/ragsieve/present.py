@@ -275,7 +275,8 @@ def _candidates(
             status=status,
             why=why,
             score=round(score, 6),
-            raw_scores={k: _number(v) for k, v in (hit.get("scores") or {}).items()} or {"score": _number(hit.get("score"))},
+            raw_scores=({k: _number(v) for k, v in (hit.get("scores") or {}).items()}
+                        or {"score": _number(hit.get("score"))}),
             scores=scaled,
             in_evidence=cid in evidence_ids,
             cited=cid in cited,
@@ -359,8 +360,9 @@ def _withdrawn(data: dict[str, Any], events: list[dict[str, Any]]) -> list[Withd
 
 def _facts(data: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:
     """What decided how the answer was made: the retrieval decision."""
-    return [("retrieved" if ev.get("retrieve") else "no retrieval") + (f": {ev.get('reason')}" if ev.get("reason") else "")
-            for ev in [e for e in events if e.get("stage") == "need"][:1]]
+    need = [e for e in events if e.get("stage") == "need"][:1]
+    return [("retrieved" if ev.get("retrieve") else "no retrieval") + (f": {ev['reason']}" if ev.get("reason") else "")
+            for ev in need]
 
 
 def _notes(events: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> list[str]:
@@ -403,8 +405,9 @@ def _sentences(data: dict[str, Any], text: str, ids: list[str]) -> list[Sentence
     split here and each sentence takes the verdict of the claim with the same words."""
     if data.get("abstained") or not text.strip():
         return []
-    claims = [c for c in data.get("claims") or [] if isinstance(c, Mapping)]
+    claims = [dict(c) for c in data.get("claims") or [] if isinstance(c, Mapping)]
     n = len(ids)
+    units: list[tuple[str, dict[str, Any] | None]]
     if claims and _key(" ".join(str(c.get("sentence", "")) for c in claims)) == _key(text):
         units = [(str(c.get("sentence", "")), c) for c in claims]
     else:
@@ -449,10 +452,10 @@ def present_answer(answer: Any) -> AnswerView:
                           candidates=search.candidates, search_only=True)
         _add_trace(view, data, [])
         return view
-    evidence = [h for h in data.get("evidence") or [] if isinstance(h, Mapping)]
+    evidence = [dict(h) for h in data.get("evidence") or [] if isinstance(h, Mapping)]
     cited_ids = [str(c) for c in data.get("cited_ids") or []]
     trace = data.get("trace") or {}
-    events = [e for e in trace.get("events") or [] if isinstance(e, Mapping)]
+    events = [dict(e) for e in trace.get("events") or [] if isinstance(e, Mapping)]
     abstained = bool(data.get("abstained"))
     ids = [str(h.get("id", "")) for h in evidence]
     text = str(data.get("answer") or "")
@@ -525,7 +528,9 @@ def _add_trace(view: AnswerView, data: dict[str, Any], events: list[dict[str, An
     view.prompt_tokens = int(trace.get("prompt_tokens") or 0)
     view.completion_tokens = int(trace.get("completion_tokens") or 0)
     view.statuses = [{"status": s, "meaning": STATUS_MEANINGS[s]} for s in STATUSES]
-    view.stage_records = [{k: v for k, v in e.items() if k != "candidates"} for e in events if e.get("stage") != "route"]
+    view.stage_records = [
+        {k: v for k, v in e.items() if k != "candidates"} for e in events if e.get("stage") != "route"
+    ]
 
 
 def present_search(result: Any) -> SearchView:

@@ -192,7 +192,8 @@ def test_citations_link_to_the_cited_passage_with_file_and_page(tmp_path: Path) 
                 assert texts, page.inner_text("#answer")
                 # Every cited source names its file and page (PDF) or heading (HTML, Markdown).
                 for text in texts:
-                    assert re.fullmatch(r"manuals/pump\.pdf#page=\d+|web/valves\.html#.+|notes/seals\.md#.+", text), text
+                    cited_as = r"manuals/pump\.pdf#page=\d+|web/valves\.html#.+|notes/seals\.md#.+"
+                    assert re.fullmatch(cited_as, text), text
                 pdf_link = page.locator("#answer .sources a.source-link", has_text="manuals/pump.pdf#page=")
                 assert pdf_link.count() >= 1, texts
                 cited_page = int(pdf_link.first.inner_text().rsplit("=", 1)[1])

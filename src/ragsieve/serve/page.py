@@ -39,7 +39,7 @@ def with_presentation(data: dict[str, Any]) -> dict[str, Any]:
     terminal prints) at the top level, where the page reads it; one the service already added is kept."""
     from ragsieve.present import present_answer
 
-    inner = data.get("ragsieve_trace") if isinstance(data.get("ragsieve_trace"), dict) else data
+    inner: dict[str, Any] = data["ragsieve_trace"] if isinstance(data.get("ragsieve_trace"), dict) else data
     if isinstance(data.get("presentation"), dict) or isinstance(inner.get("presentation"), dict):
         return data
     return {**data, "presentation": present_answer(data).to_dict()}
