@@ -190,21 +190,26 @@ def test_page_examples_run(page: Path, env: dict[str, str], demo_index: Path, tm
 
 
 # ---------------------------------------------------------------------- the README transcript
-_HEADER = re.compile(r" at \S+ \(\d+ embedded, [\d.]+s\)")
-_TIMING = re.compile(r"^\d+ ms, \d+ LLM calls?:")
+_HEADER = re.compile(r"^demo index: (\d+) chunks in (\d+) domains at .+ \(\d+ embedded, [\d.]+s\); (pipeline: \S+)$")
+_TIMING = re.compile(r"^\d+ ms, (\d+ LLM calls?):")
 
 
 def masked(transcript: str) -> str:
     """The transcript with what changes from run to run masked: the index's path, how many chunks
-    this run embedded and how long it took, and the timing line's milliseconds (its wrapped
-    continuation lines joined first, since where it wraps depends on the numbers)."""
+    this run embedded and how long it took (the header, joined where it wraps), and the timing
+    line, of which only the number of LLM calls stays (stages under a millisecond are left out of
+    it, so even its stage list varies)."""
+    head, _, rest = transcript.partition("\n\n")
+    header = _HEADER.sub(r"demo index: \1 chunks in \2 domains at INDEX; \3", " ".join(head.split()))
     lines: list[str] = []
-    for line in transcript.splitlines():
-        if lines and _TIMING.match(lines[-1]) and line.startswith("  ") and line.strip():
-            lines[-1] += " " + line.strip()
-            continue
-        lines.append(_HEADER.sub(" at INDEX (N embedded, Ts)", line))
-    return "\n".join(re.sub(r"\d+", "T", line) if _TIMING.match(line) else line for line in lines)
+    in_timing = False
+    for line in rest.splitlines():
+        if in_timing and line.startswith("  ") and line.strip():
+            continue  # the timing line's continuation
+        timing = _TIMING.match(line)
+        in_timing = timing is not None
+        lines.append(f"T ms, {timing.group(1)}" if timing else line)
+    return header + "\n\n" + "\n".join(lines)
 
 
 @pytest.mark.slow
