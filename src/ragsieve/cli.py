@@ -497,6 +497,7 @@ def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
         add(wrap(f"why: {view.abstain_reason}"))
     for draft in view.withdrawn:
         add(wrap(f"withdrawn draft ({draft.reason}; replaced by the {draft.replaced_by}):"))
+        # The draft's sentences with the verifier's verdicts when it checked them, else its text.
         for sentence in draft.sentences or [{"text": draft.text, "supported": None, "support": None}]:
             support = sentence.get("support")
             verdict = sentence.get("supported")

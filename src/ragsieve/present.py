@@ -320,41 +320,79 @@ def _route_words(events: list[dict[str, Any]]) -> str | None:
     return f"searched {where}"
 
 
+# Trace records of a generation (the generator records what it said as ``draft``).
+GENERATIONS = ("generate", "responsive_generate", "regenerate_generate")
+
+
+def _verified(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"text": str(r.get("sentence", "")), "supported": bool(r.get("supported")),
+             "support": _number(r.get("score"))} for r in rows]
+
+
+def _why_replaced(later: list[dict[str, Any]]) -> str:
+    """Why a generation was followed by another: the first refusal among the records after it."""
+    for e in later:
+        if e.get("stage") == "responsive" and e.get("ok") is False:
+            detail = str(e.get("detail") or "").strip()
+            return f"responsive: {e.get('reason')}" + (f" ({detail})" if detail else "")
+        if e.get("stage") == "regenerate" and not e.get("skipped"):
+            return f"regenerate: {e.get('reason', '')}"
+    return "the checks asked for another answer"
+
+
 def _withdrawn(data: dict[str, Any], events: list[dict[str, Any]]) -> list[WithdrawnDraft]:
-    """Drafts the checks withdrew, oldest first, each with its reason."""
+    """Drafts the checks withdrew, oldest first, each with its reason: every generation that was
+    followed by another, the last one when the answer is an abstention or an extracted sentence,
+    and sentences the verifier removed."""
+    out: list[WithdrawnDraft] = []
+    at = [i for i, e in enumerate(events) if e.get("stage") in GENERATIONS and "draft" in e]
+    abstained = bool(data.get("abstained"))
+    for n, i in enumerate(at):
+        end = at[n + 1] if n + 1 < len(at) else len(events)
+        between = events[i + 1 : end]
+        rows = [e for e in between if e.get("stage") == "verify" and "sentence" in e]
+        draft = str(events[i].get("draft") or "")
+        if n + 1 < len(at):
+            out.append(WithdrawnDraft(draft, _why_replaced(between), "regenerated answer", _verified(rows)))
+        elif abstained:
+            claims = [{"sentence": c.get("sentence"), "supported": c.get("supported"), "score": c.get("score")}
+                      for c in data.get("claims") or []]
+            out.append(WithdrawnDraft(draft, str(data.get("abstain_reason") or "no reason given"), "abstention",
+                                      _verified(claims or rows)))
+        elif any(e.get("stage") == "responsive" and e.get("attempt") == "extracted" and e.get("ok") for e in between):
+            out.append(WithdrawnDraft(draft, _why_replaced(between), "sentence extracted from the pasted passage",
+                                      _verified(rows)))
+    if not at:  # a trace from before generations recorded their drafts: what the verifier saw
+        out += _withdrawn_from_claims(data, events)
+    for e in events:
+        if e.get("stage") == "verify" and e.get("removed"):
+            removed = [str(s) for s in e["removed"]]
+            rows = [r for r in events if r.get("stage") == "verify" and str(r.get("sentence")) in removed]
+            out.append(WithdrawnDraft(" ".join(removed), str(e.get("reason", "unsupported sentences removed")),
+                                      "the answer without these sentences",
+                                      _verified(rows) or [{"text": s, "supported": False, "support": None}
+                                                          for s in removed]))
+    return out
+
+
+def _withdrawn_from_claims(data: dict[str, Any], events: list[dict[str, Any]]) -> list[WithdrawnDraft]:
     out: list[WithdrawnDraft] = []
     attempts: dict[int, list[dict[str, Any]]] = {}
     for e in events:
         if e.get("stage") == "verify" and "sentence" in e:
             attempts.setdefault(int(e.get("attempt") or 0), []).append(e)
-
-    def sentences(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [{"text": str(r.get("sentence", "")), "supported": bool(r.get("supported")),
-                 "support": _number(r.get("score"))} for r in rows]
-
     regen = next((e for e in events if e.get("stage") == "regenerate" and not e.get("skipped")), None)
     if regen is not None and 0 in attempts and 1 in attempts:
         rows = attempts[0]
-        out.append(WithdrawnDraft(" ".join(str(r.get("sentence", "")) for r in rows), str(regen.get("reason", "")),
-                                  "regenerated answer", sentences(rows)))
+        out.append(WithdrawnDraft(" ".join(str(r.get("sentence", "")) for r in rows),
+                                  f"regenerate: {regen.get('reason', '')}", "regenerated answer", _verified(rows)))
     if data.get("abstained"):
-        claims = data.get("claims") or []
         rows = [{"sentence": c.get("sentence"), "supported": c.get("supported"), "score": c.get("score")}
-                for c in claims]
-        if not rows and attempts:
-            rows = attempts[max(attempts)]
+                for c in data.get("claims") or []] or attempts.get(max(attempts, default=0), [])
         if rows:
             out.append(WithdrawnDraft(" ".join(str(r.get("sentence", "")) for r in rows),
                                       str(data.get("abstain_reason") or "no reason given"), "abstention",
-                                      sentences(rows)))
-    for e in events:
-        if e.get("stage") == "verify" and e.get("removed"):
-            removed = [str(s) for s in e["removed"]]
-            rows = [r for r in attempts.get(max(attempts, default=0), []) if str(r.get("sentence")) in removed]
-            out.append(WithdrawnDraft(" ".join(removed), str(e.get("reason", "unsupported sentences removed")),
-                                      "the answer without these sentences",
-                                      sentences(rows) or [{"text": s, "supported": False, "support": None}
-                                                          for s in removed]))
+                                      _verified(rows)))
     return out
 
 
