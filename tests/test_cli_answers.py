@@ -192,3 +192,24 @@ def test_errors_print_as_plain_text_with_the_extra_named(monkeypatch: pytest.Mon
     assert exc.value.code == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "pip install 'ragsieve[serve]'" in err, err
+
+
+# ---------------------------------------------------------------- ingest rates
+def test_ingest_summary_states_the_rate_its_progress_line_showed() -> None:
+    import io
+
+    from ragsieve.cli import _embedded_words
+    from ragsieve.console import PlainProgress
+    from ragsieve.index import BuildReport
+
+    times = iter([0.0, 1.0, 2.0])
+    out = io.StringIO()
+    progress = PlainProgress(out, interval_s=0.0, clock=lambda: next(times))
+    for done in (128, 256, 384):  # the first batch was embedded before the first report
+        progress("embed", done, 384)
+    last = out.getvalue().splitlines()[-1]
+    assert last.startswith("embedding chunks: 384/384 (100%) 128.0/s,"), last
+    report = BuildReport(chunks_embedded=384, embed_seconds=5.0)
+    assert _embedded_words(report, progress).endswith("at 128.0 chunks/s")
+    # no progress rate (one batch): the embedder's own rate, said the same way
+    assert _embedded_words(report, None).endswith("at 76.8 chunks/s")

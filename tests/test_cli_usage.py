@@ -274,7 +274,9 @@ def test_distinct_digits_tells_close_thresholds_apart():
     assert cli.distinct_digits(0.4142, 0.4127) == 3
     assert cli.distinct_digits(0.4142, 0.4137) == 4
     assert cli.distinct_digits(0.9, 0.1) == 2
-    assert cli.relative_scores([{"score": 0.0328}, {"score": 0.0164}]) == [1.0, 0.5]
+    from ragsieve.present import relative_scores
+
+    assert relative_scores([{"score": 0.0328}, {"score": 0.0164}]) == [1.0, 0.5]
 
 
 def test_version_prints_the_package_version():
