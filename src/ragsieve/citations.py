@@ -273,8 +273,8 @@ def settle_citations(
     1. a marker ``[n]`` with no ``n``-th evidence is removed (it cites nothing the user can open);
     2. a sentence that states something (:func:`states_something`) but has no marker gets the
        marker of the passage sharing the most content words with it: among ``cited_ids`` when the
-       generator attributed any, else among all evidence when they share at least
-       :data:`MIN_SHARED_WORDS` words; otherwise it stays uncited and is listed in ``uncited``;
+       generator attributed any (at least one shared word), else among all evidence when they share
+       at least :data:`MIN_SHARED_WORDS` words; otherwise it stays uncited and is listed in ``uncited``;
     3. ``cited_ids`` of the result are the ids the markers name, in order of first appearance,
        plus any attributed id no sentence took (the generator's attribution is kept, not lost).
 
@@ -309,7 +309,10 @@ def settle_citations(
             shared = [len(mine & w) for w in words]
             pool = preferred or list(range(n))
             best = max(pool, key=lambda j: (shared[j], -pool.index(j)))
-            if preferred or shared[best] >= min(MIN_SHARED_WORDS, len(mine)):
+            # among the generator's attributed passages one shared word names the passage; among
+            # all the evidence it takes MIN_SHARED_WORDS, so that chance does not cite
+            needed = 1 if preferred else min(MIN_SHARED_WORDS, len(mine))
+            if shared[best] >= needed:
                 rewritten.append(_cite(sentence, best + 1))
                 attributed.append(sentence)
             else:
