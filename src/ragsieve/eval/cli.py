@@ -259,7 +259,7 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
     for name, row in report["baselines"].items():
         lo, hi = row["aurc_interval"]
         mark = "  <- best" if name == report["best_baseline"] else ""
-        console.print(f"  {name:<24} {row['aurc']:.3f} [{lo:.3f},{hi:.3f}]{mark}")
+        console.print(f"  {name:<24} {row['aurc']:.3f} [{lo:.3f},{hi:.3f}]{mark}", markup=False, highlight=False)
     for name, row in report["vs_best_baseline"].items():
         lo, hi = row["interval"]
         console.print(
@@ -279,7 +279,8 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
     for kind in ("independent", "llm_judge"):
         for name, s in (report["faithfulness"].get(kind) or {}).items():
             parts = [f"{key} {_share(s[key])}" for key in ("faithful", "values_cited", "cited_has_gold")]
-            console.print(f"  {name:<14} " + ", ".join(parts) + (" (LLM judge)" if kind == "llm_judge" else ""))
+            console.print(f"  {name:<14} " + ", ".join(parts) + (" (LLM judge)" if kind == "llm_judge" else ""),
+                          markup=False, highlight=False)
     if report.get("signals"):
         console.print("Sieve confidence signals, AURC: " + ", ".join(
             f"{k} {v['aurc']:.3f}" for k, v in report["signals"].items()))  # fmt: skip
@@ -303,7 +304,7 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
                 f"(delta {100 * res['delta']:.0f}%)"
             )
     elif cal:
-        console.print(f"Calibration: {cal['error']}")
+        console.print(f"Calibration: {cal['error']}", markup=False, highlight=False)
 
 
 def _share(s: dict[str, Any]) -> str:
