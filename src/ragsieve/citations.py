@@ -184,6 +184,7 @@ def _absolute(root: str) -> str:
 # ---------------------------------------------------------------------- markers in an answer
 _MARKER_RE = re.compile(r"\s*\[(\d{1,3})\]")
 _ONLY_MARKERS_RE = re.compile(r"^(?:\s*\[\d{1,3}\])+\s*[.!?]?\s*$")
+_LEADING_MARKERS_RE = re.compile(r"^(?:\s*\[\d{1,3}\])+\s*")
 _WORD_RE = re.compile(r"[^\W_]+")
 # Words that say nothing about which passage a sentence comes from.
 _STOP = frozenset(
@@ -227,15 +228,24 @@ def states_something(sentence: str) -> bool:
 
 def split_cited_sentences(text: str) -> list[str]:
     """The sentences of ``text`` with each ``[n]`` marker kept on the sentence it follows: a
-    piece that is only markers (``X is Y. [1]``) joins the sentence before it."""
+    piece that is only markers (``X is Y. [1]``), and markers opening any sentence but the first
+    (``X is Y. [1] Z is W.``), join the sentence before it.
+
+    >>> split_cited_sentences("Paris is in France. [1] It is large [2].")
+    ['Paris is in France. [1]', 'It is large [2].']
+    """
     from ragsieve.sentences import split_sentences
 
     out: list[str] = []
     for piece in split_sentences(text):
         if out and _ONLY_MARKERS_RE.match(piece):
             out[-1] = out[-1] + " " + piece.strip()
-        else:
-            out.append(piece)
+            continue
+        lead = _LEADING_MARKERS_RE.match(piece)
+        if out and lead:  # "X is Y. [1] Z is W.": the [1] cites the sentence before it
+            out[-1] = out[-1] + " " + lead.group(0).strip()
+            piece = piece[lead.end() :]
+        out.append(piece)
     return out
 
 

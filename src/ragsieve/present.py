@@ -438,19 +438,20 @@ _MARKERS = re.compile(r"\[\d{1,3}\]")
 
 
 def _sentences(data: dict[str, Any], text: str, ids: list[str]) -> list[SentenceView]:
-    """The answer's sentences with their sources and the verifier's verdicts. The verifier's own
-    sentences are used when they make up the answer (it split it first); otherwise the answer is
-    split here and each sentence takes the verdict of the claim with the same words."""
+    """The answer's sentences with their sources and the verifier's verdicts: the answer split
+    here, each sentence taking the verdict of the claim with the same words; the verifier's own
+    sentences when none matches but they make up the answer (it split it differently)."""
     if data.get("abstained") or not text.strip():
         return []
     claims = [dict(c) for c in data.get("claims") or [] if isinstance(c, Mapping)]
     n = len(ids)
     units: list[tuple[str, dict[str, Any] | None]]
-    if claims and _key(" ".join(str(c.get("sentence", "")) for c in claims)) == _key(text):
-        units = [(str(c.get("sentence", "")), c) for c in claims]
-    else:
-        by_key = {_key(str(c.get("sentence", ""))): c for c in claims}
-        units = [(s, by_key.get(_key(s))) for s in split_cited_sentences(text)]
+    by_key = {_key(str(c.get("sentence", ""))): c for c in claims}
+    units = [(s, by_key.get(_key(s))) for s in split_cited_sentences(text)]
+    if claims and not any(c for _, c in units) and _key(" ".join(str(c.get("sentence", "")) for c in claims)) == _key(
+        text
+    ):
+        units = [(str(c.get("sentence", "")), c) for c in claims]  # the verifier split it otherwise
     out = []
     for sentence, claim in units:
         sources = [p for p in marker_positions(sentence) if 1 <= p <= n]
