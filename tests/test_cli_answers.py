@@ -213,3 +213,10 @@ def test_ingest_summary_states_the_rate_its_progress_line_showed() -> None:
     assert _embedded_words(report, progress).endswith("at 128.0 chunks/s")
     # no progress rate (one batch): the embedder's own rate, said the same way
     assert _embedded_words(report, None).endswith("at 76.8 chunks/s")
+
+
+def test_ask_shows_raw_retrieval_scores_only_behind_the_flag() -> None:
+    scaled = "\n".join(cli.render_answer(_withdrawn_answer(), 80))
+    raw = "\n".join(cli.render_answer(_withdrawn_answer(), 80, raw_scores=True))
+    assert "*selected   1.00 returns.md:0" in scaled and " dropped    0.49 shipping.md:0" in scaled
+    assert "*selected   0.0328 returns.md:0" in raw and "raw score" in raw

@@ -461,7 +461,7 @@ def _wrap_full(text: str, width: int, first: str, rest: str) -> list[str]:
     return out
 
 
-def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
+def answer_lines(answer: Any, width: int = 80, raw_scores: bool = False) -> list[tuple[str, str | None]]:
     """The answer and its trace as ``(line, chunk id)`` pairs: the chunk id on a line that
     cites that chunk (so a terminal can make it a link), else None. See :func:`render_answer`.
 
@@ -511,9 +511,11 @@ def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
     for fact in view.facts:
         add(wrap(fact))
     if view.candidates and not view.search_only:
+        scale = ("the retriever's raw score" if raw_scores
+                 else "retrieval score on a 0-1 scale, the top candidate = 1.00")
         add(textwrap.wrap(
-            f"candidates ({len(view.candidates)}; * = in the answer's evidence; score = retrieval score "
-            "on a 0-1 scale, the top candidate = 1.00):", width, subsequent_indent="  ",
+            f"candidates ({len(view.candidates)}; * = in the answer's evidence; score = {scale}):", width,
+            subsequent_indent="  ",
         ))
         for ev in (t.stage("judge")[:1] if t is not None else []):
             if "upper" in ev:
@@ -528,7 +530,9 @@ def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
             mark = "*" if c.in_evidence else " "
             # Ids of file chunks start with their source: print the source only when it adds to the id.
             where = c.id if c.id.startswith(c.source) else f"{c.id} ({c.source})"
-            add(_wrap_full(where, width, f"{mark}{c.status:<10} {c.score:.2f} ", " " * 17), c.id)
+            raw = c.raw_scores.get("fused", c.raw_scores.get("score"))
+            shown = f"{raw:.4f}" if raw_scores and raw is not None else f"{c.score:.2f}"
+            add(_wrap_full(where, width, f"{mark}{c.status:<10} {shown} ", " " * 17), c.id)
             text = c.text.strip()
             first = text.splitlines()[0] if text else ""
             add([_clip_line(" " * 17 + (f"[{c.why}] " if c.why else "") + first, width)])
@@ -549,11 +553,11 @@ def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
     return out
 
 
-def render_answer(answer: Any, width: int = 80) -> list[str]:
+def render_answer(answer: Any, width: int = 80, raw_scores: bool = False) -> list[str]:
     """The answer and its trace as terminal lines of at most ``width`` characters: the answer
     (or the abstention and why), the cited sources in full, two lines per candidate, one per
     answer sentence, timings. Ids and citations are wrapped, never cut."""
-    return [line for line, _ in answer_lines(answer, width)]
+    return [line for line, _ in answer_lines(answer, width, raw_scores)]
 
 
 def _corpus_root(pipe: Any) -> Any:
@@ -585,12 +589,12 @@ def _print_block(lines: list[str], chunk: Any, root: Any) -> None:
         console.print(_linked(line, uri if is_citation else None), soft_wrap=True, no_wrap=True)
 
 
-def _print_answer(answer: Any, root: Any = None) -> None:
+def _print_answer(answer: Any, root: Any = None, raw_scores: bool = False) -> None:
     from ragsieve.citations import citation_uri
 
     width = min(console.width or 80, 80)
     chunks = {h.chunk.id: h.chunk for h in answer.evidence}
-    for i, (line, chunk_id) in enumerate(answer_lines(answer, width)):
+    for i, (line, chunk_id) in enumerate(answer_lines(answer, width, raw_scores)):
         style = "bold" if i == 0 else ""
         if line.startswith("A (abstained)"):
             style = "bold yellow"
@@ -632,6 +636,9 @@ def ask(
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
     store: StoreChoice | None = STORE_OPTION,
     store_uri: str | None = STORE_URI_OPTION,
+    raw_scores: bool = typer.Option(
+        False, "--raw-scores", help="Show the candidates' raw retrieval scores instead of the 0-1 scale."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the answer and full trace as JSON."),
 ) -> None:
     """Answer a question from the index, checking the evidence and the answer (the sieve).
@@ -665,7 +672,7 @@ def ask(
     if as_json:
         console.print_json(json.dumps(answer.to_dict(), default=str))
     else:
-        _print_answer(answer, None if no_retrieval else _corpus_root(pipe))
+        _print_answer(answer, None if no_retrieval else _corpus_root(pipe), raw_scores)
 
 
 @app.command()
