@@ -220,3 +220,10 @@ def test_ask_shows_raw_retrieval_scores_only_behind_the_flag() -> None:
     raw = "\n".join(cli.render_answer(_withdrawn_answer(), 80, raw_scores=True))
     assert "*selected   1.00 returns.md:0" in scaled and " dropped    0.49 shipping.md:0" in scaled
     assert "*selected   0.0328 returns.md:0" in raw and "raw score" in raw
+
+
+def test_a_saved_search_result_is_presented_as_ranked_hits() -> None:
+    hits = [_hit("a.md:0", "x", 0.0328, 1, sparse=6.7), _hit("b.md:0", "y", 0.0164, 2, sparse=3.3)]
+    view = present_answer({"query": "q", "hits": [h.to_dict() for h in hits], "trace": Trace("q").to_dict()})
+    assert view.search_only and view.question == "q"
+    assert [(c.status, c.score) for c in view.candidates] == [("unjudged", 1.0), ("unjudged", 0.5)]
