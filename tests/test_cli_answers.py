@@ -109,12 +109,15 @@ def test_pipeline_answers_cite_the_pdf_page(pdf_index: Index, reply: str) -> Non
     pipe = Pipeline(PipelineConfig(pipeline="plain"), index=pdf_index, llm=ReplyLLM(reply))
     answer = pipe.ask("What is the belt tension?", k=2)
     assert "[7]" not in answer.text and "belt.pdf:0" in answer.cited_ids
+    assert answer.text.startswith("The belt tension is 45 newtons")  # the model's words, unchanged
     n = [h.chunk.id for h in answer.evidence].index("belt.pdf:0") + 1
-    assert f"[{n}]" in answer.text  # the sentence carries an openable citation
     lines = cli.render_answer(answer, 80)
+    assert lines[1] == f"A: The belt tension is 45 newtons [{n}]."  # shown with its openable citation
     assert f"   [{n}] belt.pdf#page=1" in lines
+    view = present_answer(answer)
+    assert [s.sources for s in view.sentences] == [[n]] and view.citation_note is None
     if "[7]" in reply:
-        assert answer.trace.stage("citations")[0]["removed_markers"] == [7]
+        assert answer.trace.stage("settle_citations")[0]["removed_markers"] == [7]
         assert any("removed citation marker [7]" in line for line in lines)
 
 

@@ -260,13 +260,16 @@ def _cite(sentence: str, position: int) -> str:
 
 @dataclass(frozen=True)
 class SettledCitations:
-    """An answer after :func:`settle_citations`: its text, the chunk ids its markers name (in order),
-    the stray markers removed, the sentences that were given a marker, and the sentences that state
-    something yet cite nothing."""
+    """An answer after :func:`settle_citations`: its text with every sentence's marker (``text``),
+    the chunk ids its markers name (in order), the stray markers removed, the sentences that were
+    given a marker, the sentences that state something yet cite nothing, and the answer with only
+    the stray markers removed (``model_text``: the model's words, which the pipeline keeps as the
+    answer so that exact-match scoring and log-probabilities of the answer do not change)."""
 
     text: str
     cited_ids: list[str]
     removed_markers: list[int] = field(default_factory=list)
+    model_text: str = ""
     attributed: list[str] = field(default_factory=list)
     uncited: list[str] = field(default_factory=list)
 
@@ -297,12 +300,15 @@ def settle_citations(
         'The restocking fee is 60 euros [1]. Shipping costs nothing [2].'
         >>> s.cited_ids, s.removed_markers
         (['a.md:0', 'b.md:0'], [3])
+        >>> s.model_text  # what the pipeline keeps as the answer: only the stray marker gone
+        'The restocking fee is 60 euros. Shipping costs nothing [2].'
     """
     n = len(evidence)
     removed = [int(m.group(1)) for m in _MARKER_RE.finditer(text) if not 1 <= int(m.group(1)) <= n]
     if removed:
         text = _MARKER_RE.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= n else "", text).strip()
         text = re.sub(r"\s+([.,;:!?])", r"\1", text)
+    model_text = text
     attributed: list[str] = []
     uncited: list[str] = []
     if n and text:
@@ -333,25 +339,31 @@ def settle_citations(
     positions = marker_positions(text)
     ids_out = [evidence[p - 1][0] for p in positions]
     ids_out += [cid for cid in cited_ids if cid not in ids_out and any(cid == e[0] for e in evidence)]
-    return SettledCitations(text, ids_out, removed, attributed, uncited)
+    return SettledCitations(
+        text=text, cited_ids=ids_out, removed_markers=removed, model_text=model_text, attributed=attributed,
+        uncited=uncited,
+    )
 
 
 def settle_answer(
     text: str, evidence: Sequence[Any], cited_ids: Sequence[str], trace: Any = None, abstained: bool = False
 ) -> tuple[str, list[str]]:
     """:func:`settle_citations` on an answer's text and its evidence (``SearchHit``s), as the
-    pipeline assembles the answer: returns the text and the cited ids, and records a
-    ``citations`` event in ``trace`` when anything changed or a sentence stays uncited. An
-    abstention cites nothing and is returned as it is."""
+    pipeline assembles the answer: returns the answer without its stray markers and the ids every
+    sentence cites, and records a ``settle_citations`` event in ``trace`` (markers removed, each
+    unmarked sentence with the source it was given, sentences citing nothing) when there is any.
+    The markers given to unmarked sentences are not written into the answer (renderers show them:
+    :func:`ragsieve.present.present_answer` settles the same text the same way), so the model's
+    words are scored as they were. An abstention cites nothing and is returned as it is."""
     if abstained or not text:
         return text, list(cited_ids)
     pairs = [(hit.chunk.id, hit.chunk.text) for hit in evidence]
     settled = settle_citations(text, pairs, cited_ids)
     if trace is not None and (settled.removed_markers or settled.attributed or settled.uncited):
         trace.record(
-            "citations",
+            "settle_citations",
             removed_markers=settled.removed_markers,
             attributed=settled.attributed,
             uncited=settled.uncited,
         )
-    return settled.text, settled.cited_ids
+    return settled.model_text, settled.cited_ids

@@ -422,7 +422,7 @@ def _notes(events: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> list
                 notes.append(f"regeneration skipped: {ev.get('reason', '')}")
             else:
                 notes.append(f"regenerated with {', '.join(map(str, ev.get('evidence') or []))}: {ev.get('reason')}")
-        elif ev.get("stage") == "citations" and ev.get("removed_markers"):
+        elif ev.get("stage") == "settle_citations" and ev.get("removed_markers"):
             marks = ", ".join(f"[{n}]" for n in ev["removed_markers"])
             notes.append(f"removed citation marker{'s' if len(ev['removed_markers']) > 1 else ''} {marks}: "
                          f"the answer has {len(evidence)} source{'s' if len(evidence) != 1 else ''}")
