@@ -286,3 +286,64 @@ def test_eval_intervals_never_split_a_bracket(results: dict[str, Run]) -> None:
 def test_version(ws: Workspace) -> None:
     result = ws.run("--version")
     assert result.code == 0 and result.out.strip() == f"ragsieve {__version__}"
+
+
+# ---------------------------------------------------------------- what a new user reads
+@pytest.fixture(scope="module")
+def own(ws: Workspace) -> dict[str, Run]:
+    """A second index of the corpus and the runs that read it, apart from ``results`` (which runs
+    every command, the bundled models' included): ingest, search on both scales, an answer the
+    sieve withdraws at 80 columns, and eval on two questions."""
+    idx, fake = ws.path("own-idx"), ("--llm-url", ws.chat_url, "--model", "fake")
+    return {
+        "ingest": ws.run("ingest", ws.path("corpus"), "--index", idx, "--threads", "1"),
+        "search": ws.run("search", "Apollo moon landing", "--index", idx, "-k", "3"),
+        "search raw": ws.run("search", "Apollo moon landing", "--index", idx, "-k", "3", "--raw-scores"),
+        "search json": ws.run("search", "Apollo moon landing", "--index", idx, "-k", "3", "--json"),
+        # the fake server answers "The passages state it [1].": no date, so the sieve refuses it
+        "ask sieve": ws.run("ask", "When did Apollo 11 land on the Moon?", "--index", idx, *fake),
+        "eval": ws.run("eval", "--data", ws.path("qa.jsonl"), "--index", idx, *fake, "--only", "plain,no-retrieval",
+                       "--judge", "none", "--bootstrap", "20", "--cache", ws.path("own-eval-cache.jsonl")),
+    }
+
+
+def test_search_scores_are_on_0_1_with_raw_scores_behind_a_flag(own: dict[str, Run]) -> None:
+    assert all(r.code == 0 for r in own.values()), {k: r.err[-800:] for k, r in own.items() if r.code}
+    scaled = [line for line in own["search"].out.splitlines() if line.strip().startswith("fused ")]
+    assert scaled and all(re.match(r"\s+fused [01]\.\d\d\b", line) for line in scaled), scaled
+    assert scaled[0].strip().startswith("fused 1.00") and "0-1" in own["search"].out.splitlines()[0]
+    numbers = [float(x) for line in scaled for x in re.findall(r"(?:fused|dense|sparse) (\d+\.\d+)", line)]
+    assert numbers and all(0.0 <= x <= 1.0 for x in numbers)
+    raw = [line for line in own["search raw"].out.splitlines() if line.strip().startswith("fused ")]
+    assert raw and re.match(r"\s+fused 0\.0\d{3}\b", raw[0]), raw  # reciprocal-rank fusion, as it is
+    assert any(float(x) > 1 for line in raw for x in re.findall(r"sparse (\d+\.\d+)", line)), raw  # BM25
+    hit = json.loads(own["search json"].out)["hits"][0]
+    assert hit["scaled_scores"]["fused"] == 1.0 and hit["scores"]["fused"] < 0.1
+
+
+def test_an_80_column_answer_shows_the_withdrawn_draft(own: dict[str, Run]) -> None:
+    out = own["ask sieve"].out
+    _fits(out)
+    lines = out.splitlines()
+    assert lines[1].startswith("A (abstained): "), out
+    flat = " ".join(out.split())
+    # the reply the checks refused, whole, with why and what replaced it
+    assert "withdrawn draft (responsive: wrong_kind" in flat and "replaced by the abstention" in flat, out
+    assert "The passages state it [1]." in flat
+    assert "…" not in "\n".join(lines[: lines.index(next(x for x in lines if x.startswith("candidates")))])
+
+
+def test_ingest_summary_and_progress_line_give_one_rate(own: dict[str, Run]) -> None:
+    progress = _progress_lines(own["ingest"].err, "embedding chunks")
+    summary = own["ingest"].out
+    shown = re.search(r"at ([\d,.]+) chunks/s", summary)
+    last = re.search(r" ([\d,.]+)/s,", progress[-1]) if progress else None
+    assert shown, summary
+    if last is not None:  # (one batch gives the progress line no rate: the summary gives the embedder's)
+        assert shown.group(1) == last.group(1), (summary, progress)
+
+
+def test_eval_header_and_why_there_is_no_fair_comparison(own: dict[str, Run]) -> None:
+    out = " ".join(own["eval"].out.split())
+    assert "2 questions; rates in %" in out and "questions, %" not in out
+    assert "no fair comparison: it needs at least 4 questions" in out and "the fair comparison is below" not in out

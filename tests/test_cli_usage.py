@@ -259,7 +259,7 @@ def test_answer_lines_read_right_for_a_newcomer():
     lines = cli.render_answer(answer, 80)
     text = "\n".join(lines)
     assert all(len(line) <= 80 for line in lines)
-    assert "   [1] manual.pdf:6" in lines  # the page, not the chunk ordinal
+    assert "   [1] manual.pdf#page=6" in lines  # the page, not the chunk ordinal
     # left out by the minimal cover: "not needed", never "dropped"; a check's removal stays "dropped"
     assert any(line.startswith(" not needed") and "notes.md:0" in line for line in lines)
     assert any(line.startswith(" dropped") and "irrelevant" not in line for line in lines)
@@ -274,7 +274,9 @@ def test_distinct_digits_tells_close_thresholds_apart():
     assert cli.distinct_digits(0.4142, 0.4127) == 3
     assert cli.distinct_digits(0.4142, 0.4137) == 4
     assert cli.distinct_digits(0.9, 0.1) == 2
-    assert cli.relative_scores([{"score": 0.0328}, {"score": 0.0164}]) == [1.0, 0.5]
+    from ragsieve.present import relative_scores
+
+    assert relative_scores([{"score": 0.0328}, {"score": 0.0164}]) == [1.0, 0.5]
 
 
 def test_version_prints_the_package_version():

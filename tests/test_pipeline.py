@@ -363,7 +363,7 @@ def test_terminal_view_fits_80_columns(hash_index):
     assert all(len(line) <= 80 for line in lines)
     text = "\n".join(lines)
     assert lines[1].startswith("A: Apollo 11")
-    assert re.search(r"^\*kept +1\.00 astronomy/moon\.txt:0$", text, re.M)  # retrieval score, 0-1 scale
+    assert re.search(r"^\*selected +1\.00 astronomy/moon\.txt:0$", text, re.M)  # retrieval score, 0-1 scale
     verdicts = {
         line.split()[0]: nxt
         for line, nxt in zip(lines, lines[1:], strict=False)
@@ -371,7 +371,7 @@ def test_terminal_view_fits_80_columns(hash_index):
     }
     assert verdicts["dropped"].lstrip().startswith("[judge: irrelevant")
     assert verdicts["flagged"].lstrip().startswith("[judge: ambiguous")
-    assert "  supported   0.83 [astronomy/moon.txt:0] Apollo 11" in text and "unsupported" in text
+    assert "  supported   0.83 Apollo 11" in text and "unsupported" in text
     assert re.match(r"\d+ ms, [12] LLM calls?: ", lines[-1])
     abstained = sieve(hash_index, QueueLLM("x"), KeywordJudge()).ask("Who invented the cyclotron?")
     view = render_answer(abstained, 80)

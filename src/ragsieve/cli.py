@@ -43,6 +43,7 @@ from ragsieve.options import (
     SelectName,
     StoreBackendName,
 )
+from ragsieve.present import scaled_scores
 
 __all__ = [
     "INDEX_ENV", "app", "cli_command", "default_demo_index", "hit_block", "main", "render_answer", "resolve_index_dir",
@@ -233,19 +234,30 @@ def ingest(
         console.print_json(json.dumps({**report.to_dict(), "index": built.stats()}))
         return
     n_files = report.files_added + report.files_updated + report.files_unchanged
-    # Throughput of the embedder alone: loading, chunking and index writing are not its cost.
-    rate = report.chunks_embedded / report.embed_seconds if report.embed_seconds else 0.0
-    console.print(
-        f"[green]indexed[/] {report.chunks} chunks from {n_files} files into {index} "
+    console.print(Text("indexed ", style="green") + Text(
+        f"{report.chunks} chunks from {n_files} files into {index} "
         f"({report.files_added} added, {report.files_updated} updated, {report.files_unchanged} unchanged, "
-        f"{report.files_removed} removed; {report.chunks_embedded} embedded in {report.embed_seconds:.1f}s "
-        f"at {rate:.0f} chunks/s; {report.seconds:.1f}s in all)"
-    )
-    console.print(f"domains: {', '.join(built.domains)}")
+        f"{report.files_removed} removed; {_embedded_words(report, progress)}; {report.seconds:.1f}s in all)"
+    ), highlight=False)
+    console.print(f"domains: {', '.join(built.domains)}", markup=False, highlight=False)
     if report.skipped:
         err_console.print(f"[yellow]skipped {len(report.skipped)} file(s), link(s) or record(s):[/]")
         for p, reason in report.skipped:
-            err_console.print(f"  {p}: {reason}")
+            err_console.print(f"  {p}: {reason}", markup=False, highlight=False)
+
+
+def _embedded_words(report: Any, progress: Any) -> str:
+    """How many chunks were embedded and how fast, at the rate the progress line showed: both read
+    one :class:`ragsieve.console.StageRates` (chunks since the first progress report over the time
+    since it), so the summary and the last progress line never disagree."""
+    from ragsieve.console import rate_text
+
+    rates = getattr(progress, "rates", None)
+    rate = rates.rate("embed") if rates is not None else None
+    if rate is None and report.embed_seconds:
+        rate = report.chunks_embedded / report.embed_seconds
+    words = f"{report.chunks_embedded} embedded in {report.embed_seconds:.1f}s of embedding"
+    return words + (f" at {rate_text(rate).replace('/s', ' chunks/s')}" if rate and report.chunks_embedded else "")
 
 
 def _ingest_partitioned(
@@ -270,7 +282,7 @@ def _ingest_partitioned(
     if report.skipped:
         err_console.print(f"[yellow]skipped {len(report.skipped)} file(s), link(s) or record(s):[/]")
         for p, reason in report.skipped:
-            err_console.print(f"  {p}: {reason}")
+            err_console.print(f"  {p}: {reason}", markup=False, highlight=False)
 
 
 def _store_options(store: StoreChoice | None, store_uri: str | None) -> dict[str, Any]:
@@ -294,9 +306,17 @@ def search(
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
     store: StoreChoice | None = STORE_OPTION,
     store_uri: str | None = STORE_URI_OPTION,
+    raw_scores: bool = typer.Option(
+        False, "--raw-scores", help="Show each retriever's raw score (RRF, cosine, BM25) instead of the 0-1 scale."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ) -> None:
-    """Rank chunks for a query and show each retriever's score."""
+    """Rank chunks for a query and show each retriever's score.
+
+    Scores are on a 0-1 scale, as `ask` shows them: fusion and keyword (BM25) scores divided by the
+    best hit's, so the top hit reads 1.00; dense scores are cosines. --raw-scores shows the
+    retrievers' own numbers; --json carries both.
+    """
     from ragsieve.index import parse_where, validate_k
     from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.types import Trace
@@ -322,13 +342,20 @@ def search(
 
         note = sparse_query_note(query)
     if as_json:
-        payload: dict[str, Any] = {"query": query, "hits": [h.to_dict() for h in hits], "trace": trace.to_dict()}
+        # Each hit's raw scores and the same scores on the 0-1 scale the terminal shows.
+        rows = [h.to_dict() for h in hits]
+        payload: dict[str, Any] = {
+            "query": query,
+            "hits": [{**row, "scaled_scores": scaled} for row, scaled in zip(rows, scaled_scores(rows), strict=True)],
+            "trace": trace.to_dict(),
+        }
         if note:
             payload["note"] = note
         console.print_json(json.dumps(payload))
         return
+    scale = "raw scores" if raw_scores else "scores 0-1, best = 1.00"
     console.print(
-        _clip(f"{len(hits)} results for {query!r} ({mode.value}, {elapsed:.1f} ms)", _width()),
+        _clip(f"{len(hits)} results for {query!r} ({mode.value}, {elapsed:.1f} ms; {scale})", _width()),
         markup=False,
         highlight=False,
     )
@@ -337,8 +364,9 @@ def search(
 
         console.print("\n".join(textwrap.wrap(f"note: {note}", _width())), markup=False, highlight=False)
     root = _corpus_root(pipe)
-    for h in hits:
-        _print_block(hit_block(h, _width()), h.chunk, root)
+    scaled = scaled_scores([h.to_dict() for h in hits])
+    for h, row in zip(hits, scaled, strict=True):
+        _print_block(hit_block(h, _width(), None if raw_scores else row), h.chunk, root)
 
 
 # Search results are printed as blocks no wider than this, so they read in an 80-column terminal.
@@ -355,19 +383,28 @@ def _clip(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def hit_block(hit: Any, width: int = MAX_WIDTH) -> list[str]:
-    """Three lines for a search hit: rank and citation; domain, source and scores; first line of its text."""
+def hit_block(hit: Any, width: int = MAX_WIDTH, scaled: dict[str, float] | None = None) -> list[str]:
+    """Three lines for a search hit: rank and citation; domain, source and scores; first line of its text.
+
+    ``scaled`` is the hit's scores on the 0-1 scale (:func:`ragsieve.present.scaled_scores` over
+    all the hits: fusion and keyword scores divided by the best hit's, dense cosines as they are);
+    without it the retrievers' raw scores are shown (``ragsieve search --raw-scores``).
+    """
     import textwrap
 
     indent = " " * 5
     inner = width - len(indent)
-    scores = [f"fused {hit.scores.get('fused', hit.score):.4f}"]
-    scores += [f"{name} {hit.scores[name]:.3f}" for name in ("dense", "sparse") if name in hit.scores]
+    if scaled is None:
+        scores = [f"fused {hit.scores.get('fused', hit.score):.4f}"]
+        scores += [f"{name} {hit.scores[name]:.3f}" for name in ("dense", "sparse") if name in hit.scores]
+    else:
+        order = ["fused", "dense", "sparse"] + [k for k in scaled if k not in ("fused", "dense", "sparse")]
+        scores = [f"{name} {scaled[name]:.2f}" for name in order if name in scaled]
     where = " · ".join(part for part in (hit.chunk.domain, hit.chunk.source) if part)
     first_line = next((line for line in hit.chunk.text.splitlines() if line.strip()), "")
     return [
         "",
-        # The citation (path:page, path#heading, the record's URL) in full: wrapped, never cut.
+        # The citation (path#page=N, path#heading, the record's URL) in full: wrapped, never cut.
         *textwrap.wrap(
             format_citation(Citation.from_chunk(hit.chunk)), width, initial_indent=f"{hit.rank:>3}. ",
             subsequent_indent=indent, break_on_hyphens=False,
@@ -380,24 +417,6 @@ def hit_block(hit: Any, width: int = MAX_WIDTH) -> list[str]:
 def _clip_line(text: str, width: int) -> str:
     text = " ".join(text.splitlines())
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
-
-
-def _candidate_status(decisions: list[dict[str, Any]], cid: str) -> tuple[str, str]:
-    """The candidate's verdict as a reader should take it, and why.
-
-    ``dropped`` with the first check that removed it, else ``flagged`` with the check that
-    flagged it, else ``kept`` (or ``unjudged``). A candidate the selection left out although no
-    check removed it (the minimal cover did not need it, or it ranked beyond the top k) is
-    ``not needed``: relevant evidence, not a rejected one.
-    """
-    mine = [d for d in decisions if d.get("id") == cid]
-    for verdict in ("dropped", "flagged"):
-        hit = next((d for d in mine if d["verdict"] == verdict), None)
-        if hit is not None:
-            if verdict == "dropped" and hit.get("check") == "select":
-                return NOT_NEEDED, str(hit.get("reason", ""))
-            return verdict, f"{hit['check']}: {hit['reason']}"
-    return ("kept" if mine else "unjudged"), ""
 
 
 # How the CLI and the page name evidence the selection did not need (it was not rejected).
@@ -421,14 +440,6 @@ def distinct_digits(*values: float, least: int = 2, most: int = 6) -> int:
     return most
 
 
-def relative_scores(candidates: list[dict[str, Any]]) -> list[float]:
-    """Each candidate's retrieval score on a 0-1 scale: divided by the top candidate's, so the
-    best reads 1.00 whatever the retriever (fusion scores such as 0.033 have no scale of their own)."""
-    raw = [float(c.get("score", 0.0) or 0.0) for c in candidates]
-    top = max(raw, default=0.0)
-    return [max(r, 0.0) / top if top > 0 else 0.0 for r in raw]
-
-
 def _wrap_full(text: str, width: int, first: str, rest: str) -> list[str]:
     """``text`` wrapped at spaces, never cut: a word longer than the line (an id, a path) is
     broken only after a ``/`` (continued on the next line, indented), and printed whole when it
@@ -450,100 +461,103 @@ def _wrap_full(text: str, width: int, first: str, rest: str) -> list[str]:
     return out
 
 
-def answer_lines(answer: Any, width: int = 80) -> list[tuple[str, str | None]]:
+def answer_lines(answer: Any, width: int = 80, raw_scores: bool = False) -> list[tuple[str, str | None]]:
     """The answer and its trace as ``(line, chunk id)`` pairs: the chunk id on a line that
-    cites that chunk (so a terminal can make it a link), else None. See :func:`render_answer`."""
+    cites that chunk (so a terminal can make it a link), else None. See :func:`render_answer`.
+
+    Laid out from :func:`ragsieve.present.present_answer`, the view the page and the service
+    show too: the same statuses in the same order, scores on the same 0-1 scale."""
     import textwrap
 
-    t = answer.trace
+    from ragsieve.present import present_answer
+
+    view = present_answer(answer)
+    t = getattr(answer, "trace", None)
     out: list[tuple[str, str | None]] = []
 
     def add(lines: list[str], chunk_id: str | None = None) -> None:
         out.extend((line, chunk_id) for line in lines)
 
-    add(textwrap.wrap(f"Q: {answer.question}", width, subsequent_indent="   "))
-    head = "A (abstained): " if answer.abstained else "A: "
-    add(textwrap.wrap(head + (answer.text or "(empty)"), width, subsequent_indent="   "))
-    cited_ids = set(answer.cited_ids)
-    for n, h in enumerate(answer.evidence, 1):
-        if h.chunk.id in cited_ids:  # the cited sources, each in full (wrapped, never cut)
-            add(_wrap_full(format_citation(Citation.from_chunk(h.chunk)), width, f"   [{n}] ", " " * 7), h.chunk.id)
-    facts = []
-    if answer.abstained and answer.abstain_reason:
-        facts.append(f"why: {answer.abstain_reason}")
-    if answer.confidence is not None:
-        facts.append(f"confidence {answer.confidence:.2f} (0-1)")
-    for ev in t.stage("route")[:1]:
-        facts.append("searched " + ", ".join(ev.get("searched") or ["<global>"]))
-    for ev in t.stage("need")[:1]:
-        facts.append(("retrieved" if ev.get("retrieve") else "no retrieval") + f": {ev.get('reason', '')}")
-    for fact in facts:
-        add(textwrap.wrap(fact, width, initial_indent="   ", subsequent_indent="     "))
-    retrieved: list[dict[str, Any]] = next((e["candidates"] for e in t.stage("retrieve") if e.get("candidates")), [])
-    if retrieved:
-        used = {h.chunk.id for h in answer.evidence}
+    def wrap(text: str, first: str = "   ", rest: str = "     ") -> list[str]:
+        return _wrap_full(text, width, first, rest)
+
+    add(textwrap.wrap(f"Q: {view.question}", width, subsequent_indent="   "))
+    head = "A (abstained): " if view.outcome == "abstained" else "A: "
+    # The answer whole: wrapped at the width, never cut.
+    add(_wrap_full(head + (view.text or "(empty)"), width, "", "   "))
+    for src in view.sources:
+        if src.cited:  # the cited sources, each in full (wrapped, never cut)
+            add(_wrap_full(src.citation, width, f"   [{src.n}] ", " " * 7), src.id)
+    if view.citation_note:
+        add(wrap("note: " + view.citation_note))
+        for s in view.sentences:
+            if s.uncited:
+                add(wrap(s.text, "     no source: ", " " * 7))
+    if view.outcome == "abstained" and view.abstain_reason:
+        add(wrap(f"why: {view.abstain_reason}"))
+    for draft in view.withdrawn:
+        add(wrap(f"withdrawn draft ({draft.reason}; replaced by the {draft.replaced_by}):"))
+        # The draft's sentences with the verifier's verdicts when it checked them, else its text.
+        for sentence in draft.sentences or [{"text": draft.text, "supported": None, "support": None}]:
+            support = sentence.get("support")
+            verdict = sentence.get("supported")
+            tag = "" if verdict is None else ("supported" if verdict else "unsupported")
+            score = f" {support:.2f}" if isinstance(support, float) else ""
+            add(wrap(f"{tag}{score} {sentence['text']}".strip(), "     ", " " * 7))
+    if view.confidence is not None:
+        add(wrap(f"confidence {view.confidence:.2f} (0-1)"))
+    if view.route:
+        add(wrap(view.route))
+    for fact in view.facts:
+        add(wrap(fact))
+    if view.candidates and not view.search_only:
+        scale = ("the retriever's raw score" if raw_scores
+                 else "retrieval score on a 0-1 scale, the top candidate = 1.00")
         add(textwrap.wrap(
-            f"candidates ({len(retrieved)}; * = in the answer's evidence; score = retrieval score "
-            "on a 0-1 scale, the top candidate = 1.00):", width, subsequent_indent="  ",
+            f"candidates ({len(view.candidates)}; * = in the answer's evidence; score = {scale}):", width,
+            subsequent_indent="  ",
         ))
-        for ev in t.stage("judge")[:1]:
-            digits = distinct_digits(float(ev["upper"]), float(ev["lower"]))
-            add(textwrap.wrap(
-                f" judge {ev['judge']} (0-1): relevant >= {ev['upper']:.{digits}f}, "
-                f"irrelevant < {ev['lower']:.{digits}f}", width, subsequent_indent="   ",
-            ))
-        # Verdict, score and the full id (wrapped, never cut); then why (for a removed, flagged or
+        for ev in (t.stage("judge")[:1] if t is not None else []):
+            if "upper" in ev:
+                digits = distinct_digits(float(ev["upper"]), float(ev["lower"]))
+                add(textwrap.wrap(
+                    f" judge {ev['judge']} (0-1): relevant >= {ev['upper']:.{digits}f}, "
+                    f"irrelevant < {ev['lower']:.{digits}f}", width, subsequent_indent="   ",
+                ))
+        # Status, score and the full id (wrapped, never cut); then why (for a removed, flagged or
         # unneeded one) and the first line of its text.
-        for c, score in zip(retrieved, relative_scores(retrieved), strict=True):
-            verdict, why = _candidate_status(t.decisions, c["id"])
-            mark = "*" if c["id"] in used else " "
-            source = str(c.get("source", ""))
+        for c in view.candidates:
+            mark = "*" if c.in_evidence else " "
             # Ids of file chunks start with their source: print the source only when it adds to the id.
-            where = str(c["id"]) if str(c["id"]).startswith(source) else f"{c['id']} ({source})"
-            add(_wrap_full(where, width, f"{mark}{verdict:<10} {score:.2f} ", " " * 17), str(c["id"]))
-            text = (c.get("text") or "").strip()
+            where = c.id if c.id.startswith(c.source) else f"{c.id} ({c.source})"
+            raw = c.raw_scores.get("fused", c.raw_scores.get("score"))
+            shown = f"{raw:.4f}" if raw_scores and raw is not None else f"{c.score:.2f}"
+            add(_wrap_full(where, width, f"{mark}{c.status:<10} {shown} ", " " * 17), c.id)
+            text = c.text.strip()
             first = text.splitlines()[0] if text else ""
-            add([_clip_line(" " * 17 + (f"[{why}] " if why else "") + first, width)])
-    if answer.claims:
-        add([f"answer sentences (judge: {answer.claims[0].judge}; support on a 0-1 scale):"])
-        for v in answer.claims:
-            cited = ",".join(v.cited_ids) if v.cited_ids else f"against {v.against}"
-            tag = "supported  " if v.supported else "unsupported"
-            add([_clip_line(f"  {tag} {v.score:.2f} [{cited}] {v.sentence}", width)])
-    for ev in t.stage("responsive"):
-        if ev.get("attempt") == "extracted":
-            add(textwrap.wrap(_extraction_line(ev), width, subsequent_indent="  "))
-    for ev in t.stage("regenerate"):
-        if ev.get("skipped"):
-            add(textwrap.wrap(f"regeneration skipped: {ev.get('reason', '')}", width, subsequent_indent="  "))
-        else:
-            add(textwrap.wrap(f"regenerated with {', '.join(ev['evidence'])}: {ev['reason']}", width,
-                              subsequent_indent="  "))
-    stage_ms = [(k, v) for k, v in t.timings_ms.items() if k in SIEVE_STAGES]
+            add([_clip_line(" " * 17 + (f"[{c.why}] " if c.why else "") + first, width)])
+    if view.sentences and any(s.supported is not None for s in view.sentences):
+        add([f"answer sentences (judge: {view.claim_judge}; support on a 0-1 scale):"])
+        for s in view.sentences:
+            tag = "no check   " if s.supported is None else ("supported  " if s.supported else "unsupported")
+            score = "    " if s.support is None else f"{s.support:.2f}"
+            add(_wrap_full(f"{tag} {score} {s.text}", width, "  ", " " * 19))
+    for note in view.notes:
+        add(textwrap.wrap(note, width, subsequent_indent="  "))
+    stage_ms = [(tm.stage, tm.ms) for tm in view.timings if tm.stage in SIEVE_STAGES]
     total = sum(v for _, v in stage_ms)
     # Stages that took under a millisecond are left out; the rest wrap rather than being cut.
     parts = " ".join(f"{k} {v:.0f}" for k, v in stage_ms if v >= 1.0)
-    calls = f"{t.llm_calls} LLM call{'s' if t.llm_calls != 1 else ''}"
+    calls = f"{view.llm_calls} LLM call{'s' if view.llm_calls != 1 else ''}"
     add(textwrap.wrap(f"{total:.0f} ms, {calls}: {parts}", width, subsequent_indent="  "))
     return out
 
 
-def _extraction_line(ev: dict[str, Any]) -> str:
-    """What the verify stage did with a reply that pasted a passage (its ``responsive`` record
-    of the ``extracted`` attempt)."""
-    if ev.get("ok"):
-        return f"answer extracted from the pasted passage [{ev.get('position')}] ({ev.get('chunk_id')})"
-    if "position" in ev:
-        return (f"the sentence extracted from the pasted passage [{ev.get('position')}] was refused: "
-                f"{ev.get('reason')} {ev.get('detail', '')}".rstrip())
-    return f"nothing extracted from the pasted passage: {ev.get('detail', '')}"
-
-
-def render_answer(answer: Any, width: int = 80) -> list[str]:
+def render_answer(answer: Any, width: int = 80, raw_scores: bool = False) -> list[str]:
     """The answer and its trace as terminal lines of at most ``width`` characters: the answer
     (or the abstention and why), the cited sources in full, two lines per candidate, one per
     answer sentence, timings. Ids and citations are wrapped, never cut."""
-    return [line for line, _ in answer_lines(answer, width)]
+    return [line for line, _ in answer_lines(answer, width, raw_scores)]
 
 
 def _corpus_root(pipe: Any) -> Any:
@@ -575,12 +589,12 @@ def _print_block(lines: list[str], chunk: Any, root: Any) -> None:
         console.print(_linked(line, uri if is_citation else None), soft_wrap=True, no_wrap=True)
 
 
-def _print_answer(answer: Any, root: Any = None) -> None:
+def _print_answer(answer: Any, root: Any = None, raw_scores: bool = False) -> None:
     from ragsieve.citations import citation_uri
 
     width = min(console.width or 80, 80)
     chunks = {h.chunk.id: h.chunk for h in answer.evidence}
-    for i, (line, chunk_id) in enumerate(answer_lines(answer, width)):
+    for i, (line, chunk_id) in enumerate(answer_lines(answer, width, raw_scores)):
         style = "bold" if i == 0 else ""
         if line.startswith("A (abstained)"):
             style = "bold yellow"
@@ -622,6 +636,9 @@ def ask(
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
     store: StoreChoice | None = STORE_OPTION,
     store_uri: str | None = STORE_URI_OPTION,
+    raw_scores: bool = typer.Option(
+        False, "--raw-scores", help="Show the candidates' raw retrieval scores instead of the 0-1 scale."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the answer and full trace as JSON."),
 ) -> None:
     """Answer a question from the index, checking the evidence and the answer (the sieve).
@@ -655,7 +672,7 @@ def ask(
     if as_json:
         console.print_json(json.dumps(answer.to_dict(), default=str))
     else:
-        _print_answer(answer, None if no_retrieval else _corpus_root(pipe))
+        _print_answer(answer, None if no_retrieval else _corpus_root(pipe), raw_scores)
 
 
 @app.command()
@@ -725,8 +742,8 @@ def classify(
         return
     best = max(dist, key=lambda lab: dist[lab])
     for label, p in sorted(dist.items(), key=lambda kv: -kv[1]):
-        console.print(f"{label:>20} {p:6.3f} {'█' * int(p * 40)}")
-    console.print(f"prediction: [bold]{best}[/] ({ms:.0f} ms)")
+        console.print(f"{label:>20} {p:6.3f} {'█' * int(p * 40)}", markup=False, highlight=False)
+    console.print(Text("prediction: ") + Text(best, style="bold") + Text(f" ({ms:.0f} ms)"), highlight=False)
 
 
 @app.command()
@@ -799,14 +816,19 @@ def demo(
     report = BuildReport()
     with stage_progress() as progress:
         built = Index.build(demo_corpus_dir(), index_dir, config=cfg, progress=progress, report=report)
-    console.print(
-        f"demo index: {report.chunks} chunks in {len(built.domains)} domains at {index_dir} "
-        f"({report.chunks_embedded} embedded, {report.seconds:.1f}s); pipeline: {cfg.pipeline}"
-    )
+    console.print(demo_header(report, built, index_dir, cfg.pipeline), markup=False, highlight=False)
     pipe = Pipeline(cfg, index=built)
     for q in question or list(DEMO_SHOWCASE):
         console.print()
         _print_answer(pipe.ask(q), built.corpus_root)
+
+
+def demo_header(report: Any, built: Any, index_dir: Path, pipeline: str) -> str:
+    """The first line ``ragsieve demo`` prints: the index it built and the pipeline it runs."""
+    return (
+        f"demo index: {report.chunks} chunks in {len(built.domains)} domains at {index_dir} "
+        f"({report.chunks_embedded} embedded, {report.seconds:.1f}s); pipeline: {pipeline}"
+    )
 
 
 _TYPE_METAVARS = {Path: "PATH", str: "TEXT", int: "INT", float: "NUMBER"}
@@ -960,7 +982,8 @@ def main(argv: list[str] | None = None) -> None:
         if exc.code not in (0, None):
             raise
     except RagsieveError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+        # The message as plain text: markup in it (`pip install 'ragsieve[serve]'`) is not Rich's.
+        err_console.print(Text("error: ", style="bold red") + Text(str(exc)), highlight=False, soft_wrap=True)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         err_console.print("aborted")
@@ -969,9 +992,10 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("RAGSIEVE_DEBUG"):
             raise
         err_console.print(
-            f"[bold red]internal error:[/] {type(exc).__name__}: {exc}\n"
-            "This is a bug in ragsieve; rerun with RAGSIEVE_DEBUG=1 for the traceback and report it.",
-            highlight=False,
+            Text("internal error: ", style="bold red")
+            + Text(f"{type(exc).__name__}: {exc}\n"
+                   "This is a bug in ragsieve; rerun with RAGSIEVE_DEBUG=1 for the traceback and report it."),
+            highlight=False, soft_wrap=True,
         )
         raise SystemExit(1) from None
 

@@ -28,6 +28,7 @@ __all__ = [
     "INDEX_ENV",
     "PlainProgress",
     "ProgressReporter",
+    "StageRates",
     "console",
     "default_demo_index",
     "err_console",
@@ -42,26 +43,69 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+class StageRates:
+    """Items per second of each stage, measured the one way every progress display and summary
+    uses: items done since the stage's first report over the time since it. (Items done before
+    the first report are not counted against a clock that was not running, which would inflate the
+    rate.) ``None`` until a stage has two reports.
+
+    Example:
+        >>> times = iter([0.0, 2.0])
+        >>> rates = StageRates(clock=lambda: next(times))
+        >>> rates.update("embed", 128); rates.update("embed", 256)
+        64.0
+        >>> rates.rate("embed")
+        64.0
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._first: dict[str, tuple[float, int]] = {}
+        self._rate: dict[str, float | None] = {}
+
+    def update(self, stage: str, done: int, now: float | None = None) -> float | None:
+        now = self.clock() if now is None else now
+        start, first_done = self._first.setdefault(stage, (now, done))
+        elapsed = now - start
+        rate = (done - first_done) / elapsed if elapsed > 0 and done > first_done else None
+        self._rate[stage] = rate
+        return rate
+
+    def rate(self, stage: str) -> float | None:
+        return self._rate.get(stage)
+
+    def started(self, stage: str) -> float | None:
+        first = self._first.get(stage)
+        return first[0] if first else None
+
+
+def rate_text(rate: float | None) -> str:
+    """A rate as every ingest line prints it (one decimal, so the summary and the progress agree)."""
+    return "" if rate is None else f"{rate:,.1f}/s"
+
+
 class ProgressReporter:
-    """Adapts the index builder's ``(stage, done, total)`` callback to rich progress bars."""
+    """Adapts the index builder's ``(stage, done, total)`` callback to rich progress bars; the
+    rate column and the command's summary read the same :class:`StageRates`."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
         self.tasks: dict[str, Any] = {}
+        self.rates = StageRates()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         labels = {"load": "loading files", "embed": "embedding chunks", "index": "building indexes"}
         if stage not in self.tasks:
-            self.tasks[stage] = self.progress.add_task(labels.get(stage, stage), total=total)
-        self.progress.update(self.tasks[stage], completed=done, total=total)
+            self.tasks[stage] = self.progress.add_task(labels.get(stage, stage), total=total, rate=None)
+        rate = self.rates.update(stage, done)
+        self.progress.update(self.tasks[stage], completed=done, total=total, rate=rate)
 
 
 class _RateColumn(ProgressColumn):
-    """Items per second (chunks, files) of a task."""
+    """Items per second (chunks, files) of a task, as :class:`StageRates` measures them."""
 
     def render(self, task: Any) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.0f}/s" if speed else "", style="progress.data.speed")
+        return Text(rate_text(task.fields.get("rate")), style="progress.data.speed")
 
 
 def progress() -> Progress:
@@ -108,18 +152,19 @@ class PlainProgress:
         self.stream = stream if stream is not None else sys.stderr
         self.interval_s = interval_s
         self.clock = clock
-        self._started: dict[str, float] = {}
+        self.rates = StageRates(clock)
         self._last: dict[str, float] = {}
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         now = self.clock()
-        start = self._started.setdefault(stage, now)
+        measured = self.rates.update(stage, done, now)
         last = self._last.get(stage)
         if last is not None and done < total and now - last < self.interval_s:
             return
         self._last[stage] = now
-        elapsed = now - start
-        rate = f" {done / elapsed:,.1f}/s," if elapsed > 0 else ""
+        started = self.rates.started(stage)
+        elapsed = now - (now if started is None else started)
+        rate = f" {rate_text(measured)}," if measured is not None else ""
         share = f" ({100 * done // total}%)" if total else ""
         label = STAGE_LABELS.get(stage, stage)
         self.stream.write(f"{label}: {done:,}/{total:,}{share}{rate} {elapsed:.1f}s\n")

@@ -18,9 +18,9 @@ def _chunk(**location) -> Chunk:
 @pytest.mark.parametrize(
     "location, expected",
     [
-        ({"id": "manuals/guide.pdf:3", "path": "manuals/guide.pdf", "page": 4}, "manuals/guide.pdf:4"),
-        ({"id": "g.pdf:0", "path": "g.pdf", "page": 1, "page_label": "i"}, "g.pdf:1 (page i)"),
-        ({"id": "g.pdf:2", "path": "g.pdf", "page": 3, "page_label": "3"}, "g.pdf:3"),
+        ({"id": "manuals/guide.pdf:3", "path": "manuals/guide.pdf", "page": 4}, "manuals/guide.pdf#page=4"),
+        ({"id": "g.pdf:0", "path": "g.pdf", "page": 1, "page_label": "i"}, "g.pdf#page=1 (page i)"),
+        ({"id": "g.pdf:2", "path": "g.pdf", "page": 3, "page_label": "3"}, "g.pdf#page=3"),
         ({"id": "docs/m.md:2", "path": "docs/m.md", "heading": ["Mosses", "Structure"]},
          "docs/m.md#Mosses > Structure"),
         ({"id": "notes.txt:0", "path": "notes.txt"}, "notes.txt"),
@@ -60,10 +60,10 @@ def test_hits_and_answers_carry_the_location_fields():
     data = hit.to_dict()
     assert data["path"] == "g.pdf" and data["page"] == 2 and data["page_label"] == "1"
     assert data["char_start"] == 0 and data["char_end"] == 40 and data["heading"] is None and data["url"] is None
-    assert data["citation"] == "g.pdf:2 (page 1)"
+    assert data["citation"] == "g.pdf#page=2 (page 1)"
     assert Citation.from_hit(data) == Citation.from_hit(hit) == Citation.from_chunk(chunk)
     answer = Answer("q", "It is [1].", [hit], ["g.pdf:1"], Trace("q"))
-    assert json.loads(json.dumps(answer.to_dict()))["evidence"][0]["citation"] == "g.pdf:2 (page 1)"
+    assert json.loads(json.dumps(answer.to_dict()))["evidence"][0]["citation"] == "g.pdf#page=2 (page 1)"
 
 
 def test_chunks_round_trip_and_old_chunks_still_load():

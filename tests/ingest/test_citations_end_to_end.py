@@ -58,7 +58,7 @@ def _top(capsys, index: Path, query: str, domain: str) -> dict:
 def test_search_cites_the_pdf_page_and_its_label(cli_index, capsys):
     hit = _top(capsys, cli_index, "bracken hillsides", "manuals")
     assert (hit["path"], hit["page"], hit["page_label"]) == ("manuals/guide.pdf", 4, "3")
-    assert hit["citation"] == "manuals/guide.pdf:4 (page 3)"
+    assert hit["citation"] == "manuals/guide.pdf#page=4 (page 3)"
     hit = _top(capsys, cli_index, "vascular plants reproduce", "manuals")
     assert hit["page"] == 2 and "reproduce by spores" in hit["text"]
 
@@ -83,7 +83,7 @@ def test_the_index_layout_stores_the_locations(cli_index):
 def test_text_search_prints_the_citation_whole(cli_index, capsys):
     code, out, _ = run(capsys, "search", "bracken hillsides", "--index", str(cli_index), "--mode", "sparse",
                        "--where", "domain=manuals", "-k", "1")
-    assert code == 0 and "manuals/guide.pdf:4 (page 3)" in out
+    assert code == 0 and "manuals/guide.pdf#page=4 (page 3)" in out
 
 
 def test_locations_survive_a_rebuild_and_link_the_file(tmp_path):

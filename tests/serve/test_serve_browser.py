@@ -18,6 +18,22 @@ DOCS_SCREENSHOT = ROOT / "docs" / "img" / "trace-page.png"
 DOCS_SIEVE_SCREENSHOT = ROOT / "docs" / "img" / "trace-page-sieve.png"
 # A real answer of the sieve pipeline on the demo index (`ragsieve ask --json`, bundled models).
 SIEVE_ANSWER = ROOT / "tests" / "fixtures" / "serve" / "sieve-answer.json"
+# Screenshots the tests take, kept for a person to look at (a test artefact, outside the repository).
+ARTEFACTS = Path(os.environ.get("RAGSIEVE_TEST_ARTEFACTS", "/tmp/ragsieve-test-artefacts"))
+ARTEFACTS.mkdir(parents=True, exist_ok=True)
+
+
+def _watch(page: object) -> list[str]:
+    """Uncaught errors and console errors (a Content-Security-Policy violation is one) of ``page``."""
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))  # type: ignore[attr-defined]
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)  # type: ignore[attr-defined]
+    return errors
+
+
+def _bar_widths(page: object) -> list[float]:
+    bars = page.locator("#timings .bar")  # type: ignore[attr-defined]
+    return [bars.nth(i).bounding_box()["width"] for i in range(bars.count())]
 
 
 def _chromium() -> str:
@@ -37,8 +53,7 @@ def test_page_shows_answer_with_kept_and_dropped_evidence(tmp_path: Path) -> Non
         browser = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            errors = _watch(page)
             page.goto(server.url + "/")
             page.fill("#question", "How do quantum dots emit light of a colour?")
             page.click("#ask-button")
@@ -50,20 +65,30 @@ def test_page_shows_answer_with_kept_and_dropped_evidence(tmp_path: Path) -> Non
             dropped = page.locator("tr[data-status=dropped]")
             assert dropped.count() >= 1
             table = page.inner_text("#candidates")
-            assert "by judge: no word in common with the question" in table
+            assert "judge: no word in common with the question" in table
             # Evidence the selection did not need is "not needed", not a red "dropped".
             assert page.locator("tr[data-status=not-needed]").count() >= 1
             assert "not needed to cover the question" in table and "by select" not in table
             assert page.locator("#candidates .badge.not-needed").count() >= 1
             assert page.locator("#candidates .badge.kept-verdict").count() >= 1
-            assert page.locator("#timings .bar").count() >= 2
+            widths = _bar_widths(page)
+            # Each bar as long as its stage took: the page's CSP refuses inline style attributes,
+            # so the widths are set through the CSSOM; a refused style would leave every bar full.
+            assert len(widths) >= 2 and len({round(w) for w in widths}) >= 2 and min(widths) < max(widths) / 2, widths
             assert page.locator("details.event[data-stage=novel-stage]").count() == 1  # unknown stage shown
+            # The route in words, the statuses' legend in the presenter's order.
+            assert "{" not in page.inner_text("#route") and "[" not in page.inner_text("#route")
+            legend = [page.locator("#candidates dl.legend dt").nth(i).inner_text()
+                      for i in range(page.locator("#candidates dl.legend dt").count())]
+            from ragsieve.present import STATUSES
+
+            assert legend == list(STATUSES)
             # The evidence holding "</script><script>window.pwned=1..." was shown as text, not run.
             assert page.evaluate("typeof window.pwned") == "undefined"
             page.click("#ask-button")  # a second question re-renders in place
             page.wait_for_selector("body[data-rendered=true]", timeout=20_000)
             assert errors == []
-            shot = tmp_path / "trace-page.png"
+            shot = ARTEFACTS / "trace-page.png"
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000
             if os.environ.get("RAGSIEVE_UPDATE_SCREENSHOT"):
@@ -84,8 +109,7 @@ def test_trace_view_page_renders_a_real_sieve_trace(tmp_path: Path) -> None:
         browser = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1300})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            errors = _watch(page)
             page.goto(out.resolve().as_uri())
             page.wait_for_selector("body[data-rendered=true]", timeout=20_000)
             assert page.locator("#ask-form").is_hidden()  # a static view: no question box
@@ -98,9 +122,9 @@ def test_trace_view_page_renders_a_real_sieve_trace(tmp_path: Path) -> None:
             assert page.locator("#candidates .badge.flagged").count() >= 1
             assert page.locator(".claim.supported").count() == 1
             assert "top 2 domains" in page.inner_text("#route")
-            stages = page.locator("#timings .bar").count()
-            assert stages == 10 and errors == []
-            shot = tmp_path / "sieve.png"
+            widths = _bar_widths(page)
+            assert len(widths) == 10 and len({round(w) for w in widths}) >= 3 and errors == []
+            shot = ARTEFACTS / "trace-page-sieve.png"
             page.screenshot(path=str(shot))
             if os.environ.get("RAGSIEVE_UPDATE_SCREENSHOT"):
                 shutil.copyfile(shot, DOCS_SIEVE_SCREENSHOT)
@@ -158,8 +182,7 @@ def test_citations_link_to_the_cited_passage_with_file_and_page(tmp_path: Path) 
             browser = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
             try:
                 page = browser.new_page(viewport={"width": 1280, "height": 1000})
-                errors: list[str] = []
-                page.on("pageerror", lambda exc: errors.append(str(exc)))
+                errors = _watch(page)
                 page.goto(server.url + "/")
                 page.fill("#question", "How often is the impeller seal of the pump replaced?")
                 page.click("#ask-button")
@@ -169,17 +192,19 @@ def test_citations_link_to_the_cited_passage_with_file_and_page(tmp_path: Path) 
                 assert texts, page.inner_text("#answer")
                 # Every cited source names its file and page (PDF) or heading (HTML, Markdown).
                 for text in texts:
-                    assert re.fullmatch(r"manuals/pump\.pdf:\d+|web/valves\.html#.+|notes/seals\.md#.+", text), text
-                pdf_link = page.locator("#answer .sources a.source-link", has_text="manuals/pump.pdf:")
+                    cited_as = r"manuals/pump\.pdf#page=\d+|web/valves\.html#.+|notes/seals\.md#.+"
+                    assert re.fullmatch(cited_as, text), text
+                pdf_link = page.locator("#answer .sources a.source-link", has_text="manuals/pump.pdf#page=")
                 assert pdf_link.count() >= 1, texts
-                cited_page = int(pdf_link.first.inner_text().rsplit(":", 1)[1])
+                cited_page = int(pdf_link.first.inner_text().rsplit("=", 1)[1])
                 pdf_link.first.click()
                 page.wait_for_selector("#passage[data-loaded=true]", timeout=20_000)
                 panel = page.inner_text("#passage")
                 assert "manuals/pump.pdf" in page.inner_text("#passage .loc-file")
-                assert page.inner_text("#passage .loc-page").startswith(str(cited_page))
+                assert page.inner_text("#passage .loc-page") == f"page {cited_page}"
                 expected = "impeller seal" if cited_page == 3 else ("concrete base" if cited_page == 2 else "safety")
-                assert expected in page.inner_text("#passage blockquote.passage-text"), panel
+                assert expected in page.inner_text("#passage div.passage-text"), panel
+                assert "{" not in panel  # a document, not JSON
                 # The file link opens the indexed file itself at that page.
                 href = page.get_attribute("#passage a.open-source", "href") or ""
                 assert href == (corpus / "manuals" / "pump.pdf").resolve().as_uri() + f"#page={cited_page}"
@@ -190,9 +215,23 @@ def test_citations_link_to_the_cited_passage_with_file_and_page(tmp_path: Path) 
                 assert section.count() >= 1
                 section.first.click()
                 page.wait_for_selector("#passage[data-loaded=true]", timeout=20_000)
-                assert page.locator("#passage .loc-section").count() == 1
+                assert page.locator("#passage .loc-heading").count() == 1
                 assert page.inner_text("#passage .loc-file").endswith((".md", ".html"))
-                assert errors == []
+                # A citation opened in its own tab reads as a document too: title, citation, page,
+                # the text with the cited sentence marked; never the raw JSON of /v1/passages.
+                href = pdf_link.first.get_attribute("href") or ""
+                assert href.startswith("?passage=") and "/v1/passages" not in href
+                doc = browser.new_page(viewport={"width": 1000, "height": 700})
+                doc_errors = _watch(doc)
+                doc.goto(server.url + "/" + href)
+                doc.wait_for_selector("#passage[data-loaded=true]", timeout=20_000)
+                assert doc.inner_text("#passage h2.passage-title")
+                assert doc.inner_text("#passage .loc-citation") == f"cited as manuals/pump.pdf#page={cited_page}"
+                assert doc.inner_text("#passage .loc-page") == f"page {cited_page}"
+                marked = doc.locator("#passage mark.cited-span")
+                assert marked.count() == 1 and expected in marked.inner_text()
+                doc.screenshot(path=str(ARTEFACTS / "passage.png"))
+                assert errors == [] and doc_errors == []
             finally:
                 browser.close()
 
@@ -246,8 +285,7 @@ def test_page_shows_value_failures_conflicts_and_scaled_scores(tmp_path: Path) -
         browser = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            errors = _watch(page)
             page.goto(out.resolve().as_uri())
             page.wait_for_selector("body[data-rendered=true]", timeout=20_000)
             values = page.inner_text("#values")
@@ -260,10 +298,10 @@ def test_page_shows_value_failures_conflicts_and_scaled_scores(tmp_path: Path) -
             assert page.locator("tr[data-status=not-needed]").count() == 1
             assert page.locator("tr[data-status=dropped]").count() == 0
             table = page.inner_text("#candidates")
-            assert "fused (0-1, top = 1)" in table and "1.00" in table and "0.50" in table
+            assert "fused (0-1)" in table and "1.00" in table and "0.50" in table
             # A saved page has no service: the source links go to the evidence row.
             assert page.get_attribute("#answer .sources a.source-link", "href") == "#cand-manual.pdf:3"
-            assert page.inner_text("#answer .sources a.source-link") == "manual.pdf:6"
+            assert page.inner_text("#answer .sources a.source-link") == "manual.pdf#page=6"
             assert errors == []
         finally:
             browser.close()

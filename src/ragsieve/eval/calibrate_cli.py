@@ -244,7 +244,7 @@ def calibrate_command(
             f"{1 - delta:.0%} upper bound {result.bound:.3f} <= target {risk}."
         )
     else:
-        console.print(f"[yellow]{result.message}[/yellow]")
+        console.print(result.message, style="yellow", markup=False, highlight=False)  # plain text: brackets stay
     if sim is not None:
         lo, hi = sim.exceed_interval
         console.print(

@@ -163,9 +163,10 @@ def eval_command(
     baseline = "plain" if "plain" in records else None
     scores = score_all(items, records, baseline=baseline, n_boot=boot)
     judge_name = fixed_judge.name if fixed_judge is not None else "none"
-    report = None
-    if fair and cfg.index_dir and len(items) >= 4 and any(s.name in records for s in specs):
-        report = _fair(items, records, cfg, risk, delta, splits, boot)
+    report: dict[str, Any] | None = None
+    fair_missing = _fair_missing(fair, cfg, len(items), any(s.name in records for s in specs))
+    if fair_missing is None:
+        report, fair_missing = _fair(items, records, cfg, risk, delta, splits, boot)
     if plot is not None:
         plot_risk_coverage(_with_best_baseline(scores, report), plot, title=f"{data.name}, n={len(items)}")
     self_judged = judge_name == cfg.sieve.claim_judge
@@ -187,11 +188,12 @@ def eval_command(
             "checks": {
                 name: check_table(items, recs) for name, recs in records.items() if len(recs) == len(items)
             },
+            "fair_missing": fair_missing,
         }
         console.print_json(json.dumps(payload))
         return
     _print_table(console, scores, len(items), judge_name + (" = self-judged" if self_judged else ""), cache_path,
-                 elapsed)  # fmt: skip
+                 elapsed, fair_missing)  # fmt: skip
     if report is not None:
         _print_fair(console, report)
     _print_checks(console, items, records)
@@ -210,11 +212,29 @@ def _print_checks(console: Any, items: list[Any], records: dict[str, list[dict[s
             console.print(line, markup=False, highlight=False)
 
 
+# The fair comparison splits the questions into a calibration and a test part: fewer than this
+# leaves a part too small to fit a threshold on.
+MIN_FAIR_QUESTIONS = 4
+
+
+def _fair_missing(wanted: bool, cfg: Any, n: int, evaluated: bool) -> str | None:
+    """Why the fair comparison cannot be made, or ``None`` when it can."""
+    if not wanted:
+        return "--no-fair was given"
+    if not cfg.index_dir:
+        return "it ranks plain RAG by its retrieval score, and no index was evaluated"
+    if n < MIN_FAIR_QUESTIONS:
+        return f"it needs at least {MIN_FAIR_QUESTIONS} questions to split into a calibration and a test part; got {n}"
+    if not evaluated:
+        return "no configuration was evaluated"
+    return None
+
+
 def _fair(
     items: Any, records: Any, cfg: Any, risk: float | None, delta: float | None, splits: int, boot: int
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any] | None, str | None]:
     """:func:`ragsieve.eval.fair.fair_report` with the configured model and index (an LLM judge
-    only when a served model is configured)."""
+    only when a served model is configured), or ``None`` and why it could not be made."""
     from ragsieve.errors import RagsieveError
     from ragsieve.eval.baselines import BaselineScorer
     from ragsieve.eval.fair import fair_report
@@ -231,10 +251,10 @@ def _fair(
             items, records, scorer=scorer, llm_judge=llm_judge,
             risk=risk or cfg.calibration.risk or 0.1, delta=delta or cfg.calibration.delta or 0.1,
             n_splits=splits, n_boot=boot,
-        )  # fmt: skip
+        ), None  # fmt: skip
     except RagsieveError as exc:
         logger.warning("no fair-baseline report: %s", exc)
-        return None
+        return None, str(exc)
 
 
 def _with_best_baseline(scores: dict[str, Any], report: dict[str, Any] | None) -> dict[str, Any]:
@@ -258,7 +278,7 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
     for name, row in report["baselines"].items():
         lo, hi = row["aurc_interval"]
         mark = "  <- best" if name == report["best_baseline"] else ""
-        console.print(f"  {name:<24} {row['aurc']:.3f} [{lo:.3f},{hi:.3f}]{mark}")
+        console.print(f"  {name:<24} {row['aurc']:.3f} [{lo:.3f},{hi:.3f}]{mark}", markup=False, highlight=False)
     for name, row in report["vs_best_baseline"].items():
         lo, hi = row["interval"]
         console.print(
@@ -278,7 +298,8 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
     for kind in ("independent", "llm_judge"):
         for name, s in (report["faithfulness"].get(kind) or {}).items():
             parts = [f"{key} {_share(s[key])}" for key in ("faithful", "values_cited", "cited_has_gold")]
-            console.print(f"  {name:<14} " + ", ".join(parts) + (" (LLM judge)" if kind == "llm_judge" else ""))
+            console.print(f"  {name:<14} " + ", ".join(parts) + (" (LLM judge)" if kind == "llm_judge" else ""),
+                          markup=False, highlight=False)
     if report.get("signals"):
         console.print("Sieve confidence signals, AURC: " + ", ".join(
             f"{k} {v['aurc']:.3f}" for k, v in report["signals"].items()))  # fmt: skip
@@ -302,14 +323,16 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
                 f"(delta {100 * res['delta']:.0f}%)"
             )
     elif cal:
-        console.print(f"Calibration: {cal['error']}")
+        console.print(f"Calibration: {cal['error']}", markup=False, highlight=False)
 
 
 def _share(s: dict[str, Any]) -> str:
     return "–" if s["share"] is None else f"{100 * s['share']:.0f}% (n={s['n']})"
 
 
-def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache: Path, secs: float) -> None:
+def _print_table(
+    console: Any, scores: dict[str, Any], n: int, judge: str, cache: Path, secs: float, fair_missing: str | None = None
+) -> None:
     """Two narrow tables (quality, then cost and the comparison) so each fits an 80-column terminal."""
     from rich.table import Table
 
@@ -319,7 +342,8 @@ def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache
     quality = [c for c in COLUMNS if c[2] != "cost"]
     cost = [c for c in COLUMNS if c[2] == "cost"]
     for title, cols, last in (
-        (f"ragsieve eval: {n} questions, % (faithfulness judge: {judge})", quality, False),
+        (f"ragsieve eval: {n} question{'s' if n != 1 else ''}; rates in % (faithfulness judge: {judge})", quality,
+         False),
         ("cost per question; sel-acc Δ vs plain RAG without a confidence", cost, True),
     ):
         header, rows = format_rows(scores, with_intervals=False, columns=cols)
@@ -345,7 +369,9 @@ def _print_table(console: Any, scores: dict[str, Any], n: int, judge: str, cache
             console.print(line, markup=False, highlight=False, soft_wrap=True)
     note = (
         "sel-acc Δ: selective accuracy minus plain RAG's (without a confidence) at the lower of the two coverages "
-        "(paired bootstrap 95% interval); the fair comparison is below. abst U/A: abstention on unanswerable / "
+        "(paired bootstrap 95% interval); "
+        + ("the fair comparison is below. " if fair_missing is None else f"no fair comparison: {fair_missing}. ")
+        + "abst U/A: abstention on unanswerable / "
         "answerable questions. cite P/R: citation precision / "
         f"recall against gold evidence. Outputs cached in {cache} ({secs:.0f}s)."
     )

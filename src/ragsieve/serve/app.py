@@ -258,15 +258,21 @@ def source_label(hit: dict[str, Any]) -> str:
 
 
 def answer_content(answer: dict[str, Any]) -> str:
-    """The chat message: the answer text, then the evidence it cites as numbered sources."""
-    text = str(answer.get("answer", "")).strip()
-    if answer.get("abstained") and answer.get("abstain_reason") and answer["abstain_reason"] not in text:
-        text += f"\n\n(abstained: {answer['abstain_reason']})"
-    cited = set(answer.get("cited_ids") or [])
-    sources = []
-    for n, hit in enumerate(answer.get("evidence") or [], 1):
-        if hit.get("id") in cited:
-            sources.append(f"[{n}] {source_label(hit)}")
+    """The chat message, from the answer's presentation (:mod:`ragsieve.present`, what the terminal
+    and the page show): the answer text, the note when a sentence cites no source, why it abstained
+    and the draft it withdrew, then the evidence it cites as numbered sources."""
+    from ragsieve.present import present_answer
+
+    view = present_answer(answer)
+    text = view.text.strip()
+    if view.citation_note:
+        text += f"\n\n({view.citation_note})"
+    if view.outcome == "abstained" and view.abstain_reason and view.abstain_reason not in text:
+        text += f"\n\n(abstained: {view.abstain_reason})"
+    for draft in view.withdrawn:
+        text += f"\n\n(withdrawn draft, {draft.reason}: {draft.text})"
+    hits = answer.get("evidence") or []
+    sources = [f"[{src.n}] {source_label(hits[src.n - 1])}" for src in view.sources if src.cited]
     if sources:
         text += "\n\nSources:\n" + "\n".join(sources)
     return text

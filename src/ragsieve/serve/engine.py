@@ -24,6 +24,7 @@ from typing import Any, get_args
 
 from ragsieve.config import PipelineConfig, PipelineName, apply_overrides
 from ragsieve.errors import ConfigError, DamagedFileError, IndexStoreError, InputError, check_question
+from ragsieve.present import present_answer
 
 logger = logging.getLogger(__name__)
 
@@ -374,6 +375,7 @@ class Engine:
         out: dict[str, Any] = answer.to_dict()
         out["pipeline"] = name
         out["index_generation"] = snap.generation
+        out["presentation"] = present_answer(out).to_dict()  # what the page and the chat reply show
         if on_event is not None:
             on_event({"kind": "answer", "answer": out, "streamed_is_final": streamed_is_final})
         return out

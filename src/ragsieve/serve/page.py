@@ -34,10 +34,21 @@ def _assets() -> tuple[str, str, str]:
     )
 
 
+def with_presentation(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with its ``presentation`` (:func:`ragsieve.present.present_answer`, the view the
+    terminal prints) at the top level, where the page reads it; one the service already added is kept."""
+    from ragsieve.present import present_answer
+
+    inner: dict[str, Any] = data["ragsieve_trace"] if isinstance(data.get("ragsieve_trace"), dict) else data
+    if isinstance(data.get("presentation"), dict) or isinstance(inner.get("presentation"), dict):
+        return data
+    return {**data, "presentation": present_answer(data).to_dict()}
+
+
 def render_page(data: dict[str, Any] | None) -> str:
     """The page, with ``data`` (an answer, a trace or a search result) embedded when given."""
     html, css, js = _assets()
-    payload = "null" if data is None else script_safe_json(data)
+    payload = "null" if data is None else script_safe_json(with_presentation(data))
     # Substitute the data last, so text inside it is never mistaken for a placeholder.
     return html.replace("/*__CSS__*/", css).replace("/*__JS__*/", js).replace("__DATA__", payload)
 

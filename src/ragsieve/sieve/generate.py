@@ -82,6 +82,7 @@ class Generator:
             prompt_tokens=out.prompt_tokens,
             completion_tokens=out.completion_tokens,
             finish_reason=out.finish_reason,
+            draft=text,  # what this generation said, so a renderer can show a withdrawn draft
             citation_method=method,
             attribution=[{"id": cid, "similarity": round(s, 4)} for cid, s in similarities],
             cited=cited,

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ragsieve.citations import settle_answer
 from ragsieve.config import PipelineConfig
 from ragsieve.decision import DecisionModel
 from ragsieve.errors import ConfigError, InputError, check_question
@@ -325,6 +326,9 @@ class Pipeline(StreamingAnswers):
                 calibrated = calibrated_abstention(state, self.config.calibration.abstain_below)
                 if calibrated is not None:
                     end_with(calibrated, trace, state)
+            state.text, state.cited = settle_answer(
+                state.text, state.evidence, state.cited, trace, abstained=state.abstain is not None
+            )
             answer = answer_of(question, trace, state)
         relay.finish(answer)
         return answer

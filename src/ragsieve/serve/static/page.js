@@ -50,6 +50,7 @@
   // Accept every JSON shape the project writes and return one answer-like object.
   function normalize(data) {
     let d = data || {};
+    const presentation = d.presentation || (d.ragsieve_trace && d.ragsieve_trace.presentation);
     if (d.ragsieve_trace) d = d.ragsieve_trace;
     if (!d.trace && Array.isArray(d.events)) d = { question: d.query, trace: d };
     if (Array.isArray(d.hits) && !d.evidence) d = Object.assign({}, d, { question: d.query, search_only: true });
@@ -59,51 +60,47 @@
     d.evidence = Array.isArray(d.evidence) ? d.evidence : [];
     d.claims = Array.isArray(d.claims) ? d.claims : [];
     d.cited_ids = Array.isArray(d.cited_ids) ? d.cited_ids : [];
+    d.presentation = presentation || d.presentation;
     return d;
   }
 
-  function candidateList(d) {
-    const byId = new Map();
-    const add = (hit, origin) => {
-      if (!hit || hit.id === undefined || byId.has(String(hit.id))) return;
-      byId.set(String(hit.id), Object.assign({ origin: origin }, hit));
-    };
-    for (const ev of d.trace.events) {
-      if (Array.isArray(ev.candidates)) ev.candidates.forEach((h) => add(h, ev.stage));
-    }
-    (d.hits || []).forEach((h) => add(h, "search"));
-    d.evidence.forEach((h) => add(h, "evidence"));
-    for (const dec of d.trace.decisions) add({ id: dec.id }, dec.check);
-    return Array.from(byId.values());
-  }
-
-  function citeLink(d, id) {
-    const n = d.evidence.findIndex((h) => String(h.id) === String(id));
-    return el("a", { class: "cite", href: "#cand-" + id, title: String(id), text: "[" + (n >= 0 ? n + 1 : id) + "]" });
+  // ---------------------------------------------------------------- the view
+  // The service and `ragsieve trace view` send the answer with its "presentation": the view the
+  // terminal prints too (ragsieve.present), with statuses, order, scales and wording decided
+  // there. The page lays it out and decides nothing of its own.
+  function viewOf(d) {
+    const v = d.presentation;
+    if (!v || typeof v !== "object") return null;
+    for (const k of ["sentences", "sources", "withdrawn", "facts", "candidates", "statuses", "conflicts",
+      "value_failures", "timings", "stage_records"]) v[k] = Array.isArray(v[k]) ? v[k] : [];
+    return v;
   }
 
   // ---------------------------------------------------------------- citations and passages
-  // A hit's citation as a person reads it (path:page, path#heading, its address; the id otherwise).
-  function citationText(hit) {
-    return String((hit && (hit.citation || hit.id)) || "");
-  }
-
-  // Served pages fetch cited passages from the service; a saved page (`ragsieve trace view`,
-  // opened from a file) has no service, so its citations link to the evidence row instead.
+  // Served pages open a cited passage as a document: this page with ?passage=<id> (a link that
+  // also opens in a new tab); a saved page (`ragsieve trace view`, from a file) has no service,
+  // so its citations link to the evidence row instead.
   function servedPage() {
     return location.protocol === "http:" || location.protocol === "https:";
   }
 
-  function passageHref(id) {
-    return servedPage() ? "v1/passages/" + encodeURIComponent(String(id)) : "#cand-" + id;
+  function passageHref(id, quote) {
+    if (!servedPage()) return "#cand-" + id;
+    const params = new URLSearchParams({ passage: String(id) });
+    if (quote) params.set("q", quote);
+    return "?" + params.toString();
   }
 
-  // A link that opens the cited passage (its text, file and page) in the passage panel.
-  function sourceLink(hit, label) {
-    const id = String(hit.id);
-    const a = el("a", { class: "source-link", href: passageHref(id), title: "open the cited passage: " + id,
-      "data-chunk-id": id, text: label || citationText(hit) });
-    if (servedPage()) a.addEventListener("click", (event) => { event.preventDefault(); openPassage(id); });
+  // A link that opens the cited passage (title, citation, page, section, its text).
+  function sourceLink(src, label, quote) {
+    const id = String(src.id);
+    const a = el("a", { class: "source-link", href: passageHref(id, quote), title: "open the cited passage: " + id,
+      "data-chunk-id": id, text: label || String(src.citation || id) });
+    if (servedPage()) a.addEventListener("click", (event) => {
+      if (event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;  // a new tab: the document
+      event.preventDefault();
+      openPassage(id, quote);
+    });
     return a;
   }
 
@@ -112,17 +109,20 @@
     return key ? { Authorization: "Bearer " + key } : {};
   }
 
-  async function openPassage(id) {
+  async function fetchPassage(id) {
+    const resp = await fetch("v1/passages/" + encodeURIComponent(String(id)), { headers: authHeaders() });
+    const data = await resp.json().catch(() => ({ error: { message: "the server answered " + resp.status } }));
+    if (!resp.ok) throw new Error(data.error && data.error.message ? data.error.message : "HTTP " + resp.status);
+    return data;
+  }
+
+  async function openPassage(id, quote) {
     const panel = passagePanel();
     panel.textContent = "";
-    panel.appendChild(el("h2", { text: "Cited passage" }));
-    panel.appendChild(el("p", { class: "meta", text: "loading " + id + "…" }));
+    panel.appendChild(el("p", { class: "meta", text: "opening " + id + "…" }));
     panel.hidden = false;
     try {
-      const resp = await fetch(passageHref(id), { headers: authHeaders() });
-      const data = await resp.json().catch(() => ({ error: { message: "the server answered " + resp.status } }));
-      if (!resp.ok) throw new Error(data.error && data.error.message ? data.error.message : "HTTP " + resp.status);
-      renderPassage(panel, data);
+      renderPassage(panel, await fetchPassage(id), quote);
     } catch (err) {
       panel.textContent = "";
       panel.appendChild(el("h2", { text: "Cited passage" }));
@@ -135,234 +135,181 @@
   function passagePanel() {
     let panel = document.getElementById("passage");
     if (!panel) {
-      panel = el("section", { id: "passage", class: "passage" });
+      panel = el("article", { id: "passage", class: "passage" });
       document.getElementById("result").prepend(panel);
     }
     panel.removeAttribute("data-loaded");
     return panel;
   }
 
-  // Where the passage came from, in words: file, page (and page label), section, characters.
-  function locationFacts(p) {
-    const facts = [];
-    if (p.path) facts.push(["file", p.path]);
-    if (p.page !== undefined && p.page !== null) {
-      facts.push(["page", String(p.page) + (p.page_label && String(p.page_label) !== String(p.page) ? " (labelled " + p.page_label + ")" : "")]);
-    }
-    if (p.heading && p.heading.length) facts.push(["section", Array.isArray(p.heading) ? p.heading.join(" › ") : String(p.heading)]);
-    if (p.url) facts.push(["address", p.url]);
-    if (typeof p.char_start === "number" && typeof p.char_end === "number") facts.push(["characters", p.char_start + "–" + p.char_end]);
-    if (!p.path && !p.url) facts.push(["source", p.source || p.id]);
-    return facts;
+  function words(text) {
+    return new Set((String(text).toLowerCase().match(/[\p{L}\p{N}]+/gu) || []).filter((w) => w.length > 2));
   }
 
-  function renderPassage(panel, p) {
-    panel.textContent = "";
-    panel.appendChild(el("h2", { text: "Cited passage: " + (p.citation || p.id) }));
-    const dl = el("dl", { class: "kv" });
-    for (const [k, v] of locationFacts(p)) {
-      dl.appendChild(el("dt", { text: k }));
-      dl.appendChild(el("dd", { class: "loc-" + k, text: v }));
+  // The passage's text with the span the answer cites marked: the sentence sharing most words
+  // with the answer sentence that cites it; the whole passage (the chunk is what was cited) when
+  // no answer sentence is given or none shares a word with it.
+  function markedText(text, quote) {
+    const box = el("div", { class: "passage-text" });
+    const sentences = String(text).match(/[^.!?]+(?:[.!?]+["')\]]*\s*|$)/g) || [String(text)];
+    let best = -1;
+    if (quote) {
+      const want = words(quote);
+      let top = 0;
+      sentences.forEach((s, i) => {
+        let n = 0;
+        for (const w of words(s)) if (want.has(w)) n++;
+        if (n > top) { top = n; best = i; }
+      });
     }
-    panel.appendChild(dl);
-    if (p.title) panel.appendChild(el("div", { class: "title", text: p.title }));
-    panel.appendChild(el("blockquote", { class: "passage-text", text: p.text || "" }));
+    if (best < 0) {
+      box.appendChild(el("mark", { class: "cited-span", text: String(text) }));
+      return box;
+    }
+    sentences.forEach((s, i) => box.appendChild(i === best ? el("mark", { class: "cited-span", text: s }) : document.createTextNode(s)));
+    return box;
+  }
+
+  // A cited passage as a document: its title, the citation, page and section in words, its text.
+  function renderPassage(panel, p, quote) {
+    panel.textContent = "";
+    const title = p.title || (p.path ? p.path.split("/").pop() : "") || p.source || p.id;
+    panel.appendChild(el("h2", { class: "passage-title", text: title }));
+    const facts = [];
+    facts.push(el("span", { class: "loc-citation", text: "cited as " + (p.citation || p.id) }));
+    if (p.page !== undefined && p.page !== null) {
+      facts.push(el("span", { class: "loc-page", text: "page " + p.page +
+        (p.page_label && String(p.page_label) !== String(p.page) ? " (printed " + p.page_label + ")" : "") }));
+    }
+    if (p.heading && p.heading.length) {
+      facts.push(el("span", { class: "loc-heading", text: "section " + (Array.isArray(p.heading) ? p.heading.join(" › ") : String(p.heading)) }));
+    }
+    if (p.path) facts.push(el("span", { class: "loc-file", text: "in " + p.path }));
+    panel.appendChild(el("p", { class: "meta passage-meta" }, facts));
+    panel.appendChild(markedText(p.text || "", quote));
     if (p.link) {
       const web = /^https?:/i.test(p.link);
       // A file:// link opens in the user's own browser (pages served over http may not open
       // it on click; it can be copied). http(s) sources open in a new tab.
       panel.appendChild(el("p", { class: "meta" }, [
-        web ? "source: " : "file on this machine: ",
+        web ? "original: " : "file on this machine: ",
         el("a", { class: "open-source", href: p.link, target: web ? "_blank" : null, rel: "noopener noreferrer", text: p.link }),
       ]));
     }
-    panel.appendChild(el("p", { class: "meta", text: "chunk " + p.id + (p.index_generation ? " · index " + p.index_generation : "") }));
+    panel.appendChild(el("p", { class: "meta chunk-id", text: "passage " + p.id + (p.index_generation ? " · index " + p.index_generation : "") }));
   }
 
-  // The cited evidence as a numbered list of links to each passage.
-  function renderSources(d) {
-    const cited = new Set(d.cited_ids.map(String));
-    const items = [];
-    d.evidence.forEach((hit, i) => {
-      if (!cited.has(String(hit.id))) return;
-      items.push(el("li", { value: String(i + 1) }, [sourceLink(hit)]));
-    });
-    if (!items.length) return null;
-    return el("div", { class: "sources" }, [el("strong", { text: "Sources" }), el("ol", null, items)]);
+  // ---------------------------------------------------------------- the answer
+  function sourceMarker(v, n, quote) {
+    const src = v.sources.find((s) => s.n === n);
+    if (!src) return document.createTextNode("[" + n + "]");
+    return sourceLink(src, "[" + n + "]", quote);
   }
 
-  // "[2]" markers in generated text become links to the second piece of evidence.
-  function linkMarkers(d, text) {
+  // An answer sentence with its [n] markers as links to the passages they cite.
+  function sentenceNode(v, s) {
     const frag = document.createDocumentFragment();
-    const parts = String(text).split(/(\[\d+\])/);
-    for (const part of parts) {
+    for (const part of String(s.text).split(/(\[\d+\])/)) {
       const m = /^\[(\d+)\]$/.exec(part);
-      const hit = m ? d.evidence[Number(m[1]) - 1] : null;
-      if (hit) frag.appendChild(el("a", { class: "cite", href: "#cand-" + hit.id, title: String(hit.id), text: part }));
+      if (m) frag.appendChild(sourceMarker(v, Number(m[1]), s.text.replace(/\[\d+\]/g, "")));
       else frag.appendChild(document.createTextNode(part));
     }
     return frag;
   }
 
-  // The verify stage's answer for a reply that pasted a passage: the passage's sentence that
-  // states the value asked for (a "responsive" record with attempt "extracted").
-  function extractionNote(d) {
-    const events = ((d.trace && d.trace.events) || []).filter((e) => e.stage === "responsive" && e.attempt === "extracted");
-    if (!events.length) return null;
-    const ev = events[events.length - 1];
-    const hit = ev.position ? d.evidence[Number(ev.position) - 1] : null;
-    const mark = "[" + ev.position + "]";
-    const ref = hit ? el("a", { class: "cite", href: "#cand-" + hit.id, title: String(hit.id), text: mark }) : mark;
-    if (ev.ok) return el("p", { class: "meta extracted" }, ["answer extracted from the pasted passage ", ref]);
-    if (ev.position) {
-      return el("p", { class: "meta extracted" }, ["the sentence extracted from the pasted passage ", ref,
-        " was refused: " + String(ev.reason || "") + (ev.detail ? " (" + ev.detail + ")" : "")]);
-    }
-    return el("p", { class: "meta extracted" }, ["nothing extracted from the pasted passage: " + String(ev.detail || "")]);
-  }
-
-  function renderAnswer(d) {
+  function renderAnswer(d, v) {
     const s = section("Answer", "answer");
-    if (d.abstained) {
-      s.appendChild(el("p", { class: "abstain" }, [el("strong", { text: "Abstained. " }),
-        d.abstain_reason ? String(d.abstain_reason) : "no reason given"]));
+    if (v.outcome === "abstained") {
+      s.appendChild(el("p", { class: "abstain" }, [el("strong", { text: "Abstained. " }), v.abstain_reason || "no reason given"]));
     }
     const box = el("div", { class: "answer" });
-    if (d.claims.length) {
-      for (const c of d.claims) {
-        const ok = !!c.supported;
-        const span = el("span", {
-          class: "claim " + (ok ? "supported" : "unsupported"),
-          title: (ok ? "supported" : "unsupported") + " · score " + fmt(c.score) + (c.judge ? " · " + c.judge : ""),
-        });
-        span.appendChild(linkMarkers(d, c.sentence));
+    if (v.sentences.length) {
+      for (const c of v.sentences) {
+        const verdict = c.supported === true ? "supported" : (c.supported === false ? "unsupported" : "unchecked");
+        const span = el("span", { class: "claim " + verdict, title: verdict + (c.support !== null && c.support !== undefined ? " · support " + fmt(c.support, 2) : "") });
+        span.appendChild(sentenceNode(v, c));
         box.appendChild(span);
-        box.appendChild(el("span", { class: "badge " + (ok ? "supported" : "unsupported"),
-          text: (ok ? "✓ supported " : "✗ unsupported ") + fmt(c.score, 2) }));
-        for (const id of c.cited_ids || []) box.appendChild(citeLink(d, id));
+        if (c.supported !== null && c.supported !== undefined) {
+          box.appendChild(el("span", { class: "badge " + verdict, text: (c.supported ? "✓ supported " : "✗ unsupported ") + fmt(c.support, 2) }));
+        }
+        if (c.uncited) box.appendChild(el("span", { class: "badge no-source", text: "no source" }));
         box.appendChild(document.createTextNode(" "));
       }
     } else {
-      box.appendChild(linkMarkers(d, d.answer || ""));
+      box.appendChild(document.createTextNode(v.text || "(empty)"));
     }
     s.appendChild(box);
-    const extracted = extractionNote(d);
-    if (extracted) s.appendChild(extracted);
-    const sources = renderSources(d);
-    if (sources) s.appendChild(sources);
-    if (d.cited_ids.length) {
-      const p = el("p", { class: "meta" }, ["cites "]);
-      d.cited_ids.forEach((id) => { p.appendChild(citeLink(d, id)); p.appendChild(document.createTextNode(" ")); });
-      s.appendChild(p);
+    if (v.citation_note) s.appendChild(el("p", { class: "citation-note", text: v.citation_note }));
+    const cited = v.sources.filter((src) => src.cited);
+    if (cited.length) {
+      s.appendChild(el("div", { class: "sources" }, [el("strong", { text: "Sources" }),
+        el("ol", null, cited.map((src) => el("li", { value: String(src.n) }, [sourceLink(src, null,
+          v.sentences.filter((x) => x.sources.includes(src.n)).map((x) => x.text.replace(/\[\d+\]/g, "")).join(" "))])))]));
     }
+    for (const w of v.withdrawn) {
+      const list = el("ul", null, (w.sentences.length ? w.sentences : [{ text: w.text }]).map((x) => el("li", null, [
+        x.supported === true || x.supported === false ? el("span", { class: "badge " + (x.supported ? "supported" : "unsupported"),
+          text: (x.supported ? "supported" : "unsupported") + (typeof x.support === "number" ? " " + fmt(x.support, 2) : "") }) : null,
+        " " + x.text])));
+      s.appendChild(el("div", { class: "withdrawn" }, [
+        el("strong", { text: "Withdrawn draft" }), " (replaced by the " + w.replaced_by + "): ",
+        el("span", { class: "why", text: w.reason }), list]));
+    }
+    const facts = [];
+    if (typeof v.confidence === "number") facts.push("Confidence " + fmt(v.confidence, 2) + " on a 0-1 scale.");
+    for (const f of v.facts.concat(v.notes || [])) facts.push(f);
+    if (facts.length) s.appendChild(el("ul", { class: "facts" }, facts.map((f) => el("li", { text: f }))));
     return s;
   }
 
-  function renderRoute(d) {
-    const routes = d.trace.events.filter((e) => e.stage === "route");
-    if (!routes.length) return null;
+  function renderRoute(v) {
+    if (!v.route) return null;
     const s = section("Route", "route");
-    for (const r of routes) s.appendChild(kv(r, ["stage"]));
+    s.appendChild(el("p", { class: "route-words", text: v.route }));
     return s;
   }
 
-  // ---------------------------------------------------------------- trace wording
-  // Evidence the selection left out although no check removed it (the minimal cover did not
-  // need it, or it ranked beyond the top k) is "not needed": relevant, not rejected.
-  function isNotNeeded(dec) {
-    return dec && dec.verdict === "dropped" && dec.check === "select";
+  function statusClass(status) {
+    return String(status).replace(/ /g, "-");
   }
 
-  function verdictLabel(dec) {
-    return isNotNeeded(dec) ? "not needed" : String(dec.verdict);
-  }
-
-  function verdictClass(dec) {
-    if (isNotNeeded(dec)) return "not-needed";
-    return dec.verdict === "kept" ? "kept-verdict" : String(dec.verdict);
-  }
-
-  function candidateStatus(decs, isSelected) {
-    if (isSelected) return { status: "selected" };
-    const removed = decs.find((x) => x.verdict === "dropped" && !isNotNeeded(x));
-    if (removed) return { status: "dropped", why: "by " + removed.check + ": " + (removed.reason || "") };
-    const flagged = decs.find((x) => x.verdict === "flagged");
-    if (flagged) return { status: "flagged" };
-    const unneeded = decs.find(isNotNeeded);
-    if (unneeded) return { status: "not-needed", why: unneeded.reason || "" };
-    return { status: "kept" };
-  }
-
-  // Score columns on a stated scale: fusion and BM25 scores have none of their own, so they are
-  // shown divided by the top candidate's (0-1, top = 1.00); a dense score is a cosine (at most 1).
-  const SCORE_SCALES = {
-    fused: { header: "fused (0-1, top = 1)", relative: true },
-    sparse: { header: "sparse (0-1, top = 1)", relative: true },
-    dense: { header: "dense (cosine, ≤ 1)", relative: false },
-  };
-
-  function scoreColumns(cands) {
-    const keys = [];
-    for (const c of cands) for (const k of Object.keys(c.scores || {})) if (!keys.includes(k)) keys.push(k);
-    return keys.map((k) => {
-      const scale = SCORE_SCALES[k] || { header: k + " (0-1, top = 1)", relative: true };
-      const top = Math.max(0, ...cands.map((c) => Number((c.scores || {})[k])).filter((v) => isFinite(v)));
-      return {
-        key: k, header: scale.header,
-        value: (c) => {
-          const raw = (c.scores || {})[k];
-          if (typeof raw !== "number" || !isFinite(raw)) return "";
-          return scale.relative ? fmt(top > 0 ? Math.max(raw, 0) / top : 0, 2) : fmt(raw, 2);
-        },
-        raw: (c) => (c.scores || {})[k],
-      };
-    });
-  }
-
-  function renderCandidates(d) {
-    const cands = candidateList(d);
+  function renderCandidates(v) {
+    const cands = v.candidates;
     if (!cands.length) return null;
     const s = section("Candidates (" + cands.length + ")", "candidates");
-    s.appendChild(el("p", { class: "legend", text:
-      "In rank order. selected = in the evidence the answer was generated from; not needed = relevant, but the " +
-      "selection did not need it (the minimal cover was complete without it, or it ranked below the top k); " +
-      "dropped = a check removed it (which one and why); kept = passed every check but was not selected. " +
-      "Scores are on a 0-1 scale: fusion and keyword scores divided by the top candidate's, dense scores are cosines." }));
-    const decisions = new Map();
-    const checks = [];
-    for (const dec of d.trace.decisions) {
-      if (!checks.includes(dec.check)) checks.push(dec.check);
-      const key = String(dec.id);
-      if (!decisions.has(key)) decisions.set(key, []);
-      decisions.get(key).push(dec);
+    const legend = el("dl", { class: "legend" });
+    for (const st of v.statuses) {
+      legend.appendChild(el("dt", null, [el("span", { class: "badge " + statusClass(st.status), text: st.status })]));
+      legend.appendChild(el("dd", { text: st.meaning }));
     }
-    const columns = scoreColumns(cands);
-    const selected = new Set(d.evidence.map((h) => String(h.id)));
-    const cited = new Set(d.cited_ids.map(String));
-    const head = el("tr", null, [el("th", { text: "#" }), el("th", { text: "status" }),
-      ...columns.map((col) => el("th", { text: col.header })), ...checks.map((c) => el("th", { text: c })),
+    s.appendChild(legend);
+    s.appendChild(el("p", { class: "legend", text: "In rank order; " + v.score_note + "." }));
+    if (v.judge) s.appendChild(el("p", { class: "legend", text: v.judge }));
+    const keys = [];
+    for (const c of cands) for (const k of Object.keys(c.scores || {})) if (!keys.includes(k)) keys.push(k);
+    const checks = [];
+    for (const c of cands) for (const x of c.checks || []) if (!checks.includes(x.check)) checks.push(x.check);
+    const head = el("tr", null, [el("th", { text: "#" }), el("th", { text: "status" }), el("th", { text: "score (0-1)" }),
+      ...keys.map((k) => el("th", { text: k + (k === "dense" ? " (cosine)" : " (0-1)") })), ...checks.map((c) => el("th", { text: c })),
       el("th", { text: "evidence" })]);
     const body = el("tbody");
     for (const c of cands) {
-      const id = String(c.id);
-      const decs = decisions.get(id) || [];
-      const verdict = candidateStatus(decs, selected.has(id));
-      let status = verdict.status;
-      if (d.search_only && !decs.length) status = "";
-      const label = status === "not-needed" ? "not needed" : status;
-      const statusCell = el("td", null, status ? [el("span", { class: "badge " + status, text: label })] : []);
-      if (cited.has(id)) statusCell.appendChild(el("span", { class: "badge selected", text: "cited" }));
-      if (verdict.why) statusCell.appendChild(el("div", { class: "why", text: verdict.why }));
-      const row = el("tr", { id: "cand-" + id, class: status, "data-status": status }, [
-        el("td", { class: "num", text: c.rank !== undefined ? c.rank : "" }),
+      const cls = statusClass(c.status);
+      const statusCell = el("td", null, [el("span", { class: "badge " + cls, text: c.status })]);
+      if (c.cited) statusCell.appendChild(el("span", { class: "badge selected", text: "cited" }));
+      if (c.why) statusCell.appendChild(el("div", { class: "why", text: c.why }));
+      const raw = Object.entries(c.raw_scores || {}).map(([k, x]) => k + " " + fmt(x, 4)).join(", ");
+      body.appendChild(el("tr", { id: "cand-" + c.id, class: cls, "data-status": cls }, [
+        el("td", { class: "num", text: c.rank !== undefined && c.rank !== null ? c.rank : "" }),
         statusCell,
-        ...columns.map((col) => el("td", { class: "num", title: "raw " + fmt(col.raw(c), 4), text: col.value(c) })),
+        el("td", { class: "num", title: "raw: " + raw, text: fmt(c.score, 2) }),
+        ...keys.map((k) => el("td", { class: "num", title: "raw " + fmt((c.raw_scores || {})[k], 4), text: k in (c.scores || {}) ? fmt(c.scores[k], 2) : "" })),
         ...checks.map((check) => {
-          const mine = decs.filter((x) => x.check === check);
           const td = el("td");
-          for (const x of mine) {
-            td.appendChild(el("span", { class: "badge " + verdictClass(x),
-              text: verdictLabel(x) + (x.score !== undefined ? " " + fmt(x.score, 2) : "") }));
+          for (const x of (c.checks || []).filter((y) => y.check === check)) {
+            const label = x.verdict === "dropped" && x.check === "select" ? "not needed" : String(x.verdict);
+            td.appendChild(el("span", { class: "badge " + statusClass(label === "kept" ? "kept-verdict" : label),
+              text: label + (x.score !== undefined ? " " + fmt(x.score, 2) : "") }));
             if (x.reason) td.appendChild(el("div", { class: "why", text: x.reason }));
           }
           return td;
@@ -370,58 +317,34 @@
         el("td", { class: "text" }, [
           c.title ? el("div", { class: "title", text: c.title }) : null,
           el("div", { text: short(c.text || "", 240) }),
-          el("div", { class: "src" }, [sourceLink(c), " · " + [c.domain, id].filter(Boolean).join(" · ")]),
+          el("div", { class: "src" }, [sourceLink(c), " · " + [c.domain, c.id].filter(Boolean).join(" · ")]),
         ]),
-      ]);
-      body.appendChild(row);
+      ]));
     }
     s.appendChild(el("table", null, [el("thead", null, [head]), body]));
     return s;
   }
 
-  // ---------------------------------------------------------------- value checks and conflicts
-  // Values (numbers, dates, names) in the answer that the evidence does not state, from the
-  // verifier's records: each claim's value_failures, and any verify event that carries them.
-  function valueFailures(d) {
-    const rows = [];
-    let checked = 0;
-    for (const c of d.claims) {
-      if (typeof c.values_checked === "number") checked += c.values_checked;
-      for (const f of c.value_failures || []) rows.push({ sentence: c.sentence, failure: f });
-    }
-    for (const ev of d.trace.events) {
-      if (ev.stage !== "verify") continue;
-      if (typeof ev.values_checked === "number" && !d.claims.length) checked += ev.values_checked;
-      for (const f of ev.value_failures || []) {
-        if (!rows.some((r) => JSON.stringify(r.failure) === JSON.stringify(f))) rows.push({ sentence: ev.sentence, failure: f });
-      }
-    }
-    return { rows: rows, checked: checked };
+  function valueText(x) {
+    if (x === undefined || x === null) return "";
+    if (typeof x !== "object") return String(x);
+    return String(x.text !== undefined ? x.text : (x.value !== undefined ? x.value : JSON.stringify(x)));
   }
 
-  function valueText(v) {
-    if (v === undefined || v === null) return "";
-    if (typeof v !== "object") return String(v);
-    return String(v.text !== undefined ? v.text : (v.value !== undefined ? v.value : JSON.stringify(v)));
-  }
-
-  function renderValueChecks(d) {
-    const found = valueFailures(d);
-    if (!found.rows.length && !found.checked) return null;
+  function renderValueChecks(v) {
+    if (!v.value_failures.length && !v.values_checked) return null;
     const s = section("Values checked against the evidence", "values");
-    s.appendChild(el("p", { class: "meta", text: found.checked + " value" + (found.checked === 1 ? "" : "s") +
-      " (numbers, dates, names) checked; " + found.rows.length + " not stated by the evidence" }));
-    if (!found.rows.length) return s;
+    s.appendChild(el("p", { class: "meta", text: v.values_checked + " value" + (v.values_checked === 1 ? "" : "s") +
+      " (numbers, dates, names) checked; " + v.value_failures.length + " not stated by the evidence" }));
+    if (!v.value_failures.length) return s;
     const body = el("tbody");
-    for (const r of found.rows) {
-      const f = r.failure;
-      const says = f.evidence_says === undefined || f.evidence_says === null
-        ? "no value of this kind" : valueText(f.evidence_says);
+    for (const f of v.value_failures) {
+      const says = f.evidence_says === undefined || f.evidence_says === null ? "no value of this kind" : valueText(f.evidence_says);
       body.appendChild(el("tr", { class: "value-failure" }, [
         el("td", { text: valueText(f.value !== undefined ? f.value : f) }),
         el("td", { text: f.kind || (f.value && f.value.kind) || "" }),
         el("td", { text: says }),
-        el("td", { class: "text", text: r.sentence || "" }),
+        el("td", { class: "text", text: f.sentence || "" }),
       ]));
     }
     s.appendChild(el("table", null, [el("thead", null, [el("tr", null, [
@@ -430,15 +353,14 @@
     return s;
   }
 
-  function renderConflicts(d) {
-    const events = d.trace.events.filter((e) => e.stage === "conflict" && Array.isArray(e.groups));
-    if (!events.length) return null;
+  function renderConflicts(v) {
+    if (!v.conflicts.length) return null;
     const s = section("Conflicting answers in the evidence", "conflicts");
-    for (const ev of events) {
+    for (const ev of v.conflicts) {
       if (ev.message) s.appendChild(el("p", { class: "conflict-message", text: String(ev.message) }));
       if (ev.decision) s.appendChild(el("p", { class: "meta", text: "decision: " + ev.decision }));
       const body = el("tbody");
-      for (const g of ev.groups) {
+      for (const g of ev.groups || []) {
         const count = g.count !== undefined ? g.count : g.independent_sources;
         const sources = (g.sources || []).map((src) => typeof src === "object" && src !== null
           ? String(src.source || (src.chunk_ids || []).join(", ")) : String(src));
@@ -456,50 +378,53 @@
     return s;
   }
 
-  function renderTimings(d) {
-    const t = d.trace.timings_ms || {};
-    const entries = Object.entries(t).filter(([, v]) => typeof v === "number");
-    if (!entries.length) return null;
+  function renderTimings(v) {
+    if (!v.timings.length) return null;
     const s = section("Timings", "timings");
-    const max = Math.max(...entries.map(([, v]) => v), 1e-9);
     const grid = el("div", { class: "bars" });
-    for (const [stage, ms] of entries) {
-      grid.appendChild(el("span", { text: stage }));
-      grid.appendChild(el("div", { class: "bar", style: "width:" + Math.max(0.5, (100 * ms) / max).toFixed(2) + "%", "data-stage": stage }));
-      grid.appendChild(el("span", { class: "ms", text: fmt(ms, 1) + " ms" }));
+    for (const t of v.timings) {
+      grid.appendChild(el("span", { text: t.stage }));
+      const bar = el("div", { class: "bar", "data-stage": t.stage });
+      // Through the CSSOM: the page's Content-Security-Policy refuses inline style attributes.
+      bar.style.width = Math.max(0.5, 100 * Number(t.share || 0)).toFixed(2) + "%";
+      grid.appendChild(el("div", { class: "track" }, [bar]));
+      grid.appendChild(el("span", { class: "ms", text: fmt(t.ms, 1) + " ms" }));
     }
     s.appendChild(grid);
-    const calls = ["llm_calls", "prompt_tokens", "completion_tokens"].filter((k) => d.trace[k] !== undefined);
-    if (calls.length) s.appendChild(el("p", { class: "meta", text: calls.map((k) => k.replace(/_/g, " ") + ": " + d.trace[k]).join(" · ") }));
+    s.appendChild(el("p", { class: "meta", text: v.llm_calls + " LLM call" + (v.llm_calls === 1 ? "" : "s") + " · " +
+      v.prompt_tokens + " prompt tokens · " + v.completion_tokens + " completion tokens" }));
     return s;
   }
 
-  function renderEvents(d) {
-    const events = d.trace.events.filter((e) => e.stage !== "route");
-    if (!events.length) return null;
+  function renderEvents(v) {
+    if (!v.stage_records.length) return null;
     const s = section("Stages", "stages");
-    for (const ev of events) {
+    for (const ev of v.stage_records) {
       const summary = el("summary", { text: String(ev.stage || "event") });
-      const details = el("details", { class: "event", "data-stage": ev.stage }, [summary, kv(ev, ["stage", "candidates"])]);
-      if (Array.isArray(ev.candidates)) details.appendChild(el("p", { class: "meta", text: ev.candidates.length + " candidates (table above)" }));
-      s.appendChild(details);
+      s.appendChild(el("details", { class: "event", "data-stage": ev.stage }, [summary, kv(ev, ["stage"])]));
     }
     return s;
   }
 
   function render(data) {
     const d = normalize(data);
+    const v = viewOf(d);
     const root = document.getElementById("result");
     root.textContent = "";
-    const head = el("section", { id: "question-head" }, [el("div", { class: "question", text: d.question || d.trace.query || "" })]);
+    if (!v) {
+      root.appendChild(el("p", { class: "error", text: "This answer carries no presentation; open it with `ragsieve trace view` or ask the service." }));
+      document.body.setAttribute("data-rendered", "true");
+      return;
+    }
+    const head = el("section", { id: "question-head" }, [el("div", { class: "question", text: v.question || "" })]);
     const meta = el("div", { class: "meta" });
-    if (d.pipeline) meta.appendChild(el("span", { text: "pipeline " + d.pipeline }));
-    if (typeof d.confidence === "number") meta.appendChild(el("span", { text: "confidence " + fmt(d.confidence, 2) }));
-    if (d.index_generation) meta.appendChild(el("span", { text: "index " + d.index_generation }));
+    if (v.pipeline) meta.appendChild(el("span", { text: "pipeline " + v.pipeline }));
+    if (typeof v.confidence === "number") meta.appendChild(el("span", { text: "confidence " + fmt(v.confidence, 2) }));
+    if (v.index_generation) meta.appendChild(el("span", { text: "index " + v.index_generation }));
     head.appendChild(meta);
     root.appendChild(head);
-    if (!d.search_only) root.appendChild(renderAnswer(d));
-    const parts = [renderRoute(d), renderConflicts(d), renderValueChecks(d), renderCandidates(d), renderTimings(d), renderEvents(d)];
+    if (!v.search_only) root.appendChild(renderAnswer(d, v));
+    const parts = [renderRoute(v), renderConflicts(v), renderValueChecks(v), renderCandidates(v), renderTimings(v), renderEvents(v)];
     for (const part of parts) if (part) root.appendChild(part);
     const raw = el("details", { class: "event" }, [el("summary", { text: "raw JSON" }), el("pre", { text: JSON.stringify(data, null, 2) })]);
     root.appendChild(section("Raw", "raw")).appendChild(raw);
@@ -635,11 +560,31 @@
     }
   }
 
+  // The page opened at ?passage=<id>: the cited passage alone, as a document.
+  async function showPassageDocument(id, quote) {
+    document.title = "ragsieve — cited passage";
+    const panel = passagePanel();
+    try {
+      renderPassage(panel, await fetchPassage(id), quote);
+    } catch (err) {
+      panel.textContent = "";
+      panel.appendChild(el("h2", { text: "Cited passage" }));
+      panel.appendChild(el("p", { class: "error", text: "could not open " + id + ": " + err.message }));
+    }
+    panel.setAttribute("data-loaded", "true");
+    document.body.setAttribute("data-rendered", "true");
+  }
+
   window.ragsieveRender = render;
   document.addEventListener("DOMContentLoaded", () => {
     const embedded = JSON.parse(document.getElementById("ragsieve-data").textContent || "null");
     if (embedded) {
       render(embedded);
+      return;
+    }
+    const params = new URLSearchParams(location.search);
+    if (params.get("passage")) {
+      showPassageDocument(params.get("passage"), params.get("q"));
       return;
     }
     const form = document.getElementById("ask-form");
