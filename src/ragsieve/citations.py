@@ -209,7 +209,7 @@ MIN_SHARED_WORDS = 2
 def marker_positions(text: str) -> list[int]:
     """The evidence positions (1-based) of the ``[n]`` markers in ``text``, in order, each once.
 
-    >>> marker_positions("Paris [2] is in France [1][2].")
+    >>> marker_positions("Paris [2] is in France [1], [2].")
     [2, 1]
     """
     return list(dict.fromkeys(int(m.group(1)) for m in _MARKER_RE.finditer(text)))
