@@ -73,15 +73,22 @@ class Selectors:
 
 
 def answer_stating(question: str, candidates: Sequence[SearchHit]) -> SearchHit | None:
-    """The best-ranked candidate that states, near the question's terms, a value of the kind
-    the question asks for (:func:`ragsieve.conflict.passage_answer`); ``None`` for a yes/no
-    question or when none does."""
-    from ragsieve.conflict import expected_kind, passage_answer
+    """The best-ranked candidate that answers the question: one that states, near the question's
+    terms, a value of the kind asked for (:func:`ragsieve.conflict.passage_answer`), or, for a
+    question that asks for a description (no single value: the kind the classifier also gives
+    when it cannot tell a measurement question, "What is the belt tension?"), one with a sentence
+    that answers it on its own (:func:`ragsieve.conflict.answering_sentence`); ``None`` for a
+    yes/no question or when none does."""
+    from ragsieve.conflict import answering_sentence, expected_kind, passage_answer
 
-    if expected_kind(question) == "yes/no":
+    kind = expected_kind(question)
+    if kind == "yes/no":
         return None
     for hit in candidates:
-        if passage_answer(question, hit.chunk.text, chunk_id=hit.chunk.id).value is not None:
+        if kind == "description":
+            if answering_sentence(question, hit.chunk.text) is not None:
+                return hit
+        elif passage_answer(question, hit.chunk.text, chunk_id=hit.chunk.id).value is not None:
             return hit
     return None
 
@@ -137,7 +144,9 @@ class SelectStage:
                     trace.decide("select", h.chunk.id, "kept", "one side of a disagreement between sources")
                 elif h is stating:
                     trace.decide(
-                        "select", h.chunk.id, "kept", "the best-ranked passage stating the kind of value asked for"
+                        "select", h.chunk.id, "kept",
+                        "the best-ranked passage stating the kind of value asked for (or, for an open "
+                        "question, a sentence that answers it)",
                     )
                 elif h.chunk.id in kept_ids:
                     trace.decide("select", h.chunk.id, "kept", f"in the {self.method} selection")
