@@ -143,7 +143,9 @@ class StageResources:
         embedder = self.embedder = SharedEmbedder(index, inner=embedder)
         self.judge: Ref[Judge] = Ref(judge, make=lambda: build_judge(config.sieve, embedder()))
         self.relevance = RelevanceScores(self.judge, config.sieve, remember=embedder.remember_hits)
-        self.search = CandidateSearch(index, config.retrieval, sieve=sieve, wide=config.select != "top-k" and not sieve)
+        self.search = CandidateSearch(
+            index, config.retrieval, sieve=sieve, wide=config.select != "top-k" and not sieve, embedder=embedder
+        )
 
         def llm_when_used() -> LLM | None:
             # while the LLM loads, a component that keeps it gets a stand-in that waits on use
