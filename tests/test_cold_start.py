@@ -11,11 +11,21 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
-from tests.helpers import copy_corpus
+from tests.helpers import HashEmbedder, copy_corpus
 from tests.test_cli_lean import chat_server  # noqa: F401 - the fake LLM server fixture
+
+from ragsieve.cancel import CancelToken, GenerationCancelledError, cancel_scope
+from ragsieve.config import validate_config
+from ragsieve.errors import ModelError
+from ragsieve.index import Index
+from ragsieve.llm.base import ContinuationScore, Generation
+from ragsieve.sieve.pipeline import Pipeline
+from ragsieve.verify import LexicalEmbeddingJudge
 
 # Neither may load on the default query path: the profile found them costing 20+ s of imports.
 FORBIDDEN = ("sklearn", "skops", "torch", "sentence_transformers", "transformers")
@@ -108,3 +118,150 @@ def test_ask_without_a_calibrated_threshold_loads_no_scipy_stats(default_index, 
     )
     assert result.returncode == 0, result.stderr
     assert "ragsieve.calibrate" not in modules and "scipy.stats" not in modules
+
+
+# ---------------------------------------------------------------- the model loads while the checks run
+# In process, with fakes whose slowness is a sleep (no CPU), so the comparison holds on a loaded
+# machine: each figure is measured against the fakes' own sleeps, not against wall-clock goals.
+SLEEP_S = 1.5
+
+
+class SlowLoadingLLM:
+    """An LLM whose warm_up takes ``load_s`` (or raises ``error``); records when it ran."""
+
+    model_name = "slow-loading"
+
+    def __init__(self, load_s: float = SLEEP_S, error: Exception | None = None) -> None:
+        self.load_s = load_s
+        self.error = error
+        self.release = threading.Event()  # set to end a load early
+        self.load_span: tuple[float, float] | None = None
+        self.generated_at: list[float] = []
+        self.warm_ups = 0
+
+    def warm_up(self) -> None:
+        self.warm_ups += 1
+        if self.load_span is not None:
+            return
+        start = time.monotonic()
+        self.release.wait(self.load_s)
+        if self.error is not None:
+            raise self.error
+        self.load_span = (start, time.monotonic())
+
+    def generate(self, prompt, *, max_tokens=256, temperature=0.0, stop=None, seed=None) -> Generation:
+        assert self.load_span is not None, "generate ran before the model finished loading"
+        self.generated_at.append(time.monotonic())
+        return Generation("The Apollo 11 crew landed on the Moon in July 1969 [1].", 100, 12, "stop")
+
+    def generate_json(self, prompt, schema, *, max_tokens=256):
+        raise NotImplementedError
+
+    def continuation_logprobs(self, prompt, continuations):
+        return [ContinuationScore(-0.1, 1) for _ in continuations]
+
+    def next_token_logprobs(self, prompt, candidates):
+        return [-0.1 for _ in candidates]
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+
+class SlowJudge:
+    """A relevance judge that takes ``score_s`` per call (a slow check); records when it ran."""
+
+    name = "slow"
+    upper = 0.6
+    lower = 0.3
+
+    def __init__(self, score_s: float = SLEEP_S) -> None:
+        self.score_s = score_s
+        self.spans: list[tuple[float, float]] = []
+
+    def warm_up(self) -> None:
+        pass
+
+    def score(self, question, passages):
+        start = time.monotonic()
+        time.sleep(self.score_s)
+        self.spans.append((start, time.monotonic()))
+        return [0.9 if "moon" in p.lower() else 0.1 for p in passages]
+
+
+@pytest.fixture(scope="module")
+def hash_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    root = tmp_path_factory.mktemp("overlap")
+    return Index.build(copy_corpus(root), root / "idx", embedder=HashEmbedder())
+
+
+def sieve_pipeline(index: Index, llm: SlowLoadingLLM, judge: SlowJudge) -> Pipeline:
+    # the default sieve stages (ScopeCoE with rule features included); need always retrieves
+    cfg = validate_config({"sieve": {"need": "always", "route": "all"}})
+    return Pipeline(cfg, index=index, llm=llm, judge=judge, claim_judge=LexicalEmbeddingJudge(embedding_weight=0.0))
+
+
+def timed_ask(pipe: Pipeline) -> float:
+    start = time.monotonic()
+    pipe.ask("When did Apollo 11 land on the Moon?")
+    return time.monotonic() - start
+
+
+def test_the_model_load_overlaps_the_checks(hash_index):
+    # the same question with a model that loads at once: what the checks cost on their own now
+    baseline = timed_ask(sieve_pipeline(hash_index, SlowLoadingLLM(load_s=0.0), SlowJudge()))
+    llm, judge = SlowLoadingLLM(), SlowJudge()
+    total = timed_ask(sieve_pipeline(hash_index, llm, judge))
+    assert llm.load_span is not None and judge.spans and llm.generated_at
+    (load_start, load_end), (judge_start, judge_end) = llm.load_span, judge.spans[0]
+    # the judge ran while the model loaded, and generation waited for the load
+    overlap = min(load_end, judge_end) - max(load_start, judge_start)
+    assert overlap > 0.5 * SLEEP_S, f"the load and the judge overlapped only {overlap:.2f} s"
+    assert llm.generated_at[0] >= load_end
+    # loaded one after the other, the slow model would add its whole sleep to the total
+    assert total - baseline < 0.5 * SLEEP_S, f"cold {total:.2f} s vs {baseline:.2f} s with an instant load"
+
+
+def test_a_failed_load_surfaces_at_the_first_stage_that_uses_the_model(hash_index):
+    judge = SlowJudge(score_s=0.0)
+    failing = SlowLoadingLLM(load_s=0.2, error=ModelError("GGUF model file x is missing"))
+    pipe = sieve_pipeline(hash_index, failing, judge)
+    with pytest.raises(ModelError, match="^GGUF model file x is missing$"):
+        pipe.ask("When did Apollo 11 land on the Moon?")
+    assert judge.spans, "the checks should have run while the model loaded"
+    # the next question loads again: a failed load is not kept
+    with pytest.raises(ModelError, match="^GGUF model file x is missing$"):
+        pipe.ask("When did Apollo 11 land on the Moon?")
+    assert failing.warm_ups == 2
+    pipe.llm = SlowLoadingLLM(load_s=0.0)
+    assert pipe.ask("When did Apollo 11 land on the Moon?").text
+
+
+def test_waiting_for_the_model_can_be_cancelled(hash_index):
+    llm = SlowLoadingLLM(load_s=30.0)
+    pipe = sieve_pipeline(hash_index, llm, SlowJudge(score_s=0.0))
+    token = CancelToken()
+    timer = threading.Timer(0.3, token.cancel, args=("the client left",))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with cancel_scope(token), pytest.raises(GenerationCancelledError, match="the client left"):
+            pipe.ask("When did Apollo 11 land on the Moon?")
+    finally:
+        timer.cancel()
+        llm.release.set()  # end the fake load
+    assert time.monotonic() - start < 10.0
+
+
+def test_warm_up_still_returns_with_the_model_loaded(hash_index):
+    llm = SlowLoadingLLM(load_s=0.3)
+    pipe = sieve_pipeline(hash_index, llm, SlowJudge(score_s=0.0))
+    pipe.warm_up()
+    assert llm.load_span is not None
+    pipe.warm_up()
+    assert llm.warm_ups == 1, "a loaded model is not loaded again"
+
+
+def test_a_failed_load_raises_from_warm_up(hash_index):
+    pipe = sieve_pipeline(hash_index, SlowLoadingLLM(load_s=0.0, error=ModelError("no weights")), SlowJudge(0.0))
+    with pytest.raises(ModelError, match="no weights"):
+        pipe.warm_up()

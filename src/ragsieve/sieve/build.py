@@ -7,7 +7,7 @@ neither a stage nor this module knows the pipeline."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from ragsieve.sieve.poison import PoisonStage
 from ragsieve.sieve.retrieve import CandidateSearch, RetrieveStage
 from ragsieve.sieve.route import RouteStage
 from ragsieve.sieve.select import Selectors, SelectStage
-from ragsieve.sieve.state import Ref, Stage, check_wiring, preset_name
+from ragsieve.sieve.state import Ref, Stage, WhenLoaded, check_wiring, preset_name
 from ragsieve.sieve.verify import VerifyStage
 from ragsieve.store.protocol import Store
 from ragsieve.types import SearchHit
@@ -143,14 +143,23 @@ class StageResources:
         embedder = self.embedder = SharedEmbedder(index, inner=embedder)
         self.judge: Ref[Judge] = Ref(judge, make=lambda: build_judge(config.sieve, embedder()))
         self.relevance = RelevanceScores(self.judge, config.sieve, remember=embedder.remember_hits)
-        self.search = CandidateSearch(index, config.retrieval, sieve=sieve, wide=config.select != "top-k" and not sieve)
-        self.selectors = Selectors(config, lambda: llm.value, embedder, sieve=sieve, fixed=selector)
+        self.search = CandidateSearch(
+            index, config.retrieval, sieve=sieve, wide=config.select != "top-k" and not sieve, embedder=embedder
+        )
+
+        def llm_when_used() -> LLM | None:
+            # while the LLM loads, a component that keeps it gets a stand-in that waits on use
+            return cast(LLM, WhenLoaded(llm)) if llm.loading() else llm.value
+
+        self.selectors = Selectors(config, llm_when_used, embedder, sieve=sieve, fixed=selector)
         self.generator = Generator(llm, config.generation, embedder)
 
         def build_claim() -> Any:
             from ragsieve.verify import build_claim_judge
 
-            return build_claim_judge(config.sieve.claim_judge, llm=llm.value, embedder=embedder())
+            # only the log-prob judge uses the model: the others do not wait for its load
+            model = llm.value if config.sieve.claim_judge == "llm-logprob" else None
+            return build_claim_judge(config.sieve.claim_judge, llm=model, embedder=embedder())
 
         self.claim_judge: Ref[Any] = Ref(claim_judge, make=build_claim)
         # the decide stage's model when one is given (else the stage loads decide.model's)

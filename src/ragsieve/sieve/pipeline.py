@@ -212,20 +212,34 @@ class Pipeline(StreamingAnswers):
             self._index.value = open_configured_index(self.config)
         return self._index.value
 
-    def warm_up(self, need_index: bool = True) -> None:
-        """Open the index, load the models and every stage's own state (idempotent)."""
+    def warm_up(self, need_index: bool = True, *, wait_for_llm: bool = True) -> None:
+        """Open the index, load the models and every stage's own state (idempotent).
+
+        The LLM loads on a worker thread while the index, the embedder and the stages warm up
+        here; ``wait_for_llm=False`` (what :meth:`ask` does) returns without waiting for it, so
+        retrieval and the checks run meanwhile and the first stage that uses the model waits
+        (and raises the load's error, if it failed)."""
+        self._llm.load_in_background(self._load_llm)
         if need_index or self.index is not None:
             self.warm_up_index()
-        if self._llm.value is None:
-            from ragsieve.llm import load_llm
-
-            self._llm.value = load_llm(self.config.llm)
-        self._llm.value.warm_up()
         selectors = self._shared().selectors
         if selectors.fixed is None and not self.is_sieve:
-            selectors.fixed = build_selector(self.config, self.llm, self.index)
+            # only ScopeCoE uses the model: top-k selection does not wait for it
+            llm = self.llm if self.config.select == "scope-coe" else None
+            selectors.fixed = build_selector(self.config, llm, self.index)
         for stage in self.stages:
             stage.warm_up()
+        if wait_for_llm:
+            self._llm()
+
+    def _load_llm(self, given: LLM | None) -> LLM:
+        """The LLM given (else the one ``config.llm`` names), warmed up: runs on a worker thread."""
+        if given is None:
+            from ragsieve.llm import load_llm
+
+            given = load_llm(self.config.llm)
+        given.warm_up()
+        return given
 
     # ------------------------------------------------------------------ building blocks
     def resolve_domains(
@@ -306,7 +320,7 @@ class Pipeline(StreamingAnswers):
         relay = EventRelay(on_event, self.callbacks, trace, question)
         with span("ragsieve.ask", preset=self.preset):
             with relay.stage("warm_up"):
-                self.warm_up(need_index=not no_retrieval and self.preset != "task-adaptive")
+                self.warm_up(need_index=not no_retrieval and self.preset != "task-adaptive", wait_for_llm=False)
             state = PipelineState(
                 question=question,
                 k=k,

@@ -4,8 +4,10 @@ weights applied when the index has them and the config asks (the sieve always re
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from ragsieve.config import RetrievalConfig
 from ragsieve.errors import ConfigError
@@ -47,11 +49,30 @@ class CandidateSearch:
     larger) unless top-k selection needs only ``k``; ``sieve=True`` reweights by source weights
     whenever the index has them. Shared by the ``need`` probe and the ``retrieve`` stage."""
 
-    def __init__(self, index: Ref[Index | Store], retrieval: RetrievalConfig, *, sieve: bool, wide: bool) -> None:
+    def __init__(
+        self,
+        index: Ref[Index | Store],
+        retrieval: RetrievalConfig,
+        *,
+        sieve: bool,
+        wide: bool,
+        embedder: Callable[[], Any] | None = None,
+    ) -> None:
         self.index = index
         self.retrieval = retrieval
         self.sieve = sieve
         self.wide = wide  # a selector other than top-k chooses from all the candidates
+        # the stages' shared embedding memo: the question's vector for the search comes from it,
+        # so the checks that embed the question later do not embed it again
+        self.embedder = embedder
+
+    def question_vector(self, index: Index | Store, question: str) -> np.ndarray | None:
+        """The question's vector from the shared memo when it wraps the index's own embedder
+        (else ``None``: the index embeds the question itself)."""
+        memo = self.embedder() if self.embedder is not None else None
+        if memo is None or getattr(memo, "inner", None) is not getattr(index, "embedder", None):
+            return None
+        return np.asarray(memo.embed([question])[0])
 
     def __call__(
         self,
@@ -83,6 +104,7 @@ class CandidateSearch:
             domains=domains,
             retrieval=rc,
             prune_threshold=prune,
+            query_vector=self.question_vector(index, question) if rc.mode != "sparse" else None,
         )
         if use == "reweight":
             hits = reweight_hits(index, hits)

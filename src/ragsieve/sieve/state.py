@@ -9,9 +9,12 @@ pipeline: ``ragsieve.sieve.pipeline`` is the one module that knows every stage.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ragsieve.config import SIEVE_STAGES, PipelineConfig
 from ragsieve.errors import ConfigError
@@ -192,21 +195,93 @@ def check_wiring(stages: Sequence[Stage]) -> None:
 class Ref(Generic[T]):
     """A resource a stage uses but the pipeline provides (possibly later): ``ref()`` returns it,
     built by ``make`` on first use when there is one, else it raises ``ConfigError(missing)``.
-    ``ref.value`` is what it holds now (``None`` before it is set or built)."""
+    ``ref.value`` is what it holds now (``None`` before it is set or built).
+
+    :meth:`load_in_background` loads the resource on a worker thread while the caller goes on
+    (the LLM loads while retrieval and the checks run); the first ``ref.value`` or ``ref()``
+    waits for it, re-raises the load's own error, and gives up with
+    ``GenerationCancelledError`` when the waiting job is cancelled (:mod:`ragsieve.cancel`)."""
 
     def __init__(
         self, value: T | None = None, make: Callable[[], T] | None = None, missing: str = "not available"
     ) -> None:
-        self.value = value
+        self._value = value
         self.make = make
         self.missing = missing
+        self._loading: Future[T] | None = None
+        self._loaded = False  # the value came from a background load that succeeded
+        self._lock = threading.Lock()
+
+    @property
+    def value(self) -> T | None:
+        loading = self._loading
+        if loading is not None:
+            self._finish(loading)
+        return self._value
+
+    @value.setter
+    def value(self, value: T | None) -> None:
+        with self._lock:
+            self._loading, self._loaded, self._value = None, False, value
+
+    def loading(self) -> bool:
+        """Whether a background load was started and its result not yet taken."""
+        return self._loading is not None
+
+    def held(self) -> T | None:
+        """What it holds now, without waiting for a background load."""
+        return self._value
+
+    def load_in_background(self, load: Callable[[T | None], T]) -> None:
+        """Start ``load(held)`` on a worker thread unless a load is running or one has already
+        succeeded since the value was last set (a failed load is tried again)."""
+        with self._lock:
+            loading = self._loading
+            if self._loaded or (loading is not None and not (loading.done() and loading.exception() is not None)):
+                return
+            held = self._value
+            # one short-lived worker per load: nothing shared between pipelines, and
+            # shutdown(wait=False) lets this thread go on at once
+            worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragsieve-load")
+            try:
+                self._loading = worker.submit(load, held)
+            finally:
+                worker.shutdown(wait=False)
+
+    def _finish(self, loading: Future[T]) -> None:
+        from ragsieve.cancel import check_cancelled
+
+        while not loading.done():
+            check_cancelled()
+            futures_wait([loading], timeout=0.05)
+        value = loading.result()  # the load's own error, with its own message
+        with self._lock:
+            if self._loading is loading:
+                self._loading, self._loaded, self._value = None, True, value
 
     def __call__(self) -> T:
-        if self.value is None:
+        value = self.value
+        if value is None:
             if self.make is None:
                 raise ConfigError(self.missing)
-            self.value = self.make()
-        return self.value
+            value = self.value = self.make()
+        return value
+
+
+class WhenLoaded:
+    """Stands in for the object a :class:`Ref` is loading in the background, for a component
+    that keeps a model it may never call (ScopeCoE with rule features keeps the LLM):
+    ``warm_up()`` returns at once (the pipeline owns the load) and any other attribute waits for
+    the load and comes from the loaded object."""
+
+    def __init__(self, ref: Ref[Any]) -> None:
+        self._ref = ref
+
+    def warm_up(self) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ref(), name)
 
 
 def first_sentence(text: str, limit: int = 160) -> str:
