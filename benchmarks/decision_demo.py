@@ -47,6 +47,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Any], list[dict[str, Any]]]:
     from ragsieve.config import PipelineConfig
     from ragsieve.eval.checks import fired_checks
     from ragsieve.eval.data import load_qa
+    from ragsieve.io import read_jsonl
     from ragsieve.sieve.pipeline import Pipeline
 
     out = RUNS / "demo"
@@ -55,11 +56,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Any], list[dict[str, Any]]]:
     data, index_dir, _ = prepare_demo(out, cfg)
     items = load_qa(data)
     cache = out / f"{args.model}-rows.jsonl"
-    done: dict[str, dict[str, Any]] = {}
-    if cache.exists():
-        for line in cache.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            done[row["id"]] = row
+    done: dict[str, dict[str, Any]] = {row["id"]: row for row in read_jsonl(cache)} if cache.exists() else {}
     run_cfg = cfg.model_copy(update={"index_dir": str(index_dir)})
     run_cfg = run_cfg.model_copy(update={"decide": run_cfg.decide.model_copy(update={"mode": "observe"})})
     pipe = Pipeline(run_cfg)

@@ -45,6 +45,7 @@ def training_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
     from ragsieve.config import PipelineConfig
     from ragsieve.eval.data import load_qa
     from ragsieve.eval.fair import split_indices
+    from ragsieve.io import read_jsonl
     from ragsieve.sieve.pipeline import Pipeline
 
     out = RUNS / f"squad2-{args.n}-{args.seed}"
@@ -55,11 +56,7 @@ def training_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
     train_idx, _ = split_indices(len(items), 0.5, args.seed)
     train = [items[int(i)] for i in sorted(train_idx)]
     cache = out / f"{args.model}-rows.jsonl"
-    done: dict[str, dict[str, Any]] = {}
-    if cache.exists():
-        for line in cache.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            done[row["id"]] = row
+    done: dict[str, dict[str, Any]] = {row["id"]: row for row in read_jsonl(cache)} if cache.exists() else {}
     run_cfg = cfg.model_copy(update={"index_dir": str(index_dir)})
     run_cfg = run_cfg.model_copy(update={"decide": run_cfg.decide.model_copy(update={"mode": "observe"})})
     pipe = Pipeline(run_cfg)
