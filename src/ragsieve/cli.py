@@ -241,7 +241,7 @@ def ingest(
     ), highlight=False)
     console.print(f"domains: {', '.join(built.domains)}", markup=False, highlight=False)
     if report.skipped:
-        err_console.print(f"[yellow]skipped {len(report.skipped)} file(s), link(s) or record(s):[/]")
+        err_console.print(Text(f"skipped {len(report.skipped)} file(s), link(s) or record(s):", style="yellow"))
         for p, reason in report.skipped:
             err_console.print(f"  {p}: {reason}", markup=False, highlight=False)
 
@@ -274,13 +274,13 @@ def _ingest_partitioned(
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
         return
-    console.print(
-        f"[green]indexed[/] {report.chunks} chunks from {report.files} files into {index} ({cfg.store.backend}; "
+    console.print(Text("indexed ", style="green") + Text(
+        f"{report.chunks} chunks from {report.files} files into {index} ({cfg.store.backend}; "
         f"{report.partitions} partitions, {report.partitions_reused} reused; {report.compute_seconds:.1f}s "
         f"loading and embedding on {report.workers or 1} worker(s), {report.write_seconds:.1f}s writing)"
-    )
+    ), highlight=False)
     if report.skipped:
-        err_console.print(f"[yellow]skipped {len(report.skipped)} file(s), link(s) or record(s):[/]")
+        err_console.print(Text(f"skipped {len(report.skipped)} file(s), link(s) or record(s):", style="yellow"))
         for p, reason in report.skipped:
             err_console.print(f"  {p}: {reason}", markup=False, highlight=False)
 

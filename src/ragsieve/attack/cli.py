@@ -131,7 +131,7 @@ def poison(
     why = "no retrieved gold passage to mirror" if writer == "mirror" else "every passage would state a gold answer"
     note = f"; {len(skipped)} questions skipped ({why})" if skipped else ""
     console.print(f"wrote {len(copy) - len(idx)} poisoned passages for {len(targets) - len(skipped)} questions "
-                  f"into {out} ({len(idx)} original chunks; {index} unchanged){note}")
+                  f"into {out} ({len(idx)} original chunks; {index} unchanged){note}", markup=False, highlight=False)
 
 
 @app.command("eval")

@@ -207,7 +207,8 @@ def _print_checks(console: Any, items: list[Any], records: dict[str, list[dict[s
         if len(recs) != len(items) or not any(r.get("fired") for r in recs):
             continue
         console.print(f"\nChecks of {name}: how often each fired, and its precision as a veto "
-                      "(share of its withdrawals the gold answer shows right to make)")  # fmt: skip
+                      "(share of its withdrawals the gold answer shows right to make)",
+                      markup=False, highlight=False)  # fmt: skip
         for line in check_table_lines(check_table(items, recs)):
             console.print(line, markup=False, highlight=False)
 
@@ -273,7 +274,7 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
     split = report["split"]
     console.print(
         f"Fair baselines (fit on {split['calibration']} questions, reported on the other {split['test']}): "
-        "AURC, lower is better"
+        "AURC, lower is better", markup=False, highlight=False
     )
     for name, row in report["baselines"].items():
         lo, hi = row["aurc_interval"]
@@ -284,7 +285,7 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
         console.print(
             f"  {name} vs best baseline at {100 * row['coverage']:.0f}% coverage: sel-acc "
             f"{100 * row['a']:.0f} vs {100 * row['b']:.0f}, Δ {100 * row['difference']:+.0f} "
-            f"[{100 * lo:+.0f},{100 * hi:+.0f}] (AURC {row['aurc']:.3f})"
+            f"[{100 * lo:+.0f},{100 * hi:+.0f}] (AURC {row['aurc']:.3f})", markup=False, highlight=False
         )
         where = row.get("abstention_at_coverage")
         if where:
@@ -292,7 +293,8 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
             console.print(
                 f"    abstained on unanswerable / answerable: {100 * mine['unanswerable']:.0f}% / "
                 f"{100 * mine['answerable']:.0f}%; best baseline at that coverage "
-                f"{100 * theirs['unanswerable']:.0f}% / {100 * theirs['answerable']:.0f}%"
+                f"{100 * theirs['unanswerable']:.0f}% / {100 * theirs['answerable']:.0f}%",
+                markup=False, highlight=False,
             )
     console.print("Faithfulness, independent judge (answer values and gold answer in cited evidence):")
     for kind in ("independent", "llm_judge"):
@@ -302,7 +304,7 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
                           markup=False, highlight=False)
     if report.get("signals"):
         console.print("Sieve confidence signals, AURC: " + ", ".join(
-            f"{k} {v['aurc']:.3f}" for k, v in report["signals"].items()))  # fmt: skip
+            f"{k} {v['aurc']:.3f}" for k, v in report["signals"].items()), markup=False, highlight=False)  # fmt: skip
     cal = report.get("calibration")
     if cal and "error" not in cal:
         res = cal["calibration"]
@@ -320,7 +322,7 @@ def _print_fair(console: Any, report: dict[str, Any]) -> None:
         if sim:
             console.print(
                 f"  {sim['n_splits']} random splits: held-out risk > {res['risk']} in {100 * sim['exceed_rate']:.1f}% "
-                f"(delta {100 * res['delta']:.0f}%)"
+                f"(delta {100 * res['delta']:.0f}%)", markup=False, highlight=False
             )
     elif cal:
         console.print(f"Calibration: {cal['error']}", markup=False, highlight=False)

@@ -91,7 +91,7 @@ def annotate(
     meta = {**ann.to_dict(), "shots": shots, "seed": seed, "top_k": top_k, "model": llm.model_name}
     KfDataset(pairs, meta).save(out)
     n_h = sum(p.harmful for p in pairs)
-    console.print(f"wrote {len(pairs)} pairs ({n_h} Harmful) to {out}")
+    console.print(f"wrote {len(pairs)} pairs ({n_h} Harmful) to {out}", markup=False, highlight=False)
 
 
 @app.command()
@@ -123,7 +123,7 @@ def train(
         raise InputError(f"--prior must be one of {', '.join(PRIORS)}, got {prior!r}")
     proxy = ProxyFilter(C=c, prior=prior).warm_up(load_embedder(None)).fit(pairs)  # type: ignore[arg-type]
     proxy.save(out)
-    console.print(f"trained the proxy on {len(pairs)} pairs; saved to {out}")
+    console.print(f"trained the proxy on {len(pairs)} pairs; saved to {out}", markup=False, highlight=False)
 
 
 @app.command("eval")
@@ -188,7 +188,7 @@ def evaluate(
         console.print(
             f"{filter_name}: Harmful precision {prec:.3f} recall {rec:.3f} F1 {f1:.3f} on {len(ds)} pairs "
             f"({100 * result['predicted_harmful']:.1f}% predicted vs "
-            f"{100 * result['true_harmful']:.1f}% true Harmful)"
+            f"{100 * result['true_harmful']:.1f}% true Harmful)", markup=False, highlight=False
         )
 
 

@@ -152,7 +152,7 @@ def fit(
     console.print(
         f"learned {len(weights)} source weights from {data.n_tuples} tuples in {est.fit_seconds_:.2f}s; "
         f"prune threshold {tuned.threshold:.4g} (removes {tuned.pruned_sources} sources, validation score "
-        f"{tuned.validation_score:.4f}) -> {out}"
+        f"{tuned.validation_score:.4f}) -> {out}", markup=False, highlight=False
     )
 
 
@@ -172,7 +172,7 @@ def apply(
     path = save_source_weights(index, data["weights"], threshold=thr, metadata=data.get("metadata"))
     console.print(
         f"stored {len(data['weights'])} source weights in {path}; enable them with "
-        "retrieval.use_source_weights = \"prune\" or \"reweight\""
+        "retrieval.use_source_weights = \"prune\" or \"reweight\"", markup=False, highlight=False
     )
 
 
@@ -233,5 +233,5 @@ def report(
             table.add_row(s, f"{w:.4f}")
         console.print(table)
     atomic_write_text(out / "report.md", "\n".join(lines))
-    console.print(f"wrote {png} and {out / 'report.md'}")
+    console.print(f"wrote {png} and {out / 'report.md'}", markup=False, highlight=False)
 

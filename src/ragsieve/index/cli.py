@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ragsieve.console import INDEX_HELP, console, print_result, resolve_index_dir
 
@@ -93,10 +94,10 @@ def train(
     if as_json:
         console.print_json(json.dumps(result))
         return
-    console.print(
-        f"[green]trained[/] a {router.classifier} router on {result['n_train']} {result['trained_on']} "
+    console.print(Text("trained", style="green") + Text(
+        f" a {router.classifier} router on {result['n_train']} {result['trained_on']} "
         f"over domains {', '.join(domains)}; saved to {idx.dir / 'router'}"
-    )
+    ), highlight=False)
 
 
 @app.command("eval")
