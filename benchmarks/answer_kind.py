@@ -33,13 +33,13 @@ import json
 import random
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import SHARED_DATA, markdown_table, write_section  # noqa: E402
+from ragsieve.io import read_jsonl  # noqa: E402
 
 TREC_KINDS = {"human": "name", "location": "name", "description": "description", "numeric": "numeric"}
 POPQA_SAMPLE = 3000
@@ -49,13 +49,6 @@ SEED = 13
 def held_out(qid: str) -> bool:
     """Whether a question id is in the held-out part (about 40 %, a fixed hash of the id)."""
     return int(hashlib.sha1(qid.encode("utf-8")).hexdigest()[:8], 16) % 5 < 2
-
-
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
 
 
 def _answers(row: dict[str, Any]) -> list[str]:
@@ -72,26 +65,26 @@ def labelled(source: str) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     trust = SHARED_DATA / "trust"
     if source == "hotpotqa":
-        for r in _read_jsonl(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"):
+        for r in read_jsonl(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"):
             if _answers(r):
                 out.append((r["id"], r["question"], kind_of_answer(_answers(r)[0])))
     elif source == "squad2":
-        for r in _read_jsonl(trust / "squad2" / "questions.jsonl"):
+        for r in read_jsonl(trust / "squad2" / "questions.jsonl"):
             if r.get("answerable") and _answers(r):
                 out.append((r["id"], r["question"], kind_of_answer(_answers(r)[0])))
     elif source == "conflictqa":
-        for r in _read_jsonl(trust / "conflictqa" / "questions.jsonl"):
+        for r in read_jsonl(trust / "conflictqa" / "questions.jsonl"):
             if _answers(r):
                 out.append((r["id"], r["question"], kind_of_answer(_answers(r)[0])))
     elif source == "popqa":
-        rows = list(_read_jsonl(SHARED_DATA / "popqa" / "popqa.jsonl"))
+        rows = list(read_jsonl(SHARED_DATA / "popqa" / "popqa.jsonl"))
         random.Random(SEED).shuffle(rows)
         for r in rows[:POPQA_SAMPLE]:
             if _answers(r):
                 out.append((str(r["id"]), r["question"], kind_of_answer(_answers(r)[0])))
     elif source in ("trec-train", "trec-test"):
         name = "train.jsonl" if source == "trec-train" else "test.jsonl"
-        for i, r in enumerate(_read_jsonl(SHARED_DATA / "trec" / name)):
+        for i, r in enumerate(read_jsonl(SHARED_DATA / "trec" / name)):
             if r["label"] in TREC_KINDS:
                 out.append((f"{source}-{i}", r["text"], TREC_KINDS[r["label"]]))
     elif source == "demo":

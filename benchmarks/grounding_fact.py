@@ -22,22 +22,13 @@ python benchmarks/grounding_fact.py
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import SHARED_DATA, markdown_table, write_section  # noqa: E402
-
-
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
+from ragsieve.io import read_jsonl  # noqa: E402
 
 
 def items() -> list[tuple[str, str, str]]:
@@ -46,11 +37,11 @@ def items() -> list[tuple[str, str, str]]:
 
     out: list[tuple[str, str, str]] = []
     trust = SHARED_DATA / "trust" / "squad2"
-    paragraphs = {p["id"]: p["text"] for p in _read_jsonl(trust / "corpus.jsonl")}
-    for q in _read_jsonl(trust / "questions.jsonl"):
+    paragraphs = {p["id"]: p["text"] for p in read_jsonl(trust / "corpus.jsonl")}
+    for q in read_jsonl(trust / "questions.jsonl"):
         if q.get("answerable") and held_out(q["id"]) and q.get("gold_passage_id") in paragraphs:
             out.append((q["question"], q["answers"][0], paragraphs[q["gold_passage_id"]]))
-    for q in _read_jsonl(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"):
+    for q in read_jsonl(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"):
         if not held_out(q["id"]) or not q["answers"]:
             continue
         gold = q["answers"][0]
