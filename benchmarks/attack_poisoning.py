@@ -52,7 +52,7 @@ from typing import Any  # noqa: E402
 from _report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
 from ragsieve.attack.metrics import TABLE_HEADERS, Outcome, summarize, table_row, wilson  # noqa: E402
 from ragsieve.attack.poison import Target, choose_targets  # noqa: E402
-from ragsieve.config import SieveConfig  # noqa: E402
+from ragsieve.config import PoisonConfig  # noqa: E402
 from ragsieve.sieve.poison import PoisonJudge  # noqa: E402
 
 logger = logging.getLogger("attack_poisoning")
@@ -858,7 +858,7 @@ def main() -> None:
             "(ties: best rank). 'inject' places them under the best-weighted existing source among the target's "
             "own results. Reweight: mean over 32 sub-corpora sampled by weight (ASR is a mean of fractions, "
             "interval from the rounded count).\n\n" + wf_table)
-    sieve_cfg = SieveConfig()
+    poison_cfg = PoisonConfig()
     judge_defaults = inspect.signature(PoisonJudge.__init__).parameters
     body.append(
         "Defences: `plain` = plain RAG (top-k); `source-prune` / `source-reweight` = plain RAG with the source "
@@ -868,9 +868,9 @@ def main() -> None:
         "rule features, verify = claim verification with regeneration and abstention, poison = the "
         "poisoning-aware check alone); `sieve` = the default sieve, every check including its `poison` stage "
         "after the relevance judge (`ragsieve.sieve.poison.PoisonStage`: drops candidates that restate the question "
-        f"verbatim past its interrogative word, a run covering >= {sieve_cfg.poison_restate_share:.0%} of the "
+        f"verbatim past its interrogative word, a run covering >= {poison_cfg.restate_share:.0%} of the "
         "question's tokens; of a cluster of near-duplicates from different documents, word Jaccard >= "
-        f"{sieve_cfg.poison_duplicate_jaccard:g} once the question's words are removed, "
+        f"{poison_cfg.duplicate_jaccard:g} once the question's words are removed, "
         "it keeps the best-ranked copy, flagged, and drops the rest); `sieve-no-poison` = the sieve with "
         "`ablate: [poison]` (what the other checks stop on their own); `sieve+poison-judge` = the sieve with "
         "`sieve.poison_duplicates: drop` (the whole near-duplicate cluster dropped); `sieve+paraphrase` = that, "

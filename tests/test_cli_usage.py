@@ -99,7 +99,7 @@ def test_options_with_fixed_values_list_them():
         (cli.Fusion, config.FusionName, config.RetrievalConfig.model_fields["fusion"]),
         (cli.PipelineChoice, config.PipelineName, config.PipelineConfig.model_fields["pipeline"]),
         (cli.SelectChoice, config.SelectName, config.PipelineConfig.model_fields["select"]),
-        (cli.SelectChoice, config.SelectName, config.SieveConfig.model_fields["select"]),
+        (cli.SelectChoice, config.SelectName, config.SelectConfig.model_fields["method"]),
         (cli.ChunkChoice, config.ChunkUnit, config.ChunkingConfig.model_fields["unit"]),
         (cli.DenseChoice, config.DenseKind, config.DenseIndexConfig.model_fields["kind"]),
         (cli.StoreChoice, config.StoreBackendName, config.StoreConfig.model_fields["backend"]),

@@ -164,12 +164,11 @@ def test_poison_judge_reports_the_voice_as_a_signal_and_one_source():
 
 
 def test_poison_stage_takes_the_voice_options():
-    from ragsieve.config import SieveConfig
+    from ragsieve.config import PoisonConfig
     from ragsieve.sieve.poison import PoisonStage
 
     emb = TableEmbedder({})
-    stage = PoisonStage(SieveConfig(), {"coordination": True, "voice_tightness": 0.8, "voice_members": 2},
-                        lambda: emb)
+    stage = PoisonStage(PoisonConfig(coordination=True, voice_tightness=0.8, voice_members=2), lambda: emb)
     stage.warm_up()
     assert stage.judge.embedder is emb and stage.judge.voice_tightness == 0.8 and stage.judge.voice_members == 2
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragsieve.errors import ConfigError
 
@@ -21,14 +22,22 @@ from ragsieve.errors import ConfigError
 # and they stay importable from here.
 from ragsieve.options import SIEVE_STAGES as SIEVE_STAGES
 from ragsieve.options import ChunkUnit as ChunkUnit
+from ragsieve.options import ClaimJudgeName as ClaimJudgeName
+from ragsieve.options import ClosedBookPolicy as ClosedBookPolicy
+from ragsieve.options import CoEFeatures as CoEFeatures
 from ragsieve.options import ConflictPolicy as ConflictPolicy
 from ragsieve.options import DecideMode as DecideMode
 from ragsieve.options import DenseKind as DenseKind
+from ragsieve.options import DuplicateAction as DuplicateAction
 from ragsieve.options import FilterName as FilterName
 from ragsieve.options import FusionName as FusionName
+from ragsieve.options import JudgeKind as JudgeKind
+from ragsieve.options import NeedMode as NeedMode
 from ragsieve.options import PipelineName as PipelineName
 from ragsieve.options import RetrievalModeName as RetrievalModeName
+from ragsieve.options import RouterClassifierName as RouterClassifierName
 from ragsieve.options import SelectName as SelectName
+from ragsieve.options import SourceWeightUse as SourceWeightUse
 from ragsieve.options import StoreBackendName as StoreBackendName
 from ragsieve.options import VetoName as VetoName
 
@@ -47,8 +56,47 @@ else:  # pragma: no cover
 DEFAULT_REPEAT_PENALTY = 1.0
 
 
+class InvalidConfigError(ConfigError):
+    """A config value or key is not allowed; the message names the key, the value given and
+    what the key (or the section) allows."""
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def _section_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The keys of the section at ``loc`` inside ``model`` (empty when ``loc`` is no section)."""
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return list(model.model_fields)
+
+
+def describe_errors(exc: ValidationError, model: type[BaseModel]) -> str:
+    """Every problem of ``exc`` on one line each joined by "; ": the dotted key, what is wrong
+    (the allowed values, for a choice) and the value given; for an unknown key, the keys its
+    section takes."""
+    problems = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        key = ".".join(str(x) for x in loc) or "config"
+        if err["type"] == "extra_forbidden":
+            allowed = _section_keys(model, loc[:-1])
+            where = ".".join(str(x) for x in loc[:-1]) or "the config"
+            takes = f"; {where} takes {', '.join(allowed)}" if allowed else ""
+            problems.append(f"{key}: unknown key {str(loc[-1])!r}{takes}")
+        elif err["type"] == "value_error":
+            message = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{key}: {message}" if loc else message)
+        else:
+            given = repr(err.get("input"))
+            given = given if len(given) <= 80 else given[:77] + "..."
+            problems.append(f"{key}: {err['msg']}, got {given}")
+    return "; ".join(problems)
 
 
 class EmbedderConfig(_Section):
@@ -135,7 +183,7 @@ class RetrievalConfig(_Section):
     rrf_k: int = Field(60, ge=1)
     dense_weight: float = Field(0.5, ge=0.0, le=1.0)
     max_query_chars: int = Field(2000, ge=1)
-    use_source_weights: Literal["off", "prune", "reweight"] = "off"
+    use_source_weights: SourceWeightUse = "off"
 
 
 class StoreConfig(_Section):
@@ -154,6 +202,7 @@ class StoreConfig(_Section):
 
 # Options added after answers were first cached, each with the value that reproduces the
 # behaviour from before it existed (PipelineConfig.answer_identity leaves them out at that value).
+# Keyed as in PipelineConfig.legacy_layout, the layout caches of answers key on.
 NEUTRAL_DEFAULTS: dict[tuple[str, str], Any] = {
     ("generation", "polar_answers"): "free",
     ("sieve", "cover_entities"): False,
@@ -177,91 +226,427 @@ class GenerationConfig(_Section):
     polar_answers: Literal["free", "label"] = "free"
 
 
-class SieveConfig(_Section):
-    """Settings of the ``sieve`` preset's checks (``PipelineConfig.sieve``)."""
+class RouterConfig(_Section):
+    """The domain router's options (:mod:`ragsieve.route`; ``stages.route`` holds them with the
+    route stage's own): which estimator ``ragsieve ingest`` trains and how a question's domain
+    probabilities become the partitions searched."""
 
-    # route: "auto" (the domain router), "all" or a domain name; ``ask(route=...)`` overrides it.
-    route: str = "auto"
-    # Search the second domain too when its router probability is within this of the first's.
-    route_close_margin: float = Field(0.2, ge=0.0, le=1.0)
-    # need: "auto" asks the task router, and when it says "answer without retrieval" still
-    # retrieves if the judge finds a passage scoring >= need_threshold (long-tail entities);
-    # "always" always retrieves.
-    need: Literal["auto", "always"] = "auto"
-    need_threshold: float = Field(0.5, ge=0.0, le=1.0)
-    # closed_book: what the sieve does when ``need`` finds no relevant passage for a request the
-    # task router would answer directly. "never" (default) still goes on with the probe's
-    # candidates, so the judge abstains when they are all irrelevant: the sieve answers from
-    # evidence only. "allow" answers from the model alone (the task-adaptive behaviour). Measured
-    # with `ragsieve eval --ablate need` on the 12 unanswerable demo questions: "allow" answered 8
-    # of them closed-book; always retrieving abstained on all 12 (and on 1 of 12 answerable ones).
-    closed_book: Literal["never", "allow"] = "never"
-    candidates: int = Field(10, ge=1)  # retrieved candidates the judge sees
-    # judge: "evaluator" (the bundled CRAG-style evaluator) or "cross-encoder" (judge_model names
-    # a sentence-transformers CrossEncoder). relevant >= upper, ambiguous in [lower, upper),
-    # irrelevant < lower; None takes the judge's own thresholds.
-    judge: Literal["evaluator", "cross-encoder"] = "evaluator"
-    judge_model: str | None = None
+    # None: multinomial-nb when training from chunks, logreg from labelled questions -- the best
+    # of each in the router table (docs/results.md): TF-IDF logreg fit on long chunks transfers
+    # poorly to short queries, multinomial NB much better.
+    classifier: RouterClassifierName | None = None
+    # Multi-domain routing: the top domains whose probabilities sum to mass_threshold ...
+    mass_threshold: float = Field(0.9, gt=0.0, le=1.0)
+    max_domains: int = Field(3, ge=1)
+    # ... and the global index when the top probability is below unsure_threshold.
+    unsure_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    # Training from chunks: at most this many chunks per domain (fixed-seed sample).
+    max_chunks_per_domain: int = Field(3000, ge=1)
+    seed: int = 0
+
+    @classmethod
+    def parse(cls, data: dict[str, Any] | RouterConfig | None) -> RouterConfig:
+        """``data`` as router options (a section is taken as it is; a dict is validated)."""
+        if isinstance(data, RouterConfig):
+            return data
+        try:
+            return cls.model_validate(data or {})
+        except ValidationError as exc:
+            raise InvalidConfigError(f"stages.route is invalid: {describe_errors(exc, cls)}") from exc
+
+    def router_options(self) -> dict[str, Any]:
+        """The router's options alone, as a plain dict (what :class:`RouterConfig` takes)."""
+        return {name: getattr(self, name) for name in RouterConfig.model_fields}
+
+
+class RouteStageConfig(RouterConfig):
+    """Stage ``route`` (``stages.route``): which partitions to search, with the router's options.
+
+    ``domain``: "auto" (the domain router), "all" or a domain name, for the sieve (plain RAG takes
+    the top-level ``route``; a per-request ``route`` overrides both). ``close_margin``: search the
+    second domain too when its router probability is within this of the first's."""
+
+    domain: str = "auto"
+    close_margin: float = Field(0.2, ge=0.0, le=1.0)
+
+
+class NeedConfig(_Section):
+    """Stage ``need`` (``stages.need``): does the question need retrieval?
+
+    ``mode``: "auto" asks the task router, and when it says "answer without retrieval" still
+    retrieves if the judge finds a passage scoring >= ``threshold`` (long-tail entities);
+    "always" always retrieves. ``closed_book``: what the sieve does when no passage is relevant
+    to a request the task router would answer directly. "never" (default) still goes on with the
+    probe's candidates, so the judge abstains when they are all irrelevant: the sieve answers
+    from evidence only. "allow" answers from the model alone (the task-adaptive behaviour).
+    Measured with `ragsieve eval --ablate need` on the 12 unanswerable demo questions: "allow"
+    answered 8 of them closed-book; always retrieving abstained on all 12 (and on 1 of 12
+    answerable ones)."""
+
+    mode: NeedMode = "auto"
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    closed_book: ClosedBookPolicy = "never"
+
+
+class RetrieveStageConfig(_Section):
+    """Stage ``retrieve`` in the sieve (``stages.retrieve``; the search itself is set by
+    ``retrieval``): ``candidates`` retrieved candidates the judge sees (also the ``need``
+    stage's probe)."""
+
+    candidates: int = Field(10, ge=1)
+
+
+class JudgeConfig(_Section):
+    """Stage ``judge`` (``stages.judge``): how relevant each candidate is.
+
+    ``kind``: "evaluator" (the bundled CRAG-style evaluator) or "cross-encoder" (``model`` names
+    a sentence-transformers CrossEncoder). Relevant >= ``upper``, ambiguous in [``lower``,
+    ``upper``), irrelevant < ``lower``; ``None`` takes the judge's own thresholds.
+
+    ``abstain_when_all_irrelevant``: when the judge finds every candidate irrelevant, abstain
+    instead of answering from them: a veto that stays on (it stops a run before any draft
+    exists). Its precision as a veto on the held-out demo set with SmolLM2: 10 of 10 stops on
+    unanswerable questions, none on answerable ones (docs/results/calibration.md, "The decision
+    model on the demo set"; n is small).
+
+    ``cover_entities``: for a question naming two or more entities ("Who died first, A or B?"),
+    keep, for each entity no kept candidate names, the judge's best candidate that names it
+    (flagged). A passage about one of the entities answers part of the question, and a relevance
+    judge scores each passage against all of it. Measured in docs/results.md, "Knowledge
+    poisoning" and "The sieve vs plain RAG"."""
+
+    kind: JudgeKind = "evaluator"
+    model: str | None = None
     upper: float | None = Field(None, ge=0.0, le=1.0)
     lower: float | None = Field(None, ge=0.0, le=1.0)
-    # When the judge finds every candidate irrelevant, abstain instead of answering from them: a
-    # veto that stays on (it stops a run before any draft exists). Its precision as a veto on the
-    # held-out demo set with SmolLM2: 10 of 10 stops on unanswerable questions, none on answerable
-    # ones (docs/results/calibration.md, "The decision model on the demo set"; n is small).
     abstain_when_all_irrelevant: bool = True
-    # cover_entities: for a question naming two or more entities ("Who died first, A or B?"),
-    # keep, for each entity no kept candidate names, the judge's best candidate that names it
-    # (flagged). A passage about one of the entities answers part of the question, and a
-    # relevance judge scores each passage against all of it. Measured in docs/results.md,
-    # "Knowledge poisoning" and "The sieve vs plain RAG".
     cover_entities: bool = True
-    # poison: the poisoning-aware check after the judge (ragsieve.sieve.poison.PoisonJudge). It
-    # drops candidates that restate the question verbatim from its opening words past its question
-    # word (the shape of black-box knowledge-poisoning passages: question + false answer, so they
-    # rank first) and handles near-copies from different documents: "dedupe" keeps the
-    # best-ranked copy, "drop" drops the whole cluster, "keep" only records it. The Jaccard bar
-    # is high (0.95: near-exact copies only) because templated pages (one article per season or award category) share
-    # most words but differ in the detail a question asks about; on HotpotQA's paragraphs 0.5
-    # merged such siblings, and 0.9 still merged the 2040 and 2044 US election stubs. Measured in docs/results.md,
-    # "Knowledge poisoning: attack success by defence". A corpus of FAQ pages restates questions
-    # honestly, exactly as the attack does: switch the stage off there (ablate = ["poison"]).
-    poison_restate_share: float = Field(0.6, gt=0.0, le=1.0)
-    poison_duplicate_jaccard: float = Field(0.95, gt=0.0, le=1.0)
-    poison_duplicates: Literal["dedupe", "drop", "keep"] = "dedupe"
-    # conflict: when the kept passages answer the question differently on their own (grouped by
-    # normalised answer, near-duplicates and one site counting as one source, weighed by the
-    # index's source_weights.json), "both" answers with every value and its sources and says the
-    # sources disagree (selection keeps a passage of every side), "abstain" declines, "trusted"
-    # keeps the group whose sources weigh at least 1.5x the runner-up's (else both).
-    # ``stages.conflict`` takes the detector's options (trusted_margin, near_duplicate).
-    conflict: ConflictPolicy = "both"
-    select: SelectName = "scope-coe"
-    # ScopeCoE's question features (intent, keywords, relations): "rules" extracts them without
-    # the LLM; "llm" asks the model (two schema-constrained generations per question, which cost
-    # more than the answer itself on the bundled model; see docs/benchmarks.md).
-    coe_features: Literal["rules", "llm"] = "rules"
-    # verify: which ClaimJudge checks the answer sentences, and the support score a sentence
-    # needs to count as supported.
-    claim_judge: Literal["lexical-embedding", "llm-logprob"] = "lexical-embedding"
+
+
+class PoisonConfig(_Section):
+    """Stage ``poison`` (``stages.poison``): the poisoning-aware check after the judge
+    (:class:`ragsieve.sieve.poison.PoisonJudge`).
+
+    It drops candidates that restate the question verbatim from its opening words past its
+    question word (the shape of black-box knowledge-poisoning passages: question + false answer,
+    so they rank first; ``restate_share`` of the question's tokens, at least
+    ``min_restate_tokens``) and handles near-copies from different documents (clusters of at
+    least ``min_cluster``): ``duplicates = "dedupe"`` keeps the best-ranked copy, "drop" drops
+    the whole cluster, "keep" only records it. The Jaccard bar (``duplicate_jaccard``) is high
+    (0.95: near-exact copies only) because templated pages (one article per season or award
+    category) share most words but differ in the detail a question asks about; on HotpotQA's
+    paragraphs 0.5 merged such siblings, and 0.9 still merged the 2040 and 2044 US election
+    stubs. Measured in docs/results.md, "Knowledge poisoning: attack success by defence". A
+    corpus of FAQ pages restates questions honestly, exactly as the attack does: switch the
+    stage off there (ablate = ["poison"]).
+
+    ``semantic_duplicate``: candidates from different documents whose embedding cosine reaches
+    it are near duplicates too (an attacker who paraphrases; off when ``None``).
+    ``restatement = false`` switches the restated-question signal off (still recorded).
+    ``coordination = true`` groups the candidates into voices (:mod:`ragsieve.voices`,
+    ``voice_tightness`` and ``voice_members``; ``None`` takes the grouper's defaults, chosen on a
+    training split) and records each member's coordination signal; it drops nothing."""
+
+    restate_share: float = Field(0.6, gt=0.0, le=1.0)
+    duplicate_jaccard: float = Field(0.95, gt=0.0, le=1.0)
+    duplicates: DuplicateAction = "dedupe"
+    min_restate_tokens: int = Field(4, ge=1)
+    min_cluster: int = Field(2, ge=2)
+    semantic_duplicate: float | None = Field(None, gt=0.0, le=1.0)
+    restatement: bool = True
+    coordination: bool = False
+    voice_tightness: float | None = Field(None, gt=0.0, le=1.0)
+    voice_members: int | None = Field(None, ge=2)
+
+    def judge_options(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`~ragsieve.sieve.poison.PoisonJudge` (the grouper's own
+        defaults where a voice option is unset)."""
+        options = self.model_dump()
+        return {k: v for k, v in options.items() if not (k.startswith("voice_") and v is None)}
+
+
+class FilterConfig(_Section):
+    """Stage ``filter`` (``stages.filter``): the knowledge filter over the kept candidates
+    (:mod:`ragsieve.filtering`; ``filter = "none"``, the default, passes them through).
+
+    Example:
+        >>> FilterConfig(filter="direct", task="sst-2").filter
+        'direct'
+    """
+
+    filter: FilterName = "none"
+    fusion: bool = False
+    # A built-in task name, or a custom task's fields (labels, instruction, template; see resolve_task).
+    task: str | dict[str, Any] = "sst-2"
+    alpha: float = Field(0.5, ge=0.0, le=1.0)
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    ensemble_theta: float = Field(0.8, ge=0.5, le=1.0)
+    top_k: int = Field(30, ge=1)
+    max_keep: int = Field(8, ge=1)
+    mode: str = "dense"
+    proxy_path: str | None = None  # folder written by `ragsieve filters train`
+    dkf_path: str | None = None  # D_kf JSONL for in-context demonstrations
+    n_demos: int = Field(4, ge=1)
+    seed: int = 0
+
+
+class ConflictConfig(_Section):
+    """Stage ``conflict`` (``stages.conflict``): when the kept passages answer the question
+    differently on their own (grouped by normalised answer, near-duplicates and one site counting
+    as one source, weighed by the index's source_weights.json).
+
+    ``policy``: "both" answers with every value and its sources and says the sources disagree
+    (selection keeps a passage of every side), "abstain" declines, "trusted" keeps the group
+    whose sources weigh at least ``trusted_margin`` times the runner-up's (else both).
+    ``near_duplicate``: the word Jaccard at which two passages count as one source (``None``:
+    the detector's own). ``min_relevance``: the judge score a passage needs to be compared
+    (``None``: the judge's lower threshold). ``llm = true`` asks the pipeline's model for each
+    passage's short answer instead of extracting it."""
+
+    policy: ConflictPolicy = "both"
+    trusted_margin: float = Field(1.5, ge=1.0)
+    near_duplicate: float | None = Field(None, gt=0.0, le=1.0)
+    min_relevance: float | None = Field(None, ge=0.0, le=1.0)
+    llm: bool = False
+
+    def detector_options(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`ragsieve.conflict.ConflictDetector` besides the policy,
+        the weights and the model (the detector's defaults where unset)."""
+        options: dict[str, Any] = {"trusted_margin": self.trusted_margin}
+        if self.near_duplicate is not None:
+            options["near_duplicate"] = self.near_duplicate
+        return options
+
+
+class SelectConfig(_Section):
+    """Stage ``select`` in the sieve (``stages.select``; plain RAG takes the top-level
+    ``select``): ``method`` picks ScopeCoE's minimal cover or the top ``retrieval.k``.
+    ``coe_features``: ScopeCoE's question features (intent, keywords, relations): "rules"
+    extracts them without the LLM; "llm" asks the model (two schema-constrained generations per
+    question, which cost more than the answer itself on the bundled model; see
+    docs/benchmarks.md)."""
+
+    method: SelectName = "scope-coe"
+    coe_features: CoEFeatures = "rules"
+
+
+class VerifyConfig(_Section):
+    """Stage ``verify`` (``stages.verify``): does the answer answer the question, and does the
+    evidence it cites support each sentence.
+
+    ``claim_judge`` checks the answer sentences; a sentence needs ``support_threshold`` to count
+    as supported. ``value_grounding``: every number, date, quantity, name and identifier an
+    answer sentence states must be stated by the evidence it cites (ragsieve.verify.grounding),
+    whatever its score. ``responsive``: the answer must answer the question (the kind asked for,
+    not a restated question or a pasted passage; ragsieve.verify.responsive); regenerate with an
+    instruction naming what was wrong up to ``responsive_retries`` times, then abstain saying
+    what the evidence covers. ``paste_min_tokens``, ``paste_share``, ``label_paste_tokens``,
+    ``restate_share`` and ``restate_cover`` are the responsiveness checker's thresholds
+    (:class:`ragsieve.verify.responsive.ResponsivenessChecker`).
+
+    ``extract_on_paste``: when every attempt pasted a passage, answer with the sentence of the
+    evidence that states the value asked for (a date, number or name; ragsieve.conflict's
+    passage_answer), or for an open "what is" question the sentence on the question's terms
+    (answering_sentence), cited, and verify it like any answer, instead of abstaining. Small
+    models paste the right passage instead of answering from it (Gemma-3-270M on most demo
+    questions), so the paste usually holds the answer; a yes/no question still abstains.
+    ``regenerate``: once, with only the supported evidence. ``min_confidence``: withdraw below
+    this answer confidence."""
+
+    claim_judge: ClaimJudgeName = "lexical-embedding"
     support_threshold: float = Field(0.5, ge=0.0, le=1.0)
-    # value_grounding: every number, date, quantity, name and identifier an answer sentence states
-    # must be stated by the evidence it cites (ragsieve.verify.grounding), whatever its score.
     value_grounding: bool = True
-    # responsive: the answer must answer the question (the kind asked for, not a restated question
-    # or a pasted passage; ragsieve.verify.responsive); regenerate with an instruction naming
-    # what was wrong up to responsive_retries times, then abstain saying what the evidence covers.
-    # ``stages.responsive`` takes the checker's thresholds.
     responsive: bool = True
     responsive_retries: int = Field(1, ge=0, le=3)
-    # extract_on_paste: when every attempt pasted a passage, answer with the sentence of the
-    # evidence that states the value asked for (a date, number or name; ragsieve.conflict's
-    # passage_answer), or for an open "what is" question the sentence on the question's terms
-    # (answering_sentence), cited, and verify it like any answer, instead of abstaining. Small
-    # models paste the right passage instead of answering from it (Gemma-3-270M on most demo
-    # questions), so the paste usually holds the answer; a yes/no question still abstains.
     extract_on_paste: bool = True
-    regenerate: bool = True  # once, with only the supported evidence
-    min_confidence: float = Field(0.0, ge=0.0, le=1.0)  # abstain below this answer confidence
+    regenerate: bool = True
+    min_confidence: float = Field(0.0, ge=0.0, le=1.0)
+    paste_min_tokens: int = Field(20, ge=1)
+    paste_share: float = Field(0.8, gt=0.0, le=1.0)
+    label_paste_tokens: int = Field(8, ge=1)
+    restate_share: float = Field(0.8, gt=0.0, le=1.0)
+    restate_cover: float = Field(0.5, gt=0.0, le=1.0)
+
+    def checker_options(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`ragsieve.verify.responsive.ResponsivenessChecker`."""
+        return {name: getattr(self, name) for name in RESPONSIVENESS_OPTIONS}
+
+
+# the verify section's options that belong to the responsiveness checker
+RESPONSIVENESS_OPTIONS = ("paste_min_tokens", "paste_share", "label_paste_tokens", "restate_share", "restate_cover")
+
+
+class StageSections(_Section):
+    """Every stage's own section (``PipelineConfig.stages``): ``[stages.<stage>]`` in TOML.
+
+    The ``generate`` stage is set by ``generation`` and the ``decide`` stage by ``decide``;
+    ``retrieval`` sets the search every preset runs. ``coe``, ``tasks`` and ``attack`` belong to
+    components outside the sieve's stage list (ScopeCoE, the task-adaptive preset, the red-team
+    harness) and are validated by their own packages (:class:`ragsieve.coe.config.CoEConfig`,
+    :class:`ragsieve.tasks.config.TaskAdaptiveConfig`)."""
+
+    route: RouteStageConfig = RouteStageConfig()
+    need: NeedConfig = NeedConfig()
+    retrieve: RetrieveStageConfig = RetrieveStageConfig()
+    judge: JudgeConfig = JudgeConfig()
+    poison: PoisonConfig = PoisonConfig()
+    filter: FilterConfig = FilterConfig()
+    conflict: ConflictConfig = ConflictConfig()
+    select: SelectConfig = SelectConfig()
+    verify: VerifyConfig = VerifyConfig()
+    coe: dict[str, Any] = Field(default_factory=dict)
+    tasks: dict[str, Any] = Field(default_factory=dict)
+    attack: dict[str, Any] = Field(default_factory=dict)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A section as a plain dict, for a component that validates it with its own model:
+        ``route`` gives the router's options alone; the sections' earlier names
+        (``filtering``, ``responsive``) give what they hold now. ``default`` for another name."""
+        if name == "route":
+            return self.route.router_options()
+        if name == "responsive":
+            return self.verify.checker_options()
+        name = LEGACY_SECTIONS.get(name, name)
+        if name not in type(self).model_fields:
+            return default
+        value = getattr(self, name)
+        return value.model_dump(mode="json") if isinstance(value, BaseModel) else dict(value)
+
+
+# ---------------------------------------------------------------- earlier keys, still read
+# Stage sections renamed when every stage got its own: old name -> new name (same keys).
+LEGACY_SECTIONS: dict[str, str] = {"filtering": "filter", "responsive": "verify"}
+
+# The flat ``[sieve]`` table's keys -> (stage section, key there), in its declaration order.
+LEGACY_SIEVE_KEYS: dict[str, tuple[str, str]] = {
+    "route": ("route", "domain"),
+    "route_close_margin": ("route", "close_margin"),
+    "need": ("need", "mode"),
+    "need_threshold": ("need", "threshold"),
+    "closed_book": ("need", "closed_book"),
+    "candidates": ("retrieve", "candidates"),
+    "judge": ("judge", "kind"),
+    "judge_model": ("judge", "model"),
+    "upper": ("judge", "upper"),
+    "lower": ("judge", "lower"),
+    "abstain_when_all_irrelevant": ("judge", "abstain_when_all_irrelevant"),
+    "cover_entities": ("judge", "cover_entities"),
+    "poison_restate_share": ("poison", "restate_share"),
+    "poison_duplicate_jaccard": ("poison", "duplicate_jaccard"),
+    "poison_duplicates": ("poison", "duplicates"),
+    "conflict": ("conflict", "policy"),
+    "select": ("select", "method"),
+    "coe_features": ("select", "coe_features"),
+    "claim_judge": ("verify", "claim_judge"),
+    "support_threshold": ("verify", "support_threshold"),
+    "value_grounding": ("verify", "value_grounding"),
+    "responsive": ("verify", "responsive"),
+    "responsive_retries": ("verify", "responsive_retries"),
+    "extract_on_paste": ("verify", "extract_on_paste"),
+    "regenerate": ("verify", "regenerate"),
+    "min_confidence": ("verify", "min_confidence"),
+}
+
+
+class DeprecatedConfigKeyWarning(FutureWarning):
+    """A config used a key from before every stage had its own section; it still works (mapped
+    to the key the warning names), and the warning comes once per key and process. A
+    ``FutureWarning``, so a user running the command line sees it."""
+
+
+_warned_keys: set[str] = set()
+
+
+def _deprecated_key(old: str, new: str) -> None:
+    if old in _warned_keys:
+        return
+    _warned_keys.add(old)
+    warnings.warn(
+        f"config key {old} is deprecated; it now is {new} (the config still works: write {new} "
+        "to silence this warning)",
+        DeprecatedConfigKeyWarning,
+        stacklevel=2,
+    )
+
+
+def _as_dict(value: Any) -> Any:
+    return value.model_dump() if isinstance(value, BaseModel) else value
+
+
+def map_legacy_keys(data: Any) -> Any:
+    """``data`` (a config as a dict) with the keys from before every stage had its own section
+    moved where they are now (``sieve.need_threshold`` to ``stages.need.threshold``,
+    ``stages.filtering`` to ``stages.filter``, ...), each with a one-time
+    :class:`DeprecatedConfigKeyWarning`. An old key wins over the new one in the same config
+    (what an override written with the old key means). Anything but a dict comes back as it is."""
+    if not isinstance(data, dict) or ("sieve" not in data and not _has_legacy_section(data.get("stages"))):
+        return data
+    data = dict(data)
+    stages = _as_dict(data.get("stages"))
+    stages = dict(stages) if isinstance(stages, dict) else {}
+
+    def section(name: str) -> dict[str, Any]:
+        current = _as_dict(stages.get(name))
+        merged = dict(current) if isinstance(current, dict) else {}
+        stages[name] = merged
+        return merged
+
+    for old, new in LEGACY_SECTIONS.items():
+        if old not in stages:
+            continue
+        moved = _as_dict(stages.pop(old))
+        if not isinstance(moved, dict):
+            raise ValueError(f"stages.{old} (now stages.{new}) must be a table of options, got {moved!r}")
+        section(new).update(moved)
+        _deprecated_key(f"stages.{old}", f"stages.{new}")
+    sieve = _as_dict(data.pop("sieve", None))
+    if sieve is not None:
+        if not isinstance(sieve, dict):
+            raise ValueError(f"sieve must be a table of options, got {sieve!r}; its options are now in stages.<stage>")
+        unknown = [key for key in sieve if key not in LEGACY_SIEVE_KEYS]
+        if unknown:
+            raise ValueError(
+                f"sieve.{unknown[0]} is not an option; the [sieve] table (now the stage sections, "
+                f"stages.<stage>) took {', '.join(LEGACY_SIEVE_KEYS)}"
+            )
+        for key, value in sieve.items():
+            name, field = LEGACY_SIEVE_KEYS[key]
+            section(name)[field] = value
+            _deprecated_key(f"sieve.{key}", f"stages.{name}.{field}")
+    data["stages"] = stages
+    return data
+
+
+def _has_legacy_section(stages: Any) -> bool:
+    return isinstance(stages, dict) and any(old in stages for old in LEGACY_SECTIONS)
+
+
+class LegacySieveView:
+    """``PipelineConfig.sieve``: the flat ``[sieve]`` options read and set where they are now
+    (``config.sieve.need_threshold`` is ``config.stages.need.threshold``), for code written
+    before every stage had its own section. Deprecated: use ``config.stages``."""
+
+    def __init__(self, stages: StageSections) -> None:
+        object.__setattr__(self, "_stages", stages)
+
+    def _where(self, name: str) -> tuple[BaseModel, str]:
+        if name not in LEGACY_SIEVE_KEYS:
+            raise AttributeError(f"the sieve options have no {name!r}; they are in config.stages.<stage>")
+        section, field = LEGACY_SIEVE_KEYS[name]
+        warnings.warn(
+            f"config.sieve.{name} is deprecated; use config.stages.{section}.{field}", DeprecationWarning, stacklevel=3
+        )
+        return getattr(self._stages, section), field
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        section, field = self._where(name)
+        return getattr(section, field)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        section, field = self._where(name)
+        setattr(section, field, value)
 
 
 class DecideConfig(_Section):
@@ -323,12 +708,21 @@ class PipelineConfig(_Section):
     store: StoreConfig = StoreConfig()
     retrieval: RetrievalConfig = RetrievalConfig()
     generation: GenerationConfig = GenerationConfig()
-    sieve: SieveConfig = SieveConfig()
+    # every stage's own section ([stages.<stage>]); the flat [sieve] table and the earlier
+    # section names are still read (map_legacy_keys)
+    stages: StageSections = StageSections()
     decide: DecideConfig = DecideConfig()
     calibration: CalibrationConfig = CalibrationConfig()
-    # Stage sections owned by their sub-packages; kept as plain dicts here so each stage
-    # validates its own section with its own model.
-    stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_keys(cls, data: Any) -> Any:
+        return map_legacy_keys(data)
+
+    @property
+    def sieve(self) -> LegacySieveView:
+        """The flat ``[sieve]`` options where they are now (deprecated: use :attr:`stages`)."""
+        return LegacySieveView(self.stages)
 
     @field_validator("ablate")
     @classmethod
@@ -345,12 +739,31 @@ class PipelineConfig(_Section):
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
+    def legacy_layout(self) -> dict[str, Any]:
+        """:meth:`to_dict` laid out as before every stage had its own section: the flat
+        ``sieve`` table (:data:`LEGACY_SIEVE_KEYS`) and a ``stages`` table holding only the
+        options set away from their defaults, under their earlier section names. Caches of
+        answers key on this layout (:meth:`answer_identity`), so answers cached before the
+        sections existed stay valid; :func:`validate_config` reads it back to the same config."""
+        data = self.to_dict()
+        sections: dict[str, dict[str, Any]] = data.pop("stages")
+        data["sieve"] = {key: sections[name].pop(field) for key, (name, field) in LEGACY_SIEVE_KEYS.items()}
+        defaults = StageSections().model_dump(mode="json")
+        earlier = {new: old for old, new in LEGACY_SECTIONS.items()}
+        stages: dict[str, dict[str, Any]] = {}
+        for name, options in sections.items():
+            changed = {k: v for k, v in options.items() if k not in defaults[name] or v != defaults[name][k]}
+            if changed:
+                stages[earlier.get(name, name)] = changed
+        data["stages"] = stages
+        return data
+
     def answer_identity(self) -> dict[str, Any]:
-        """:meth:`to_dict` without the options of :data:`NEUTRAL_DEFAULTS` set to their neutral
+        """:meth:`legacy_layout` without the options of :data:`NEUTRAL_DEFAULTS` set to their neutral
         value (and without those of the ``sieve`` section in another pipeline): what caches of
         answers key on, so a release that adds an option keeps every cached answer it does not
         change valid."""
-        data = self.to_dict()
+        data = self.legacy_layout()
         for (section, name), neutral in NEUTRAL_DEFAULTS.items():
             # a sieve option changes no answer of another pipeline, whatever its value
             unused = section == "sieve" and data["pipeline"] != "sieve"
@@ -408,8 +821,7 @@ def validate_config(data: dict[str, Any], origin: str = "config") -> PipelineCon
     try:
         return PipelineConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in exc.errors())
-        raise ConfigError(f"{origin} is invalid: {problems}") from exc
+        raise InvalidConfigError(f"{origin} is invalid: {describe_errors(exc, PipelineConfig)}") from exc
 
 
 def apply_overrides(config: PipelineConfig, overrides: dict[str, Any]) -> PipelineConfig:

@@ -35,18 +35,44 @@ DecideMode = Literal["decide", "observe"]
 # the reply does not answer the question; "unsupported": no answer sentence is supported;
 # "min_confidence": below ``sieve.min_confidence``.
 VetoName = Literal["responsive", "unsupported", "min_confidence"]
+# The stage sections' option sets (``stages.<stage>`` of the config; docs/stages/sieve.md).
+# need.mode: "auto" asks the task router (then a probe's best judge score), "always" retrieves.
+NeedMode = Literal["auto", "always"]
+# need.closed_book: "never" answers from evidence only, "allow" answers from the model alone
+# when no passage is relevant to a request the task router would answer directly.
+ClosedBookPolicy = Literal["never", "allow"]
+# judge.kind: the bundled CRAG-style evaluator or a sentence-transformers cross-encoder.
+JudgeKind = Literal["evaluator", "cross-encoder"]
+# poison.duplicates: what the poisoning check does with a near-duplicate cluster.
+DuplicateAction = Literal["dedupe", "drop", "keep"]
+# select.coe_features: how ScopeCoE reads the question (rules, or two LLM generations).
+CoEFeatures = Literal["rules", "llm"]
+# verify.claim_judge: the judge of each answer sentence's support.
+ClaimJudgeName = Literal["lexical-embedding", "llm-logprob"]
+# route.classifier: the domain router's estimator (ragsieve.route.router).
+RouterClassifierName = Literal["logreg", "multinomial-nb", "gaussian-nb", "linear-svc", "embedding-logreg"]
+# retrieval.use_source_weights: the learned source weights at query time.
+SourceWeightUse = Literal["off", "prune", "reweight"]
 
 __all__ = [
     "SIEVE_STAGES",
     "ChunkUnit",
+    "ClaimJudgeName",
+    "ClosedBookPolicy",
+    "CoEFeatures",
     "ConflictPolicy",
     "DecideMode",
     "DenseKind",
+    "DuplicateAction",
     "FilterName",
     "FusionName",
+    "JudgeKind",
+    "NeedMode",
     "PipelineName",
     "RetrievalModeName",
+    "RouterClassifierName",
     "SelectName",
+    "SourceWeightUse",
     "StoreBackendName",
     "VetoName",
 ]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from ragsieve.config import SieveConfig
+from ragsieve.config import JudgeConfig
 from ragsieve.sieve.judge import JudgeStage, RelevanceScores, trust_weighted
 from ragsieve.sieve.state import PipelineState
 from ragsieve.types import Answer, Chunk, SearchHit, Trace
@@ -34,8 +34,8 @@ def hit(cid: str, source: str, weight: float | None) -> SearchHit:
 
 
 def stage() -> JudgeStage:
-    sieve = SieveConfig(cover_entities=False)
-    return JudgeStage(RelevanceScores(lambda: FixedJudge(), sieve), sieve)
+    config = JudgeConfig(cover_entities=False)
+    return JudgeStage(RelevanceScores(lambda: FixedJudge(), config), config)
 
 
 def test_a_source_with_learned_weight_zero_is_dropped_and_the_trusted_one_kept() -> None:

@@ -79,12 +79,11 @@ DEFENCES: dict[str, dict[str, Any]] = {
     # its poison stage, which shows what the other checks stop on their own
     "sieve": {"pipeline": "sieve"},
     "sieve-no-poison": {"pipeline": "sieve", "ablate": ["poison"]},
-    "sieve+poison-judge": {"pipeline": "sieve", "sieve": {"poison_duplicates": "drop"}},
+    "sieve+poison-judge": {"pipeline": "sieve", "stages": {"poison": {"duplicates": "drop"}}},
     # the paraphrase signal on top: near-paraphrases from different documents (embedding cosine
     # >= 0.9) join a near-duplicate cluster, and clusters are dropped whole, so an attacker who
     # words the question as a statement (``lead="statement"``) still loses every copy
-    "sieve+paraphrase": {"pipeline": "sieve", "sieve": {"poison_duplicates": "drop"},
-                         "stages": {"poison": {"semantic_duplicate": 0.9}}},
+    "sieve+paraphrase": {"pipeline": "sieve", "stages": {"poison": {"duplicates": "drop", "semantic_duplicate": 0.9}}},
     # the voices signal (ragsieve.voices): a tight cluster of passages by meaning is one
     # coordinated voice, counted once by the conflict stage; a signal, nothing dropped
     "sieve+voices": {"pipeline": "sieve", "stages": {"poison": {"coordination": True}}},
@@ -93,8 +92,8 @@ DEFENCES: dict[str, dict[str, Any]] = {
     # decide the clean-accuracy comparison
     "plain+polar": {"pipeline": "plain", "generation": {"polar_answers": "label"}},
     "sieve+polar": {"pipeline": "sieve", "generation": {"polar_answers": "label"}},
-    # the sieve before it kept a passage per entity of a multi-entity question (sieve.cover_entities)
-    "sieve-no-cover": {"pipeline": "sieve", "sieve": {"cover_entities": False}},
+    # the sieve before it kept a passage per entity of a multi-entity question (stages.judge.cover_entities)
+    "sieve-no-cover": {"pipeline": "sieve", "stages": {"judge": {"cover_entities": False}}},
 }
 
 

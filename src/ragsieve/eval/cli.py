@@ -169,7 +169,7 @@ def eval_command(
         report, fair_missing = _fair(items, records, cfg, risk, delta, splits, boot)
     if plot is not None:
         plot_risk_coverage(_with_best_baseline(scores, report), plot, title=f"{data.name}, n={len(items)}")
-    self_judged = judge_name == cfg.sieve.claim_judge
+    self_judged = judge_name == cfg.stages.verify.claim_judge
     if as_json:
         from ragsieve.eval.checks import check_table
 

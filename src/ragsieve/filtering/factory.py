@@ -11,35 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from ragsieve.config import FilterConfig
 from ragsieve.errors import ConfigError
 from ragsieve.llm.base import LLM
 
 from .annotate import KfDataset
-from .filters import DirectFilter, EnsembleFilter, FilterName, ICLFilter, KnowledgeFilter, NoFilter
+from .filters import DirectFilter, EnsembleFilter, ICLFilter, KnowledgeFilter, NoFilter
 from .proxy import ProxyFilter
 
-
-class FilteringConfig(BaseModel):
-    """``PipelineConfig.stages["filtering"]``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    filter: FilterName = "none"
-    fusion: bool = False
-    # A built-in task name, or a custom task's fields (labels, instruction, template; see resolve_task).
-    task: str | dict[str, Any] = "sst-2"
-    alpha: float = Field(0.5, ge=0.0, le=1.0)
-    threshold: float = Field(0.5, ge=0.0, le=1.0)
-    ensemble_theta: float = Field(0.8, ge=0.5, le=1.0)
-    top_k: int = Field(30, ge=1)
-    max_keep: int = Field(8, ge=1)
-    mode: str = "dense"
-    proxy_path: str | None = None  # folder written by `ragsieve filters train`
-    dkf_path: str | None = None  # D_kf JSONL for in-context demonstrations
-    n_demos: int = Field(4, ge=1)
-    seed: int = 0
+# The filter stage's section (``stages.filter``), declared with the other config sections.
+FilteringConfig = FilterConfig
 
 
 def _direct(cfg: FilteringConfig, llm: LLM, embedder: Any) -> KnowledgeFilter:

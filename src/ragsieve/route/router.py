@@ -32,16 +32,18 @@ import logging
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from ragsieve.errors import DamagedFileError, IndexStoreError, InputError, ModelError
 from ragsieve.io import atomic_write_json, file_checksum_problem, sha256_file
+from ragsieve.options import RouterClassifierName
 
 logger = logging.getLogger(__name__)
 
-ClassifierName = Literal["logreg", "multinomial-nb", "gaussian-nb", "linear-svc", "embedding-logreg"]
+# the estimators a router may use, declared once with the other option sets
+ClassifierName = RouterClassifierName
 CLASSIFIERS: tuple[ClassifierName, ...] = (
     "logreg",
     "multinomial-nb",

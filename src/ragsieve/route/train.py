@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ragsieve.config import RouterConfig
 from ragsieve.errors import ConfigError, IndexStoreError, InputError
 from ragsieve.io import read_jsonl
 from ragsieve.route.router import ClassifierName, DomainRouter
@@ -32,33 +32,8 @@ logger = logging.getLogger(__name__)
 ROUTER_DIR = "router"
 
 
-class RouteConfig(BaseModel):
-    """The ``stages["route"]`` section of :class:`ragsieve.config.PipelineConfig`."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    # None: multinomial-nb when training from chunks, logreg from labelled questions -- the best
-    # of each in the router table (docs/results.md): TF-IDF logreg fit on long chunks transfers
-    # poorly to short queries, multinomial NB much better.
-    classifier: ClassifierName | None = None
-    # Multi-domain routing: the top domains whose probabilities sum to mass_threshold ...
-    mass_threshold: float = Field(0.9, gt=0.0, le=1.0)
-    max_domains: int = Field(3, ge=1)
-    # ... and the global index when the top probability is below unsure_threshold.
-    unsure_threshold: float = Field(0.5, ge=0.0, le=1.0)
-    # Training from chunks: at most this many chunks per domain (fixed-seed sample).
-    max_chunks_per_domain: int = Field(3000, ge=1)
-    seed: int = 0
-
-    @classmethod
-    def parse(cls, data: dict[str, Any] | RouteConfig | None) -> RouteConfig:
-        if isinstance(data, RouteConfig):
-            return data
-        try:
-            return cls.model_validate(data or {})
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"stages.route is invalid: {problems}") from exc
+# The router's options are declared with the other config sections (``stages.route`` holds them).
+RouteConfig = RouterConfig
 
 
 class LabelledTexts(NamedTuple):

@@ -141,8 +141,8 @@ class StageResources:
     ) -> None:
         self.config, self.index, self.llm, self.sieve = config, index, llm, sieve
         embedder = self.embedder = SharedEmbedder(index, inner=embedder)
-        self.judge: Ref[Judge] = Ref(judge, make=lambda: build_judge(config.sieve, embedder()))
-        self.relevance = RelevanceScores(self.judge, config.sieve, remember=embedder.remember_hits)
+        self.judge: Ref[Judge] = Ref(judge, make=lambda: build_judge(config.stages.judge, embedder()))
+        self.relevance = RelevanceScores(self.judge, config.stages.judge, remember=embedder.remember_hits)
         self.search = CandidateSearch(
             index, config.retrieval, sieve=sieve, wide=config.select != "top-k" and not sieve, embedder=embedder
         )
@@ -158,8 +158,9 @@ class StageResources:
             from ragsieve.verify import build_claim_judge
 
             # only the log-prob judge uses the model: the others do not wait for its load
-            model = llm.value if config.sieve.claim_judge == "llm-logprob" else None
-            return build_claim_judge(config.sieve.claim_judge, llm=model, embedder=embedder())
+            claim_judge = config.stages.verify.claim_judge
+            model = llm.value if claim_judge == "llm-logprob" else None
+            return build_claim_judge(claim_judge, llm=model, embedder=embedder())
 
         self.claim_judge: Ref[Any] = Ref(claim_judge, make=build_claim)
         # the decide stage's model when one is given (else the stage loads decide.model's)
@@ -182,36 +183,36 @@ def build_stages(
         if task_parts is None:
             raise ConfigError("the task-adaptive preset needs its components; build it with Pipeline")
         return task_adaptive_stages(task_parts, names)
-    sc, sieve, shared = config.sieve, resources.sieve, resources
+    # each stage gets its own section (config.stages.<stage>); plain RAG's route and select are
+    # the top-level ones
+    st, sieve, shared = config.stages, resources.sieve, resources
     index, llm = resources.index, resources.llm
     factories: dict[str, Callable[[], Stage]] = {
         "route": lambda: RouteStage(
             index,
-            (config.route if config.route != "all" else sc.route) if sieve else config.route,
-            sc.route_close_margin if sieve else None,
-            config.stages.get("route", {}),
+            (config.route if config.route != "all" else st.route.domain) if sieve else config.route,
+            st.route.close_margin if sieve else None,
+            st.route,
         ),
-        "need": lambda: NeedStage(sc, shared.search, shared.relevance),
-        "retrieve": lambda: RetrieveStage(shared.search, sc.candidates if sieve else None),
-        "judge": lambda: JudgeStage(shared.relevance, sc),
-        "poison": lambda: PoisonStage(sc, config.stages.get("poison", {}), shared.embedder),
-        "filter": lambda: FilterStage(config.stages.get("filtering", {}), llm, shared.embedder),
+        "need": lambda: NeedStage(st.need, st.retrieve.candidates, shared.search, shared.relevance),
+        "retrieve": lambda: RetrieveStage(shared.search, st.retrieve.candidates if sieve else None),
+        "judge": lambda: JudgeStage(shared.relevance, st.judge),
+        "poison": lambda: PoisonStage(st.poison, shared.embedder),
+        "filter": lambda: FilterStage(st.filter, llm, shared.embedder),
         "conflict": lambda: ConflictStage(
-            sc,
-            config.stages.get("conflict", {}),
+            st.conflict,
             index,
             lambda: llm.value,
             lambda: shared.relevance.thresholds()[1],
         ),
         "select": lambda: SelectStage(
-            shared.selectors, sc.select if sieve else config.select, config.retrieval.k, sieve=sieve
+            shared.selectors, st.select.method if sieve else config.select, config.retrieval.k, sieve=sieve
         ),
         "generate": lambda: GenerateStage(shared.generator, announce_conflict="verify" not in names),
         "verify": lambda: VerifyStage(
             shared.claim_judge,
             shared.generator,
-            sc,
-            config.stages.get("responsive", {}),
+            st.verify,
             vetoes=config.decide.vetoes if "decide" in names else None,
         ),
         "decide": lambda: DecideStage(config.decide, config.calibration, shared.generator, resources.decision_model),

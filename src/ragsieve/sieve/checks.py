@@ -254,9 +254,7 @@ class SieveChecks:
     def _needs_llm(self) -> bool:
         if "filter" not in self.checks:
             return False
-        from ragsieve.filtering.factory import FilteringConfig
-
-        return FilteringConfig.model_validate(self.config.stages.get("filtering", {})).filter != "none"
+        return self.config.stages.filter.filter != "none"
 
     def warm_up(self) -> None:
         """Load the embedder, the judge and whatever each check needs (idempotent)."""

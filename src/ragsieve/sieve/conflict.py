@@ -10,7 +10,7 @@ weighed by the index's learned ``source_weights.json`` (``ragsieve importance fi
 
 One answer, or answers none of which contradicts another (:func:`ragsieve.conflict.contradicts`:
 values of different kinds, ``"different-kinds"``, or values that differ only inside one
-document, ``"one-document"``): nothing changes. Contradicting answers (``sieve.conflict``):
+document, ``"one-document"``): nothing changes. Contradicting answers (``stages.conflict.policy``):
 
 * ``"both"`` (default): the best-ranked passage of every answer group goes into
   ``state.must_keep`` so the ``select`` stage keeps every side, and the answer opens with
@@ -27,22 +27,18 @@ sources and weight, and the decision are in the ``conflict`` record.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
-from ragsieve.config import SieveConfig
+from ragsieve.config import ConflictConfig
 from ragsieve.conflict import ConflictDetector, ConflictReport
-from ragsieve.errors import ConfigError
 from ragsieve.index import Index
 from ragsieve.llm.base import LLM
 from ragsieve.sieve.state import Abstain, PipelineState, Ref, StageResult, compare
 from ragsieve.store.protocol import Store
 from ragsieve.types import SearchHit, Trace
 
-# ConflictDetector options a config may set under ``stages.conflict`` (the policy is
-# ``sieve.conflict``; the source weights come from the index). ``min_relevance`` overrides the
-# judge's lower threshold as the relevance a passage needs to be compared; ``llm: true`` asks
-# the pipeline's model for each passage's short answer instead of extracting it.
-CONFLICT_STAGE_OPTIONS = ("trusted_margin", "near_duplicate", "min_relevance", "llm")
+# What a config may set under ``stages.conflict`` (:class:`ragsieve.config.ConflictConfig`; the
+# source weights come from the index).
+CONFLICT_STAGE_OPTIONS = tuple(ConflictConfig.model_fields)
 
 
 def conflict_statement(report: ConflictReport, evidence: list[SearchHit]) -> str:
@@ -68,15 +64,15 @@ def announce_conflict(state: PipelineState) -> None:
 
 
 class ConflictStage:
-    """Detect disagreeing sources among the kept candidates and apply ``sieve.conflict``.
+    """Detect disagreeing sources among the kept candidates and apply ``stages.conflict.policy``.
 
     Reads the candidates, ``state.relevance`` and ``state.same_source`` (the poisoning
     check's near-duplicate clusters, each one source); writes a ``conflict`` record (every passage's
     answer, every group with its independent sources and weight, the decision), one
     ``conflict`` decision per passage that belongs to a group, ``state.must_keep`` and
     ``state.conflict_report`` (read by :func:`announce_conflict`), or an ``abstain``
-    record and the abstention. Set by ``sieve.conflict`` and ``stages.conflict``
-    (:data:`CONFLICT_STAGE_OPTIONS`); source weights from the index."""
+    record and the abstention. Set by ``stages.conflict`` (:class:`ragsieve.config.ConflictConfig`);
+    source weights from the index."""
 
     name = "conflict"
     reads: tuple[str, ...] = ()
@@ -85,20 +81,13 @@ class ConflictStage:
 
     def __init__(
         self,
-        sieve: SieveConfig,
-        options: Mapping[str, Any],
+        config: ConflictConfig,
         index: Ref[Index | Store],
         llm: Callable[[], LLM | None],
         lower_threshold: Callable[[], float | None],
     ) -> None:
-        unknown = sorted(set(options) - set(CONFLICT_STAGE_OPTIONS))
-        if unknown:
-            raise ConfigError(
-                f"stages.conflict does not take {', '.join(unknown)}; it takes {', '.join(CONFLICT_STAGE_OPTIONS)} "
-                "(the policy is sieve.conflict)"
-            )
-        self.policy = sieve.conflict
-        self.options = dict(options)
+        self.config = config
+        self.policy = config.policy
         self.index = index
         self.llm = llm
         self.lower_threshold = lower_threshold
@@ -114,16 +103,15 @@ class ConflictStage:
         if weights is None:
             opened = self.index.value
             weights = (getattr(opened, "source_weights", None) if opened is not None else None) or {}
-        kwargs = {k: v for k, v in self.options.items() if k in ("trusted_margin", "near_duplicate")}
         return ConflictDetector(
             policy=self.policy,
             source_weights=weights,
-            llm=self.llm() if self.options.get("llm") else None,
-            **kwargs,
+            llm=self.llm() if self.config.llm else None,
+            **self.config.detector_options(),
         )
 
     def _min_relevance(self) -> float | None:
-        given = self.options.get("min_relevance")
+        given = self.config.min_relevance
         return float(given) if given is not None else self.lower_threshold()
 
     def run(

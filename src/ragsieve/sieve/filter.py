@@ -5,46 +5,42 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ragsieve.config import FilterConfig
 from ragsieve.llm.base import LLM
 from ragsieve.sieve.state import PipelineState
 from ragsieve.types import SearchHit, Trace, Verdict
 
 
 class FilterStage:
-    """The knowledge filter (``stages.filtering``) over the kept candidates. The filters are
+    """The knowledge filter (``stages.filter``) over the kept candidates. The filters are
     trained for classification tasks; with ``filter = "none"`` (the default) the stage records
     that it does not apply and passes candidates through.
 
     Reads the candidates; writes one ``filter`` decision per candidate and a ``filter`` record.
-    Set by ``stages.filtering`` (:class:`ragsieve.filtering.factory.FilteringConfig`)."""
+    Set by ``stages.filter`` (:class:`ragsieve.config.FilterConfig`)."""
 
     name = "filter"
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
     writes: tuple[str, ...] = ("signals",)
 
-    def __init__(self, options: dict[str, Any], llm: Callable[[], LLM], embedder: Callable[[], Any]) -> None:
-        self.options = options
+    def __init__(self, config: FilterConfig, llm: Callable[[], LLM], embedder: Callable[[], Any]) -> None:
+        self.config = config
         self.llm = llm
         self.embedder = embedder
         self.filter: Any = None
 
-    def _config(self) -> Any:
-        from ragsieve.filtering.factory import FilteringConfig
-
-        return FilteringConfig.model_validate(self.options)
-
     def warm_up(self) -> None:
-        cfg = self._config()
+        cfg = self.config
         if self.filter is None and cfg.filter != "none":
             from ragsieve.filtering.factory import make_filter
 
             self.filter = make_filter(cfg, self.llm(), self.embedder())
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
-        cfg = self._config()
+        cfg = self.config
         if cfg.filter == "none" or not candidates:
-            trace.record("filter", applied=False, reason="no knowledge filter configured (stages.filtering.filter)")
+            trace.record("filter", applied=False, reason="no knowledge filter configured (stages.filter.filter)")
             return candidates
         self.warm_up()
         from ragsieve.filtering.filters import Candidate, decide

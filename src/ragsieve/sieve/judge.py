@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ragsieve.config import SieveConfig
+from ragsieve.config import JudgeConfig
 from ragsieve.errors import ConfigError
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult, compare
 from ragsieve.types import SearchHit, Trace, Verdict
@@ -73,7 +73,7 @@ class CrossEncoderJudge:
 
     Example::
 
-        cfg.sieve.judge, cfg.sieve.judge_model = "cross-encoder", "cross-encoder/ms-marco-MiniLM-L-6-v2"
+        cfg.stages.judge.kind, cfg.stages.judge.model = "cross-encoder", "cross-encoder/ms-marco-MiniLM-L-6-v2"
     """
 
     name = "cross-encoder"
@@ -90,7 +90,7 @@ class CrossEncoderJudge:
                 from sentence_transformers import CrossEncoder
             except ImportError as exc:  # pragma: no cover - optional dependency
                 raise ConfigError(
-                    "sieve.judge='cross-encoder' needs sentence-transformers; pip install sentence-transformers"
+                    "stages.judge.kind='cross-encoder' needs sentence-transformers; pip install sentence-transformers"
                 ) from exc
             self._encoder = CrossEncoder(self.model)
 
@@ -103,35 +103,37 @@ class CrossEncoderJudge:
         return {"type": self.name, "model": self.model, "upper": self.upper, "lower": self.lower}
 
 
-def build_judge(sieve: SieveConfig, embedder: Any = None) -> Judge:
-    """The judge ``sieve.judge`` names (``embedder`` feeds the trained evaluator)."""
-    if sieve.judge == "cross-encoder":
-        if not sieve.judge_model:
-            raise ConfigError("sieve.judge='cross-encoder' needs sieve.judge_model (a CrossEncoder name or path)")
-        return CrossEncoderJudge(sieve.judge_model)
+def build_judge(config: JudgeConfig, embedder: Any = None) -> Judge:
+    """The judge ``stages.judge.kind`` names (``embedder`` feeds the trained evaluator)."""
+    if config.kind == "cross-encoder":
+        if not config.model:
+            raise ConfigError(
+                "stages.judge.kind='cross-encoder' needs stages.judge.model (a CrossEncoder name or path)"
+            )
+        return CrossEncoderJudge(config.model)
     return EvaluatorJudge(embedder)
 
 
 class RelevanceScores:
     """The judge's scores for one request, each candidate scored once (kept in
-    ``state.relevance``), and the thresholds: ``sieve.upper``/``sieve.lower`` or the judge's own."""
+    ``state.relevance``), and the thresholds: ``stages.judge.upper``/``lower`` or the judge's own."""
 
     def __init__(
         self,
         judge: Callable[[], Judge],
-        sieve: SieveConfig,
+        config: JudgeConfig,
         remember: Callable[[Sequence[SearchHit]], None] | None = None,
     ) -> None:
         self.judge = judge
-        self.sieve = sieve
+        self.config = config
         # called with the candidates about to be scored, before the judge embeds their text (the
         # pipeline hands their stored index vectors to the embedder the judge shares)
         self.remember = remember
 
     def thresholds(self) -> tuple[float, float]:
         judge = self.judge()
-        upper = self.sieve.upper if self.sieve.upper is not None else judge.upper
-        lower = self.sieve.lower if self.sieve.lower is not None else judge.lower
+        upper = self.config.upper if self.config.upper is not None else judge.upper
+        lower = self.config.lower if self.config.lower is not None else judge.lower
         return float(upper), float(min(lower, upper))
 
     def scores(self, question: str, hits: Sequence[SearchHit], state: PipelineState) -> list[float]:
@@ -213,17 +215,17 @@ class JudgeStage:
     ``judge`` record (thresholds, kept, dropped), or an ``abstain`` record and the abstention.
     A candidate from a source with a learned weight (``ragsieve importance``) is judged on its
     relevance times its weight relative to the most trusted candidate source (:func:`trust_weighted`).
-    Set by ``sieve.judge``, ``sieve.judge_model``, ``sieve.upper``/``sieve.lower``,
-    ``sieve.cover_entities`` and ``sieve.abstain_when_all_irrelevant``."""
+    Set by ``stages.judge`` (``kind``, ``model``, ``upper``/``lower``, ``cover_entities`` and
+    ``abstain_when_all_irrelevant``)."""
 
     name = "judge"
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ("relevance",)
     writes: tuple[str, ...] = ("relevance", "relevance_labels", "trust_weighted", "signals")
 
-    def __init__(self, relevance: RelevanceScores, sieve: SieveConfig) -> None:
+    def __init__(self, relevance: RelevanceScores, config: JudgeConfig) -> None:
         self.relevance = relevance
-        self.sieve = sieve
+        self.config = config
 
     def warm_up(self) -> None:
         self.relevance.judge().warm_up()
@@ -251,7 +253,7 @@ class JudgeStage:
             trace.decide("judge", h.chunk.id, verdict, reason, s, judge=judge.name)
             if verdict != "dropped":
                 kept.append(h)
-        if self.sieve.cover_entities:
+        if self.config.cover_entities:
             for h, entity in entity_rescues(question, candidates, kept, state.relevance):
                 state.relevance_labels[h.chunk.id] = "ambiguous"
                 trace.decide(
@@ -279,7 +281,7 @@ class JudgeStage:
             kept=[h.chunk.id for h in kept],
             dropped=[h.chunk.id for h in candidates if h not in kept],
         )
-        if not kept and self.sieve.abstain_when_all_irrelevant:
+        if not kept and self.config.abstain_when_all_irrelevant:
             from ragsieve.verify.responsive import abstention_message
 
             best = max(candidates, key=lambda h: state.relevance[h.chunk.id])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragsieve.config import SieveConfig
+from ragsieve.config import NeedConfig
 from ragsieve.sieve.judge import RelevanceScores
 from ragsieve.sieve.retrieve import CandidateSearch
 from ragsieve.sieve.state import PipelineState
@@ -26,8 +26,8 @@ class NeedStage:
 
     Reads ``state.forced_no_retrieval``, ``state.domains`` and ``state.where``; writes
     ``state.retrieve``, ``state.probe`` (the probe's hits, which the retrieve stage reuses),
-    ``state.relevance`` (their judge scores) and a ``need`` record. Set by ``sieve.need``,
-    ``sieve.need_threshold``, ``sieve.closed_book`` and ``sieve.candidates``.
+    ``state.relevance`` (their judge scores) and a ``need`` record. Set by ``stages.need``
+    (``mode``, ``threshold``, ``closed_book``); the probe retrieves ``stages.retrieve.candidates``.
     """
 
     name = "need"
@@ -35,14 +35,17 @@ class NeedStage:
     uses: tuple[str, ...] = ("domains",)
     writes: tuple[str, ...] = ("retrieve", "probe", "relevance", "signals")
 
-    def __init__(self, sieve: SieveConfig, search: CandidateSearch, relevance: RelevanceScores) -> None:
-        self.sieve = sieve
+    def __init__(
+        self, config: NeedConfig, candidates: int, search: CandidateSearch, relevance: RelevanceScores
+    ) -> None:
+        self.config = config
+        self.candidates = candidates
         self.search = search
         self.relevance = relevance
         self.classifier: Any = None
 
     def warm_up(self) -> None:
-        if self.classifier is None and self.sieve.need == "auto":
+        if self.classifier is None and self.config.mode == "auto":
             from ragsieve.tasks.classifier import TfidfTaskClassifier
             from ragsieve.tasks.labels import load_task_requests
 
@@ -50,19 +53,19 @@ class NeedStage:
             self.classifier = TfidfTaskClassifier().fit([r.text for r in train], [r.label for r in train])
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
-        sc = self.sieve
+        sc = self.config
         if state.forced_no_retrieval:
             trace.record("need", retrieve=False, reason="--no-retrieval")
             return candidates
-        if sc.need == "always":
-            trace.record("need", retrieve=True, reason="sieve.need=always")
+        if sc.mode == "always":
+            trace.record("need", retrieve=True, reason="stages.need.mode=always")
             return candidates
         self.warm_up()
         pred = self.classifier.classify(question)
         if pred.label != "general_qa":
             trace.record("need", retrieve=True, task=pred.label, reason=f"task router: {pred.label}")
             return candidates
-        probe = self.search(question, trace, k=sc.candidates, domains=state.domains, where=state.where)
+        probe = self.search(question, trace, k=self.candidates, domains=state.domains, where=state.where)
         scores = self.relevance.scores(question, probe, state) if probe else []
         best = max(scores, default=0.0)
         state.probe = probe
@@ -70,7 +73,7 @@ class NeedStage:
         # relevant the best probed passage is
         state.signal("need.closed_book_task", True)
         state.signal("need.best_relevance", best)
-        if best >= sc.need_threshold:
+        if best >= sc.threshold:
             trace.record(
                 "need",
                 retrieve=True,
@@ -78,7 +81,7 @@ class NeedStage:
                 signal="retrieval",
                 best_relevance=round(best, 4),
                 reason=f"task router says answer directly, but the index has a relevant passage "
-                f"({best:.2f} >= {sc.need_threshold})",
+                f"({best:.2f} >= {sc.threshold})",
             )
             return candidates
         if sc.closed_book == "never":
@@ -89,7 +92,7 @@ class NeedStage:
                 signal="retrieval",
                 best_relevance=round(best, 4),
                 reason=f"task router says answer directly and no passage is relevant ({best:.2f} < "
-                f"{sc.need_threshold}), but the sieve answers from evidence only (sieve.closed_book=never): "
+                f"{sc.threshold}), but the sieve answers from evidence only (stages.need.closed_book=never): "
                 "the judge decides",
             )
             return candidates
@@ -101,6 +104,6 @@ class NeedStage:
             task=pred.label,
             signal="retrieval",
             best_relevance=round(best, 4),
-            reason=f"task router says answer directly and no passage is relevant ({best:.2f} < {sc.need_threshold})",
+            reason=f"task router says answer directly and no passage is relevant ({best:.2f} < {sc.threshold})",
         )
         return []

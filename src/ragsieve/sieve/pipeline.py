@@ -248,7 +248,7 @@ class Pipeline(StreamingAnswers):
         """Which partitions to search: ``None`` means the global index."""
         index = self._index()
         return resolve_domains(
-            index, question, trace, route or self.config.route, self.config.stages.get("route", {}), close_margin
+            index, question, trace, route or self.config.route, self.config.stages.route, close_margin
         )
 
     def retrieve(
@@ -267,7 +267,7 @@ class Pipeline(StreamingAnswers):
         return search(question, trace, k=k, domains=domains, where=where)
 
     def ready_judge(self) -> Judge:
-        """The relevance judge (the one given, else the one ``sieve.judge`` names)."""
+        """The relevance judge (the one given, else the one ``stages.judge.kind`` names)."""
         return self._shared().judge()
 
     def judge_scores(self, question: str, hits: Sequence[SearchHit], state: PipelineState) -> list[float]:

@@ -44,10 +44,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from ragsieve.answers import normalize_answer
-from ragsieve.config import SieveConfig
+from ragsieve.config import DuplicateAction, PoisonConfig
 from ragsieve.errors import ConfigError
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult
 from ragsieve.types import SearchHit, Trace, Verdict
@@ -64,8 +64,8 @@ __all__ = [
     "question_prefix_run",
 ]
 
-# What the judge does with a near-duplicate cluster (see PoisonJudge).
-DUPLICATE_ACTIONS = ("drop", "dedupe", "keep")
+# What the judge does with a near-duplicate cluster (see PoisonJudge), declared with the option sets.
+DUPLICATE_ACTIONS: tuple[str, ...] = get_args(DuplicateAction)
 
 # Question words that carry no content; a restated question is recognised by the rest.
 _FUNCTION_WORDS = frozenset({
@@ -436,9 +436,8 @@ class PoisonJudge:
         return cls(**params)
 
 
-# PoisonJudge options a config may set under ``stages.poison`` (the rest are ``sieve.poison_*``)
-POISON_STAGE_OPTIONS = ("min_restate_tokens", "min_cluster", "semantic_duplicate", "restatement", "coordination",
-                        "voice_tightness", "voice_members")
+# PoisonJudge options a config may set under ``stages.poison``
+POISON_STAGE_OPTIONS = tuple(PoisonConfig.model_fields)
 
 
 class PoisonStage:
@@ -446,8 +445,8 @@ class PoisonStage:
     shaped like black-box poisoning passages and near-duplicate copies; when it drops every
     candidate the sieve abstains rather than answer closed-book.
 
-    ``sieve.poison_*`` set the check's main thresholds; ``stages.poison`` takes the judge's other
-    options (:data:`POISON_STAGE_OPTIONS`), e.g. ``{"semantic_duplicate": 0.9}`` to cluster
+    ``stages.poison`` (:class:`ragsieve.config.PoisonConfig`) sets the check's thresholds and
+    the judge's other options (:data:`POISON_STAGE_OPTIONS`), e.g. ``{"semantic_duplicate": 0.9}`` to cluster
     near-paraphrases by embedding (an attacker who does not restate the question), or
     ``{"restatement": false}`` to switch the restated-question signal off, or
     ``{"coordination": true}`` for the voices signal (a tight cluster of passages counts once).
@@ -460,23 +459,9 @@ class PoisonStage:
     uses: tuple[str, ...] = ()
     writes: tuple[str, ...] = ("same_source", "signals")
 
-    def __init__(self, sieve: SieveConfig, options: dict[str, Any], embedder: Callable[[], Any]) -> None:
-        sc = sieve
+    def __init__(self, config: PoisonConfig, embedder: Callable[[], Any]) -> None:
         self.embedder = embedder
-        extra = dict(options)
-        unknown = sorted(set(extra) - set(POISON_STAGE_OPTIONS))
-        if unknown:
-            raise ConfigError(
-                f"stages.poison does not take {', '.join(unknown)}; it takes {', '.join(POISON_STAGE_OPTIONS)} "
-                "(the restatement share, Jaccard and duplicate action are sieve.poison_restate_share, "
-                "sieve.poison_duplicate_jaccard and sieve.poison_duplicates)"
-            )
-        self.judge = PoisonJudge(
-            restate_share=sc.poison_restate_share,
-            duplicate_jaccard=sc.poison_duplicate_jaccard,
-            duplicates=sc.poison_duplicates,
-            **extra,
-        )
+        self.judge = PoisonJudge(**config.judge_options())
 
     def warm_up(self) -> None:
         if self.judge.needs_embedder and self.judge.embedder is None:

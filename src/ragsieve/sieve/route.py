@@ -3,8 +3,7 @@ domain, or all of them); with a close margin the runner-up domain is searched to
 
 from __future__ import annotations
 
-from typing import Any
-
+from ragsieve.config import RouterConfig
 from ragsieve.errors import InputError
 from ragsieve.index import Index
 from ragsieve.sieve.state import PipelineState, Ref
@@ -17,18 +16,18 @@ def resolve_domains(
     question: str,
     trace: Trace,
     route: str,
-    router_options: dict[str, Any] | None = None,
+    router_options: RouterConfig | None = None,
     close_margin: float | None = None,
 ) -> list[str] | None:
     """Which partitions to search for ``route`` ("all", "auto" or a domain name): ``None``
-    means the global index. ``router_options`` is the config's ``stages.route`` section."""
+    means the global index. ``router_options``: the router's (the config's ``stages.route``)."""
     if route == "all":
         trace.record("route", mode="all", searched=["<global>"])
         return None
     if route == "auto":
         from ragsieve.route import route_query
 
-        decision = route_query(index, question, router_options or {})
+        decision = route_query(index, question, router_options)
         routed = None if decision.fallback else list(decision.domains or [])
         record = decision.to_dict()
         if routed is not None and len(routed) == 1 and close_margin is not None:
@@ -52,8 +51,8 @@ class RouteStage:
     the runner-up domain is searched too when the router cannot tell the two apart.
 
     Reads ``state.route`` (a per-request route) and ``state.retrieve``; writes ``state.domains``
-    and a ``route`` trace record. Set by ``config.route`` / ``sieve.route``,
-    ``sieve.route_close_margin`` and ``stages.route`` (the router's options)."""
+    and a ``route`` trace record. Set by ``config.route`` / ``stages.route.domain``,
+    ``stages.route.close_margin`` and the router's options in ``stages.route``."""
 
     name = "route"
     reads: tuple[str, ...] = ()
@@ -65,12 +64,12 @@ class RouteStage:
         index: Ref[Index | Store],
         default_route: str,
         close_margin: float | None = None,
-        router_options: dict[str, Any] | None = None,
+        router_options: RouterConfig | None = None,
     ) -> None:
         self.index = index
         self.default_route = default_route
         self.close_margin = close_margin
-        self.router_options = router_options if router_options is not None else {}
+        self.router_options = router_options if router_options is not None else RouterConfig()
 
     def warm_up(self) -> None:
         pass

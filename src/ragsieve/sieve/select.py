@@ -65,7 +65,7 @@ class Selectors:
         if method not in self.built:
             if method == "scope-coe":
                 self.built[method] = scope_coe_selector(
-                    self.config, self.llm(), self.embedder(), self.config.sieve.coe_features
+                    self.config, self.llm(), self.embedder(), self.config.stages.select.coe_features
                 )
             else:
                 self.built[method] = TopKSelector(self.config.retrieval.k)

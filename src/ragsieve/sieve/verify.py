@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from ragsieve.config import SieveConfig
+from ragsieve.config import VerifyConfig
 from ragsieve.sieve.conflict import announce_conflict, conflict_statement
 from ragsieve.sieve.generate import Generator
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult, compare
@@ -62,9 +62,9 @@ class VerifyStage:
     records per attempt (``attempt = "extracted"`` for an answer extracted from a pasted
     passage, with its ``position``, ``chunk_id`` and ``sentence``), ``verify`` records per
     sentence (score, value failures, evidence values), ``regenerate`` and ``abstain`` records.
-    Set by ``sieve.claim_judge``, ``sieve.support_threshold``, ``sieve.value_grounding``,
-    ``sieve.responsive``, ``sieve.responsive_retries``, ``sieve.extract_on_paste``,
-    ``stages.responsive``, ``sieve.regenerate`` and ``sieve.min_confidence``."""
+    Set by ``stages.verify`` (:class:`ragsieve.config.VerifyConfig`: the claim judge, support
+    threshold, value grounding, responsiveness and its checker's thresholds, extraction from a
+    paste, regeneration and the confidence floor)."""
 
     name = "verify"
     reads: tuple[str, ...] = ("text", "evidence", "cited")
@@ -77,19 +77,18 @@ class VerifyStage:
         self,
         claim_judge: Callable[[], Any],
         generator: Generator,
-        sieve: SieveConfig,
-        responsive: dict[str, Any] | None = None,
+        config: VerifyConfig,
         vetoes: Collection[str] | None = None,
     ) -> None:
         from ragsieve.verify.responsive import ResponsivenessChecker, typed_values
 
         self.claim_judge = claim_judge
         self.generator = generator
-        self.sieve = sieve
+        self.config = config
         # which withdrawals end the run on their own (None: every one, as without a decide
         # stage); any other is left to the decide stage as ``state.withdrawal``
         self.vetoes = None if vetoes is None else frozenset(vetoes)
-        self.checker = ResponsivenessChecker.from_dict({"extract": typed_values, **(responsive or {})})
+        self.checker = ResponsivenessChecker(extract=typed_values, **config.checker_options())
 
     def warm_up(self) -> None:
         self.claim_judge().warm_up()
@@ -101,27 +100,27 @@ class VerifyStage:
             state.text,
             state.evidence,
             self.claim_judge(),
-            self.sieve.support_threshold,
-            value_grounding=self.sieve.value_grounding,
+            self.config.support_threshold,
+            value_grounding=self.config.value_grounding,
             question=state.question,
         )
 
     def _responsive(self, question: str, trace: Trace, state: PipelineState) -> Abstain | None:
-        """``None`` when the answer answers the question, after up to ``sieve.responsive_retries``
+        """``None`` when the answer answers the question, after up to ``stages.verify.responsive_retries``
         regenerations with an instruction naming what was wrong; when none does, the abstention
         saying what the evidence covers."""
         from ragsieve.verify.responsive import retry_instruction
 
-        for attempt in range(self.sieve.responsive_retries + 1):
+        for attempt in range(self.config.responsive_retries + 1):
             labelled = bool(state.opened_with_label) or None
             verdict = self.checker.check(question, state.text, state.evidence, opened_with_label=labelled)
             trace.record("responsive", attempt=attempt, **verdict.to_dict())
             state.signal("verify.responsive", verdict.ok)
-            state.signal("verify.responsive_retries", attempt / max(self.sieve.responsive_retries, 1))
+            state.signal("verify.responsive_retries", attempt / max(self.config.responsive_retries, 1))
             if verdict.ok or verdict.reason == "abstention":
                 # a reply that says it cannot answer is the decline check's, not a retry's
                 return None
-            if attempt < self.sieve.responsive_retries:
+            if attempt < self.config.responsive_retries:
                 instruction = retry_instruction(verdict)
                 text, cited = self.generator(
                     question,
@@ -132,7 +131,8 @@ class VerifyStage:
                     state=state,
                 )
                 state.text, state.cited = text, cited
-        if verdict.reason == "pasted_passage" and self.sieve.extract_on_paste and self._extract(question, trace, state):
+        extract = self.config.extract_on_paste
+        if verdict.reason == "pasted_passage" and extract and self._extract(question, trace, state):
             state.signal("verify.extracted", True)
             return None
         state.claims, state.confidence = [], 0.0
@@ -246,7 +246,7 @@ class VerifyStage:
         state.signal("verify.value_failure", any(c.value_failures for c in claims))
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> StageResult:
-        sc = self.sieve
+        sc = self.config
         relevance = self._relevance(state)
         if not state.evidence:
             # Closed book (need stage): nothing to check against; the model's own likelihood of
@@ -261,7 +261,7 @@ class VerifyStage:
             state.claims = []
             state.confidence = 0.0
             return self._abstain(state, "generate: the model found no answer in the evidence", [])
-        if self.sieve.responsive:
+        if sc.responsive:
             unresponsive = self._responsive(question, trace, state)
             if unresponsive is not None:
                 return unresponsive
