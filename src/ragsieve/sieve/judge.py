@@ -108,7 +108,8 @@ def build_judge(config: JudgeConfig, embedder: Any = None) -> Judge:
     if config.kind == "cross-encoder":
         if not config.model:
             raise ConfigError(
-                "stages.judge.kind='cross-encoder' needs stages.judge.model (a CrossEncoder name or path)"
+                "stages.judge.kind='cross-encoder' needs stages.judge.model (sieve.judge_model in earlier "
+                "configs): a CrossEncoder name or path"
             )
         return CrossEncoderJudge(config.model)
     return EvaluatorJudge(embedder)

@@ -92,7 +92,7 @@ class NeedStage:
                 signal="retrieval",
                 best_relevance=round(best, 4),
                 reason=f"task router says answer directly and no passage is relevant ({best:.2f} < "
-                f"{sc.threshold}), but the sieve answers from evidence only (stages.need.closed_book=never): "
+                f"{sc.threshold}), but the sieve answers from evidence only (sieve.closed_book=never): "
                 "the judge decides",
             )
             return candidates
