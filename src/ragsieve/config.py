@@ -582,8 +582,10 @@ def map_legacy_keys(data: Any) -> Any:
     if not isinstance(data, dict) or ("sieve" not in data and not _has_legacy_section(data.get("stages"))):
         return data
     data = dict(data)
-    stages = _as_dict(data.get("stages"))
-    stages = dict(stages) if isinstance(stages, dict) else {}
+    stages = _as_dict(data.get("stages", {}))
+    if not isinstance(stages, dict):
+        raise ValueError(f"stages must be a table of stage sections, got {stages!r}")
+    stages = dict(stages)
 
     def section(name: str) -> dict[str, Any]:
         current = _as_dict(stages.get(name))

@@ -1,0 +1,246 @@
+"""Every sieve stage's own config section (``stages.<stage>``): round trips, the keys from before
+the sections (the flat ``[sieve]`` table, ``stages.filtering``, ``stages.responsive``) mapped
+with a one-time warning, bad values and unknown keys named, and each stage built with its
+section."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from ragsieve import config as config_module
+from ragsieve.config import (
+    LEGACY_SIEVE_KEYS,
+    DeprecatedConfigKeyWarning,
+    InvalidConfigError,
+    PipelineConfig,
+    PoisonConfig,
+    StageSections,
+    apply_overrides,
+    load_config,
+    validate_config,
+)
+from ragsieve.errors import ConfigError
+
+# The flat [sieve] table's defaults before the stage sections existed (its declaration order):
+# the stage sections must reproduce every one of them.
+EARLIER_SIEVE_DEFAULTS = {
+    "route": "auto", "route_close_margin": 0.2, "need": "auto", "need_threshold": 0.5, "closed_book": "never",
+    "candidates": 10, "judge": "evaluator", "judge_model": None, "upper": None, "lower": None,
+    "abstain_when_all_irrelevant": True, "cover_entities": True, "poison_restate_share": 0.6,
+    "poison_duplicate_jaccard": 0.95, "poison_duplicates": "dedupe", "conflict": "both", "select": "scope-coe",
+    "coe_features": "rules", "claim_judge": "lexical-embedding", "support_threshold": 0.5, "value_grounding": True,
+    "responsive": True, "responsive_retries": 1, "extract_on_paste": True, "regenerate": True, "min_confidence": 0.0,
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def fresh_warnings(monkeypatch):
+    # each old key warns once per process: every test starts with none warned yet
+    monkeypatch.setattr(config_module, "_warned_keys", set())
+
+
+def test_defaults_are_the_earlier_sieve_defaults():
+    default = PipelineConfig()
+    assert default.legacy_layout()["sieve"] == EARLIER_SIEVE_DEFAULTS
+    assert list(LEGACY_SIEVE_KEYS) == list(EARLIER_SIEVE_DEFAULTS)
+    # nothing set away from its default: the earlier layout's stages table stays empty, so
+    # answers cached under it keep their keys
+    assert default.legacy_layout()["stages"] == {}
+    poison = default.stages.poison
+    assert (poison.restate_share, poison.duplicate_jaccard, poison.duplicates) == (0.6, 0.95, "dedupe")
+
+
+def test_round_trip_through_dict_toml_and_the_earlier_layout(tmp_path: Path):
+    cfg = validate_config({
+        "stages": {
+            "need": {"mode": "always", "threshold": 0.3},
+            "poison": {"duplicates": "drop", "semantic_duplicate": 0.9, "coordination": True},
+            "conflict": {"policy": "trusted", "trusted_margin": 2.0},
+            "verify": {"paste_share": 0.7, "min_confidence": 0.2},
+            "route": {"domain": "physics", "unsure_threshold": 0.3},
+            "filter": {"filter": "direct", "task": "sst-2"},
+            "coe": {"cover": "exact"},
+        }
+    })
+    assert PipelineConfig.model_validate(cfg.to_dict()) == cfg
+    assert validate_config(cfg.to_dict()) == cfg
+    # the earlier layout (what caches key on) reads back to the same config
+    with pytest.warns(DeprecatedConfigKeyWarning):
+        assert validate_config(cfg.legacy_layout()) == cfg
+    path = tmp_path / "ragsieve.toml"
+    path.write_text(
+        '[stages.need]\nmode = "always"\nthreshold = 0.3\n'
+        '[stages.poison]\nduplicates = "drop"\nsemantic_duplicate = 0.9\ncoordination = true\n'
+        '[stages.conflict]\npolicy = "trusted"\ntrusted_margin = 2.0\n'
+        "[stages.verify]\npaste_share = 0.7\nmin_confidence = 0.2\n"
+        '[stages.route]\ndomain = "physics"\nunsure_threshold = 0.3\n'
+        '[stages.filter]\nfilter = "direct"\ntask = "sst-2"\n'
+        '[stages.coe]\ncover = "exact"\n',
+        encoding="utf-8",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new keys warn about nothing
+        assert load_config(path) == cfg
+
+
+def test_an_earlier_config_file_still_works_and_names_each_new_key_once(tmp_path: Path):
+    path = tmp_path / "ragsieve.toml"
+    path.write_text(
+        "[sieve]\nneed_threshold = 0.7\npoison_duplicates = \"drop\"\nconflict = \"abstain\"\nselect = \"top-k\"\n"
+        "[stages.poison]\nsemantic_duplicate = 0.9\n"
+        "[stages.responsive]\npaste_share = 0.7\n"
+        '[stages.filtering]\nfilter = "direct"\n'
+        "[stages.route]\nunsure_threshold = 0.3\n",
+        encoding="utf-8",
+    )
+    with pytest.warns(DeprecatedConfigKeyWarning) as caught:
+        cfg = load_config(path)
+    messages = [str(w.message) for w in caught]
+    for old, new in [
+        ("sieve.need_threshold", "stages.need.threshold"),
+        ("sieve.poison_duplicates", "stages.poison.duplicates"),
+        ("sieve.conflict", "stages.conflict.policy"),
+        ("sieve.select", "stages.select.method"),
+        ("stages.responsive", "stages.verify"),
+        ("stages.filtering", "stages.filter"),
+    ]:
+        assert sum(old in m and new in m for m in messages) == 1, (old, messages)
+    st = cfg.stages
+    assert st.need.threshold == 0.7 and st.poison.duplicates == "drop" and st.poison.semantic_duplicate == 0.9
+    assert st.conflict.policy == "abstain" and st.select.method == "top-k"
+    assert st.verify.paste_share == 0.7 and st.filter.filter == "direct" and st.route.unsure_threshold == 0.3
+    # one warning per key and process: loading it again says nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_config(path) == cfg
+
+
+def test_an_earlier_key_wins_over_the_new_one_as_an_override_would():
+    with pytest.warns(DeprecatedConfigKeyWarning, match="stages.need.threshold"):
+        cfg = validate_config({"sieve": {"need_threshold": 0.7}, "stages": {"need": {"threshold": 0.2}}})
+    assert cfg.stages.need.threshold == 0.7
+    # dotted overrides with either key, on top of a full dump (what every command does)
+    assert apply_overrides(PipelineConfig(), {"stages.need.mode": "always"}).stages.need.mode == "always"
+    with pytest.warns(DeprecatedConfigKeyWarning, match="stages.need.mode"):
+        assert apply_overrides(PipelineConfig(), {"sieve.need": "always"}).stages.need.mode == "always"
+
+
+@pytest.mark.parametrize(
+    "data, named",
+    [
+        ({"stages": {"poison": {"duplicates": "shred"}}},
+         ["stages.poison.duplicates", "'shred'", "'dedupe'", "'drop'", "'keep'"]),
+        ({"stages": {"need": {"mode": "sometimes"}}}, ["stages.need.mode", "'sometimes'", "'auto'", "'always'"]),
+        ({"stages": {"judge": {"upper": 1.5}}}, ["stages.judge.upper", "1.5", "less than or equal to 1"]),
+        ({"stages": {"verify": {"claim_judge": "nli"}}}, ["stages.verify.claim_judge", "'nli'", "'llm-logprob'"]),
+        ({"stages": {"conflict": {"trusted_margin": 0.5}}}, ["stages.conflict.trusted_margin", "0.5"]),
+        # through the earlier key, the error names where the value goes now
+        ({"sieve": {"poison_duplicates": "shred"}}, ["stages.poison.duplicates", "'shred'", "'keep'"]),
+    ],
+)  # fmt: skip
+def test_a_bad_value_names_the_key_the_value_and_what_is_allowed(data, named):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecatedConfigKeyWarning)
+        with pytest.raises(InvalidConfigError) as caught:
+            validate_config(data)
+    assert isinstance(caught.value, ConfigError)
+    for part in named:
+        assert part in str(caught.value), (part, str(caught.value))
+
+
+@pytest.mark.parametrize(
+    "data, named",
+    [
+        ({"stages": {"poison": {"restate_fraction": 0.5}}}, ["stages.poison.restate_fraction", "unknown key",
+                                                              "stages.poison takes", "restate_share", "coordination"]),
+        ({"stages": {"verify": {"support": 0.5}}}, ["stages.verify.support", "support_threshold"]),
+        ({"stages": {"polish": {}}}, ["stages.polish", "unknown key", "route", "verify", "coe"]),
+        ({"sieve": {"need_treshold": 0.5}}, ["sieve.need_treshold", "need_threshold", "stages.<stage>"]),
+        ({"nonsense": 1}, ["nonsense", "unknown key", "the config takes", "stages"]),
+    ],
+)  # fmt: skip
+def test_an_unknown_key_names_the_key_and_what_its_section_takes(data, named):
+    with pytest.raises(InvalidConfigError) as caught:
+        validate_config(data)
+    for part in named:
+        assert part in str(caught.value), (part, str(caught.value))
+
+
+def test_the_calibration_table_calibrate_writes_still_loads(tmp_path: Path):
+    from ragsieve.eval.calibrate_cli import write_calibration
+
+    path = tmp_path / "ragsieve.toml"
+    path.write_text('[stages.poison]\nduplicates = "drop"\n', encoding="utf-8")
+    write_calibration(path, {"abstain_below": 0.42, "risk": 0.1, "delta": 0.1, "n": 50, "method": "ltt"})
+    cfg = load_config(path)
+    assert cfg.calibration.abstain_below == 0.42 and cfg.stages.poison.duplicates == "drop"
+
+
+def test_code_reading_the_flat_sieve_options_still_reads_and_sets_them():
+    cfg = PipelineConfig()
+    with pytest.warns(DeprecationWarning, match="stages.need.threshold"):
+        assert cfg.sieve.need_threshold == 0.5
+    with pytest.warns(DeprecationWarning, match="stages.judge.upper"):
+        cfg.sieve.upper = 0.7
+    assert cfg.stages.judge.upper == 0.7
+    with pytest.raises(AttributeError, match="config.stages"):
+        _ = cfg.sieve.no_such_option
+    # a component that validates a section with its own model gets it as a plain dict
+    from ragsieve.route import RouteConfig
+
+    assert RouteConfig.parse(cfg.stages.get("route")) == RouteConfig()
+    assert cfg.stages.get("filtering") == cfg.stages.get("filter") == cfg.stages.filter.model_dump(mode="json")
+    assert cfg.stages.get("tasks") == {} and cfg.stages.get("nothing", "x") == "x"
+
+
+def test_each_stage_is_built_with_its_own_section():
+    from ragsieve.sieve.build import StageResources, build_stages
+    from ragsieve.sieve.state import Ref, preset_stages
+
+    cfg = validate_config({
+        "stages": {"need": {"threshold": 0.3}, "poison": {"min_cluster": 3, "duplicates": "keep"},
+                   "conflict": {"min_relevance": 0.2}, "verify": {"paste_min_tokens": 12, "responsive_retries": 2},
+                   "route": {"close_margin": 0.05}, "retrieve": {"candidates": 7}}
+    })  # fmt: skip
+    resources = StageResources(
+        cfg, Ref(missing="no index"), Ref(missing="no llm"), sieve=True, judge=None, selector=None, claim_judge=None
+    )
+    stages = {s.name: s for s in build_stages(cfg, preset_stages(cfg), resources)}
+    assert stages["need"].config is cfg.stages.need and stages["need"].candidates == 7
+    assert stages["judge"].config is cfg.stages.judge
+    assert stages["filter"].config is cfg.stages.filter
+    assert stages["conflict"].config is cfg.stages.conflict and stages["conflict"]._min_relevance() == 0.2
+    assert stages["verify"].config is cfg.stages.verify and stages["verify"].checker.paste_min_tokens == 12
+    assert stages["route"].close_margin == 0.05 and stages["route"].router_options is cfg.stages.route
+    judge = stages["poison"].judge
+    assert (judge.min_cluster, judge.duplicates, judge.restate_share) == (3, "keep", 0.6)
+    # an unset voice option leaves the grouper's own default
+    from ragsieve.voices import MIN_MEMBERS, TIGHTNESS
+
+    assert (judge.voice_tightness, judge.voice_members) == (TIGHTNESS, MIN_MEMBERS)
+    assert PoisonConfig(voice_members=3).judge_options()["voice_members"] == 3
+
+
+def test_every_section_declares_its_allowed_values_once():
+    import typing
+
+    from ragsieve import options
+
+    # each choice field is typed by the one Literal in ragsieve.options
+    typed = {
+        ("need", "mode"): options.NeedMode, ("need", "closed_book"): options.ClosedBookPolicy,
+        ("judge", "kind"): options.JudgeKind, ("poison", "duplicates"): options.DuplicateAction,
+        ("conflict", "policy"): options.ConflictPolicy, ("select", "method"): options.SelectName,
+        ("select", "coe_features"): options.CoEFeatures, ("verify", "claim_judge"): options.ClaimJudgeName,
+        ("filter", "filter"): options.FilterName,
+    }  # fmt: skip
+    for (section, field), literal in typed.items():
+        model = type(getattr(StageSections(), section))
+        assert model.model_fields[field].annotation == literal, (section, field)
+        assert typing.get_origin(literal) is typing.Literal
+    from ragsieve.sieve.poison import DUPLICATE_ACTIONS
+
+    assert set(DUPLICATE_ACTIONS) == set(typing.get_args(options.DuplicateAction))
