@@ -126,7 +126,7 @@ def test_answer_identity_leaves_out_options_that_change_no_answer():
     assert "polar_answers" not in identity["generation"]
     # without a calibrated threshold the calibration section changes no answer either
     assert "calibration" not in identity
-    assert {k: v for k, v in default.to_dict().items() if k not in ("generation", "calibration")} == {
+    assert {k: v for k, v in default.legacy_layout().items() if k not in ("generation", "calibration")} == {
         k: v for k, v in identity.items() if k != "generation"
     }
     labelled = validate_config({"generation": {"polar_answers": "label"}})
