@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -208,7 +209,7 @@ def test_each_stage_is_built_with_its_own_section():
     resources = StageResources(
         cfg, Ref(missing="no index"), Ref(missing="no llm"), sieve=True, judge=None, selector=None, claim_judge=None
     )
-    stages = {s.name: s for s in build_stages(cfg, preset_stages(cfg), resources)}
+    stages: dict[str, Any] = {s.name: s for s in build_stages(cfg, preset_stages(cfg), resources)}
     assert stages["need"].config is cfg.stages.need and stages["need"].candidates == 7
     assert stages["judge"].config is cfg.stages.judge
     assert stages["filter"].config is cfg.stages.filter
