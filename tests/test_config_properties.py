@@ -28,6 +28,8 @@ KEYS = st.sampled_from(
         "index_dir", "pipeline", "ablate", "select", "route", "embedder", "llm", "retrieval", "generation",
         "stages", "ingest", "dense_index", "k", "mode", "timeout_s", "max_retries", "backend", "base_url",
         "batch_size", "candidates", "chunking", "max_tokens", "temperature", "dense_weight", "unknown",
+        # the stage sections and the earlier keys mapped into them
+        "sieve", "need", "poison", "verify", "judge", "filtering", "responsive", "need_threshold", "duplicates",
     ]
 ) | st.text(max_size=8)
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=4),

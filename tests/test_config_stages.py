@@ -245,3 +245,26 @@ def test_every_section_declares_its_allowed_values_once():
     from ragsieve.sieve.poison import DUPLICATE_ACTIONS
 
     assert set(DUPLICATE_ACTIONS) == set(typing.get_args(options.DuplicateAction))
+
+
+def test_the_docs_list_every_stage_key_and_their_example_loads():
+    import re
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "stages" / "sieve.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `stages\.(\w+)` \| `(\w+)` \|", page, flags=re.MULTILINE))
+    sections = StageSections()
+    wanted = {
+        (name, key)
+        for name in type(sections).model_fields
+        if hasattr(getattr(sections, name), "model_fields")
+        for key in type(getattr(sections, name)).model_fields
+    }
+    assert rows == wanted
+    example = re.search(r"```toml\n(.*?)```", page.split("## Configuration", 1)[1], flags=re.DOTALL)
+    assert example is not None
+    import tomllib
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cfg = validate_config(tomllib.loads(example.group(1)))
+    assert cfg.stages.poison.semantic_duplicate == 0.9 and cfg.stages.need.mode == "always"

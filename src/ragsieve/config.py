@@ -746,7 +746,9 @@ class PipelineConfig(_Section):
         ``sieve`` table (:data:`LEGACY_SIEVE_KEYS`) and a ``stages`` table holding only the
         options set away from their defaults, under their earlier section names. Caches of
         answers key on this layout (:meth:`answer_identity`), so answers cached before the
-        sections existed stay valid; :func:`validate_config` reads it back to the same config."""
+        sections existed stay valid, and an option added to a section later changes the key only
+        where it is set away from its default; :func:`validate_config` reads it back to the same
+        config."""
         data = self.to_dict()
         sections: dict[str, dict[str, Any]] = data.pop("stages")
         data["sieve"] = {key: sections[name].pop(field) for key, (name, field) in LEGACY_SIEVE_KEYS.items()}
