@@ -67,7 +67,8 @@ def test_round_trip_through_dict_toml_and_the_earlier_layout(tmp_path: Path):
         }
     })
     assert PipelineConfig.model_validate(cfg.to_dict()) == cfg
-    assert validate_config(cfg.to_dict()) == cfg
+    assert PipelineConfig.from_dict(cfg.to_dict()) == cfg
+    assert PipelineConfig.from_dict(PipelineConfig().to_dict()) == PipelineConfig()
     # the earlier layout (what caches key on) reads back to the same config
     with pytest.warns(DeprecatedConfigKeyWarning):
         assert validate_config(cfg.legacy_layout()) == cfg

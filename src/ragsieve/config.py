@@ -741,6 +741,12 @@ class PipelineConfig(_Section):
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
+        """Rebuild from :meth:`to_dict` (or any config dict, earlier keys included); a bad
+        value or key raises :class:`InvalidConfigError` naming it."""
+        return validate_config(data)
+
     def legacy_layout(self) -> dict[str, Any]:
         """:meth:`to_dict` laid out as before every stage had its own section: the flat
         ``sieve`` table (:data:`LEGACY_SIEVE_KEYS`) and a ``stages`` table holding only the
