@@ -25,7 +25,7 @@ ChunkUnit = Literal["sentence", "window"]
 ConflictPolicy = Literal["both", "abstain", "trusted"]
 DenseKind = Literal["flat", "ivf", "hnsw"]
 StoreBackendName = Literal["folder", "milvus"]
-FilterName = Literal["none", "direct", "icl", "proxy", "ensemble"]  # stages.filtering.filter
+FilterName = Literal["none", "direct", "icl", "proxy", "ensemble"]  # stages.filter.filter
 # What the ``decide`` stage does with the combined confidence: "decide" answers, answers with a
 # caveat or abstains; "observe" records the signals and the draft and always answers (to collect
 # training rows for a decision model).
@@ -33,7 +33,7 @@ DecideMode = Literal["decide", "observe"]
 # The verify stage's withdrawals that may still end a run on their own when the ``decide`` stage
 # runs (``decide.vetoes``); any other withdrawal is a signal the decision weighs. "responsive":
 # the reply does not answer the question; "unsupported": no answer sentence is supported;
-# "min_confidence": below ``sieve.min_confidence``.
+# "min_confidence": below ``stages.verify.min_confidence``.
 VetoName = Literal["responsive", "unsupported", "min_confidence"]
 # The stage sections' option sets (``stages.<stage>`` of the config; docs/stages/sieve.md).
 # need.mode: "auto" asks the task router (then a probe's best judge score), "always" retrieves.

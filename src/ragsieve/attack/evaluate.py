@@ -299,7 +299,7 @@ def make_pipeline(config: PipelineConfig, index: Any, llm: Any) -> Any:
         return Pipeline(config, index=index, llm=llm, selector=selector)
     if judge is not None:
         raise ConfigError("stages.attack.judge applies to plain RAG; the sieve has its own poison stage "
-                          "(set sieve.poison_duplicates / sieve.poison_restate_share instead)")
+                          "(set stages.poison.duplicates / stages.poison.restate_share instead)")
     return Pipeline(config, index=index, llm=llm)
 
 

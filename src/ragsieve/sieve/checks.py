@@ -175,8 +175,9 @@ class CheckedCandidates:
 class SieveChecks:
     """The sieve's candidate checks, on candidates from any retriever.
 
-    ``config`` is a :class:`~ragsieve.config.PipelineConfig` (its ``sieve`` section and
-    ``stages.poison``/``stages.filtering``/``stages.coe`` set the checks as in the pipeline;
+    ``config`` is a :class:`~ragsieve.config.PipelineConfig` (its stage sections
+    ``stages.judge``/``stages.poison``/``stages.filter``/``stages.select``/``stages.coe`` set the
+    checks as in the pipeline;
     ``config.ablate`` switches checks off); ``checks`` picks a subset of
     :data:`CANDIDATE_CHECKS` (e.g. ``("judge", "poison")`` to keep every relevant passage
     rather than the minimal cover). ``judge`` replaces the relevance judge (any

@@ -92,6 +92,8 @@ class NeedStage:
                 signal="retrieval",
                 best_relevance=round(best, 4),
                 reason=f"task router says answer directly and no passage is relevant ({best:.2f} < "
+                # the wording is pinned by the recorded traces: it names the option's earlier key,
+                # now stages.need.closed_book
                 f"{sc.threshold}), but the sieve answers from evidence only (sieve.closed_book=never): "
                 "the judge decides",
             )

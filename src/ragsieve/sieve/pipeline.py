@@ -370,7 +370,7 @@ def calibrated_abstention(state: PipelineState, threshold: float | None) -> Abst
 
     ``calibration.abstain_below`` is the threshold ``ragsieve calibrate`` certified for a target
     error rate (rule: :func:`ragsieve.calibrate.abstains`). It applies to every preset and after
-    every check, ``sieve.min_confidence`` included: that one is a fixed floor inside the verify
+    every check, ``stages.verify.min_confidence`` included: that one is a fixed floor inside the verify
     stage (a sieve answer below it was already replaced by an abstention there), this one is the
     last word on what is answered, so the effective floor is the higher of the two. An answer a
     check already abstained on stays as it is. ``None``: no threshold, nothing changes.

@@ -145,7 +145,7 @@ class RetrieveStage:
 
     Reads ``state.retrieve``, ``state.probe`` (the need stage's hits, reused), ``state.domains``,
     ``state.where`` and ``state.k``; writes a ``retrieve`` trace record with every candidate.
-    Set by ``retrieval`` (and ``sieve.candidates`` in the sieve)."""
+    Set by ``retrieval`` (and ``stages.retrieve.candidates`` in the sieve)."""
 
     name = "retrieve"
     reads: tuple[str, ...] = ()

@@ -98,8 +98,8 @@ class SelectStage:
 
     Reads the candidates, ``state.retrieve``, ``state.k`` and ``state.must_keep`` (passages that
     join the selection whatever the selector chose); writes one ``select`` decision per
-    candidate (in the sieve) and whatever the selector records. Set by ``sieve.select`` and
-    ``sieve.coe_features`` (sieve), ``select`` (plain), ``retrieval.k`` and ``stages.coe``."""
+    candidate (in the sieve) and whatever the selector records. Set by ``stages.select.method`` and
+    ``stages.select.coe_features`` (sieve), ``select`` (plain), ``retrieval.k`` and ``stages.coe``."""
 
     name = "select"
     reads: tuple[str, ...] = ()

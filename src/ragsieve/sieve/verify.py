@@ -206,7 +206,7 @@ class VerifyStage:
         """Abstain in plain sentences: that no supported answer was found and what the evidence
         covers (its titles or sources, never a quoted passage), with the sentences it does
         support when there are any. When the conflict stage found sources that disagree
-        (``sieve.conflict = "both"``), the abstention names each side's answer and sources
+        (``stages.conflict.policy = "both"``), the abstention names each side's answer and sources
         instead: the evidence does state answers, only the model's reply was not one of them."""
         from ragsieve.verify.responsive import abstention_message
 

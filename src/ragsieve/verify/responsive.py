@@ -607,7 +607,7 @@ def answer_responsively(
     answer with the evidence sentence that states the value asked for
     (:func:`extract_from_paste`), cited ``[n]``, if it passes the check (the attempt's
     ``extracted`` entry says from which passage), before abstaining; the sieve's verify stage
-    does the same (``sieve.extract_on_paste``).
+    does the same (``stages.verify.extract_on_paste``).
     """
     from ragsieve.generate.cleanup import clean_answer
 
