@@ -101,6 +101,8 @@ def test_an_earlier_config_file_still_works_and_names_each_new_key_once(tmp_path
     with pytest.warns(DeprecatedConfigKeyWarning) as caught:
         cfg = load_config(path)
     messages = [str(w.message) for w in caught]
+    # each warning points at the user's file, not at a line of ragsieve
+    assert {w.filename for w in caught} == {str(path)}
     for old, new in [
         ("sieve.need_threshold", "stages.need.threshold"),
         ("sieve.poison_duplicates", "stages.poison.duplicates"),

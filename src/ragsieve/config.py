@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -555,17 +556,22 @@ class DeprecatedConfigKeyWarning(FutureWarning):
 
 
 _warned_keys: set[str] = set()
+# where the config being validated comes from (its file, when validate_config knows it): the
+# warning names that place rather than a line of this module
+_config_origin: ContextVar[str] = ContextVar("ragsieve_config_origin", default="config")
 
 
 def _deprecated_key(old: str, new: str) -> None:
     if old in _warned_keys:
         return
     _warned_keys.add(old)
-    warnings.warn(
+    warnings.warn_explicit(
         f"config key {old} is deprecated; it now is {new} (the config still works: write {new} "
         "to silence this warning)",
         DeprecatedConfigKeyWarning,
-        stacklevel=2,
+        filename=_config_origin.get(),
+        lineno=0,
+        module="ragsieve.config",
     )
 
 
@@ -828,10 +834,13 @@ def load_with_overrides(path: str | Path | None, overrides: dict[str, Any]) -> P
 
 
 def validate_config(data: dict[str, Any], origin: str = "config") -> PipelineConfig:
+    token = _config_origin.set(origin)
     try:
         return PipelineConfig.model_validate(data)
     except ValidationError as exc:
         raise InvalidConfigError(f"{origin} is invalid: {describe_errors(exc, PipelineConfig)}") from exc
+    finally:
+        _config_origin.reset(token)
 
 
 def apply_overrides(config: PipelineConfig, overrides: dict[str, Any]) -> PipelineConfig:
