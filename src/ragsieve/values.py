@@ -41,6 +41,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
+from ragsieve.lexicon import MONTH_NAMES, MONTHS, NAME_OPENERS
+
 ValueKind = Literal["number", "date", "quantity", "name", "identifier"]
 VALUE_KINDS: tuple[str, ...] = get_args(ValueKind)
 
@@ -303,14 +305,9 @@ def _convert(magnitude: float, unit: str, to_unit: str) -> float | None:
 
 
 # ----------------------------------------------------------------------------- dates
-_MONTHS = {
-    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7, "august": 8,
-    "september": 9, "october": 10, "november": 11, "december": 12, "jan": 1, "feb": 2, "mar": 3, "apr": 4,
-    "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12,
-}  # fmt: skip
-# month names and abbreviations, folded, to their number: the one month table
-MONTH_NUMBERS: dict[str, int] = _MONTHS
-_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+# month names and abbreviations, folded, to their number (``ragsieve.lexicon``, from ``calendar``)
+MONTH_NUMBERS: dict[str, int] = MONTHS
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _YEAR = r"(?P<year>\d{3,4})"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _DATE_PATTERNS = [
@@ -325,7 +322,7 @@ _DATE_PATTERNS = [
     # a month named alone ("every March"): a proper noun, so capitalised ("it may rain" is no
     # month), and spelled out (an abbreviation alone is too often something else; the table
     # lists the twelve full names first)
-    re.compile(r"\b(?P<month>" + "|".join(m.capitalize() for m in list(_MONTHS)[:12]) + r")\b"),
+    re.compile(r"\b(?P<month>" + "|".join(m.capitalize() for m in MONTH_NAMES) + r")\b"),
     re.compile(r"(?<![\w.,$€£-])(?P<year>1\d{3}|20\d{2})(?![\w%]|[.,]\d)"),
 ]
 # A bare four-digit number is a year unless a unit follows it ("1912 metres" is a length).
@@ -343,7 +340,7 @@ def _date_value(m: re.Match[str], text: str) -> Value | None:
         y = int(g["decade"])
         return Value("date", m.group(0), f"{y}s", (start, end), number=float(y), dates=((y, 0, 0),), tolerance=9.0)
     if not g.get("year"):  # a month alone
-        mo = _MONTHS[g["month"].lower()]
+        mo = MONTHS[g["month"].lower()]
         return Value("date", m.group(0), g["month"].lower(), (start, end), dates=((0, mo, 0),))
     year = int(g["year"])
     if g.get("era") and g["era"].upper().startswith("B"):
@@ -362,7 +359,7 @@ def _date_value(m: re.Match[str], text: str) -> Value | None:
         if not readings:
             return None
     elif g.get("month"):
-        mo = _MONTHS[g["month"].lower().rstrip(".")]
+        mo = MONTHS[g["month"].lower().rstrip(".")]
         d = int(g["day"]) if g.get("day") else 0
         if d > 31:
             return None
@@ -386,19 +383,6 @@ _IDENT_RE = re.compile(
 )
 _MARKER_RE = re.compile(r"\[\d{1,3}\]")
 _NAME_CONNECTORS = {"of", "de", "da", "del", "della", "der", "van", "von", "la", "le", "du", "di", "bin", "al", "y"}
-_LEADING_STOP = frozenset(
-    (  # noqa: SIM905
-        "a an the of in on at to for from by with and or is are was were be it its this that these those as "
-        "which who whom what when where why how do does did has have had not no but also can could will would "
-        "may might there their they he she his her them than then so such about into over under i you we our "
-        "your my although however after before during since despite while if because both each many most some "
-        "all according between until unlike like following today later early thus yes once every other "
-        "another among around near here only even still yet whether either neither nor just several few one "
-        "two first second new old yes no therefore moreover furthermore meanwhile instead otherwise next "
-        "finally answer note evidence overall today based anything everything something nothing anyone "
-        "everyone someone nobody none any let please sure see thanks"
-    ).split()
-)
 _CAP_TOKEN = r"(?:[A-Z]\.|[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'’-]*)"
 _NAME_RE = re.compile(
     rf"{_CAP_TOKEN}(?:\s+(?:(?:{'|'.join(sorted(_NAME_CONNECTORS))})\s+)*{_CAP_TOKEN})*",
@@ -597,7 +581,7 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
         start, end = m.span()
         words = list(re.finditer(r"\S+", m.group(0)))
         # drop leading function words ("The Normans", "Although Rollo") and a lone sentence opener
-        while words and words[0].group(0).lower().rstrip(".,") in _LEADING_STOP:
+        while words and words[0].group(0).lower().rstrip(".,") in NAME_OPENERS:
             words.pop(0)
         while words and words[-1].group(0).lower() in _NAME_CONNECTORS:
             words.pop()

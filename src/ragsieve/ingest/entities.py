@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ragsieve.values import MONTH_NUMBERS
+from ragsieve.lexicon import NAME_OPENERS
 
 ENTITY_TYPES = ("person", "date", "place")
 
@@ -358,63 +358,8 @@ _MULTIWORD_PLACES = (
     "Middle East",
 )
 _MULTIWORD_PLACE_RE = re.compile(r"\b(" + "|".join(re.escape(p) for p in _MULTIWORD_PLACES) + r")\b")
-_NOT_NAMES = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "this",
-        "that",
-        "these",
-        "those",
-        "it",
-        "its",
-        "in",
-        "on",
-        "at",
-        "of",
-        "for",
-        "and",
-        "or",
-        "but",
-        "with",
-        "by",
-        "from",
-        "to",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "however",
-        "although",
-        "when",
-        "while",
-        "after",
-        "before",
-        "during",
-        "since",
-        "until",
-        "if",
-        "then",
-        "there",
-        "here",
-        "which",
-        "who",
-        "what",
-        "where",
-        "why",
-        "how",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-    ]
-) | frozenset(MONTH_NUMBERS)
+# what may not open a name or a place: function words, sentence openers, month and day names
+_NOT_NAMES = NAME_OPENERS
 _WORD_RE = re.compile(r"\b[A-Z][a-zA-Z'\-]+\b")
 
 
