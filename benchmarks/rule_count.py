@@ -56,6 +56,7 @@ DELETED = (
 )
 
 TRUST_LAYER = (
+    "ragsieve/lexicon.py",
     "ragsieve/values.py",
     "ragsieve/text",
     "ragsieve/text.py",

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
-from ragsieve.lexicon import MONTH_NAMES, MONTHS, NAME_OPENERS
+from ragsieve.lexicon import MONTH_NAMES, MONTHS, NAME_OPENERS, STOP_WORDS
 
 ValueKind = Literal["number", "date", "quantity", "name", "identifier"]
 VALUE_KINDS: tuple[str, ...] = get_args(ValueKind)
@@ -177,109 +177,127 @@ def _fmt(x: float) -> str:
 
 
 # ----------------------------------------------------------------------------- units
-# Surface form -> pint unit name. Curated, because free-text unit parsing mistakes words for
-# units ("in", "a", "at" are all units to pint). Case-sensitive entries are those where case
-# carries the meaning (K kelvin vs k kilo, M vs m).
-_UNIT_TABLE: dict[str, str] = {
-    # length
-    "mm": "millimeter", "millimetre": "millimeter", "millimeter": "millimeter", "cm": "centimeter",
-    "centimetre": "centimeter", "centimeter": "centimeter", "m": "meter", "metre": "meter", "meter": "meter",
-    "km": "kilometer", "kilometre": "kilometer", "kilometer": "kilometer", "mile": "mile", "mi": "mile",
-    "foot": "foot", "feet": "foot", "ft": "foot", "inch": "inch", "inches": "inch", "yard": "yard",
-    "nm": "nanometer", "nanometre": "nanometer", "nanometer": "nanometer", "µm": "micrometer",
-    "micrometre": "micrometer", "micrometer": "micrometer", "micron": "micrometer",
-    "light-year": "light_year", "light year": "light_year", "ly": "light_year", "au": "astronomical_unit",
-    "astronomical unit": "astronomical_unit", "parsec": "parsec", "pc": "parsec", "nautical mile": "nautical_mile",
-    "angstrom": "angstrom", "ångström": "angstrom", "Å": "angstrom",
-    # mass
-    "mg": "milligram", "milligram": "milligram", "g": "gram", "gram": "gram", "gramme": "gram", "kg": "kilogram",
-    "kilogram": "kilogram", "tonne": "metric_ton", "metric ton": "metric_ton", "t": "metric_ton",
-    "pound": "pound", "lb": "pound", "lbs": "pound", "ounce": "ounce", "oz": "ounce", "ton": "short_ton",
-    # temperature
-    "K": "kelvin", "kelvin": "kelvin", "°C": "degree_Celsius", "℃": "degree_Celsius",
-    "degree Celsius": "degree_Celsius", "degrees Celsius": "degree_Celsius", "celsius": "degree_Celsius",
-    "degree centigrade": "degree_Celsius", "degrees centigrade": "degree_Celsius", "°F": "degree_Fahrenheit",
-    "degree Fahrenheit": "degree_Fahrenheit", "degrees Fahrenheit": "degree_Fahrenheit",
-    "fahrenheit": "degree_Fahrenheit", "nanokelvin": "nanokelvin", "millikelvin": "millikelvin",
-    # time
-    "ns": "nanosecond", "nanosecond": "nanosecond", "µs": "microsecond", "microsecond": "microsecond",
-    "ms": "millisecond", "millisecond": "millisecond", "s": "second", "sec": "second", "second": "second",
-    "min": "minute", "minute": "minute", "h": "hour", "hr": "hour", "hour": "hour", "day": "day",
-    "week": "week", "month": "month", "year": "year", "yr": "year", "decade": "decade", "century": "century",
-    "centuries": "century", "millennium": "millennium", "millennia": "millennium",
-    # area and volume
-    "km2": "kilometer**2", "km²": "kilometer**2", "sq km": "kilometer**2", "square kilometre": "kilometer**2",
-    "square kilometer": "kilometer**2", "m2": "meter**2", "m²": "meter**2", "square metre": "meter**2",
-    "square meter": "meter**2", "square mile": "mile**2", "sq mi": "mile**2", "square foot": "foot**2",
-    "square feet": "foot**2", "sq ft": "foot**2", "acre": "acre", "hectare": "hectare", "ha": "hectare",
-    "ml": "milliliter", "mL": "milliliter", "millilitre": "milliliter", "milliliter": "milliliter",
-    "l": "liter", "L": "liter", "litre": "liter", "liter": "liter", "gallon": "gallon", "gal": "gallon",
-    "m3": "meter**3", "m³": "meter**3", "cubic metre": "meter**3", "cubic meter": "meter**3",
-    "cc": "cubic_centimeter",
-    # speed
-    "km/h": "kilometer/hour", "kph": "kilometer/hour", "kmh": "kilometer/hour", "mph": "mile/hour",
-    "miles per hour": "mile/hour", "kilometres per hour": "kilometer/hour", "kilometers per hour": "kilometer/hour",
-    "m/s": "meter/second", "metres per second": "meter/second", "meters per second": "meter/second",
-    "knot": "knot", "kn": "knot", "km/s": "kilometer/second",
-    # energy, power, pressure, frequency, electricity
-    "J": "joule", "joule": "joule", "kJ": "kilojoule", "kilojoule": "kilojoule", "MJ": "megajoule",
-    "cal": "calorie", "calorie": "calorie", "kcal": "kilocalorie", "kilocalorie": "kilocalorie",
-    "eV": "electron_volt", "electronvolt": "electron_volt", "electron volt": "electron_volt",
-    "keV": "kiloelectron_volt", "MeV": "megaelectron_volt", "GeV": "gigaelectron_volt",
-    "TeV": "teraelectron_volt", "kWh": "kilowatt_hour", "kilowatt-hour": "kilowatt_hour",
-    "W": "watt", "watt": "watt", "kW": "kilowatt", "kilowatt": "kilowatt", "MW": "megawatt",
-    "megawatt": "megawatt", "GW": "gigawatt", "gigawatt": "gigawatt", "hp": "horsepower",
-    "horsepower": "horsepower", "Pa": "pascal", "pascal": "pascal", "kPa": "kilopascal", "MPa": "megapascal",
-    "GPa": "gigapascal", "hPa": "hectopascal", "bar": "bar", "mbar": "millibar", "atm": "atmosphere",
-    "atmosphere": "atmosphere", "psi": "psi", "mmHg": "millimeter_Hg", "Hz": "hertz", "hertz": "hertz",
-    "kHz": "kilohertz", "MHz": "megahertz", "GHz": "gigahertz", "V": "volt", "volt": "volt", "kV": "kilovolt",
-    "mV": "millivolt", "A": "ampere", "ampere": "ampere", "amp": "ampere", "mA": "milliampere", "T": "tesla",
-    "tesla": "tesla", "N": "newton", "newton": "newton", "kN": "kilonewton",
-    # data
-    "bit": "bit", "byte": "byte", "B": "byte", "kB": "kilobyte", "KB": "kilobyte", "kilobyte": "kilobyte",
-    "MB": "megabyte", "megabyte": "megabyte", "GB": "gigabyte", "gigabyte": "gigabyte", "TB": "terabyte",
-    "terabyte": "terabyte",
-    # ratios
-    "%": "percent", "percent": "percent", "per cent": "percent", "percentage points": "percent",
-}  # fmt: skip
-_CASE_SENSITIVE = {k for k in _UNIT_TABLE if any(c.isupper() for c in k) or len(k) <= 2}
+# Units are pint's: the words after a number are a unit when pint's registry names them (a unit's
+# name, plural or symbol, SI prefixes included), read strictly, because pint's free-text parser
+# takes many English words for units ("in" inch, "a" annum, "at" technical atmosphere, "units"
+# micro-nit). Read strictly means: a function word is never a unit (except a unit's own full
+# name, "year"); a prefix and its unit are both symbols or both names ("km", "kilometre", not
+# "u" + "nit"); several words are one unit's name ("light year", "degrees Celsius") or joined by
+# pint's own operator words ("miles per hour", "square kilometres"), never a product by juxtaposition.
+_UNIT_OPERATOR_WORDS = frozenset({"per", "square", "cubic", "sq"})
+# forms pint does not know, to the unit they write
+_UNIT_ALIASES = {"per cent": "percent", "percentage point": "percent"}
+_UNIT_WORDS_MAX = 3
+_POWERS = {"2": 2, "3": 3, "²": 2, "³": 3}
+_UNIT_TOKEN_RE = re.compile(r"[^\s,;:!?()\[\]\"“”]+")
 _CURRENCY_SYMBOLS = {"$": "USD", "US$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
 _CURRENCY_WORDS = {
     "dollar": "USD", "usd": "USD", "euro": "EUR", "eur": "EUR", "pound sterling": "GBP", "gbp": "GBP",
     "yen": "JPY", "jpy": "JPY", "rupee": "INR", "yuan": "CNY", "franc": "CHF",
 }  # fmt: skip
-
-
-def _unit_alternation() -> str:
-    forms: list[str] = []
-    for k in _UNIT_TABLE:
-        esc = re.escape(k).replace(r"\ ", r"\s+")
-        if k[-1].isalpha() and len(k) > 3 and not k.endswith("s"):
-            esc += "(?:s|es)?"
-        elif k in ("century",):
-            esc += "|centuries"
-        forms.append(esc)
-    forms.sort(key=len, reverse=True)
-    return "|".join(forms)
-
-
-_UNIT_RE = re.compile(rf"(?:(?:degrees?\s+)?(?P<unit>{_unit_alternation()}))(?![\w])", re.IGNORECASE)
 _CURRENCY_WORD_RE = re.compile(
     r"(?P<cur>" + "|".join(sorted(_CURRENCY_WORDS, key=len, reverse=True)) + r")s?(?![\w])", re.IGNORECASE
 )
 
 
-def _lookup_unit(surface: str) -> str | None:
-    s = " ".join(surface.split())
-    if s in _UNIT_TABLE:
-        return _UNIT_TABLE[s]
-    for cand in (s, s.rstrip("s"), s[:-2] if s.endswith("es") else s):
-        if cand in _UNIT_TABLE and cand not in _CASE_SENSITIVE:
-            return _UNIT_TABLE[cand]
-        low = cand.lower()
-        for k, v in _UNIT_TABLE.items():
-            if k not in _CASE_SENSITIVE and k.lower() == low:
-                return v
+def _strict_unit_name(reg: Any, word: str) -> str | None:
+    """pint's name of the unit ``word`` writes: a unit's name, alias or symbol, plural or not,
+    with an SI prefix of the same sort (``"km"``, ``"kilometres"``; not ``"u"`` + ``"nit"``)."""
+    try:
+        parses = sorted(reg.parse_unit_name(word), key=lambda p: (bool(p[2]), bool(p[0])))
+    except Exception:  # pint's parser raises on odd characters
+        return None
+    for prefix, unit, suffix in parses:
+        definition = reg._units.get(unit)
+        if definition is None:
+            continue
+        if not prefix:
+            if suffix and len(word) - len(suffix) < 2:
+                continue  # "ms" is milliseconds, not metres
+            return str(reg.get_name(unit))
+        own_symbol = definition.symbol if definition.symbol != definition.name else None
+        symbols = {a for a in definition.aliases if len(a) <= 2} | ({own_symbol} if own_symbol else set())
+        names = {a for a in (definition.name, *definition.aliases) if a and len(a) > 2}
+        p = reg._prefixes[prefix]
+        prefix_symbols = {a for a in (p.symbol, *p.aliases) if a and len(a) <= 2}
+        prefix_names = {a for a in (p.name, *p.aliases) if a and len(a) > 2}
+        as_symbols = {ps + us for ps in prefix_symbols for us in symbols}
+        as_names = {pn + n + plural for pn in prefix_names for n in names for plural in ("", "s", "es")}
+        if word in as_symbols or word in as_names:
+            return str(reg.get_name(prefix + unit))
+    return None
+
+
+def _unit_string(reg: Any, expression: str) -> str:
+    return str(reg.Unit(expression)).replace(" ", "")
+
+
+@functools.lru_cache(maxsize=8192)
+def parse_unit(phrase: str) -> str | None:
+    """The pint unit ``phrase`` writes (``"km"`` -> ``"kilometer"``, ``"miles per hour"`` and
+    ``"mph"`` -> a speed, ``"km²"`` -> ``"kilometer**2"``, ``"°C"`` -> ``"degree_Celsius"``), or
+    ``None`` when it is not one unit."""
+    words = phrase.split()
+    if not words or len(words) > _UNIT_WORDS_MAX:
+        return None
+    joined = " ".join(words)
+    for form in (joined, joined.lower(), joined.lower().removesuffix("s")):
+        if form in _UNIT_ALIASES:
+            return _UNIT_ALIASES[form]
+    reg = _registry()
+    lowered = [w.lower() for w in words]
+    try:
+        if "per" in lowered[1:-1]:  # "miles per hour"
+            i = lowered.index("per")
+            num, den = parse_unit(" ".join(words[:i])), parse_unit(" ".join(words[i + 1 :]))
+            return _unit_string(reg, f"({num}) / ({den})") if num and den else None
+        if lowered[0] in _UNIT_OPERATOR_WORDS and len(words) > 1:  # "square kilometres", "sq ft"
+            base = parse_unit(" ".join(words[1:]))
+            return _unit_string(reg, f"({base}) ** {3 if lowered[0] == 'cubic' else 2}") if base else None
+        if len(words) == 1 and words[0].count("/") == 1:  # "km/h"
+            num, den = (parse_unit(p) for p in words[0].split("/"))
+            return _unit_string(reg, f"({num}) / ({den})") if num and den else None
+        if len(words) == 1 and words[0][-1:] in _POWERS and len(words[0]) > 1:  # "km²", "m3"
+            base = parse_unit(words[0][:-1])
+            return _unit_string(reg, f"({base}) ** {_POWERS[words[0][-1]]}") if base else None
+    except Exception:  # pint cannot combine them (an offset unit in a product)
+        return None
+    if len(words) == 1:
+        word = words[0].replace("-", "_")
+        for form in (word, word.lower()) if len(word) > 2 else (word,):
+            name = _strict_unit_name(reg, form)
+            if name is None:
+                continue
+            if form in STOP_WORDS and not (form.rstrip("s") == name and len(name) > 3):
+                return None  # "in" (inch), "are" (100 m²): the word, not the unit
+            return name
+        return None
+    # one unit's name in several words: "light year", "degrees Celsius", "nautical miles"
+    singular = [words[0].removesuffix("s"), *words[1:]]
+    for form in ("_".join(words), "_".join(singular)):
+        for cand in (form, form[: len(words[0])].lower() + form[len(words[0]) :], form.lower()):
+            name = _strict_unit_name(reg, cand)
+            if name is not None:
+                return name
+    return None
+
+
+def _unit_after(rest: str) -> tuple[str, str, int] | None:
+    """The unit that opens ``rest`` (no leading space): (surface, pint unit, end offset)."""
+    tokens = list(_UNIT_TOKEN_RE.finditer(rest[:60]))
+    # the words of a unit follow each other with single spaces, from the start of ``rest``
+    run = []
+    for t in tokens[:_UNIT_WORDS_MAX]:
+        if (run and rest[run[-1].end() : t.start()] != " ") or (not run and t.start() != 0):
+            break
+        run.append(t)
+    for n in range(len(run), 0, -1):
+        surface = rest[: run[n - 1].end()]
+        if len(surface) > 1:
+            surface = surface.rstrip(".'’ ") or surface  # a full stop or a quote is not the unit's
+        unit = parse_unit(surface)
+        if unit:
+            return surface, unit, len(surface)
     return None
 
 
@@ -515,13 +533,8 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
                 continue
             if pattern is _DATE_PATTERNS[-1]:
                 after = text[m.end() : m.end() + 24]
-                um = _UNIT_RE.match(after.lstrip())
-                if (
-                    um
-                    and len(um.group("unit")) > 1
-                    and _lookup_unit(um.group("unit"))
-                    and after[: len(after) - len(after.lstrip())] in (" ", "")
-                ):
+                ua = _unit_after(after.lstrip())
+                if ua and len(ua[0]) > 1 and after[: len(after) - len(after.lstrip())] in (" ", ""):
                     continue
                 if re.match(r"\s*(?:,\d{3}|\s*(?:hundred|thousand|million|billion))", after, re.IGNORECASE):
                     continue
@@ -536,7 +549,7 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
     currency_before = re.compile(r"(?P<cur>US\$|[$€£¥₹])\s*$")
     for v, end in numbers:
         rest = text[end:]
-        unit_m = _UNIT_RE.match(rest.lstrip()) if rest[:1] in (" ", "") or not rest[:1].isalnum() else None
+        unit_m = _unit_after(rest.lstrip()) if rest[:1] in (" ", "") or not rest[:1].isalnum() else None
         gap = len(rest) - len(rest.lstrip())
         cur_m = currency_before.search(text[: v.span[0]])
         unit: str | None = None
@@ -544,13 +557,8 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
         qstart = v.span[0]
         if cur_m:
             unit, qstart = _CURRENCY_SYMBOLS[cur_m.group("cur")], cur_m.start()
-        elif (
-            unit_m
-            and gap <= 1
-            and _plausible_unit(v, unit_m.group("unit"), rest[gap + unit_m.end() : gap + unit_m.end() + 3])
-            and (unit := _lookup_unit(unit_m.group("unit")))
-        ):
-            qend = end + gap + unit_m.end()
+        elif unit_m and gap <= 1 and _plausible_unit(v, unit_m[0], rest[gap + unit_m[2] : gap + unit_m[2] + 3]):
+            unit, qend = unit_m[1], end + gap + unit_m[2]
         else:
             cw = _CURRENCY_WORD_RE.match(rest.lstrip())
             if cw and gap <= 1:
@@ -665,8 +673,8 @@ def _quantity_match(value: Value, candidates: Sequence[Value], evidence_folded: 
             detail = "" if c.unit == value.unit else f"{c.norm} = {_fmt(round(conv, 6))} {value.unit}"
             return Match(value, c, "exact" if c.text == value.text else how, detail)
     # a bare number with the same magnitude counts when the unit's word is in the evidence
-    unit_words = {fold(k) for k, v in _UNIT_TABLE.items() if v == value.unit and len(k) > 2}
-    unit_words |= {fold(k) for k, v in _CURRENCY_WORDS.items() if v == value.unit}
+    unit_words = {fold(k) for k, v in _CURRENCY_WORDS.items() if v == value.unit}
+    unit_words |= {w for w in _TOKEN_RE.findall(evidence_folded) if len(w) > 2 and parse_unit(w) == value.unit}
     for c in candidates:
         if (
             c.kind == "number"
