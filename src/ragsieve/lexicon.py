@@ -1,4 +1,5 @@
-"""The one word lexicon of the text checks: function words, negations, month names.
+"""The one word lexicon of the text checks: function words, negations, month names, and the
+citation marker (``[n]``) every check reads past.
 
 Imports nothing from ragsieve, so every ground module (``values``, ``text``) can share it.
 Month names come from the standard library's :mod:`calendar` read in the C locale (English,
@@ -14,20 +15,34 @@ Example:
 from __future__ import annotations
 
 import calendar
+import re
+from typing import Any
 
-__all__ = ["MONTHS", "MONTH_NAMES", "NEGATIONS", "NAME_OPENERS", "SENTENCE_OPENERS", "STOP_WORDS", "WEEKDAYS"]
+__all__ = [
+    "MONTHS",
+    "MONTH_NAMES",
+    "NEGATIONS",
+    "NAME_OPENERS",
+    "SENTENCE_OPENERS",
+    "STOP_WORDS",
+    "WEEKDAYS",
+    "CITATION_MARKER_RE",
+]
 
 
-def _english_months() -> tuple[tuple[str, ...], dict[str, int]]:
+def _c_locale(names: Any, first: int, count: int) -> list[str]:
     # calendar's names follow LC_TIME; read them in the C locale so an application that set
     # another locale still gets the English names the extractor reads.
     try:
-        with calendar.different_locale("C"):  # type: ignore[attr-defined]
-            full = [calendar.month_name[i].lower() for i in range(1, 13)]
-            abbr = [calendar.month_abbr[i].lower() for i in range(1, 13)]
+        with calendar.different_locale(("C", None)):
+            return [names[i].lower() for i in range(first, first + count)]
     except Exception:  # locale switching unavailable: the process default is C unless set
-        full = [calendar.month_name[i].lower() for i in range(1, 13)]
-        abbr = [calendar.month_abbr[i].lower() for i in range(1, 13)]
+        return [names[i].lower() for i in range(first, first + count)]
+
+
+def _english_months() -> tuple[tuple[str, ...], dict[str, int]]:
+    full = _c_locale(calendar.month_name, 1, 12)
+    abbr = _c_locale(calendar.month_abbr, 1, 12)
     table = {name: i for i, name in enumerate(full, 1)}
     for i, name in enumerate(abbr, 1):
         table.setdefault(name, i)
@@ -35,19 +50,11 @@ def _english_months() -> tuple[tuple[str, ...], dict[str, int]]:
     return tuple(full), table
 
 
-def _english_weekdays() -> frozenset[str]:
-    try:
-        with calendar.different_locale("C"):  # type: ignore[attr-defined]
-            return frozenset(calendar.day_name[i].lower() for i in range(7))
-    except Exception:
-        return frozenset(calendar.day_name[i].lower() for i in range(7))
-
-
 # The twelve month names, January first, and every written form (full names, abbreviations) ->
 # month number.
 MONTH_NAMES, MONTHS = _english_months()
 # The seven day names, Monday first (standard library, C locale).
-WEEKDAYS = _english_weekdays()
+WEEKDAYS = frozenset(_c_locale(calendar.day_name, 0, 7))
 
 # Function words and question words: they say how a question is asked, not what about. One list
 # for every check (it was written three times with different contents).
@@ -82,3 +89,6 @@ NAME_OPENERS = STOP_WORDS | SENTENCE_OPENERS | frozenset(MONTHS) | WEEKDAYS
 NEGATIONS = frozenset(
     "not no never none neither nor cannot can't isn't wasn't aren't weren't doesn't didn't won't".split()  # noqa: SIM905
 )
+
+# A citation marker an answer cites its passages with: "[1]" (the number is group 1).
+CITATION_MARKER_RE = re.compile(r"\[(\d{1,3})\]")

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
-from ragsieve.lexicon import MONTH_NAMES, MONTHS, NAME_OPENERS, STOP_WORDS
+from ragsieve.lexicon import CITATION_MARKER_RE, MONTH_NAMES, MONTHS, NAME_OPENERS, STOP_WORDS
 
 ValueKind = Literal["number", "date", "quantity", "name", "identifier"]
 VALUE_KINDS: tuple[str, ...] = get_args(ValueKind)
@@ -286,7 +286,7 @@ def _unit_after(rest: str) -> tuple[str, str, int] | None:
     """The unit that opens ``rest`` (no leading space): (surface, pint unit, end offset)."""
     tokens = list(_UNIT_TOKEN_RE.finditer(rest[:60]))
     # the words of a unit follow each other with single spaces, from the start of ``rest``
-    run = []
+    run: list[re.Match[str]] = []
     for t in tokens[:_UNIT_WORDS_MAX]:
         if (run and rest[run[-1].end() : t.start()] != " ") or (not run and t.start() != 0):
             break
@@ -399,7 +399,6 @@ _IDENT_RE = re.compile(
     r"|[A-Za-z_][A-Za-z0-9_]*\(\)"  # call()
     r")(?![\w])"
 )
-_MARKER_RE = re.compile(r"\[\d{1,3}\]")
 _NAME_CONNECTORS = {"of", "de", "da", "del", "della", "der", "van", "von", "la", "le", "du", "di", "bin", "al", "y"}
 _CAP_TOKEN = r"(?:[A-Z]\.|[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'’-]*)"
 _NAME_RE = re.compile(
@@ -512,7 +511,7 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
     wanted = set(kinds)
     text = _prepare(text)
     # citation markers ("[1]") are not values of the sentence
-    taken: list[tuple[int, int]] = [m.span() for m in _MARKER_RE.finditer(text)]
+    taken: list[tuple[int, int]] = [m.span() for m in CITATION_MARKER_RE.finditer(text)]
     out: list[Value] = []
 
     for m in _IDENT_RE.finditer(text):
