@@ -626,7 +626,7 @@ def false_conflicts(calibration_runs: Path, model: str = "smollm2") -> tuple[lis
 def stages_through(pipe: Any, question: str, last: str = "conflict") -> Any:
     """Run ``pipe``'s stages on ``question`` up to and including ``last`` and return the trace
     (no stage before the conflict stage calls the model, so none is loaded)."""
-    from ragsieve.sieve.state import PipelineState
+    from ragsieve.sieve.state import Abstain, PipelineState
     from ragsieve.types import Answer, Trace
 
     pipe.warm_up_index()
@@ -636,8 +636,8 @@ def stages_through(pipe: Any, question: str, last: str = "conflict") -> Any:
     for stage in pipe.stages:
         stage.warm_up()
         out = stage.run(question, candidates, trace, state)
-        if isinstance(out, Answer) or stage.name == last:
-            break
+        if isinstance(out, Answer | Abstain) or stage.name == last:
+            break  # an earlier stage answered or abstained: the run ends there
         candidates = out
     return trace
 
