@@ -195,6 +195,8 @@ _CURRENCY_WORDS = {
     "dollar": "USD", "usd": "USD", "euro": "EUR", "eur": "EUR", "pound sterling": "GBP", "gbp": "GBP",
     "yen": "JPY", "jpy": "JPY", "rupee": "INR", "yuan": "CNY", "franc": "CHF",
 }  # fmt: skip
+# a currency symbol just before a number ("$5", "US$ 5")
+_CURRENCY_BEFORE_RE = re.compile(r"(?P<cur>US\$|[$€£¥₹])\s*$")
 _CURRENCY_WORD_RE = re.compile(
     r"(?P<cur>" + "|".join(sorted(_CURRENCY_WORDS, key=len, reverse=True)) + r")s?(?![\w])", re.IGNORECASE
 )
@@ -463,7 +465,7 @@ def _numbers(text: str, taken: list[tuple[int, int]]) -> list[tuple[Value, int]]
             x, tol = x * power, tol * power
         scale_word = (m.group("scale") or "").lower()
         scale = {"bn": 1e9, "m": 1e6, "k": 1e3}.get(scale_word) or _SCALES.get(scale_word, 1)
-        if scale_word in ("m", "k") and not re.search(r"[$€£]\s*$", text[: m.start()]):
+        if scale_word in ("m", "k") and not _CURRENCY_BEFORE_RE.search(text[: m.start()]):
             # "5 m" is five metres unless money is being counted
             scale, span = 1, (m.start(), m.end("num") + len(m.group("ord") or ""))
         if m.group("sign") == "-":
@@ -521,7 +523,7 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
         if "." in s and not re.search(r"[a-z_]", s.split(".")[-1]) and not s.endswith("()"):
             continue  # "Mr.Smith"-like joins of capitalised words
         if "." in s and all(p[:1].isupper() and p[1:].islower() for p in s.split(".")):
-            continue  # "Washington.The" (a missing space after a full stop)
+            continue  # capitalised words joined by a full stop: prose missing a space, not a code name
         taken.append(m.span())
         if "identifier" in wanted:
             out.append(Value("identifier", s, s, m.span(), tokens=(s.removesuffix("()"),)))
@@ -545,12 +547,11 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
                 out.append(v)
 
     numbers = _numbers(text, taken)
-    currency_before = re.compile(r"(?P<cur>US\$|[$€£¥₹])\s*$")
     for v, end in numbers:
         rest = text[end:]
         unit_m = _unit_after(rest.lstrip()) if rest[:1] in (" ", "") or not rest[:1].isalnum() else None
         gap = len(rest) - len(rest.lstrip())
-        cur_m = currency_before.search(text[: v.span[0]])
+        cur_m = _CURRENCY_BEFORE_RE.search(text[: v.span[0]])
         unit: str | None = None
         qend = v.span[1]
         qstart = v.span[0]
