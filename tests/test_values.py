@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.values import extract_values, find_in, fold, nearest
+from ragsieve.values import Value, extract_values, find_in, fold, nearest
 
 
 def kinds(text: str) -> list[tuple[str, str]]:
     return [(v.kind, v.norm) for v in extract_values(text)]
 
 
-def one(text: str):  # type: ignore[no-untyped-def]
+def one(text: str) -> Value:
     [v] = extract_values(text)
     return v
 
