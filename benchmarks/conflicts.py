@@ -440,17 +440,12 @@ def llm_reader(args: argparse.Namespace) -> None:
     index = {p["id"]: k for k, p in enumerate(paragraphs)}
     false = n = 0
     for q in _read_jsonl(trust / "squad2" / "questions.jsonl"):
-        k = index.get(q.get("gold_passage_id", ""))
-        if not q.get("answerable") or not held_out(q["id"]) or k is None or n >= args.llm_n:
+        if not q.get("answerable") or not held_out(q["id"]) or n >= args.llm_n:
             continue
-        gold = paragraphs[k]
-        nxt = paragraphs[k + 1] if k + 1 < len(paragraphs) and paragraphs[k + 1]["title"] == gold["title"] else (
-            paragraphs[k - 1])  # fmt: skip
-        hits = [
-            make_hit(gold["id"], gold["text"], "https://site-a.example/" + gold["id"]),
-            make_hit(nxt["id"], nxt["text"], "https://site-b.example/" + nxt["id"]),
-        ]
-        false += int(detector.detect(q["question"], hits).conflict)
+        pair = squad_pair(paragraphs, index, q)
+        if pair is None:
+            continue
+        false += int(detector.detect(q["question"], pair).conflict)
         n += 1
     rows.append(["SQuAD 2.0 answerable, held out (false conflicts)", pct(false, n), "–"])
     label = model_label(args.model)
