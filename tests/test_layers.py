@@ -24,7 +24,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "ground": (
         "types", "errors", "config", "io", "http", "text", "answers", "extras", "safe_models",
         "console", "sentences", "values", "citations", "cluster", "demo", "array_models", "cancel",
-        "telemetry", "options", "present",
+        "telemetry", "options", "present", "lexicon",
     ),
     # the parts a stage is made of: models, indexes, and each check's own component
     "components": (

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.values import extract_values, find_in, fold, nearest
+from ragsieve.values import Value, extract_values, find_in, fold, nearest
 
 
 def kinds(text: str) -> list[tuple[str, str]]:
     return [(v.kind, v.norm) for v in extract_values(text)]
 
 
-def one(text: str):  # type: ignore[no-untyped-def]
+def one(text: str) -> Value:
     [v] = extract_values(text)
     return v
 
@@ -106,3 +106,34 @@ def test_one_letter_units_need_a_plain_digit_number() -> None:
     assert kinds("at 4.2 K.") == [("quantity", "4.2 kelvin")]
     assert kinds("the 2013 A. Sugar Bowl") == [("date", "2013"), ("name", "sugar bowl")]
     assert [k for k, _ in kinds("the Second B. of Guam")] == ["number", "name"]
+
+
+@pytest.mark.parametrize(
+    ("phrase", "unit"),
+    [
+        ("km", "kilometer"),
+        ("kilometres", "kilometer"),
+        ("ms", "millisecond"),
+        ("miles per hour", "mile/hour"),
+        ("km/h", "kilometer/hour"),
+        ("square kilometres", "kilometer**2"),
+        ("km2", "kilometer**2"),
+        ("degrees Celsius", "degree_Celsius"),
+        ("°C", "degree_Celsius"),
+        ("light years", "light_year"),
+        ("years", "year"),
+        ("%", "percent"),
+        ("per cent", "percent"),
+        # English words pint's free-text parser takes for units are words here
+        ("in", None),
+        ("are", None),
+        ("a", None),
+        ("units", None),
+        ("people", None),
+        ("mg kg", None),
+    ],
+)
+def test_units_are_pints_read_strictly(phrase: str, unit: str | None) -> None:
+    from ragsieve.values import parse_unit
+
+    assert parse_unit(phrase) == unit

@@ -75,7 +75,10 @@ NEAR_DUPLICATE_JACCARD = 0.6
 MIN_TERM_COVER = 0.5
 # Share a sentence must hold for its answer to count in a disagreement: all of them. A passage
 # whose sentence leaves out part of what is asked (the year of a prize, "super" of
-# superhydrophobic) may be answering a neighbouring question; it is recorded, not compared.
+# superhydrophobic, "tributary" of "the major tributary of the Rhine") may be answering a
+# neighbouring question; it is recorded, not compared. A lower cover picked on the training split
+# (`python benchmarks/conflicts.py --choose-cover`) surfaced more conflicts but let false ones
+# through on the held-out sets, so it was not adopted.
 CONFLICT_TERM_COVER = 1.0
 
 # Clause boundaries inside a sentence: a value belongs to the clause that holds the question's
@@ -101,8 +104,8 @@ class PassageAnswer:
 
     ``cover``: the share of the question's key terms its answering sentence holds; ``clear``:
     whether the clause that answers states one value of the asked kind (a list of names, or a
-    clause giving two thresholds, is not one answer). Only an answer with full cover that is
-    clear counts in a disagreement (:attr:`states_answer`)."""
+    clause giving two thresholds, is not one answer). Only a clear answer with a cover of at least
+    :data:`CONFLICT_TERM_COVER` (every key term) counts in a disagreement (:attr:`states_answer`)."""
 
     position: int  # 1-based, as the passages are numbered to the reader
     chunk_id: str

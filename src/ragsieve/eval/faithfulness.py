@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragsieve.answers import contains_answer, normalize_answer
+from ragsieve.lexicon import MONTHS
 
 __all__ = [
     "GoldEvidenceJudge",
@@ -40,10 +41,8 @@ __all__ = [
     "independence_note",
 ]
 
-_MONTHS = (
-    "january|february|march|april|may|june|july|august|september|october|november|december|"
-    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
-)
+# month names and abbreviations: the one table (``ragsieve.lexicon``, from ``calendar``)
+_MONTHS = "|".join(sorted(MONTHS, key=len, reverse=True))
 _DATE = re.compile(
     rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})\.?(?:\s+\d{{3,4}})?|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{3,4}})?)\b",
     re.IGNORECASE,
@@ -90,7 +89,7 @@ def extract_values(text: str) -> dict[str, list[str]]:
         if not words:
             continue
         name = " ".join(words)
-        if name.lower() in _FUNCTION_WORDS or re.fullmatch(rf"(?:{_MONTHS})", name, re.IGNORECASE):
+        if name.lower() in _FUNCTION_WORDS or name.lower() in MONTHS:
             continue
         names.append(name)
     return {"numbers": list(dict.fromkeys(numbers)), "dates": list(dict.fromkeys(dates)),

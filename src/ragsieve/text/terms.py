@@ -2,7 +2,7 @@
 
 A check that asks "does this sentence talk about what the question asks?" compares the
 question's content words with the sentence's. Every check does it the same way here: words
-are folded (:func:`ragsieve.values.fold`: case and accents), stop words dropped, and the rest
+are folded (:func:`ragsieve.values.fold`: case and accents), stop words (:mod:`ragsieve.lexicon`) dropped, and the rest
 stemmed with the Snowball English stemmer (PyStemmer, already the sparse index's stemmer), so
 "opened" ~ "open", "bridges" ~ "bridge", "discovery" ~ "discover".
 
@@ -19,30 +19,12 @@ import functools
 import re
 from typing import Any
 
+from ragsieve.lexicon import NEGATIONS, STOP_WORDS
 from ragsieve.values import fold
 
 __all__ = ["NEGATIONS", "STOP_WORDS", "WORD_RE", "key_terms", "stem", "stems", "words"]
 
 WORD_RE = re.compile(r"[^\W_]+")
-
-# Function words and question words: they say how a question is asked, not what about. One list
-# for every check (it was written three times with different contents).
-STOP_WORDS = frozenset(
-    (  # noqa: SIM905
-        "a an the of in on at to for from by with and or but as is are was were be been being it its this that "
-        "these those there their they them he she his her him we our you your i me my us do does did done has "
-        "have had not no yes so if then than which what who whom whose when where why how into onto over under "
-        "about after before between during also only very can could will would shall should may might must such "
-        "other both either neither each all any some more most much many same own just up out off again once "
-        "here one name named called year years"
-    ).split()
-)
-
-# Words that negate a clause (a yes/no stance reads them only in the clause that holds the
-# question's terms).
-NEGATIONS = frozenset(
-    "not no never none neither nor cannot can't isn't wasn't aren't weren't doesn't didn't won't".split()  # noqa: SIM905
-)
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,7 +6,9 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-_MARKER_RE = re.compile(r"\[(\d{1,3})\]")
+from ragsieve.lexicon import CITATION_MARKER_RE
+
+_MARKER_RE = CITATION_MARKER_RE
 _LEADING_MARKERS_RE = re.compile(r"^((?:\s*\[\d{1,3}\])+)[\s.,;:]*")
 _WORD_RE = re.compile(r"[A-Za-z0-9]")
 

@@ -44,6 +44,7 @@ from typing import Any, NamedTuple
 
 from ragsieve.generate.cleanup import LABEL_OPEN_RE
 from ragsieve.generate.polar import starts_with_polarity
+from ragsieve.lexicon import CITATION_MARKER_RE
 from ragsieve.text.kind import ANSWER_KINDS, AnswerKind, expected_kind
 from ragsieve.text.terms import STOP_WORDS, stem
 from ragsieve.types import SearchHit
@@ -79,7 +80,7 @@ KIND_WORDS = {"date": "a date or year", "number": "a number", "quantity": "a num
 _INTERROGATIVES = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
 # the shared stop words, and the words of answer boilerplate ("the evidence says ...")
 _STOPWORDS = STOP_WORDS | {"answer", "question", "evidence"}
-_MARKER_RE = re.compile(r"\[\d{1,3}\]")
+_MARKER_RE = CITATION_MARKER_RE
 _LABEL_OPEN_RE = LABEL_OPEN_RE
 _TOKEN_RE = re.compile(r"[^\W_]+(?:[.,'’][^\W_]+)*", re.UNICODE)
 _LOCATIVE_RE = re.compile(r"\b(?:in|at|on|near|inside|within|beside|across|throughout)\s+(?:the\s+|a\s+|an\s+)?"
@@ -252,7 +253,7 @@ def _evidence_texts(evidence: Sequence[SearchHit] | Sequence[str]) -> list[str]:
 
 
 def _cited_texts(answer: str, texts: Sequence[str]) -> list[str]:
-    cited = [texts[n - 1] for n in dict.fromkeys(int(m[1:-1]) for m in _MARKER_RE.findall(answer))
+    cited = [texts[n - 1] for n in dict.fromkeys(int(m) for m in _MARKER_RE.findall(answer))
              if 1 <= n <= len(texts)]
     return cited or list(texts)
 
