@@ -29,6 +29,8 @@ LEVELS: tuple[str, ...] = get_args(Level)
 _MAX_SAMPLES = 1_000_000
 # per-chunk accumulators above this many floats switch to per-position output + bincount
 _MAX_ACCUMULATOR = 1 << 24
+# above this many groups (a row no longer fits a core's L2 cache) each thread gets one chunk
+_SMALL_ACCUMULATOR = 1 << 16
 
 
 class Gradients(NamedTuple):
@@ -174,7 +176,10 @@ def _gradient_sums(
             )
             sums = np.bincount(group, weights=out, minlength=n_groups)
             return sums, math.nan
-        n_chunks = max(1, min(data.n_tuples, 4 * threads))
+        # a few chunks per thread even out uneven lists; but a row per chunk must be zeroed and
+        # added up, which for item-level weights over a large corpus costs more than it evens out
+        per_thread = 4 if n_groups <= _SMALL_ACCUMULATOR else 1
+        n_chunks = max(1, min(data.n_tuples, per_thread * threads))
         if n_chunks * n_groups <= _MAX_ACCUMULATOR:
             sums, value = kernels.grouped_gradient_sums(
                 data.offsets, group, data.utility, w, k, eps, n_chunks, max_len
