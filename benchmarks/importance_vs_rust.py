@@ -100,7 +100,7 @@ def agreement(folder: Path, seeds: int = 3) -> list[list[object]]:
             theirs = np.bincount(data.item_source, weights=items) / sizes
             diffs = []
             for rule in ("reference", "mean-gradient"):
-                est = DataImportance(k=3, epochs=4, learning_rate=lr, group_update=rule)  # type: ignore[arg-type]
+                est = DataImportance(k=3, epochs=4, learning_rate=lr, group_update=rule)
                 diffs.append(float(np.abs(est.fit(data).weights_ - theirs).max()))
             rows.append([seed, f"{lr:g}", f"{diffs[0]:.1e}", f"{diffs[1]:.3f}"])
     return rows
