@@ -156,13 +156,7 @@ class DataImportance:
                 sums, value = _gradient_sums(validation, at, n_jobs=self.n_jobs, **kwargs)
             history.append(value / n_tuples)
             if reference:
-                item_w = np.clip(at + lr * (sums / n_tuples), 0.0, 1.0)
-                total = np.bincount(validation.item_source, weights=item_w, minlength=n)
-                grad = np.divide(
-                    np.bincount(validation.item_source, weights=sums / n_tuples, minlength=n),
-                    all_items, out=np.zeros(n), where=all_items > 0,
-                )
-                w = np.divide(total, all_items, out=w.copy(), where=all_items > 0)
+                w, grad = kernels.reference_step(sums, w, validation.item_source, lr, n_tuples, all_items)
             else:
                 grad = np.divide(sums / n_tuples, counts, out=np.zeros(n), where=counts > 0)
                 w = np.clip(w + lr * grad, 0.0, 1.0)

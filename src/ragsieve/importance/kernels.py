@@ -276,6 +276,41 @@ def position_gradients(
     return float(positions(offsets, group, util, weights, float(epsilon), out, max(int(max_len), 1)))
 
 
+@njit(cache=_CACHE, nogil=True)
+def reference_step(
+    item_sums: np.ndarray,
+    weights: np.ndarray,
+    item_source: np.ndarray,
+    learning_rate: float,
+    n_tuples: int,
+    all_items: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One step of the authors' group rule, in one pass over the items.
+
+    Every item moves from its source's weight by ``learning_rate`` times its mean gradient and is
+    clipped to [0, 1]; a source's new weight is the mean of its items' (``all_items`` counts every
+    item id of the source; a source without items keeps its weight). Also returns the mean item
+    gradient per source. The same arithmetic, in the same order, as clipping an item array and
+    reducing it with ``np.bincount``, without the four item-length temporaries that takes.
+    """
+    n = weights.shape[0]
+    total = np.zeros(n, dtype=np.float64)
+    grad_total = np.zeros(n, dtype=np.float64)
+    for i in range(item_source.shape[0]):
+        s = item_source[i]
+        g = item_sums[i] / n_tuples
+        x = weights[s] + learning_rate * g
+        total[s] += min(max(x, 0.0), 1.0)
+        grad_total[s] += g
+    new = weights.copy()
+    grad = np.zeros(n, dtype=np.float64)
+    for s in range(n):
+        if all_items[s] > 0:
+            new[s] = total[s] / all_items[s]
+            grad[s] = grad_total[s] / all_items[s]
+    return new, grad
+
+
 # --------------------------------------------------------------------------- Monte Carlo
 
 
