@@ -76,3 +76,14 @@ def test_the_fused_group_rule_equals_clip_then_bincount() -> None:
     np.testing.assert_array_equal(got_w, want_w)
     np.testing.assert_array_equal(got_g, want_g)
     assert got_w[-1] == weights[-1]  # a source without items keeps its weight
+
+
+@pytest.mark.parametrize("method", ["exact", "approx", "montecarlo"])
+def test_item_gradients_read_through_the_source_equal_those_at_copied_item_weights(method: str) -> None:
+    data = synthetic(60, list_len=15, n_sources=7, seed=12, utility_dtype=np.float64)
+    w = np.random.default_rng(12).uniform(0.1, 0.9, 7)
+    kw = dict(level="item", k=4, method=method, epsilon=0.05, n_samples=30, seed=2, n_jobs=1)
+    want, want_v = _gradient_sums(data, w[data.item_source], **kw)  # type: ignore[arg-type]
+    got, got_v = _gradient_sums(data, w, item_weights_by_source=True, **kw)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(got, want)
+    assert got_v == want_v or (np.isnan(got_v) and np.isnan(want_v))

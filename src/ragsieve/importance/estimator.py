@@ -149,11 +149,13 @@ class DataImportance:
                 epsilon=float(self.epsilon), delta=float(self.delta), utility=self.utility,
                 seed=int(self.seed) + epoch, n_samples=n_samples,
             )
-            at = w[validation.item_source] if reference else w
             if dist is not None:
-                sums, value = dist.gradient_sums(at, **kwargs)
+                sums, value = dist.gradient_sums(w[validation.item_source] if reference else w, **kwargs)
             else:
-                sums, value = _gradient_sums(validation, at, n_jobs=self.n_jobs, **kwargs)
+                # the reference rule's items sit at their source's weight: the kernels read it there
+                sums, value = _gradient_sums(
+                    validation, w, n_jobs=self.n_jobs, item_weights_by_source=reference, **kwargs
+                )
             history.append(value / n_tuples)
             if reference:
                 w, grad = kernels.reference_step(sums, w, validation.item_source, lr, n_tuples, all_items)

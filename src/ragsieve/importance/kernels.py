@@ -174,11 +174,10 @@ def _specialised(k: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
 
     @njit(cache=_CACHE, nogil=True, parallel=True)
     def grouped(
-        offsets: np.ndarray, group: np.ndarray, util: np.ndarray, weights: np.ndarray,
-        epsilon: float, n_chunks: int, max_len: int,
+        offsets: np.ndarray, gather: np.ndarray, group: np.ndarray, util: np.ndarray, weights: np.ndarray,
+        n_groups: int, epsilon: float, n_chunks: int, max_len: int,
     ) -> tuple[np.ndarray, float]:
         n_tuples = offsets.shape[0] - 1
-        n_groups = weights.shape[0]
         acc = np.zeros((n_chunks, n_groups), dtype=np.float64)
         values = np.zeros(n_chunks, dtype=np.float64)
         for c in prange(n_chunks):
@@ -194,7 +193,7 @@ def _specialised(k: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
                 a = offsets[t]
                 n = offsets[t + 1] - a
                 for i in range(n):
-                    p[i] = weights[group[a + i]]
+                    p[i] = weights[gather[a + i]]
                 e = _truncation_point(p, 0, n, kk, epsilon)
                 val += _tuple_gradient(util, p, a, e, kk, w_buf, ip, g)
                 for i in range(e):
@@ -208,7 +207,7 @@ def _specialised(k: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
 
     @njit(cache=_CACHE, nogil=True, parallel=True)
     def positions(
-        offsets: np.ndarray, group: np.ndarray, util: np.ndarray, weights: np.ndarray,
+        offsets: np.ndarray, gather: np.ndarray, util: np.ndarray, weights: np.ndarray,
         epsilon: float, out: np.ndarray, max_len: int,
     ) -> float:
         n_tuples = offsets.shape[0] - 1
@@ -225,7 +224,7 @@ def _specialised(k: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
                 a = offsets[t]
                 n = offsets[t + 1] - a
                 for i in range(n):
-                    p[i] = weights[group[a + i]]
+                    p[i] = weights[gather[a + i]]
                 e = _truncation_point(p, 0, n, kk, epsilon)
                 val += _tuple_gradient(util, p, a, e, kk, w_buf, ip, out[a:])
                 for i in range(e, n):
@@ -245,15 +244,23 @@ def grouped_gradient_sums(
     epsilon: float,
     n_chunks: int,
     max_len: int,
+    presence: np.ndarray | None = None,
+    n_groups: int | None = None,
 ) -> tuple[np.ndarray, float]:
     """Sum of the per-position gradients by group id (source or item); also sum of E[U_x].
 
-    ``group[pos]`` indexes ``weights`` (the presence probability of that position). Each chunk of
-    tuples accumulates into its own row, so threads never write the same memory; the rows are
-    added at the end. Memory: ``n_chunks * len(weights)`` floats plus per-chunk scratch.
+    ``group[pos]`` indexes ``weights`` (the presence probability of that position) unless
+    ``presence[pos]`` is given to do that (e.g. the source of each position, for item gradients
+    at weights shared by a source's items); the sums then have ``n_groups`` entries. Each chunk
+    of tuples accumulates into its own row, so threads never write the same memory; the rows
+    are added at the end. Memory: ``n_chunks * n_groups`` floats plus per-chunk scratch.
     """
     grouped, _ = _specialised(int(k))
-    sums, value = grouped(offsets, group, util, weights, float(epsilon), max(int(n_chunks), 1), max(int(max_len), 1))
+    gather = group if presence is None else presence
+    n_out = weights.shape[0] if n_groups is None else int(n_groups)
+    sums, value = grouped(
+        offsets, gather, group, util, weights, n_out, float(epsilon), max(int(n_chunks), 1), max(int(max_len), 1)
+    )
     return sums, float(value)
 
 

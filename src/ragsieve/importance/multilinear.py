@@ -158,6 +158,7 @@ def _gradient_sums(
     n_samples: int | None = None,
     n_tuples_total: int | None = None,
     tuple_offset: int = 0,
+    item_weights_by_source: bool = False,
 ) -> tuple[np.ndarray, float]:
     """:func:`gradient_sums` without its checks: ``data`` must already be valid (the compiled
     kernels do not check index bounds) and the parameters checked by the caller, as
@@ -170,10 +171,22 @@ def _gradient_sums(
     ``n_tuples_total``) and supports the ``"majority"`` utility (needs ``data.answer``);
     its random draws depend on the seed and the global tuple number ``tuple_offset + t``, so a
     partitioned run draws the same samples as a single-process one.
+
+    ``item_weights_by_source`` (with ``level="item"``): ``weights`` are per source and every item
+    is at its source's weight, as the authors' group rule evaluates the item gradients; the
+    kernels then read each position's weight through its source, with no item-length copy.
     """
     group = data.item if level == "item" else data.source
     n_groups = data.n_items if level == "item" else data.n_sources
-    w = _check(data, weights, n_groups, k)
+    presence = None  # what indexes the weights, where that is not `group`
+    if item_weights_by_source and level == "item":
+        w = _check(data, weights, data.n_sources, k)
+        if method == "montecarlo":
+            w = w[data.item_source]  # the sampler reads the weight of each item
+        else:
+            presence = data.source
+    else:
+        w = _check(data, weights, n_groups, k)
     if utility == "majority" and method != "montecarlo":
         raise ConfigError("the majority-vote utility is not additive; use method='montecarlo'")
     max_len = max(data.max_len, 1)
@@ -200,12 +213,13 @@ def _gradient_sums(
         if n_chunks * n_groups <= _MAX_ACCUMULATOR:
             with _chunks_on_demand():
                 sums, value = kernels.grouped_gradient_sums(
-                    data.offsets, group, data.utility, w, k, eps, n_chunks, max_len
+                    data.offsets, group, data.utility, w, k, eps, n_chunks, max_len, presence, n_groups
                 )
             return sums, float(value)
         out = np.empty(data.n_positions, dtype=np.float64)
+        by = group if presence is None else presence
         with _chunks_on_demand():
-            value = kernels.position_gradients(data.offsets, group, data.utility, w, k, eps, out, max_len)
+            value = kernels.position_gradients(data.offsets, by, data.utility, w, k, eps, out, max_len)
         return np.bincount(group, weights=out, minlength=n_groups), float(value)
 
 
