@@ -112,23 +112,6 @@ def _threads(n_jobs: int | None, n_positions: int | None = None) -> Iterator[int
         numba.set_num_threads(before)
 
 
-@contextmanager
-def _chunks_on_demand() -> Iterator[None]:
-    """Threads take the next chunk of tuples when they finish one (numba's default hands each
-    thread an equal share up front), so a thread the OS pauses on a busy machine leaves its
-    remaining chunks to the others. Results do not depend on it: every chunk has its own row."""
-    if not kernels.COMPILED:
-        yield
-        return
-    import numba
-
-    before = numba.set_parallel_chunksize(1)
-    try:
-        yield
-    finally:
-        numba.set_parallel_chunksize(before)
-
-
 def _check(data: ValidationData, weights: np.ndarray, n: int, k: int) -> np.ndarray:
     if k < 1:
         raise ConfigError(f"k must be at least 1, got {k}")
@@ -208,18 +191,16 @@ def _gradient_sums(
             return sums, math.nan
         # a few chunks per thread even out uneven lists; but a row per chunk must be zeroed and
         # added up, which for item-level weights over a large corpus costs more than it evens out
-        per_thread = 8 if n_groups <= _SMALL_ACCUMULATOR else 1
+        per_thread = 4 if n_groups <= _SMALL_ACCUMULATOR else 1
         n_chunks = max(1, min(data.n_tuples, per_thread * threads))
         if n_chunks * n_groups <= _MAX_ACCUMULATOR:
-            with _chunks_on_demand():
-                sums, value = kernels.grouped_gradient_sums(
-                    data.offsets, group, data.utility, w, k, eps, n_chunks, max_len, presence, n_groups
-                )
+            sums, value = kernels.grouped_gradient_sums(
+                data.offsets, group, data.utility, w, k, eps, n_chunks, max_len, presence, n_groups
+            )
             return sums, float(value)
         out = np.empty(data.n_positions, dtype=np.float64)
         by = group if presence is None else presence
-        with _chunks_on_demand():
-            value = kernels.position_gradients(data.offsets, by, data.utility, w, k, eps, out, max_len)
+        value = kernels.position_gradients(data.offsets, by, data.utility, w, k, eps, out, max_len)
         return np.bincount(group, weights=out, minlength=n_groups), float(value)
 
 
