@@ -189,8 +189,9 @@ def _gradient_sums(
             )
             sums = np.bincount(group, weights=out, minlength=n_groups)
             return sums, math.nan
-        # a few chunks per thread even out uneven lists; but a row per chunk must be zeroed and
-        # added up, which for item-level weights over a large corpus costs more than it evens out
+        # every chunk of tuples has its own accumulator row, zeroed and added up once per epoch;
+        # for item-level weights over a large corpus those passes cost more than the kernel's
+        # scatter, so there each thread takes one chunk
         per_thread = 4 if n_groups <= _SMALL_ACCUMULATOR else 1
         n_chunks = max(1, min(data.n_tuples, per_thread * threads))
         if n_chunks * n_groups <= _MAX_ACCUMULATOR:
