@@ -149,20 +149,16 @@ class DataImportance:
                 epsilon=float(self.epsilon), delta=float(self.delta), utility=self.utility,
                 seed=int(self.seed) + epoch, n_samples=n_samples,
             )
-            at = w[validation.item_source] if reference else w
             if dist is not None:
-                sums, value = dist.gradient_sums(at, **kwargs)
+                sums, value = dist.gradient_sums(w[validation.item_source] if reference else w, **kwargs)
             else:
-                sums, value = _gradient_sums(validation, at, n_jobs=self.n_jobs, **kwargs)
+                # the reference rule's items sit at their source's weight: the kernels read it there
+                sums, value = _gradient_sums(
+                    validation, w, n_jobs=self.n_jobs, item_weights_by_source=reference, **kwargs
+                )
             history.append(value / n_tuples)
             if reference:
-                item_w = np.clip(at + lr * (sums / n_tuples), 0.0, 1.0)
-                total = np.bincount(validation.item_source, weights=item_w, minlength=n)
-                grad = np.divide(
-                    np.bincount(validation.item_source, weights=sums / n_tuples, minlength=n),
-                    all_items, out=np.zeros(n), where=all_items > 0,
-                )
-                w = np.divide(total, all_items, out=w.copy(), where=all_items > 0)
+                w, grad = kernels.reference_step(sums, w, validation.item_source, lr, n_tuples, all_items)
             else:
                 grad = np.divide(sums / n_tuples, counts, out=np.zeros(n), where=counts > 0)
                 w = np.clip(w + lr * grad, 0.0, 1.0)

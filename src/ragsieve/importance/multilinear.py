@@ -29,6 +29,8 @@ LEVELS: tuple[str, ...] = get_args(Level)
 _MAX_SAMPLES = 1_000_000
 # per-chunk accumulators above this many floats switch to per-position output + bincount
 _MAX_ACCUMULATOR = 1 << 24
+# above this many groups (a row no longer fits a core's L2 cache) each thread gets one chunk
+_SMALL_ACCUMULATOR = 1 << 16
 
 
 class Gradients(NamedTuple):
@@ -139,6 +141,7 @@ def _gradient_sums(
     n_samples: int | None = None,
     n_tuples_total: int | None = None,
     tuple_offset: int = 0,
+    item_weights_by_source: bool = False,
 ) -> tuple[np.ndarray, float]:
     """:func:`gradient_sums` without its checks: ``data`` must already be valid (the compiled
     kernels do not check index bounds) and the parameters checked by the caller, as
@@ -151,10 +154,22 @@ def _gradient_sums(
     ``n_tuples_total``) and supports the ``"majority"`` utility (needs ``data.answer``);
     its random draws depend on the seed and the global tuple number ``tuple_offset + t``, so a
     partitioned run draws the same samples as a single-process one.
+
+    ``item_weights_by_source`` (with ``level="item"``): ``weights`` are per source and every item
+    is at its source's weight, as the authors' group rule evaluates the item gradients; the
+    kernels then read each position's weight through its source, with no item-length copy.
     """
     group = data.item if level == "item" else data.source
     n_groups = data.n_items if level == "item" else data.n_sources
-    w = _check(data, weights, n_groups, k)
+    presence = None  # what indexes the weights, where that is not `group`
+    if item_weights_by_source and level == "item":
+        w = _check(data, weights, data.n_sources, k)
+        if method == "montecarlo":
+            w = w[data.item_source]  # the sampler reads the weight of each item
+        else:
+            presence = data.source
+    else:
+        w = _check(data, weights, n_groups, k)
     if utility == "majority" and method != "montecarlo":
         raise ConfigError("the majority-vote utility is not additive; use method='montecarlo'")
     max_len = max(data.max_len, 1)
@@ -174,14 +189,19 @@ def _gradient_sums(
             )
             sums = np.bincount(group, weights=out, minlength=n_groups)
             return sums, math.nan
-        n_chunks = max(1, min(data.n_tuples, 4 * threads))
+        # every chunk of tuples has its own accumulator row, zeroed and added up once per epoch;
+        # for item-level weights over a large corpus those passes cost more than the kernel's
+        # scatter, so there each thread takes one chunk
+        per_thread = 4 if n_groups <= _SMALL_ACCUMULATOR else 1
+        n_chunks = max(1, min(data.n_tuples, per_thread * threads))
         if n_chunks * n_groups <= _MAX_ACCUMULATOR:
             sums, value = kernels.grouped_gradient_sums(
-                data.offsets, group, data.utility, w, k, eps, n_chunks, max_len
+                data.offsets, group, data.utility, w, k, eps, n_chunks, max_len, presence, n_groups
             )
             return sums, float(value)
         out = np.empty(data.n_positions, dtype=np.float64)
-        value = kernels.position_gradients(data.offsets, group, data.utility, w, k, eps, out, max_len)
+        by = group if presence is None else presence
+        value = kernels.position_gradients(data.offsets, by, data.utility, w, k, eps, out, max_len)
         return np.bincount(group, weights=out, minlength=n_groups), float(value)
 
 
