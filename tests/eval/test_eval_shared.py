@@ -134,6 +134,7 @@ def test_shared_work_gives_every_configuration_its_answers_when_run_alone(
     judged_shared = counted["judged"] - judged_alone
     assert shared.counts()["searches"] == searched_shared
     assert shared.counts()["judged_passages"] == judged_shared
+    assert shared.counts()["embedded_texts"] == embedded_shared[0]
     assert 0 < searched_shared < searched_alone
     assert 0 < judged_shared < judged_alone
     assert 0 < embedded_shared[0] < embedded_alone[0]

@@ -92,6 +92,21 @@ class _SharedMemo(MemoEmbedder):
         return True
 
 
+class _Counted:
+    """An embedder that counts the texts it embeds (``embedded``); every member is the embedder's own."""
+
+    def __init__(self, inner: Any) -> None:
+        self.__dict__["_inner"] = inner
+        self.__dict__["embedded"] = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_inner"], name)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.__dict__["embedded"] += len(texts)
+        return np.asarray(self.__dict__["_inner"].embed(texts))
+
+
 class MemoSearch:
     """An opened index (or store) whose ``search`` answers a call it has seen with the hits it
     returned then; every other attribute is the index's own.
@@ -254,9 +269,9 @@ class SharedWork:
                 if self._load_embedder is None:
                     from ragsieve.embed import load_embedder
 
-                    raw = load_embedder(config)
+                    raw = _Counted(load_embedder(config))
                 else:
-                    raw = self._load_embedder(config)
+                    raw = _Counted(self._load_embedder(config))
                 pool = SharedEmbedder(Ref(None), EMBEDDINGS_KEPT, inner=lambda: raw)
                 pool.memo = _SharedMemo(raw, EMBEDDINGS_KEPT)
                 self._embedders[key] = pool
@@ -316,9 +331,9 @@ class SharedWork:
 
     def counts(self) -> dict[str, int]:
         """How much work was done (not answered from the shared caches): searches run, passages
-        judged, texts embedded by the models' memos (held)."""
+        judged, texts embedded by the embedding models."""
         return {
             "searches": sum(int(ix.searches) for ix in self._indexes.values()),
             "judged_passages": sum(j.scored for j in self._judges.values()),
-            "embeddings_held": sum(len(p()) for p in self._embedders.values() if p() is not None),
+            "embedded_texts": sum(int(p.memo.inner.embedded) for p in self._embedders.values()),
         }
