@@ -70,9 +70,11 @@ def test_eval_on_three_demo_questions_end_to_end(tmp_path, capsys) -> None:  # t
     assert configs["sieve"]["vs_baseline"]["selective_accuracy_matched"]["coverage"] > 0
     assert plot.stat().st_size > 1000 and plot.read_bytes()[:4] == b"\x89PNG"
     assert len(cache.read_text(encoding="utf-8").splitlines()) == 12
+    assert result["questions_answered"] == 3 and result["questions_per_minute"] > 0 and result["shared_work"]
     # Resumed from the cache: same numbers, and the readable table names every configuration.
     code, out, _ = run(capsys, *args)
     assert code == 0 and "sieve -verify" in out and "lexical-embedding" in out
+    assert "every output came from the cache" in out
     assert len(cache.read_text(encoding="utf-8").splitlines()) == 12
 
 

@@ -19,8 +19,10 @@ logger = logging.getLogger(__name__)
 JUDGES = ("llm-logprob", "lexical-embedding", "none")
 
 
-def make_judge(name: str, config: Any) -> Any:
-    """The fixed faithfulness judge: one for every configuration, so their scores compare."""
+def make_judge(name: str, config: Any, shared: Any = None) -> Any:
+    """The fixed faithfulness judge: one for every configuration, so their scores compare.
+    ``shared`` (a :class:`ragsieve.eval.shared.SharedWork`): its model or embedding memo, the one
+    the configurations use, rather than another copy."""
     if name == "none":
         return None
     from ragsieve.verify import LexicalEmbeddingJudge, LLMLogprobJudge
@@ -28,11 +30,13 @@ def make_judge(name: str, config: Any) -> Any:
     if name == "llm-logprob":
         from ragsieve.llm import load_llm
 
-        return LLMLogprobJudge(load_llm(config.llm))
+        return LLMLogprobJudge(shared.llm(config.llm) if shared is not None else load_llm(config.llm))
     if name == "lexical-embedding":
         from ragsieve.embed import load_embedder
 
-        return LexicalEmbeddingJudge(load_embedder(config.embedder))
+        return LexicalEmbeddingJudge(
+            shared.embedder(config.embedder) if shared is not None else load_embedder(config.embedder)
+        )
     raise InputError(f"unknown faithfulness judge {name!r}; use one of {', '.join(JUDGES)}")
 
 
@@ -113,15 +117,23 @@ def eval_command(
     ),
     delta: float | None = typer.Option(None, "--delta", help="Its delta (default: the config's, else 0.1)."),
     splits: int = typer.Option(200, "--splits", min=0, help="Random splits of the calibration simulation."),
+    share_work: bool = typer.Option(
+        True,
+        "--share-work/--no-share-work",
+        help="Answer each question's configurations over one index, LLM and embedding memo, with the question's "
+        "searches and judge scores computed once (default); --no-share-work builds each configuration on its own. "
+        "The answers are the same either way.",
+    ),
 ) -> None:
     """Score the sieve, plain RAG, no retrieval and ablations: accuracy, coverage, AURC, faithfulness, cost."""
     from ragsieve.cluster import dask_client
     from ragsieve.config import apply_overrides, load_with_overrides
     from ragsieve.console import console, resolve_index_dir, stage_progress
     from ragsieve.eval.data import load_qa
-    from ragsieve.eval.harness import EvalCache, default_cache_path, run_eval
+    from ragsieve.eval.harness import EvalCache, default_cache_path, pending_items, run_eval
     from ragsieve.eval.report import plot_risk_coverage
     from ragsieve.eval.scoring import score_all
+    from ragsieve.eval.shared import SharedWork
 
     if judge not in JUDGES:
         raise InputError(f"unknown faithfulness judge {judge!r}; use one of {', '.join(JUDGES)}")
@@ -144,7 +156,10 @@ def eval_command(
     items = load_qa(data, limit)
     cache_path = cache or default_cache_path(data, index)
     store = EvalCache(cache_path).load()
-    fixed_judge = make_judge(judge, cfg)
+    # Dask workers get a copy of the judge: it cannot hold this process's loaded models then.
+    shared = SharedWork() if share_work else None
+    fixed_judge = make_judge(judge, cfg, shared if workers is None and cluster is None else None)
+    answered = len(pending_items(items, specs, store, fixed_judge.name if fixed_judge is not None else None))
     start = time.perf_counter()
     label = f"evaluating {len(specs)} configurations"
     with dask_client(workers, cluster, "evaluating") as client, stage_progress() as progress:
@@ -158,15 +173,18 @@ def eval_command(
             client=client,
             partition_size=partition_questions,
             baseline_signals=fair,
+            shared=shared,
+            share=share_work,
         )
     elapsed = time.perf_counter() - start
+    throughput = questions_per_minute(answered, elapsed)
     baseline = "plain" if "plain" in records else None
     scores = score_all(items, records, baseline=baseline, n_boot=boot)
     judge_name = fixed_judge.name if fixed_judge is not None else "none"
     report: dict[str, Any] | None = None
     fair_missing = _fair_missing(fair, cfg, len(items), any(s.name in records for s in specs))
     if fair_missing is None:
-        report, fair_missing = _fair(items, records, cfg, risk, delta, splits, boot)
+        report, fair_missing = _fair(items, records, cfg, risk, delta, splits, boot, shared)
     if plot is not None:
         plot_risk_coverage(_with_best_baseline(scores, report), plot, title=f"{data.name}, n={len(items)}")
     self_judged = judge_name == cfg.stages.verify.claim_judge
@@ -183,6 +201,10 @@ def eval_command(
             "model": cfg.llm.model or "bundled SmolLM2-135M-Instruct",
             "cache": str(cache_path),
             "seconds": round(elapsed, 1),
+            # questions answered in this run (not read from the cache), every configuration each
+            "questions_answered": answered,
+            "questions_per_minute": throughput,
+            "shared_work": share_work,
             "configurations": {s.name: {**scores[s.name], "spec": s.to_dict()} for s in specs},
             "fair": report,
             "checks": {
@@ -194,6 +216,7 @@ def eval_command(
         return
     _print_table(console, scores, len(items), judge_name + (" = self-judged" if self_judged else ""), cache_path,
                  elapsed, fair_missing)  # fmt: skip
+    console.print(throughput_line(answered, len(specs), elapsed, share_work), markup=False, highlight=False)
     if report is not None:
         _print_fair(console, report)
     _print_checks(console, items, records)
@@ -231,18 +254,49 @@ def _fair_missing(wanted: bool, cfg: Any, n: int, evaluated: bool) -> str | None
     return None
 
 
+def questions_per_minute(answered: int, seconds: float) -> float | None:
+    """Questions answered per minute of answering, ``None`` when none was answered (all cached)."""
+    if answered <= 0 or seconds <= 0:
+        return None
+    return round(60.0 * answered / seconds, 2)
+
+
+def throughput_line(answered: int, configurations: int, seconds: float, shared: bool) -> str:
+    """The throughput sentence under the tables."""
+    rate = questions_per_minute(answered, seconds)
+    if rate is None:
+        return "Throughput: every output came from the cache; no question was answered in this run."
+    how = "sharing retrieval, judging and embedding" if shared else "each configuration on its own"
+    return (
+        f"Throughput: {rate:.2f} questions per minute ({answered} question{'s' if answered != 1 else ''} x "
+        f"{configurations} configuration{'s' if configurations != 1 else ''} in {seconds:.0f}s, {how})."
+    )
+
+
 def _fair(
-    items: Any, records: Any, cfg: Any, risk: float | None, delta: float | None, splits: int, boot: int
+    items: Any,
+    records: Any,
+    cfg: Any,
+    risk: float | None,
+    delta: float | None,
+    splits: int,
+    boot: int,
+    shared: Any = None,
 ) -> tuple[dict[str, Any] | None, str | None]:
     """:func:`ragsieve.eval.fair.fair_report` with the configured model and index (an LLM judge
-    only when a served model is configured), or ``None`` and why it could not be made."""
+    only when a served model is configured), or ``None`` and why it could not be made. ``shared``:
+    the evaluation's :class:`ragsieve.eval.shared.SharedWork`, whose index and model it reuses."""
     from ragsieve.errors import RagsieveError
     from ragsieve.eval.baselines import BaselineScorer
     from ragsieve.eval.fair import fair_report
 
-    scorer = BaselineScorer(cfg)
     llm_judge = None
     try:
+        scorer = (
+            BaselineScorer(cfg, index=shared.index(cfg), llm=shared.llm(cfg.llm))
+            if shared is not None
+            else BaselineScorer(cfg)
+        )
         scorer.warm_up()
         if cfg.llm.backend == "openai":
             from ragsieve.eval.faithfulness import LLMAnswerJudge

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from ragsieve.config import PipelineConfig
 from ragsieve.errors import ConfigError, InputError, RagsieveError
 from ragsieve.eval.data import QAItem
+from ragsieve.eval.shared import SharedWork
 from ragsieve.types import Answer
 
 logger = logging.getLogger(__name__)
@@ -311,12 +312,28 @@ def _warmed(pipe: Any) -> Any:
 
 
 class _Answerer:
-    """Answers (configuration, question) pairs, building each pipeline once and warming the judge once."""
+    """Answers (configuration, question) pairs, building each pipeline once and warming the judge once.
+
+    Without a ``build`` function the pipelines are built over one :class:`SharedWork` (``shared``,
+    else a new one; ``share=False``: each pipeline opens and loads everything itself)."""
 
     def __init__(
-        self, build: Callable[[EvalSpec], Any], judge: FaithfulnessJudge | None, baseline_signals: bool = False
+        self,
+        build: Callable[[EvalSpec], Any] | None,
+        judge: FaithfulnessJudge | None,
+        baseline_signals: bool = False,
+        *,
+        shared: SharedWork | None = None,
+        share: bool = True,
     ) -> None:
+        if build is None:
+            if share:
+                pool = shared = shared if shared is not None else SharedWork()
+                build = lambda spec: pool.pipeline(spec.config)  # noqa: E731
+            else:
+                build = _build
         self.build = build
+        self.shared = shared
         self.judge = judge
         self.baseline_signals = baseline_signals
         self.built_pipelines: dict[str, Any] = {}
@@ -380,11 +397,13 @@ def run_eval(
     cache: EvalCache,
     judge: FaithfulnessJudge | None,
     *,
-    build: Callable[[EvalSpec], Any] = _build,
+    build: Callable[[EvalSpec], Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
     client: Any = None,
     partition_size: int | None = None,
     baseline_signals: bool = False,
+    shared: SharedWork | None = None,
+    share: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
     """Answer every item with every spec (cached outputs reused); records per spec name, item order.
 
@@ -396,10 +415,16 @@ def run_eval(
     new record also gets ``baseline_signals``, the fair baselines' retrieval and log-probability
     signals (:class:`ragsieve.eval.baselines.BaselineScorer`) scored right after answering, while the
     model still holds the prompt (this process only; cluster workers leave it to the report).
+
+    ``build`` makes a configuration's pipeline; by default every configuration's pipeline is built
+    over one :class:`ragsieve.eval.shared.SharedWork` (``shared``, else a new one): one index, LLM
+    and embedding memo, each question's searches and judge scores computed once for all the
+    configurations, generation and decisions each configuration's own. ``share=False`` builds each
+    configuration on its own (what separate runs do). On a cluster each worker shares its own.
     """
     if client is not None:
-        return _run_eval_on_cluster(items, specs, cache, judge, build, progress, client, partition_size)
-    answerer = _Answerer(build, judge, baseline_signals)
+        return _run_eval_on_cluster(items, specs, cache, judge, build, progress, client, partition_size, share)
+    answerer = _Answerer(build, judge, baseline_signals, shared=shared, share=share)
     judge_name = judge.name if judge is not None else None
     total = len(items) * len(specs)
     done = 0
@@ -430,8 +455,9 @@ def _answer_partition(
     specs: Sequence[EvalSpec],
     keys: set[str],
     judge_name: str | None,
-    build: Callable[[EvalSpec], Any],
+    build: Callable[[EvalSpec], Any] | None,
     judge: FaithfulnessJudge | None,
+    share: bool = True,
 ) -> list[dict[str, Any]]:
     """On a worker: the records of ``items`` x ``specs`` whose cache keys are in ``keys``."""
     # One answerer per thread: a pipeline's LLM (llama.cpp) must not run two questions at once.
@@ -439,7 +465,9 @@ def _answer_partition(
     with _WORKER_LOCK:
         for stale in [s for s in _WORKER_ANSWERERS if s[0] != run]:
             del _WORKER_ANSWERERS[stale]
-        answerer = _WORKER_ANSWERERS.setdefault(slot, _Answerer(build, judge))
+        answerer = _WORKER_ANSWERERS.get(slot)
+        if answerer is None:
+            answerer = _WORKER_ANSWERERS[slot] = _Answerer(build, judge, share=share)
     out = []
     for item in items:
         for spec in specs:
@@ -454,10 +482,11 @@ def _run_eval_on_cluster(
     specs: Sequence[EvalSpec],
     cache: EvalCache,
     judge: FaithfulnessJudge | None,
-    build: Callable[[EvalSpec], Any],
+    build: Callable[[EvalSpec], Any] | None,
     progress: Callable[[int, int], None] | None,
     client: Any,
     partition_size: int | None,
+    share: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
     from dask.distributed import as_completed
 
@@ -495,6 +524,7 @@ def _run_eval_on_cluster(
                     judge_name,
                     build,
                     shipped,
+                    share,
                     pure=False,
                 )
             )
@@ -505,6 +535,13 @@ def _run_eval_on_cluster(
             if progress is not None:
                 progress(done, total)
     return {s.name: [cache.records[s.key(i.id, i.question, judge_name)] for i in items] for s in specs}
+
+
+def pending_items(
+    items: Iterable[QAItem], specs: Sequence[EvalSpec], cache: EvalCache, judge: str | None
+) -> list[QAItem]:
+    """Items some spec has no cached record for (the questions a run will answer)."""
+    return [i for i in items if any(cache.get(s.key(i.id, i.question, judge)) is None for s in specs)]
 
 
 def cached_records(
