@@ -304,16 +304,16 @@ class SharedWork:
             return self._indexes[key]
 
     def judge(self, config: PipelineConfig) -> MemoJudge:
-        """The relevance judge ``config.sieve`` names, over the shared embedder, scoring each
-        (question, passage) once."""
+        """The relevance judge ``config.stages.judge`` names, over the shared embedder, scoring
+        each (question, passage) once."""
         from ragsieve.sieve.judge import build_judge
 
         key = json.dumps(
-            {"judge": config.sieve.judge, "model": config.sieve.judge_model, "embedder": _config_key(config.embedder)}
+            {"judge": config.stages.judge.kind, "model": config.stages.judge.model, "embedder": _config_key(config.embedder)}
         )
         with self._lock:
             if key not in self._judges:
-                self._judges[key] = MemoJudge(build_judge(config.sieve, self.embedder(config.embedder)))
+                self._judges[key] = MemoJudge(build_judge(config.stages.judge, self.embedder(config.embedder)))
             return self._judges[key]
 
     # ------------------------------------------------------------------ pipelines
