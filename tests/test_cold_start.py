@@ -265,3 +265,48 @@ def test_a_failed_load_raises_from_warm_up(hash_index):
     pipe = sieve_pipeline(hash_index, SlowLoadingLLM(load_s=0.0, error=ModelError("no weights")), SlowJudge(0.0))
     with pytest.raises(ModelError, match="no weights"):
         pipe.warm_up()
+
+
+# ---------------------------------------------------------------- sentence vectors stored at ingest
+class CountingEmbedder:
+    """The configured embedder, recording every text it is asked to embed."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.normalize = getattr(inner, "normalize", True)
+        self.texts: list[str] = []
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def warm_up(self) -> None:
+        self.inner.warm_up()
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+    def to_dict(self):
+        return self.inner.to_dict()
+
+
+@pytest.mark.slow
+def test_ask_embeds_no_passage_sentence_on_an_index_ingest_wrote(default_index):
+    from ragsieve.config import EmbedderConfig
+    from ragsieve.embed import load_embedder
+    from ragsieve.index.sentences import passage_sentences
+
+    embedder = CountingEmbedder(load_embedder(EmbedderConfig()))
+    index = Index.open(default_index, embedder=embedder)
+    cfg = validate_config({"sieve": {"need": "always", "route": "all"}})
+    answer = Pipeline(cfg, index=index, llm=SlowLoadingLLM(load_s=0.0)).ask("When did Apollo 11 land on the Moon?")
+    assert answer.trace.timings_ms.get("judge") is not None  # the relevance judge ran over the candidates
+    sentences = {s for c in index.chunks for s in passage_sentences(c.text)} | {c.text for c in index.chunks}
+    embedded = set(embedder.texts)
+    assert "When did Apollo 11 land on the Moon?" in embedded
+    assert not embedded & sentences, f"embedded at question time: {sorted(embedded & sentences)[:3]}"
