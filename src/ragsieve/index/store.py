@@ -159,6 +159,8 @@ class Index:
         self._sentences: tuple[np.ndarray, np.ndarray] | None = None
         self._sentences_tried = False
         self._sentences_lock = threading.Lock()
+        # the index's vector dimension while the embedder that must match it is still loading
+        self._dim_unchecked: int | None = None
         # Unit vectors (the Embedder contract; judged from the stored vectors, since an index
         # built with normalize=False may be opened by a normalising embedder): dense scores are
         # then cosines times the query's norm, so anything beyond that means a corrupt file.
@@ -576,7 +578,15 @@ class Index:
             raise
         try:
             embedder = embedder or load_embedder(embedder_config or EmbedderConfig())
-            _check_embedder(embedder, model_name, dim, directory)
+            start_warm_up = getattr(embedder, "start_warm_up", None)
+            if start_warm_up is not None and embedder.model_name == model_name:
+                # the model loads while the index is read and its partitions load; its dimension
+                # is checked once it has loaded (warm_up, or the first search)
+                start_warm_up()
+                dim_unchecked: int | None = dim
+            else:
+                _check_embedder(embedder, model_name, dim, directory)
+                dim_unchecked = None
         except BaseException:
             lease.release()
             raise
@@ -597,7 +607,16 @@ class Index:
             raise
         index = cls(directory, chunks, embeddings, manifest, embedder, generation, lease)
         index.check_contents = check_contents and not verify  # verify=True has read every file already
+        index._dim_unchecked = dim_unchecked
         return index
+
+    def check_embedder(self) -> None:
+        """Check that the embedder (loaded by now, or waited for) gives this index's dimension;
+        done at open unless the embedder was still loading then."""
+        dim = self._dim_unchecked
+        if dim is not None:
+            _check_embedder(self.embedder, self.embedder.model_name, dim, self.dir)
+            self._dim_unchecked = None
 
     @classmethod
     def _open_legacy(cls, directory: Path, embedder: Embedder | None, embedder_config: EmbedderConfig | None) -> Index:
@@ -682,12 +701,14 @@ class Index:
         return part
 
     def warm_up(self) -> None:
-        """Load every partition and the embedder now rather than on the first query."""
-        self.embedder.warm_up()
+        """Load every partition and the embedder now rather than on the first query (the
+        partitions first: an embedder loading on its worker thread loads meanwhile)."""
         self._global_partition()
         if self.partitioned:
             for d in self.domains:
                 self._domain_partition(d)
+        self.embedder.warm_up()
+        self.check_embedder()
 
     # ------------------------------------------------------------------ sentence vectors
     def sentence_vectors(self, rows: Sequence[int]) -> tuple[list[str], np.ndarray]:
@@ -837,6 +858,7 @@ class Index:
         (from ``source_weights.json``) is below it.
         """
         retrieval = retrieval or RetrievalConfig()
+        self.check_embedder()
         query = _check_query(query, retrieval.max_query_chars)
         k = validate_k(k)
         if mode not in ("dense", "sparse", "hybrid"):
