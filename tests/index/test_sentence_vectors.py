@@ -178,3 +178,12 @@ def test_a_reingest_reuses_the_stored_sentence_vectors(built, tmp_path):
     with Index.build(tmp_path / "corpus", built, embedder=embedder) as again:
         assert not set(embedder.texts) & all_sentences(again)
         assert again.sentence_vectors(range(len(again)))[0]
+
+
+def test_a_rebuild_from_chunks_reuses_the_stored_sentence_vectors(built, tmp_path):
+    with Index.open(built, embedder=HashEmbedder()) as index:
+        chunks, vectors = list(index.chunks), np.asarray(index.embeddings)
+    embedder = CountingEmbedder()
+    with Index.from_chunks(chunks, built, embedder=embedder, embeddings=vectors) as again:
+        assert embedder.texts == []
+        assert again.sentence_vectors(range(len(again)))[0]

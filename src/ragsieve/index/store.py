@@ -251,7 +251,18 @@ class Index:
             extra: dict[str, Any] = {"source": "chunks"}
             if corpus is not None:
                 extra = {"source": str(Path(corpus).resolve()), "chunk_format": CHUNK_FORMAT}
-            return cls._write(target, chunks, embeddings, embedder, config, extra, progress)
+            # the generation this one replaces: its stored sentence vectors are reused
+            previous: Index | None = None
+            if cls.exists(target):
+                try:
+                    previous = cls.open(target, embedder=embedder)
+                except IndexStoreError as exc:
+                    logger.info("not reusing the sentence vectors of %s (%s)", target, exc)
+            try:
+                return cls._write(target, chunks, embeddings, embedder, config, extra, progress, previous)
+            finally:
+                if previous is not None:
+                    previous.close()
 
     @classmethod
     def build(
