@@ -5,9 +5,11 @@ Each run is a fresh Python process (nothing warm but the OS file cache) on the d
 ingested by the default `ragsieve ingest`, with the bundled models (MiniLM on ONNX Runtime,
 SmolLM2-135M via llama.cpp). "loaded first" warms the LLM up before asking (the order before
 the overlap); "overlapped" is what `ragsieve ask` does now. The modes alternate run by run so
-the shared machine's load falls on both alike.
+the shared machine's load falls on both alike. ``--compare-src`` adds another checkout's code
+(its own ingest and ask, e.g. the main branch's ``src``) as a column measured in the same run.
 
 python benchmarks/cold_ask.py --runs 5
+python benchmarks/cold_ask.py --runs 5 --compare-src ../main/src --skip-first
 """
 
 from __future__ import annotations
@@ -69,10 +71,27 @@ print(json.dumps({
 """
 
 
-def run_child(index_dir: Path, mode: str) -> dict[str, Any]:
+def child_env(src: Path | None) -> dict[str, str]:
+    """The environment of a child: this checkout's ragsieve, or the one under ``src``."""
+    env = {**os.environ, "RAGSIEVE_INDEX": ""}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    return env
+
+
+def ingest(index_dir: Path, src: Path | None) -> None:
+    from ragsieve.demo import demo_corpus_dir
+
+    subprocess.run(
+        [sys.executable, "-m", "ragsieve.cli", "ingest", str(demo_corpus_dir()), "--index", str(index_dir)],
+        check=True, capture_output=True, timeout=600, env=child_env(src),
+    )
+
+
+def run_child(index_dir: Path, mode: str, src: Path | None = None) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(index_dir), mode, QUESTION],
-        capture_output=True, text=True, timeout=300, check=True, env={**os.environ, "RAGSIEVE_INDEX": ""},
+        [sys.executable, "-c", CHILD, str(index_dir), "first" if mode == "first" else "overlap", QUESTION],
+        capture_output=True, text=True, timeout=600, check=True, env=child_env(src),
     )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -85,21 +104,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--index", type=Path, default=None, help="an index `ragsieve ingest` built (else the demo's)")
+    parser.add_argument(
+        "--compare-src", type=Path, default=None,
+        help="another checkout's src/ folder (e.g. the main branch's): its own ingest and cold ask run as a "
+        "column beside this one's, alternating run by run",
+    )
+    parser.add_argument("--skip-first", action="store_true", help="leave out the LLM-loaded-first column")
+    parser.add_argument("--no-write", action="store_true", help="print the table; leave docs/benchmarks.md alone")
     args = parser.parse_args()
-    from ragsieve.demo import demo_corpus_dir
 
+    work = Path(tempfile.mkdtemp())
     index_dir = args.index
     if index_dir is None:
-        index_dir = Path(tempfile.mkdtemp()) / "demo-index"
-        subprocess.run(
-            [sys.executable, "-m", "ragsieve.cli", "ingest", str(demo_corpus_dir()), "--index", str(index_dir)],
-            check=True, capture_output=True, timeout=600, env={**os.environ, "RAGSIEVE_INDEX": ""},
-        )
+        index_dir = work / "demo-index"
+        ingest(index_dir, None)
+    modes: dict[str, tuple[Path, Path | None]] = {}
+    if not args.skip_first:
+        modes["first"] = (index_dir, None)
+    if args.compare_src is not None:
+        compare_index = work / "compare-index"
+        ingest(compare_index, args.compare_src.resolve())
+        modes["compare"] = (compare_index, args.compare_src.resolve())
+    modes["overlap"] = (index_dir, None)
     load_before = os.getloadavg()[0]
-    runs: dict[str, list[dict[str, Any]]] = {"first": [], "overlap": []}
+    runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     for _ in range(args.runs):
-        for mode in runs:
-            runs[mode].append(run_child(index_dir, mode))
+        for mode, (where, src) in modes.items():
+            runs[mode].append(run_child(where, mode, src))
     load_after = os.getloadavg()[0]
 
     def col(mode: str, key: str) -> float:
@@ -108,26 +139,49 @@ def main() -> None:
     def stage(mode: str, name: str) -> float:
         return median([float(r["stages_ms"].get(name, 0.0)) for r in runs[mode]])
 
-    names = list(dict.fromkeys(n for r in runs["overlap"] for n in r["stages_ms"]))
+    headers = {
+        "first": "LLM loaded first (before)",
+        "compare": f"`{args.compare_src}` (its own ingest, LLM loaded meanwhile)",
+        "overlap": "this checkout (LLM loaded meanwhile)",
+    }
+    names = list(dict.fromkeys(n for mode in runs for r in runs[mode] for n in r["stages_ms"]))
+    load_row = ["LLM load before asking"] + [
+        f"{col(m, 'load_first_s') * 1000:.0f}" if m == "first" else "0 (on a worker thread)" for m in runs
+    ]
     rows: list[list[Any]] = [
-        ["LLM load before asking", f"{col('first', 'load_first_s') * 1000:.0f}", "0 (on a worker thread)"],
-        *[[f"stage `{n}`", f"{stage('first', n):.0f}", f"{stage('overlap', n):.0f}"] for n in names],
+        load_row,
+        *[[f"stage `{n}`", *[f"{stage(m, n):.0f}" for m in runs]] for n in names],
         ["**until the first LLM call**", *[f"**{col(m, 'until_first_llm_call_s') * 1000:.0f}**" for m in runs]],
         ["whole ask (generation included)", *[f"{col(m, 'ask_s') * 1000:.0f}" for m in runs]],
         ["imports (before the clock starts)", *[f"{col(m, 'import_s') * 1000:.0f}" for m in runs]],
     ]
+    flags = " ".join(
+        f for f in (
+            f"--runs {args.runs}",
+            f"--compare-src {args.compare_src}" if args.compare_src else "",
+            "--skip-first" if args.skip_first else "",
+        ) if f
+    )
+    idle = load_before < 0.5 and load_after < 1.0
+    machine = (
+        f"The machine was idle: 1-min load average {load_before:.1f} before, {load_after:.1f} after."
+        if idle else
+        "**The machine was shared** (other processes running): 1-min load "
+        f"average {load_before:.1f} before, {load_after:.1f} after, so these are not idle-machine figures."
+    )
     body = (
-        f"`python benchmarks/cold_ask.py --runs {args.runs}`: one question (\"{QUESTION}\") per fresh process "
-        "on the demo corpus ingested by the default `ragsieve ingest`, default sieve, bundled MiniLM (ONNX Runtime) "
+        f"`python benchmarks/cold_ask.py {flags}`: one question (\"{QUESTION}\") per fresh process "
+        "on the demo corpus ingested by the default `ragsieve ingest` (sentence vectors stored with the index where "
+        "that version stores them), default sieve, bundled MiniLM (ONNX Runtime) "
         "and SmolLM2-135M (llama.cpp). Clock from building the pipeline to the first call into the LLM "
         "(the wait for its load included); medians of "
-        f"{args.runs} runs per mode, the modes alternating. The `generate` stage includes the wait for the model "
-        "when it is still loading; `coe` is the ScopeCoE cover inside `select`, not a stage of its own. "
-        "**The machine was shared** (2 cores, other engineers' tests running): 1-min load "
-        f"average {load_before:.1f} before, {load_after:.1f} after, so these are not idle-machine figures.\n\n"
-        + markdown_table(["ms (median)", "LLM loaded first (before)", "LLM loaded meanwhile (now)"], rows)
+        f"{args.runs} runs per column, the columns alternating run by run. The `generate` stage includes the wait "
+        "for the model when it is still loading; `coe` is the ScopeCoE cover inside `select`, not a stage of its own. "
+        f"{machine}\n\n"
+        + markdown_table(["ms (median)", *[headers[m] for m in runs]], rows)
     )
-    write_section("benchmarks.md", "cold-ask", "Cold ask before the first LLM call (model loaded meanwhile)", body)
+    if not args.no_write:
+        write_section("benchmarks.md", "cold-ask", "Cold ask before the first LLM call (model loaded meanwhile)", body)
     print(body)
 
 

@@ -21,7 +21,7 @@ from tests.test_cli_lean import chat_server  # noqa: F401 - the fake LLM server 
 
 from ragsieve.cancel import CancelToken, GenerationCancelledError, cancel_scope
 from ragsieve.config import validate_config
-from ragsieve.errors import ModelError
+from ragsieve.errors import IndexStoreError, ModelError
 from ragsieve.index import Index
 from ragsieve.llm.base import ContinuationScore, Generation
 from ragsieve.sieve.pipeline import Pipeline
@@ -265,3 +265,100 @@ def test_a_failed_load_raises_from_warm_up(hash_index):
     pipe = sieve_pipeline(hash_index, SlowLoadingLLM(load_s=0.0, error=ModelError("no weights")), SlowJudge(0.0))
     with pytest.raises(ModelError, match="no weights"):
         pipe.warm_up()
+
+
+# ---------------------------------------------------------------- sentence vectors stored at ingest
+class CountingEmbedder:
+    """The configured embedder, recording every text it is asked to embed."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.normalize = getattr(inner, "normalize", True)
+        self.texts: list[str] = []
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def warm_up(self) -> None:
+        self.inner.warm_up()
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+    def to_dict(self):
+        return self.inner.to_dict()
+
+
+@pytest.mark.slow
+def test_ask_embeds_no_passage_sentence_on_an_index_ingest_wrote(default_index):
+    from ragsieve.config import EmbedderConfig
+    from ragsieve.embed import load_embedder
+    from ragsieve.index.sentences import passage_sentences
+
+    embedder = CountingEmbedder(load_embedder(EmbedderConfig()))
+    index = Index.open(default_index, embedder=embedder)
+    cfg = validate_config({"sieve": {"need": "always", "route": "all"}})
+    answer = Pipeline(cfg, index=index, llm=SlowLoadingLLM(load_s=0.0)).ask("When did Apollo 11 land on the Moon?")
+    assert answer.trace.timings_ms.get("judge") is not None  # the relevance judge ran over the candidates
+    sentences = {s for c in index.chunks for s in passage_sentences(c.text)} | {c.text for c in index.chunks}
+    embedded = set(embedder.texts)
+    assert "When did Apollo 11 land on the Moon?" in embedded
+    assert not embedded & sentences, f"embedded at question time: {sorted(embedded & sentences)[:3]}"
+
+
+# ---------------------------------------------------------------- the embedder loads while the index opens
+class SlowLoadingEmbedder(HashEmbedder):
+    """A hash embedder whose model takes ``load_s`` to load, on a worker thread when asked to
+    start early (as :class:`ragsieve.embed.OnnxEmbedder` does)."""
+
+    def __init__(self, load_s: float = SLEEP_S, dim: int = 64) -> None:
+        super().__init__(dim=dim)
+        self.load_s = load_s
+        self.loaded = threading.Event()
+        self.started_at: float | None = None
+        self._thread: threading.Thread | None = None
+
+    def start_warm_up(self) -> None:
+        self.started_at = time.monotonic()
+        self._thread = threading.Thread(target=self._load)
+        self._thread.start()
+
+    def _load(self) -> None:
+        time.sleep(self.load_s)
+        self.loaded.set()
+
+    def warm_up(self) -> None:
+        if self._thread is None:
+            self._load()
+        self.loaded.wait()
+
+    def embed(self, texts):
+        self.warm_up()
+        return super().embed(texts)
+
+
+def test_the_embedder_loads_while_the_index_opens(hash_index):
+    embedder = SlowLoadingEmbedder()
+    start = time.monotonic()
+    index = Index.open(hash_index.dir, embedder=embedder)
+    opened = time.monotonic()
+    assert embedder.started_at is not None and not embedder.loaded.is_set(), "open waited for the model"
+    assert opened - start < 0.5 * SLEEP_S
+    index.warm_up()  # partitions loaded meanwhile; now the model is waited for
+    assert embedder.loaded.is_set()
+    expected = [h.chunk.id for h in hash_index.search("the Moon", k=3)]
+    assert [h.chunk.id for h in index.search("the Moon", k=3)] == expected
+
+
+def test_an_embedder_of_another_dimension_is_refused_once_loaded(hash_index):
+    index = Index.open(hash_index.dir, embedder=SlowLoadingEmbedder(load_s=0.05, dim=32))
+    with pytest.raises(IndexStoreError, match="64-dimensional vectors .* gives 32"):
+        index.search("the Moon", k=3)
+    with pytest.raises(IndexStoreError, match="64-dimensional vectors .* gives 32"):
+        Index.open(hash_index.dir, embedder=SlowLoadingEmbedder(load_s=0.05, dim=32)).warm_up()

@@ -94,9 +94,8 @@ class ProgressReporter:
         self.rates = StageRates()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        labels = {"load": "loading files", "embed": "embedding chunks", "index": "building indexes"}
         if stage not in self.tasks:
-            self.tasks[stage] = self.progress.add_task(labels.get(stage, stage), total=total, rate=None)
+            self.tasks[stage] = self.progress.add_task(STAGE_LABELS.get(stage, stage), total=total, rate=None)
         rate = self.rates.update(stage, done)
         self.progress.update(self.tasks[stage], completed=done, total=total, rate=rate)
 
@@ -123,7 +122,7 @@ def progress() -> Progress:
 
 
 STAGE_LABELS = {"load": "loading files", "embed": "embedding chunks", "index": "building indexes",
-                "partitions": "partitions"}
+                "sentences": "embedding sentences", "partitions": "partitions"}
 
 
 class PlainProgress:

@@ -100,3 +100,19 @@ def test_config_selects_onnx_by_default_and_round_trips():
     assert EmbedderConfig.model_validate(emb.to_dict()).backend == "onnx"
     with pytest.raises(ConfigError, match="CPU only"):
         load_embedder(EmbedderConfig(device="cuda"))
+
+
+def test_a_model_loading_on_a_worker_thread_gives_the_same_vectors(onnx_embedder, onnx_dir):
+    early = OnnxEmbedder(onnx_dir=str(onnx_dir), batch_size=2)
+    early.start_warm_up()
+    early.start_warm_up()  # once
+    np.testing.assert_allclose(early.embed(TEXTS), onnx_embedder.embed(TEXTS), atol=1e-6)
+    assert early.dim == 384
+
+
+def test_a_failed_background_load_is_raised_by_warm_up_and_tried_again(tmp_path):
+    emb = OnnxEmbedder(model=str(tmp_path / "no-such-model"), onnx_dir=str(tmp_path))
+    emb.start_warm_up()
+    for _ in range(2):
+        with pytest.raises(ModelError, match="no-such-model does not exist"):
+            emb.embed(["a text"])

@@ -173,8 +173,10 @@ def test_missing_corrupt_and_mismatched_indexes_are_clear_errors(built, tmp_path
 def _format_one_copy(index: Index, dest) -> None:
     """What an older ragsieve wrote: the same files at the top level, a version-1 manifest."""
     shutil.copytree(index.generation_dir, dest)
+    shutil.rmtree(dest / "sentences")  # stored sentence vectors came after format 1
     manifest = json.loads((dest / "manifest.json").read_text())
     manifest.pop("checksums")
+    manifest.pop("sentence_vectors")
     manifest.pop("generation")
     manifest["format_version"] = 1
     manifest["embedder"]["config"] = {"backend": "openai", "base_url": "http://127.0.0.1:9", "api_key_env": "HOME"}

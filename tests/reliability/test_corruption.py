@@ -29,7 +29,14 @@ PART_FILES = [
     "bm25/params.index.json",
     "bm25/vocab.index.json",
 ]
-GEN_FILES = ["manifest.json", "chunks.jsonl", "embeddings.npy", *(f"{p}/{f}" for p in PARTS for f in PART_FILES)]
+GEN_FILES = [
+    "manifest.json",
+    "chunks.jsonl",
+    "embeddings.npy",
+    "sentences/offsets.npy",
+    "sentences/vectors.npy",
+    *(f"{p}/{f}" for p in PARTS for f in PART_FILES),
+]
 # Lock files carry no data: their content is never read, only their flock state.
 # The domain router that ingest trains: search never reads it; routing falls back to the global
 # index with the reason when it is damaged (test_a_damaged_router_falls_back_to_the_global_index).
@@ -61,6 +68,9 @@ def results(index: Index) -> list[tuple[str, ...]]:
             for domains in (None, ["astronomy"], ["biology"]):
                 hits = index.search(query, k=4, mode=mode, domains=domains)
                 out.append(tuple(f"{h.chunk.id}:{h.score:.6f}" for h in hits))
+    # what the sieve's checks read besides: the stored vectors of the chunks' sentences
+    sentences, vectors = index.sentence_vectors(range(len(index)))
+    out.append((*sentences, *(f"{v:.6f}" for v in vectors.ravel())))
     return out
 
 

@@ -81,7 +81,11 @@ def test_only_hits_whose_text_is_the_indexed_chunk_take_its_stored_vector(index)
     hits = [SearchHit(indexed, 1.0, 1, {}), SearchHit(foreign, 0.5, 2, {})]
     shared.remember_hits(hits)
     memo = shared()
-    assert len(memo) == 1
+    # the indexed chunk and its sentences (stored at ingest); nothing of the foreign passage
+    from ragsieve.index.sentences import own_sentences
+
+    assert len(memo) == 1 + len(own_sentences(indexed.text))
+    assert foreign.text not in memo._vectors
     np.testing.assert_array_equal(memo.embed([indexed.text])[0], index.embeddings[index.row(indexed.id)])
 
 

@@ -10,8 +10,9 @@ be covered by any set; both searches then return the smallest set covering every
   phase it takes the snippet covering the most uncovered features of that phase (ties:
   most uncovered features overall, then retrieval order). The fixed phase order can pick
   redundant snippets.
-* :func:`exact_cover` finds a set of minimum size (an integer program solved by HiGHS
-  through :func:`scipy.optimize.milp`, ties broken towards earlier-ranked snippets);
+* :func:`exact_cover` finds a set of minimum size (an integer program, ties broken towards
+  earlier-ranked snippets): searched directly over the sets of each size in turn, and solved
+  by HiGHS through :func:`scipy.optimize.milp` when a size has too many sets to try;
   meant for at most ~30 candidates.
 
 Example:
@@ -103,6 +104,39 @@ def greedy_cover(covered: np.ndarray, kinds: Sequence[str]) -> CoverResult:
     return _result(cov, selected, "greedy")
 
 
+# Sets of one size the direct search tries before it hands the problem to the integer program
+# (a question's cover takes a few of its candidates, so the search ends long before this).
+_SEARCH_LIMIT = 20_000
+
+
+def _smallest_cover(cov: np.ndarray) -> list[int] | None:
+    """The integer program's answer found directly, without importing its solver (scipy.optimize
+    costs a cold question about half a second): the sets of 1, 2, ... snippets in turn, the first
+    size with a cover wins, and among its covers the one with the smallest sum of ranks (the
+    program's tie-break; two covers with the same sum: the earlier in lexicographic order).
+    None when one size has more than ``_SEARCH_LIMIT`` sets to try."""
+    from itertools import combinations
+    from math import comb
+
+    n = cov.shape[0]
+    # one bit per feature: a set covers them all when the OR of its rows is every bit
+    rows = [int("".join("1" if b else "0" for b in row[::-1]) or "0", 2) for row in cov]
+    every = (1 << cov.shape[1]) - 1
+    for size in range(1, n + 1):
+        if comb(n, size) > _SEARCH_LIMIT:
+            return None
+        best: tuple[int, ...] | None = None
+        for chosen in combinations(range(n), size):
+            got = 0
+            for i in chosen:
+                got |= rows[i]
+            if got == every and (best is None or sum(chosen) < sum(best)):
+                best = chosen
+        if best is not None:
+            return list(best)
+    return None  # pragma: no cover - all n snippets cover every coverable feature
+
+
 def exact_cover(covered: np.ndarray, kinds: Sequence[str], max_candidates: int = 30) -> CoverResult:
     """A minimum-size set covering every coverable feature (integer program)."""
     cov = _check(covered, kinds)
@@ -115,6 +149,9 @@ def exact_cover(covered: np.ndarray, kinds: Sequence[str], max_candidates: int =
     coverable = cov.any(axis=0)
     if n == 0 or not coverable.any():
         return _result(cov, [], "exact")
+    found = _smallest_cover(cov[:, coverable])
+    if found is not None:
+        return _result(cov, found, "exact")
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     a = cov[:, coverable].T.astype(float)  # (features, snippets)

@@ -14,8 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +181,8 @@ class OnnxEmbedder:
         self._input_names: list[str] = []
         self._cache = EmbeddingCache(Path(cache_dir) / "embeddings.sqlite") if cache_dir else None
         self._dim = 0
+        self._loading: Future[None] | None = None  # a load started by start_warm_up
+        self._load_lock = threading.Lock()
 
     @property
     def model_name(self) -> str:
@@ -193,7 +197,42 @@ class OnnxEmbedder:
         base = Path(self.onnx_dir) if self.onnx_dir else default_onnx_dir()
         return base / f"{model_dir.name}-{model_fingerprint(model_dir)}.onnx"
 
+    def start_warm_up(self) -> None:
+        """Begin loading the model on a worker thread and return at once; :meth:`warm_up` (and
+        so the first :meth:`embed`) waits for that load and raises its error. ONNX Runtime builds
+        a session largely outside the GIL, so an index opening meanwhile (its partitions, the
+        stages) costs a cold question little beyond the load itself."""
+        with self._load_lock:
+            if self._session is not None or self._loading is not None:
+                return
+            loading: Future[None] = Future()
+            self._loading = loading
+
+        def load() -> None:
+            try:
+                self._load()
+            except BaseException as exc:  # handed to whoever waits in warm_up
+                loading.set_exception(exc)
+            else:
+                loading.set_result(None)
+
+        threading.Thread(target=load, name="ragsieve-embedder-load", daemon=True).start()
+
     def warm_up(self) -> None:
+        if self._session is not None:
+            return
+        loading = self._loading
+        if loading is None:
+            self._load()
+            return
+        try:
+            loading.result()
+        finally:
+            with self._load_lock:
+                if self._loading is loading and self._session is None:
+                    self._loading = None  # a failed load is tried again by the next call
+
+    def _load(self) -> None:
         if self._session is not None:
             return
         model_dir = local_model_dir(self.model)
@@ -226,8 +265,8 @@ class OnnxEmbedder:
         tokenizer.enable_padding()
         self._input_names = [i.name for i in session.get_inputs()]
         self._tokenizer = tokenizer
-        self._session = session
         self._dim = int(session.get_outputs()[0].shape[-1])
+        self._session = session  # last: a set session means a ready embedder (another thread may look)
         logger.info("loaded ONNX embedder %s (%s)", self.model_name, path.name)
 
     def _options(self, ort: Any) -> Any:

@@ -28,7 +28,7 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -301,6 +301,8 @@ def file_role(rel: str) -> str:
         return "chunk text file (chunks.jsonl)"
     if name == "embeddings.npy":
         return "stored vectors file (embeddings.npy)"
+    if parts[0] == "sentences" and name in ("offsets.npy", "vectors.npy"):
+        return f"sentence vectors file (sentences/{name})"
     if name == "dense.faiss":
         return f"dense vector file (dense.faiss){where}"
     if name == "ids.npy":
@@ -378,6 +380,95 @@ def verify_contents(gen_dir: Path, checksums: Any, index_dir: Path, under: str) 
         if problem is not None:
             actual = path.stat().st_size if problem == "size" else None
             raise _damaged(rel, path, problem, actual, size, index_dir)
+
+
+def manifest_bytes(manifest: dict[str, Any]) -> bytes:
+    """A generation's manifest as written (CURRENT records the sha256 of these bytes)."""
+    return (json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+
+
+def publish_generation(index_dir: Path, building: Path, manifest: dict[str, Any]) -> None:
+    """Write ``manifest`` into the finished build folder ``building``, flush it, rename it to
+    its generation and switch ``CURRENT`` to it; the caller holds the writer lock."""
+    data = manifest_bytes(manifest)
+    with open(building / MANIFEST, "wb") as fh:
+        fh.write(data)
+    fsync_tree(building)
+    gens = building.parent
+    os.replace(building, gens / str(manifest["generation"]))
+    fsync_dir(gens)
+    write_current(index_dir, str(manifest["generation"]), hashlib.sha256(data).hexdigest())
+
+
+def extend_generation(
+    index_dir: Path, generation: str, manifest: dict[str, Any], add: Callable[[Path], dict[str, Any]]
+) -> str | None:
+    """Publish a copy of the live ``generation`` with files added (an index built before a
+    release stored them): its files are hard-linked (copied where links fail) into a new
+    generation, ``add(folder)`` writes the new files there and returns the manifest keys to
+    set, the new files' checksums are recorded beside the old ones, and ``CURRENT`` switches
+    to it. Published generations are never modified, so a crash at any point leaves
+    ``generation`` live and intact.
+
+    Returns the new generation's id, or None when nothing was published: another writer holds
+    the lock (this does not wait for it), ``generation`` is no longer the live one (a re-ingest
+    published another), or the folder cannot be written (a read-only index).
+    """
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(index_dir / WRITER_LOCK))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        logger.info("%s is being written by another process; not storing the new files this time", index_dir)
+        return None
+    except OSError as exc:
+        logger.info("cannot lock %s for writing (%s); not storing the new files", index_dir, exc)
+        return None
+    building: Path | None = None
+    try:
+        if read_current(index_dir)[0] != generation:
+            return None
+        source = index_dir / GENERATIONS / generation
+        new_id = new_generation_id()
+        building = index_dir / GENERATIONS / f"{BUILDING_PREFIX}{new_id}"
+        building.mkdir()
+        for path in sorted(source.rglob("*")):
+            rel = path.relative_to(source)
+            target = building / rel
+            if path.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif rel.as_posix() != MANIFEST:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(path, target)
+                except OSError:
+                    shutil.copy2(path, target)
+        before = {p.relative_to(building).as_posix() for p in building.rglob("*") if p.is_file()}
+        changes = add(building)
+        # only the new files are hashed: the linked ones keep the checksums recorded at ingest
+        added = {
+            rel: {"size": (building / rel).stat().st_size, "sha256": sha256_file(building / rel)}
+            for rel in sorted(p.relative_to(building).as_posix() for p in building.rglob("*") if p.is_file())
+            if rel not in before and rel != MANIFEST
+        }
+        checksums = dict(manifest.get("checksums") or {})
+        checksums.update(added)
+        published = {**manifest, **changes, "generation": new_id, "checksums": checksums}
+        publish_generation(index_dir, building, published)
+        building = None
+        logger.info(
+            "published generation %s of %s (generation %s with %s)", new_id, index_dir, generation, ", ".join(added)
+        )
+        collect_garbage(index_dir, new_id)
+        return new_id
+    except OSError as exc:
+        logger.info("cannot store the new files in %s (%s); they are used in memory only", index_dir, exc)
+        return None
+    finally:
+        if building is not None:
+            shutil.rmtree(building, ignore_errors=True)
+        lock.release()
 
 
 # ---------------------------------------------------------------------- locks

@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import math
-import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +41,14 @@ from ragsieve.index import storage
 from ragsieve.index.backends import DenseBackend, SparseBackend, bm25_tokenize
 from ragsieve.index.filters import check_where, known_fields, where_mask
 from ragsieve.index.fusion import reciprocal_rank_fusion, top_k, weighted_score_fusion
+from ragsieve.index.sentences import (
+    OFFSETS,
+    SPLIT_VERSION,
+    VECTORS,
+    compute_sentence_vectors,
+    own_sentences,
+    save_sentence_vectors,
+)
 from ragsieve.types import Chunk, SearchHit
 
 logger = logging.getLogger(__name__)
@@ -147,6 +155,12 @@ class Index:
         self._fields: set[str] | None = None
         self._domain_of_row = np.array([c.domain for c in chunks], dtype=object)
         self.source_weights: dict[str, float] | None = self._read_source_weights()
+        # (offsets, vectors) of the chunks' sentences, loaded (or computed once) on first use
+        self._sentences: tuple[np.ndarray, np.ndarray] | None = None
+        self._sentences_tried = False
+        self._sentences_lock = threading.Lock()
+        # the index's vector dimension while the embedder that must match it is still loading
+        self._dim_unchecked: int | None = None
         # Unit vectors (the Embedder contract; judged from the stored vectors, since an index
         # built with normalize=False may be opened by a normalising embedder): dense scores are
         # then cosines times the query's norm, so anything beyond that means a corrupt file.
@@ -237,7 +251,18 @@ class Index:
             extra: dict[str, Any] = {"source": "chunks"}
             if corpus is not None:
                 extra = {"source": str(Path(corpus).resolve()), "chunk_format": CHUNK_FORMAT}
-            return cls._write(target, chunks, embeddings, embedder, config, extra, progress)
+            # the generation this one replaces: its stored sentence vectors are reused
+            previous: Index | None = None
+            if cls.exists(target):
+                try:
+                    previous = cls.open(target, embedder=embedder)
+                except IndexStoreError as exc:
+                    logger.info("not reusing the sentence vectors of %s (%s)", target, exc)
+            try:
+                return cls._write(target, chunks, embeddings, embedder, config, extra, progress, previous)
+            finally:
+                if previous is not None:
+                    previous.close()
 
     @classmethod
     def build(
@@ -418,7 +443,7 @@ class Index:
         warn_file_type_domains({c.domain for c in chunks}, config.ingest)
         extra = {"source": str(corpus.resolve()), "files": new_files, "chunk_format": CHUNK_FORMAT}
         try:
-            return cls._write(index_dir, chunks, embeddings, embedder, config, extra, progress)
+            return cls._write(index_dir, chunks, embeddings, embedder, config, extra, progress, previous)
         finally:
             if previous is not None:
                 previous.close()
@@ -433,8 +458,11 @@ class Index:
         config: PipelineConfig,
         extra: dict[str, Any],
         progress: ProgressFn | None,
+        previous: Index | None = None,
     ) -> Index:
-        """Write a new generation and publish it; the caller holds the writer lock."""
+        """Write a new generation and publish it; the caller holds the writer lock. The chunks'
+        sentence vectors are computed here (those of ``previous``, the generation this one
+        replaces, are reused for sentences it has stored)."""
         if embeddings.shape[0] != len(chunks):
             raise InputError(f"{embeddings.shape[0]} embeddings for {len(chunks)} chunks")
         domains = sorted({c.domain for c in chunks})
@@ -462,6 +490,14 @@ class Index:
             SparseBackend.build([texts[i] for i in rows]).save(folder)
             if progress:
                 progress("index", n, len(groups))
+        known: dict[str, np.ndarray] | None = None
+        if previous is not None:
+            try:
+                known = previous.known_sentence_vectors()
+            except IndexStoreError as exc:  # damaged: this build embeds the sentences again
+                logger.warning("not reusing the previous sentence vectors (%s)", exc)
+        offsets, sentence_vectors = compute_sentence_vectors(texts, embedder, known.get if known else None, progress)
+        save_sentence_vectors(tmp, offsets, sentence_vectors)
         manifest = {
             "format_version": FORMAT_VERSION,
             "generation": generation,
@@ -475,17 +511,10 @@ class Index:
             "partitioned": partitioned,
             "partition_dirs": part_dirs,
             "checksums": storage.checksum_tree(tmp),
+            "sentence_vectors": {"split_version": SPLIT_VERSION},
             **extra,
         }
-        data = (json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-        with open(tmp / storage.MANIFEST, "wb") as fh:
-            fh.write(data)
-        storage.fsync_tree(tmp)
-        os.replace(tmp, gens / generation)
-        from ragsieve.io import fsync_dir
-
-        fsync_dir(gens)
-        storage.write_current(index_dir, generation, hashlib.sha256(data).hexdigest())
+        storage.publish_generation(index_dir, tmp, manifest)
         storage.finish_upgrade(index_dir)
         logger.info("published generation %s of %s", generation, index_dir)
         storage.collect_garbage(index_dir, generation)
@@ -560,7 +589,15 @@ class Index:
             raise
         try:
             embedder = embedder or load_embedder(embedder_config or EmbedderConfig())
-            _check_embedder(embedder, model_name, dim, directory)
+            start_warm_up = getattr(embedder, "start_warm_up", None)
+            if start_warm_up is not None and embedder.model_name == model_name:
+                # the model loads while the index is read and its partitions load; its dimension
+                # is checked once it has loaded (warm_up, or the first search)
+                start_warm_up()
+                dim_unchecked: int | None = dim
+            else:
+                _check_embedder(embedder, model_name, dim, directory)
+                dim_unchecked = None
         except BaseException:
             lease.release()
             raise
@@ -581,7 +618,16 @@ class Index:
             raise
         index = cls(directory, chunks, embeddings, manifest, embedder, generation, lease)
         index.check_contents = check_contents and not verify  # verify=True has read every file already
+        index._dim_unchecked = dim_unchecked
         return index
+
+    def check_embedder(self) -> None:
+        """Check that the embedder (loaded by now, or waited for) gives this index's dimension;
+        done at open unless the embedder was still loading then."""
+        dim = self._dim_unchecked
+        if dim is not None:
+            _check_embedder(self.embedder, self.embedder.model_name, dim, self.dir)
+            self._dim_unchecked = None
 
     @classmethod
     def _open_legacy(cls, directory: Path, embedder: Embedder | None, embedder_config: EmbedderConfig | None) -> Index:
@@ -666,12 +712,130 @@ class Index:
         return part
 
     def warm_up(self) -> None:
-        """Load every partition and the embedder now rather than on the first query."""
-        self.embedder.warm_up()
+        """Load every partition and the embedder now rather than on the first query (the
+        partitions first: an embedder loading on its worker thread loads meanwhile)."""
         self._global_partition()
         if self.partitioned:
             for d in self.domains:
                 self._domain_partition(d)
+        self.embedder.warm_up()
+        self.check_embedder()
+
+    # ------------------------------------------------------------------ sentence vectors
+    def sentence_vectors(self, rows: Sequence[int]) -> tuple[list[str], np.ndarray]:
+        """The sentences of the chunks at ``rows`` (as the checks split them,
+        :func:`ragsieve.index.sentences.passage_sentences`) with their stored vectors; a chunk that
+        is one sentence contributes none (its chunk vector is that sentence's).
+
+        An index built before sentence vectors were stored gets them here, once: they are
+        computed and published as a new generation (the one open stays as it was), unless the
+        index has over ``SENTENCES_ON_FIRST_USE`` sentences to embed; then none are returned
+        and a re-ingest adds them."""
+        empty = np.zeros((0, self.embeddings.shape[1]), dtype=np.float32)
+        stored = self._sentence_store()
+        if stored is None:
+            return [], empty
+        offsets, vectors = stored
+        texts: list[str] = []
+        picks: list[int] = []
+        for row in rows:
+            start, end = int(offsets[row]), int(offsets[row + 1])
+            if start == end:
+                continue
+            own = own_sentences(self.chunks[row].text)
+            if len(own) == end - start:
+                texts.extend(own)
+                picks.extend(range(start, end))
+        if not picks:
+            return [], empty
+        return texts, np.asarray(vectors[picks], dtype=np.float32)
+
+    def known_sentence_vectors(self) -> dict[str, np.ndarray]:
+        """Every stored sentence vector by its sentence (a re-ingest reuses them), or nothing
+        when this generation stores none."""
+        stored = self._load_sentences() if self.generation else None
+        if stored is None:
+            return {}
+        offsets, vectors = stored
+        out: dict[str, np.ndarray] = {}
+        for row, chunk in enumerate(self.chunks):
+            start, end = int(offsets[row]), int(offsets[row + 1])
+            if start == end:
+                continue
+            own = own_sentences(chunk.text)
+            if len(own) == end - start:
+                for j, sentence in enumerate(own):
+                    out.setdefault(sentence, vectors[start + j])
+        return out
+
+    def _sentence_store(self) -> tuple[np.ndarray, np.ndarray] | None:
+        with self._sentences_lock:
+            if not self._sentences_tried:
+                self._sentences_tried = True
+                if self.generation:  # a format-1 index gets them when a re-ingest upgrades it
+                    self._sentences = self._load_sentences() or self._compute_sentences()
+            return self._sentences
+
+    def _load_sentences(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The stored sentence vectors, checked like the other files a query reads; None when
+        this generation has none (or has them from another sentence splitter)."""
+        info = self.manifest.get("sentence_vectors")
+        checksums = self.manifest.get("checksums") or {}
+        if not isinstance(info, dict) or info.get("split_version") != SPLIT_VERSION:
+            return None
+        if OFFSETS not in checksums or VECTORS not in checksums:
+            return None
+        gen = self.generation_dir
+        try:
+            if self.check_contents:
+                storage.verify_contents(gen, checksums, self.dir, OFFSETS)
+                storage.verify_contents(gen, checksums, self.dir, VECTORS)
+            offsets = _load_npy(gen / OFFSETS, self.dir, mmap=False)
+            vectors = _load_npy(gen / VECTORS, self.dir, mmap=True)
+            dim = self.embeddings.shape[1]
+            if (
+                offsets.dtype != np.int64
+                or offsets.shape != (len(self) + 1,)
+                or (offsets.size and (offsets[0] != 0 or np.any(np.diff(offsets) < 0)))
+            ):
+                raise IndexStoreError(f"index file {gen / OFFSETS} is corrupt (sentence offsets); re-ingest the index")
+            if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape != (int(offsets[-1]), dim):
+                raise IndexStoreError(
+                    f"index file {gen / VECTORS} holds {vectors.shape} {vectors.dtype} vectors, expected "
+                    f"{int(offsets[-1])} x {dim} float32; re-ingest the index"
+                )
+            check_vector_sample(vectors, gen / VECTORS, self.dir, self.normalized)
+        except IndexStoreError as exc:
+            _name_the_culprit(gen, self.manifest, self.dir, exc)
+            raise
+        return offsets, vectors
+
+    def _compute_sentences(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Sentence vectors for an index built before they were stored: computed now and
+        published with the index (see :func:`storage.extend_generation`), so this runs once."""
+        texts = [c.text for c in self.chunks]
+        count = sum(len(own_sentences(t)) for t in texts)
+        if count > SENTENCES_ON_FIRST_USE:
+            logger.warning(
+                "the index at %s was built before sentence vectors were stored with it, and has %d sentences: "
+                "too many to embed on a question, so each question embeds its candidates' sentences; "
+                "re-ingest it (`ragsieve ingest PATH --index %s`, unchanged chunks keep their vectors) to store them",
+                self.dir, count, self.dir,
+            )
+            return None
+        logger.warning(
+            "the index at %s was built before sentence vectors were stored with it: embedding its %d sentences "
+            "once and storing them (later questions reuse them)",
+            self.dir, count,
+        )
+        offsets, vectors = compute_sentence_vectors(texts, self.embedder)
+
+        def add(folder: Path) -> dict[str, Any]:
+            save_sentence_vectors(folder, offsets, vectors)
+            return {"sentence_vectors": {"split_version": SPLIT_VERSION}}
+
+        storage.extend_generation(self.dir, self.generation, self.manifest, add)
+        return offsets, vectors
 
     # ------------------------------------------------------------------ source weights
     def _read_source_weights(self) -> dict[str, float] | None:
@@ -705,6 +869,7 @@ class Index:
         (from ``source_weights.json``) is below it.
         """
         retrieval = retrieval or RetrievalConfig()
+        self.check_embedder()
         query = _check_query(query, retrieval.max_query_chars)
         k = validate_k(k)
         if mode not in ("dense", "sparse", "hybrid"):
@@ -1015,6 +1180,10 @@ def iter_chunks_jsonl(path: str | Path) -> Iterable[Chunk]:
             yield Chunk.from_dict(json.loads(line))
 
 
+# An index built before sentence vectors were stored computes them on its first question only
+# up to this many sentences (about a minute of MiniLM on two CPU cores); a larger one is told to
+# re-ingest, which stores them without re-embedding its chunks.
+SENTENCES_ON_FIRST_USE = 20_000
 # A cosine of unit vectors lies in [-1, 1]; float32 rounding stays far inside this margin.
 SCORE_EPS = 1e-3
 # Rows whose norms are checked when an index (or a partition's vector file) is opened.

@@ -46,8 +46,8 @@ class SharedEmbedder:
     """The open index's embedder behind one :class:`ragsieve.embed.MemoEmbedder` for all the
     stages of a built preset, so a text one check embedded is not embedded again by the next
     (the judge, ScopeCoE, the verifier and the poison check embed the same passages and
-    sentences), and the candidates' vectors come from the index's stored rows
-    (:meth:`remember_hits`) rather than a second pass of the model. Calling it gives the memo,
+    sentences), and the candidates' vectors and their sentences' come from the index's stored
+    rows (:meth:`remember_hits`) rather than a pass of the model. Calling it gives the memo,
     or ``None`` while no index (or no embedder) is open."""
 
     def __init__(
@@ -100,6 +100,12 @@ class SharedEmbedder:
                 rows.append(row)
         if rows and vectors.shape[1] == memo.dim:
             memo.remember(texts, np.asarray(vectors[rows], dtype=np.float32))
+            # and their sentences' vectors, stored at ingest: the checks embed each sentence
+            sentence_vectors = getattr(stored, "sentence_vectors", None)
+            if sentence_vectors is not None:
+                sentences, sentence_rows = sentence_vectors(rows)
+                if sentences:
+                    memo.remember(sentences, sentence_rows)
 
 
 def task_parts_maker(
