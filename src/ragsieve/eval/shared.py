@@ -85,8 +85,8 @@ def _config_key(section: Any) -> str:
 
 
 class _SharedMemo(MemoEmbedder):
-    """The shared embedding memo: true even while empty (``embedder or load_embedder(...)``, as
-    ``Index.open`` writes it, must not replace an empty memo with another model)."""
+    """The shared embedding memo: true even while empty, so that code testing an embedder for
+    truth (``embedder or default``) never replaces an empty memo with another model."""
 
     def __bool__(self) -> bool:
         return True
@@ -309,7 +309,11 @@ class SharedWork:
         from ragsieve.sieve.judge import build_judge
 
         key = json.dumps(
-            {"judge": config.stages.judge.kind, "model": config.stages.judge.model, "embedder": _config_key(config.embedder)}
+            {
+                "judge": config.stages.judge.kind,
+                "model": config.stages.judge.model,
+                "embedder": _config_key(config.embedder),
+            }
         )
         with self._lock:
             if key not in self._judges:

@@ -244,7 +244,7 @@ class Index:
             raise InputError("chunk ids must be unique; found duplicates")
         _check_domains(chunks)
         target = storage.prepare_target(Path(index_dir))
-        embedder = embedder or load_embedder(config.embedder)
+        embedder = embedder if embedder is not None else load_embedder(config.embedder)
         with storage.writer_lock(target, config.ingest.lock_timeout_s):
             if embeddings is None:
                 embeddings = _embed_all([c.text for c in chunks], embedder, progress)
@@ -286,7 +286,7 @@ class Index:
         if not corpus.exists():
             raise InputError(f"{corpus} does not exist; pass the folder to ingest")
         target = storage.prepare_target(Path(index_dir), corpus)
-        embedder = embedder or load_embedder(config.embedder)
+        embedder = embedder if embedder is not None else load_embedder(config.embedder)
         with storage.writer_lock(target, config.ingest.lock_timeout_s):
             index = cls._build_locked(corpus, target, config, embedder, progress, report)
         if index.partitioned:
@@ -588,7 +588,7 @@ class Index:
             lease.release()
             raise
         try:
-            embedder = embedder or load_embedder(embedder_config or EmbedderConfig())
+            embedder = embedder if embedder is not None else load_embedder(embedder_config or EmbedderConfig())
             start_warm_up = getattr(embedder, "start_warm_up", None)
             if start_warm_up is not None and embedder.model_name == model_name:
                 # the model loads while the index is read and its partitions load; its dimension
@@ -647,7 +647,7 @@ class Index:
             directory,
             directory,
         )
-        embedder = embedder or load_embedder(embedder_config or EmbedderConfig())
+        embedder = embedder if embedder is not None else load_embedder(embedder_config or EmbedderConfig())
         _check_embedder(embedder, model_name, dim, directory)
         chunks = _read_chunks(directory / "chunks.jsonl", directory)
         embeddings = _load_npy(directory / "embeddings.npy", directory, mmap=True)

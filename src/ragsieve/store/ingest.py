@@ -232,7 +232,7 @@ def compute_partitions(
     report.files = sum(len(p.files) for p in parts)
     config_json = config.model_dump_json()
     if todo and client is None:
-        local = embedder or load_embedder(config.embedder)
+        local = embedder if embedder is not None else load_embedder(config.embedder)
         for n, part in enumerate(todo, 1):
             run_partition(str(base), part, config_json, str(work), local)
             if progress:
@@ -322,7 +322,7 @@ def ingest_partitioned(
     start = time.perf_counter()
     report = PartitionedReport(backend=config.store.backend)
     target = storage.prepare_target(Path(index_dir), Path(corpus))
-    embedder = embedder or load_embedder(config.embedder)
+    embedder = embedder if embedder is not None else load_embedder(config.embedder)
     if client is not None:
         report.workers = len(client.scheduler_info().get("workers", {}))
     # Partitions are written atomically under content keys, so computing them needs no lock; the
