@@ -137,3 +137,13 @@ def test_units_are_pints_read_strictly(phrase: str, unit: str | None) -> None:
     from ragsieve.values import parse_unit
 
     assert parse_unit(phrase) == unit
+
+
+def test_values_of_one_measure_are_told_from_values_of_another() -> None:
+    from ragsieve.values import same_measure
+
+    length, mass, other_length = (one(t) for t in ("312 metres", "nine stone", "2 km"))
+    assert [v.kind for v in (length, mass, other_length)] == ["quantity"] * 3
+    assert same_measure(length, other_length) and not same_measure(length, mass)
+    assert same_measure(one("in 1884"), one("in 1901"))
+    assert not same_measure(length, one("in 1884"))

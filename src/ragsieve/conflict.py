@@ -57,7 +57,7 @@ from ragsieve.errors import ConfigError, LLMOutputError
 from ragsieve.text.kind import VALUE_KINDS_FOR, AnswerKind, expected_kind  # noqa: F401  (re-exported)
 from ragsieve.text.terms import NEGATIONS, key_terms, stems, words
 from ragsieve.types import SearchHit
-from ragsieve.values import Value, extract_values, find_in
+from ragsieve.values import Value, extract_values, find_in, same_measure
 
 logger = logging.getLogger(__name__)
 
@@ -275,8 +275,10 @@ def passage_answer(
         # values of the kind asked for first: for "how long", a length, not the count of piers
         # beside it ("312 metres long and stands on nine piers")
         candidates = [v for v in candidates if v.kind == VALUE_KINDS_FOR[kind][0]] or candidates
-        clear = len(_distinct(candidates)) == 1
         for v in candidates:
+            # unclear when the clause states another value that could be the same fact (a
+            # second length beside a length; not the mass in "nine stone piers")
+            clear = len(_distinct([c for c in candidates if same_measure(c, v)])) == 1
             # token index of the value: count words before its span; a value after the
             # predicate ("opened in 1931") is preferred to one before it by half a word
             idx = len(words(clause[: v.span[0]]))

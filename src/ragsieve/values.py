@@ -324,6 +324,16 @@ def _convert(magnitude: float, unit: str, to_unit: str) -> float | None:
         return None
 
 
+def same_measure(a: Value, b: Value) -> bool:
+    """Whether ``a`` and ``b`` could state one fact: the same kind and, for quantities, units
+    of one dimension (a length and a mass are two facts, whatever their sentence)."""
+    if a.kind != b.kind:
+        return False
+    if a.kind != "quantity" or a.unit is None or b.unit is None:
+        return True
+    return _convert(1.0, a.unit, b.unit) is not None
+
+
 # ----------------------------------------------------------------------------- dates
 # month names and abbreviations, folded, to their number (``ragsieve.lexicon``, from ``calendar``)
 MONTH_NUMBERS: dict[str, int] = MONTHS
