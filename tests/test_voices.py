@@ -179,7 +179,12 @@ def test_poison_stage_takes_the_voice_options():
 @pytest.mark.xfail(strict=True, reason=(
     "the rule chosen on training (complete linkage, cosine 0.91) misses these hand-written paraphrases: "
     "their pairwise cosine is 0.74-0.90 (GPT-4's held-out attack passages: median 0.92), and the gold page "
-    "sits at 0.75-0.82 from them, so no lower threshold separates the five from it either"))
+    "sits at 0.75-0.82 from them, so no lower threshold separates the five from it either. Removing the "
+    "question's direction first (cosine of what is left after projecting the question out) keeps the overlap: "
+    "0.42-0.77 among the five, 0.47-0.59 to the gold page; under average linkage the gold page and the last "
+    "paraphrase join at the same mean cosine (0.79). No rule on the embeddings alone tells them apart: the "
+    "gold page is about the same event in the same words; only what the passages assert differs, and the "
+    "gold page names the cluster's value (Aldrin) too"))
 def test_five_paraphrases_on_five_hosts_are_one_voice_against_the_gold_page(embedder):
     hits = attack_hits()
     verdicts = PoisonJudge(coordination=True, embedder=embedder).judge(Q, hits)
