@@ -388,3 +388,21 @@ def test_the_decision_sees_how_much_of_the_answer_is_one_voice(moon_attack_index
     off = voices_pipeline(moon_attack_index, FakeLLM(lambda q, p: "Buzz Aldrin [1]."), False,
                           decide={"mode": "observe"}).ask(Q).trace.stage("decide")[-1]["signals"]
     assert not any(k.startswith(("poison.coordinat", "poison.answer_")) for k in off)
+
+
+def test_answer_coordination_reads_which_passages_state_the_answer():
+    from ragsieve.voices import answer_coordination
+
+    hits = attack_hits(GOLD_WITHOUT_ALDRIN)
+    members = [f"p{i}" for i in range(5)]
+    # one passage per voice reaches the generator: the cluster's best-ranked member and the gold page
+    evidence = [hits[0], hits[5]]
+    assert answer_coordination(Q, "Buzz Aldrin.", evidence, members) == {"coordinated_share": 1.0, "cluster_only": 1.0}
+    assert answer_coordination(Q, "Neil Armstrong.", evidence, members) == {"coordinated_share": 0.0,
+                                                                            "cluster_only": 0.0}
+    both = answer_coordination(Q, "Neil Armstrong, though some say Buzz Aldrin.", evidence, members)
+    assert both == {"coordinated_share": 0.5, "cluster_only": 0.0}
+    # nothing to read: no value in the answer, no evidence, or no passage stating it
+    assert answer_coordination(Q, "I do not know.", evidence, members) == {}
+    assert answer_coordination(Q, "Buzz Aldrin.", [], members) == {}
+    assert answer_coordination(Q, "Yuri Gagarin.", evidence, members) == {}
