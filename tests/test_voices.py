@@ -178,7 +178,12 @@ def test_poison_stage_takes_the_voice_options():
 @pytest.mark.xfail(strict=True, reason=(
     "the rule chosen on training (complete linkage, cosine 0.91) misses these hand-written paraphrases: "
     "their pairwise cosine is 0.74-0.90 (GPT-4's held-out attack passages: median 0.92), and the gold page "
-    "sits at 0.75-0.82 from them, so no lower threshold separates the five from it either"))
+    "sits at 0.75-0.82 from them, so no lower threshold separates the five from it either. Removing the "
+    "question's direction first (cosine of what is left after projecting the question out) keeps the overlap: "
+    "0.42-0.77 among the five, 0.47-0.59 to the gold page; under average linkage the gold page and the last "
+    "paraphrase join at the same mean cosine (0.79). No rule on the embeddings alone tells them apart: the "
+    "gold page is about the same event in the same words; only what the passages assert differs, and the "
+    "gold page names the cluster's value (Aldrin) too"))
 def test_five_paraphrases_on_five_hosts_are_one_voice_against_the_gold_page(embedder):
     hits = attack_hits()
     verdicts = PoisonJudge(coordination=True, embedder=embedder).judge(Q, hits)
@@ -238,3 +243,165 @@ def test_the_conflict_stage_counts_the_voice_once():
         return len(group.sources)
 
     assert attack_sources(None) > 1 and attack_sources(same) == 1
+
+
+# ---------------------------------------------------------------- selection and generation
+def test_one_per_voice_keeps_the_best_ranked_member():
+    from ragsieve.voices import one_per_voice
+
+    hits = [hit(c, c, f"{c}.example", i + 1) for i, c in enumerate("abcde")]
+    kept, stands_for = one_per_voice(hits, {"b": "b", "c": "b", "e": "b", "d": "d"})
+    assert [h.chunk.id for h in kept] == ["a", "b", "d"] and stands_for == {"c": "b", "e": "b"}
+    assert one_per_voice(hits, {}) == (hits, {})
+
+
+def test_the_select_stage_gives_a_voice_one_place_and_says_so():
+    from ragsieve.config import PipelineConfig
+    from ragsieve.sieve.select import Selectors, SelectStage
+    from ragsieve.sieve.state import PipelineState
+
+    hits = attack_hits() + [hit("other", "Apollo 11 launched from Florida.", "nasa.example/apollo", 7)]
+    state = PipelineState(Q)
+    state.same_source = {f"p{i}": "p0" for i in range(5)}
+    cfg = PipelineConfig.model_validate({"retrieval": {"k": 3}})
+    stage = SelectStage(Selectors(cfg, lambda: None, lambda: None, sieve=True), "top-k", 3, sieve=True)
+    trace = Trace(Q)
+    chosen = stage.run(Q, hits, trace, state)
+    # without voices the top 3 would be three paraphrases; with them the gold page and another get in
+    assert [h.chunk.id for h in chosen] == ["p0", "gold", "other"]
+    dropped = {d["id"]: d["reason"] for d in trace.decisions if d["verdict"] == "dropped"}
+    assert set(dropped) == {"p1", "p2", "p3", "p4"} and all("one voice with p0" in r for r in dropped.values())
+    assert [h.chunk.id for h in stage.run(Q, hits, Trace(Q), PipelineState(Q))] == ["p0", "p1", "p2"]
+
+
+class ClaimEmbedder:
+    """Bag-of-words vectors plus one strong direction for passages that name Aldrin and not
+    Armstrong: the planted paraphrases come out as a tight cluster (cosine > 0.94), as an
+    LLM-written set does under MiniLM, and the gold page far from it."""
+
+    model_name = "test/claim-embedder"
+    dim = 65
+
+    def __init__(self) -> None:
+        from tests.helpers import HashEmbedder
+
+        self.words = HashEmbedder(dim=64)
+
+    def warm_up(self) -> None:
+        pass
+
+    def embed(self, texts):
+        base = self.words.embed(texts)
+        low = [t.lower() for t in texts]
+        claim = np.asarray([[4.0 if "aldrin" in t and "armstrong" not in t else 0.0] for t in low], dtype=np.float32)
+        out = np.hstack([base, claim])
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def to_dict(self):
+        return {"backend": "test", "model": self.model_name}
+
+
+@pytest.fixture(scope="module")
+def moon_attack_index(tmp_path_factory):
+    from ragsieve.index import Index
+
+    root = tmp_path_factory.mktemp("voices")
+    corpus = root / "corpus"
+    docs = {f"news-{i}/moon.txt": t for i, t in enumerate(PARAPHRASES)}
+    docs["wiki/neil_armstrong.txt"] = GOLD_WITHOUT_ALDRIN
+    docs["wiki/bread.txt"] = "Bread rises because yeast ferments the sugars in the dough."
+    for rel, text in docs.items():
+        (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / rel).write_text(text, encoding="utf-8")
+    return Index.build(corpus, root / "idx", embedder=ClaimEmbedder())
+
+
+def voices_pipeline(index, llm, coordination: bool, **config):
+    from tests.sieve.test_trust_acceptance import KeywordJudge
+
+    from ragsieve.config import validate_config
+    from ragsieve.sieve.pipeline import Pipeline
+    from ragsieve.verify import LexicalEmbeddingJudge
+
+    data = {"sieve": {"need": "always", "route": "all", "select": "top-k"}, "retrieval": {"k": 4},
+            "stages": {"poison": {"coordination": coordination}}, **config}
+    return Pipeline(validate_config(data), index=index, llm=llm, judge=KeywordJudge(relevant=("moon",)),
+                    claim_judge=LexicalEmbeddingJudge(embedding_weight=0.0))
+
+
+@pytest.mark.parametrize("ablate", [[], ["select"]])
+def test_the_generator_is_given_one_passage_per_voice(moon_attack_index, ablate):
+    from tests.sieve.test_trust_acceptance import FakeLLM
+
+    shown: list[list[str]] = []
+
+    def reply(question, passages):
+        shown.append(passages)
+        return "Neil Armstrong was the first person to walk on the Moon [1]."
+
+    def planted(passages: list[str]) -> int:
+        return sum("Aldrin" in p for p in passages)
+
+    plain = voices_pipeline(moon_attack_index, FakeLLM(reply), False, ablate=["decide", *ablate])
+    plain.ask(Q)
+    assert planted(shown[-1]) >= 2  # without voices the paraphrases take several places
+    ans = voices_pipeline(moon_attack_index, FakeLLM(reply), True, ablate=["decide", *ablate]).ask(Q)
+    assert planted(shown[-1]) == 1 and any("Neil Armstrong" in p for p in shown[-1])
+    assert planted([h.chunk.text for h in ans.evidence]) == 1
+    # ablated, the select stage is the top-k fallback the pipeline puts before generation
+    dropped = [d for d in ans.trace.decisions if d["check"] == "select" and "one voice with" in d["reason"]]
+    assert len(dropped) >= 1 and all(d["verdict"] == "dropped" for d in dropped)
+
+
+def test_the_generate_stage_gives_one_passage_per_voice_whatever_chose_the_evidence():
+    from ragsieve.sieve.generate import GenerateStage
+    from ragsieve.sieve.state import PipelineState
+
+    given: list[list[str]] = []
+
+    def generator(question, evidence, trace, **kwargs):
+        given.append([h.chunk.id for h in evidence])
+        return "Neil Armstrong.", []
+
+    state = PipelineState(Q)
+    state.same_source = {f"p{i}": "p0" for i in range(5)}
+    trace = Trace(Q)
+    GenerateStage(generator).run(Q, attack_hits(), trace, state)  # type: ignore[arg-type]
+    assert given[-1] == ["p0", "gold"] and [h.chunk.id for h in state.evidence] == ["p0", "gold"]
+    assert [d["id"] for d in trace.decisions if d["check"] == "generate"] == ["p1", "p2", "p3", "p4"]
+
+
+def test_the_decision_sees_how_much_of_the_answer_is_one_voice(moon_attack_index):
+    from tests.sieve.test_trust_acceptance import FakeLLM
+
+    def signals(reply: str) -> dict[str, float]:
+        pipe = voices_pipeline(moon_attack_index, FakeLLM(lambda q, p: reply), True, decide={"mode": "observe"})
+        return pipe.ask(Q).trace.stage("decide")[-1]["signals"]
+
+    planted = signals("Buzz Aldrin was the first person to walk on the Moon [1].")
+    assert planted["poison.coordination"] >= 0.75 and planted["poison.coordinated_share"] > 0
+    assert planted["poison.answer_cluster_only"] == 1.0 and planted["poison.answer_coordinated_share"] == 1.0
+    gold = signals("Neil Armstrong was the first person to walk on the Moon [2].")
+    assert gold["poison.answer_cluster_only"] == 0.0 and gold["poison.answer_coordinated_share"] == 0.0
+    # coordination off: the signals are absent (an old decision model fills them with its own)
+    off = voices_pipeline(moon_attack_index, FakeLLM(lambda q, p: "Buzz Aldrin [1]."), False,
+                          decide={"mode": "observe"}).ask(Q).trace.stage("decide")[-1]["signals"]
+    assert not any(k.startswith(("poison.coordinat", "poison.answer_")) for k in off)
+
+
+def test_answer_coordination_reads_which_passages_state_the_answer():
+    from ragsieve.voices import answer_coordination
+
+    hits = attack_hits(GOLD_WITHOUT_ALDRIN)
+    members = [f"p{i}" for i in range(5)]
+    # one passage per voice reaches the generator: the cluster's best-ranked member and the gold page
+    evidence = [hits[0], hits[5]]
+    assert answer_coordination(Q, "Buzz Aldrin.", evidence, members) == {"coordinated_share": 1.0, "cluster_only": 1.0}
+    assert answer_coordination(Q, "Neil Armstrong.", evidence, members) == {"coordinated_share": 0.0,
+                                                                            "cluster_only": 0.0}
+    both = answer_coordination(Q, "Neil Armstrong, though some say Buzz Aldrin.", evidence, members)
+    assert both == {"coordinated_share": 0.5, "cluster_only": 0.0}
+    # nothing to read: no value in the answer, no evidence, or no passage stating it
+    assert answer_coordination(Q, "I do not know.", evidence, members) == {}
+    assert answer_coordination(Q, "Buzz Aldrin.", [], members) == {}
+    assert answer_coordination(Q, "Yuri Gagarin.", evidence, members) == {}

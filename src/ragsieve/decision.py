@@ -53,6 +53,14 @@ SIGNALS: tuple[str, ...] = (
     # poisoning
     "poison.dropped_share",
     "poison.duplicate_share",
+    # coordinated voices (stages.poison.coordination): the strongest coordination signal, the
+    # share of the kept passages in a coordinated voice, the share of the answer's support that
+    # is one, and whether the answer is asserted only inside a cluster. A model trained before
+    # these existed lists its own signals in its header and still loads; it ignores them.
+    "poison.coordination",
+    "poison.coordinated_share",
+    "poison.answer_coordinated_share",
+    "poison.answer_cluster_only",
     # conflict
     "conflict.found",
     "conflict.groups",

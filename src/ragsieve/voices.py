@@ -43,7 +43,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,8 +60,10 @@ __all__ = [
     "Coordination",
     "Voice",
     "VoiceGrouper",
+    "answer_coordination",
     "coordination",
     "host_of",
+    "one_per_voice",
     "pairwise_cosine",
     "tight_clusters",
 ]
@@ -315,6 +317,27 @@ class VoiceGrouper:
         return cls(**params, embedder=embedder)
 
 
+def one_per_voice(
+    hits: Sequence[SearchHit], same_source: Mapping[str, str]
+) -> tuple[list[SearchHit], dict[str, str]]:
+    """``hits`` with at most one passage per voice: the best-ranked (first) member of each
+    group ``same_source`` names (chunk id -> voice id) stands for it. Returns the kept hits, in
+    order, and for each dropped chunk id the id of the passage that stands for it."""
+    kept: list[SearchHit] = []
+    stands_for: dict[str, str] = {}
+    first_of: dict[str, str] = {}
+    for h in hits:
+        voice = same_source.get(h.chunk.id)
+        if voice is None:
+            kept.append(h)
+        elif voice in first_of:
+            stands_for[h.chunk.id] = first_of[voice]
+        else:
+            first_of[voice] = h.chunk.id
+            kept.append(h)
+    return kept, stands_for
+
+
 @dataclass(frozen=True)
 class Coordination:
     """The coordination signal of one coordinated voice.
@@ -392,3 +415,32 @@ def coordination(question: str, hits: Sequence[SearchHit], voices: Sequence[Voic
         out.append(Coordination(voice.id, voice.cluster, score, tuple(claims), tuple(exclusive), tuple(rivals),
                                 len(outside), reason))
     return out
+
+
+def answer_coordination(
+    question: str, text: str, evidence: Sequence[SearchHit], coordinated: Iterable[str]
+) -> dict[str, float]:
+    """How much of the evidence behind an answer is a coordinated voice (graded, for the decision).
+
+    The passages of ``evidence`` that state a value of the answer ``text`` (:mod:`ragsieve.values`;
+    values the question states do not count) are the answer's support; ``coordinated`` are the
+    chunk ids of coordinated voices' members. Returns ``coordinated_share`` (the share of the
+    supporting passages that are members; with one passage per voice, the share of the voices)
+    and ``cluster_only`` (1 when every supporting passage is a member: the answer is asserted
+    only inside a cluster), or nothing when no evidence passage states a value of the answer."""
+    from ragsieve.values import extract_values, find_in, read_evidence
+
+    q_ev = read_evidence(question)
+    values = [v for v in extract_values(text) if find_in(v, q_ev) is None]
+    if not values or not evidence:
+        return {}
+    members = set(coordinated)
+    support = []
+    for hit in evidence:
+        ev = read_evidence(hit.chunk.text)
+        if any(find_in(v, ev) is not None for v in values):
+            support.append(hit.chunk.id in members)
+    if not support:
+        return {}
+    share = sum(support) / len(support)
+    return {"coordinated_share": share, "cluster_only": float(share == 1.0)}

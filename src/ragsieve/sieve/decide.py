@@ -81,8 +81,10 @@ class DecideStage:
         return self.model().threshold_
 
     def _signals(self, question: str, trace: Trace, state: PipelineState) -> None:
-        """The signals no earlier stage left in the state: the answer's token probability and
-        the conflict check's (from its record: it has no veto to report)."""
+        """The signals no earlier stage left in the state: the answer's token probability, the
+        conflict check's (from its record: it has no veto to report) and, when the poison check
+        grouped voices, how much of the answer's support is a coordinated voice
+        (:func:`ragsieve.voices.answer_coordination`)."""
         if state.text.strip() and "answer.token_prob" not in state.signals:
             state.signal("answer.token_prob", self.generator.answer_likelihood(question, state.text, state.evidence))
         records = trace.stage("conflict")
@@ -91,6 +93,14 @@ class DecideStage:
             groups = last.get("groups") or []
             state.signal("conflict.found", bool(last.get("conflict")))
             state.signal("conflict.groups", min(max(len(groups) - 1, 0), 3) / 3)
+        poison = trace.stage("poison")
+        if poison and "voices" in poison[-1] and state.text.strip():
+            # the poison check grouped voices: how much of the answer's support is a coordinated one
+            from ragsieve.voices import answer_coordination
+
+            members = [cid for voice in poison[-1]["voices"] for cid in voice.get("cluster", ())]
+            for name, value in answer_coordination(question, state.text, state.evidence, members).items():
+                state.signal(f"poison.answer_{name}", value)
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> StageResult:
         self._signals(question, trace, state)

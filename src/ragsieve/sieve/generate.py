@@ -22,6 +22,7 @@ from ragsieve.llm.base import LLM, ChatMessage, Generation, generate_streaming
 from ragsieve.sieve.state import PipelineState, TokenSink
 from ragsieve.text import trim_repetition
 from ragsieve.types import SearchHit, Trace
+from ragsieve.voices import one_per_voice
 
 logger = logging.getLogger(__name__)
 
@@ -131,13 +132,15 @@ class Generator:
 class GenerateStage:
     """Answer from the evidence with ``[n]`` citations (closed book when there is none).
 
-    Reads the candidates (the selected evidence) and ``state.retrieve``; writes ``state.evidence``,
+    Reads the candidates (the selected evidence), ``state.retrieve`` and ``state.same_source``
+    (the generator is given at most one passage per voice: the best-ranked member, see
+    :func:`ragsieve.voices.one_per_voice`); writes ``state.evidence``,
     ``state.text``, ``state.cited`` and a ``generate`` record (tokens, citations, attribution).
     Set by ``generation`` and ``llm``."""
 
     name = "generate"
     reads: tuple[str, ...] = ()
-    uses: tuple[str, ...] = ("conflict_report",)
+    uses: tuple[str, ...] = ("conflict_report", "same_source")
     writes: tuple[str, ...] = ("evidence", "text", "cited", "opened_with_label", "conflict_message")
 
     def __init__(self, generator: Generator, *, announce_conflict: bool = False) -> None:
@@ -151,6 +154,12 @@ class GenerateStage:
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         evidence = candidates if state.retrieve else []
+        if state.same_source:
+            # whatever chose the evidence (a custom stage list may have no select stage), one
+            # voice speaks once to the generator
+            evidence, stands_for = one_per_voice(evidence, state.same_source)
+            for cid, voice in stands_for.items():
+                trace.decide("generate", cid, "dropped", f"one voice with {voice}, which the generator is given")
         text, cited = self.generator(question, evidence, trace, state=state, sink=state.token_sink)
         state.evidence, state.text, state.cited = list(evidence), text, cited
         if self.announce_conflict:

@@ -483,6 +483,13 @@ class PoisonStage:
         state.signal("poison.dropped_share", 1.0 - len(kept) / len(candidates))
         state.signal("poison.duplicate_share", sum(bool(v.cluster_id) for v in verdicts) / len(candidates))
         state.signal("poison.all_dropped", not kept)
+        if self.judge.coordination:
+            # graded, never a veto: how strongly a coordinated voice looks planted (the highest
+            # coordination signal) and how much of what was kept it fills
+            kept_verdicts = [v for v in verdicts if not v.dropped]
+            state.signal("poison.coordination", max((v.coordination for v in kept_verdicts), default=0.0))
+            state.signal("poison.coordinated_share",
+                         sum(bool(v.voice) for v in kept_verdicts) / max(len(kept_verdicts), 1))
         if kept:
             return kept
         reason = f"poison: all {len(candidates)} candidates look like poisoning (restated question or copies)"

@@ -1,4 +1,11 @@
-"""Stage ``select``: the evidence the generator sees (ScopeCoE's minimal cover or the top k)."""
+"""Stage ``select``: the evidence the generator sees (ScopeCoE's minimal cover or the top k).
+
+Passages the poisoning check found to speak as one (near-duplicate copies, and with
+``stages.poison.coordination`` on the members of a coordinated voice: ``state.same_source``)
+enter the selection as one: the best-ranked member stands for its voice and the others are
+dropped before the cover or the top k is chosen, so five paraphrases of one planted claim
+cannot fill the evidence and push an independent page out. Passages that only share a host
+stay apart: they are usually chunks of one document, which the generator needs together."""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ from ragsieve.select import Selector, TopKSelector
 from ragsieve.sieve.state import PipelineState
 from ragsieve.store.protocol import Store
 from ragsieve.types import SearchHit, Trace
+from ragsieve.voices import one_per_voice
 
 
 def build_selector(config: PipelineConfig, llm: LLM | None, index: Index | Store | None) -> Selector:
@@ -96,14 +104,15 @@ def answer_stating(question: str, candidates: Sequence[SearchHit]) -> SearchHit 
 class SelectStage:
     """The evidence the generator sees: ScopeCoE's minimal cover, or the top k.
 
-    Reads the candidates, ``state.retrieve``, ``state.k`` and ``state.must_keep`` (passages that
+    Reads the candidates, ``state.retrieve``, ``state.k``, ``state.same_source`` (one passage
+    per voice enters the selection: :func:`ragsieve.voices.one_per_voice`) and ``state.must_keep`` (passages that
     join the selection whatever the selector chose); writes one ``select`` decision per
     candidate (in the sieve) and whatever the selector records. Set by ``stages.select.method`` and
     ``stages.select.coe_features`` (sieve), ``select`` (plain), ``retrieval.k`` and ``stages.coe``."""
 
     name = "select"
     reads: tuple[str, ...] = ()
-    uses: tuple[str, ...] = ("must_keep",)
+    uses: tuple[str, ...] = ("must_keep", "same_source")
     writes: tuple[str, ...] = ()
 
     def __init__(self, selectors: Selectors, method: str, default_k: int, *, sieve: bool) -> None:
@@ -122,15 +131,18 @@ class SelectStage:
         selector: Selector = self.selectors(self.method)
         if state.k is not None and isinstance(selector, TopKSelector):
             selector = TopKSelector(state.k)
-        chosen = list(selector.select(question, candidates, trace))
+        # one passage per voice: a cluster's other members never reach the selector, so neither
+        # the cover nor the top k fills the evidence with them
+        voiced, stands_for = one_per_voice(candidates, state.same_source)
+        chosen = list(selector.select(question, voiced, trace))
         # the conflict stage's must-keep passages (one of every answer group) join the
         # selection, so a minimal cover cannot drop one side of a disagreement
         chosen_ids = {h.chunk.id for h in chosen}
-        added = [h for h in candidates if h.chunk.id in set(state.must_keep) and h.chunk.id not in chosen_ids]
+        added = [h for h in voiced if h.chunk.id in set(state.must_keep) and h.chunk.id not in chosen_ids]
         chosen += added
         # a minimal cover judges coverage of the question's terms, not whether a passage holds
         # the answer: the best-ranked passage that states a value of the kind asked for stays
-        stating = answer_stating(question, candidates) if self.method == "scope-coe" else None
+        stating = answer_stating(question, voiced) if self.method == "scope-coe" else None
         if stating is not None and stating.chunk.id in {h.chunk.id for h in chosen}:
             stating = None  # the cover kept it already
         if stating is not None:
@@ -150,6 +162,11 @@ class SelectStage:
                     )
                 elif h.chunk.id in kept_ids:
                     trace.decide("select", h.chunk.id, "kept", f"in the {self.method} selection")
+                elif h.chunk.id in stands_for:
+                    trace.decide(
+                        "select", h.chunk.id, "dropped",
+                        f"one voice with {stands_for[h.chunk.id]}, which stands for it (one passage per voice)",
+                    )
                 else:
                     why = "not needed for the minimal cover" if self.method == "scope-coe" else f"beyond the top {k}"
                     trace.decide("select", h.chunk.id, "dropped", why)
