@@ -147,3 +147,13 @@ def test_values_of_one_measure_are_told_from_values_of_another() -> None:
     assert same_measure(length, other_length) and not same_measure(length, mass)
     assert same_measure(one("in 1884"), one("in 1901"))
     assert not same_measure(length, one("in 1884"))
+
+
+def test_a_preload_racing_the_first_quantity_loads_the_unit_registry_once() -> None:
+    from ragsieve import values
+
+    values._load_registry.cache_clear()
+    values.preload_units()
+    registry = values._registry()  # while the preload's thread may still be loading
+    assert values.parse_unit("km") == "kilometer"
+    assert values._registry() is registry and values._load_registry.cache_info().misses == 1

@@ -36,6 +36,7 @@ import difflib
 import functools
 import math
 import re
+import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -303,11 +304,28 @@ def _unit_after(rest: str) -> tuple[str, str, int] | None:
     return None
 
 
+_REGISTRY_LOCK = threading.Lock()
+
+
 @functools.lru_cache(maxsize=1)
-def _registry() -> Any:
+def _load_registry() -> Any:
     import pint
 
     return pint.UnitRegistry()
+
+
+def _registry() -> Any:
+    # one load per process even when a preload is still running: a caller waits for it
+    with _REGISTRY_LOCK:
+        return _load_registry()
+
+
+def preload_units() -> None:
+    """Load pint's unit registry on a daemon thread (about half a second cold: importing pint
+    and parsing its definitions), so that the first quantity a question's checks read does not
+    wait for it; a caller that needs it first waits for that one load."""
+    if _load_registry.cache_info().currsize == 0:
+        threading.Thread(target=_registry, name="ragsieve-units", daemon=True).start()
 
 
 def _convert(magnitude: float, unit: str, to_unit: str) -> float | None:

@@ -220,6 +220,10 @@ class Pipeline(StreamingAnswers):
         retrieval and the checks run meanwhile and the first stage that uses the model waits
         (and raises the load's error, if it failed)."""
         self._llm.load_in_background(self._load_llm)
+        if self.is_sieve:
+            from ragsieve.values import preload_units
+
+            preload_units()  # the checks read quantities; pint loads while the index opens
         if need_index or self.index is not None:
             self.warm_up_index()
         selectors = self._shared().selectors
