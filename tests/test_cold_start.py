@@ -356,6 +356,26 @@ def test_the_embedder_loads_while_the_index_opens(hash_index):
     assert [h.chunk.id for h in index.search("the Moon", k=3)] == expected
 
 
+def test_a_pipeline_warming_up_for_a_question_does_not_wait_for_the_embedder(hash_index, monkeypatch):
+    # what `ask` does: the stages before the first embedding run while the embedder loads
+    from ragsieve import embed
+
+    embedder = SlowLoadingEmbedder()
+    monkeypatch.setattr(embed, "load_embedder", lambda config: embedder)
+    cfg = validate_config({"index_dir": str(hash_index.dir), "stages": {"need": {"mode": "always"}}})
+    pipe = Pipeline(cfg, llm=SlowLoadingLLM(load_s=0.0), claim_judge=LexicalEmbeddingJudge(embedding_weight=0.0))
+    start = time.monotonic()
+    pipe.warm_up(wait_for_llm=False)
+    assert time.monotonic() - start < 0.5 * SLEEP_S and not embedder.loaded.is_set(), "warm_up waited for it"
+    expected = [h.chunk.id for h in hash_index.search("the Moon", k=3)]
+    assert [h.chunk.id for h in pipe.index.search("the Moon", k=3)] == expected  # the search waits
+    assert embedder.loaded.is_set()
+    # warming up to answer later (the default) still waits
+    embedder = SlowLoadingEmbedder()
+    Pipeline(cfg, llm=SlowLoadingLLM(load_s=0.0)).warm_up()
+    assert embedder.loaded.is_set()
+
+
 def test_an_embedder_of_another_dimension_is_refused_once_loaded(hash_index):
     index = Index.open(hash_index.dir, embedder=SlowLoadingEmbedder(load_s=0.05, dim=32))
     with pytest.raises(IndexStoreError, match="64-dimensional vectors .* gives 32"):

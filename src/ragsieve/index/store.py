@@ -711,13 +711,19 @@ class Index:
             self._partitions[domain] = part
         return part
 
-    def warm_up(self) -> None:
+    def warm_up(self, *, wait_for_embedder: bool = True) -> None:
         """Load every partition and the embedder now rather than on the first query (the
-        partitions first: an embedder loading on its worker thread loads meanwhile)."""
+        partitions first: an embedder loading on its worker thread loads meanwhile).
+
+        ``wait_for_embedder=False`` returns while an embedder that loads on a worker thread is
+        still loading: the first embedding or search waits for it (and checks its dimension), so
+        a caller's own start-up work overlaps the load."""
         self._global_partition()
         if self.partitioned:
             for d in self.domains:
                 self._domain_partition(d)
+        if not wait_for_embedder and self._dim_unchecked is not None:
+            return
         self.embedder.warm_up()
         self.check_embedder()
 

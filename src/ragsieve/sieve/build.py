@@ -34,12 +34,13 @@ from ragsieve.store.protocol import Store
 from ragsieve.types import SearchHit
 
 
-def open_configured_index(config: PipelineConfig) -> Index | Store:
-    """The index (or store) ``config`` names, with its embedder."""
+def open_configured_index(config: PipelineConfig, *, wait_for_embedder: bool = True) -> Index | Store:
+    """The index (or store) ``config`` names, with its embedder (still loading on its worker
+    thread when ``wait_for_embedder`` is false and it loads that way)."""
     from ragsieve.embed import load_embedder
     from ragsieve.store.open import open_index
 
-    return open_index(config, load_embedder(config.embedder))
+    return open_index(config, load_embedder(config.embedder), wait_for_embedder=wait_for_embedder)
 
 
 class SharedEmbedder:

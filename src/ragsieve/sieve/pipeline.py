@@ -206,10 +206,11 @@ class Pipeline(StreamingAnswers):
         return build_stages(self.config, names, self._shared(), self._task_parts)
 
     # ------------------------------------------------------------------ warm-up
-    def warm_up_index(self) -> Index | Store:
-        """Open the index and its embedder (idempotent); enough for search."""
+    def warm_up_index(self, *, wait_for_embedder: bool = True) -> Index | Store:
+        """Open the index and its embedder (idempotent); enough for search (which waits for an
+        embedder still loading when ``wait_for_embedder`` is false)."""
         if self._index.value is None:
-            self._index.value = open_configured_index(self.config)
+            self._index.value = open_configured_index(self.config, wait_for_embedder=wait_for_embedder)
         return self._index.value
 
     def warm_up(self, need_index: bool = True, *, wait_for_llm: bool = True) -> None:
@@ -218,14 +219,15 @@ class Pipeline(StreamingAnswers):
         The LLM loads on a worker thread while the index, the embedder and the stages warm up
         here; ``wait_for_llm=False`` (what :meth:`ask` does) returns without waiting for it, so
         retrieval and the checks run meanwhile and the first stage that uses the model waits
-        (and raises the load's error, if it failed)."""
+        (and raises the load's error, if it failed). It does not wait for an embedder loading on
+        its own thread either: the stages before the first embedding (routing) run meanwhile."""
         self._llm.load_in_background(self._load_llm)
         if self.is_sieve:
             from ragsieve.values import preload_units
 
             preload_units()  # the checks read quantities; pint loads while the index opens
         if need_index or self.index is not None:
-            self.warm_up_index()
+            self.warm_up_index(wait_for_embedder=wait_for_llm)
         selectors = self._shared().selectors
         if selectors.fixed is None and not self.is_sieve:
             # only ScopeCoE uses the model: top-k selection does not wait for it

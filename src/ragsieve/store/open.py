@@ -92,16 +92,18 @@ def open_store(config: PipelineConfig, index_dir: str | Path, embedder: Embedder
     return MilvusStore(milvus_uri(store, folder), embedder, collection=store.collection, directory=folder, token=token)
 
 
-def open_index(config: PipelineConfig, embedder: Embedder) -> Index | Store:
+def open_index(config: PipelineConfig, embedder: Embedder, *, wait_for_embedder: bool = True) -> Index | Store:
     """What a pipeline searches: the folder ``Index`` itself, or the Milvus store the config (or the
-    folder's ``store.json``, for a local Milvus Lite file) names. Warmed up."""
+    folder's ``store.json``, for a local Milvus Lite file) names. Warmed up (a folder index's
+    embedder still loading when ``wait_for_embedder`` is false: :meth:`Index.warm_up`)."""
     if not config.index_dir:
         raise ConfigError("no index configured; pass --index DIR or set index_dir in the config")
     folder = Path(config.index_dir)
     opened: Index | Store
     if effective_store_config(config, folder).backend == "folder":
         opened = Index.open(folder, embedder=embedder)
-    else:
-        opened = open_store(config, folder, embedder)
+        opened.warm_up(wait_for_embedder=wait_for_embedder)
+        return opened
+    opened = open_store(config, folder, embedder)
     opened.warm_up()
     return opened
