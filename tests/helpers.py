@@ -23,6 +23,21 @@ def copy_corpus(dest: Path) -> Path:
     return target
 
 
+def copy_demo_corpus(dest: Path) -> Path:
+    """The bundled demo corpus's Markdown and text files under ``dest / "corpus"`` (the loaders
+    of other formats are tested elsewhere)."""
+    from ragsieve.demo import demo_corpus_dir
+
+    src = demo_corpus_dir()
+    target = dest / "corpus"
+    for path in sorted(src.rglob("*")):
+        if path.suffix in (".md", ".txt"):
+            copied = target / path.relative_to(src)
+            copied.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, copied)
+    return target
+
+
 class HashEmbedder:
     """Deterministic bag-of-words embedder: fast, and a distinct model name for mismatch tests."""
 

@@ -15,16 +15,15 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import HashEmbedder
+from tests.helpers import HashEmbedder, copy_demo_corpus
 
 from ragsieve import Pipeline
 from ragsieve.config import PipelineConfig
-from ragsieve.demo import demo_corpus_dir, demo_questions
+from ragsieve.demo import demo_questions
 from ragsieve.index import Index
 from ragsieve.llm.base import ContinuationScore, Generation
 
@@ -116,15 +115,8 @@ def canonical(answer: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def demo_index(tmp_path_factory):
-    # the demo's Markdown and text files: the loaders of other formats are tested elsewhere
     root = tmp_path_factory.mktemp("pin")
-    src = demo_corpus_dir()
-    for path in sorted(src.rglob("*")):
-        if path.suffix in (".md", ".txt"):
-            target = root / "corpus" / path.relative_to(src)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-    return Index.build(root / "corpus", root / "idx", embedder=HashEmbedder())
+    return Index.build(copy_demo_corpus(root), root / "idx", embedder=HashEmbedder())
 
 
 def run_all(index: Index) -> dict[str, dict[str, Any]]:

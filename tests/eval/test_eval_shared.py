@@ -8,19 +8,17 @@ deterministic ``EchoLLM`` of the pinned-trace test, all 52 demo questions (answe
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from tests.helpers import HashEmbedder
+from tests.helpers import HashEmbedder, copy_demo_corpus
 from tests.test_pipeline_traces import EchoLLM
 
 from ragsieve import Pipeline
 from ragsieve.config import PipelineConfig
-from ragsieve.demo import demo_corpus_dir
 from ragsieve.eval.cli import make_judge, questions_per_minute, throughput_line
 from ragsieve.eval.data import load_qa
 from ragsieve.eval.harness import EvalCache, EvalSpec, default_specs, run_eval
@@ -48,13 +46,7 @@ class CountingEmbedder(HashEmbedder):
 @pytest.fixture(scope="module")
 def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("shared")
-    src = demo_corpus_dir()
-    for path in sorted(src.rglob("*")):
-        if path.suffix in (".md", ".txt"):
-            target = root / "corpus" / path.relative_to(src)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-    Index.build(root / "corpus", root / "idx", embedder=HashEmbedder())
+    Index.build(copy_demo_corpus(root), root / "idx", embedder=HashEmbedder())
     return root / "idx"
 
 
