@@ -61,3 +61,8 @@ def test_the_memo_describes_itself_as_its_embedder():
     inner = HashEmbedder(name="test/other", dim=16)
     memo = MemoEmbedder(inner)
     assert (memo.model_name, memo.dim, memo.to_dict()) == ("test/other", 16, inner.to_dict())
+
+
+def test_an_empty_memo_is_still_an_embedder() -> None:
+    memo = MemoEmbedder(HashEmbedder())
+    assert len(memo) == 0 and bool(memo)

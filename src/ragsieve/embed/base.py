@@ -142,6 +142,10 @@ class MemoEmbedder:
     def __len__(self) -> int:
         return len(self._vectors)
 
+    def __bool__(self) -> bool:
+        # an embedder even while it remembers nothing (``__len__`` alone would make it falsy)
+        return True
+
     def _store(self, text: str, vector: np.ndarray) -> None:
         self._vectors[text] = vector
         self._vectors.move_to_end(text)

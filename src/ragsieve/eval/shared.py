@@ -84,14 +84,6 @@ def _config_key(section: Any) -> str:
     return json.dumps(section.model_dump(mode="json"), sort_keys=True, default=str)
 
 
-class _SharedMemo(MemoEmbedder):
-    """The shared embedding memo: true even while empty, so that code testing an embedder for
-    truth (``embedder or default``) never replaces an empty memo with another model."""
-
-    def __bool__(self) -> bool:
-        return True
-
-
 class _Counted:
     """An embedder that counts the texts it embeds (``embedded``); every member is the embedder's own."""
 
@@ -273,7 +265,7 @@ class SharedWork:
                 else:
                     raw = _Counted(self._load_embedder(config))
                 pool = SharedEmbedder(Ref(None), EMBEDDINGS_KEPT, inner=lambda: raw)
-                pool.memo = _SharedMemo(raw, EMBEDDINGS_KEPT)
+                pool.memo = MemoEmbedder(raw, EMBEDDINGS_KEPT)
                 self._embedders[key] = pool
             return self._embedders[key]
 
