@@ -388,7 +388,11 @@ def source_of(hit: SearchHit) -> str:
     return hit.chunk.source or hit.chunk.doc_id
 
 
-_URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+def _is_url(text: str) -> bool:
+    """An absolute address with a scheme and an authority (``https://host/...``), as
+    :func:`urllib.parse.urlparse` reads it; a relative path (``chemistry/x.md``) is not one."""
+    parts = urlparse(text)
+    return bool(parts.scheme and parts.netloc)
 
 
 def document_of(hit: SearchHit) -> str:
@@ -399,7 +403,7 @@ def document_of(hit: SearchHit) -> str:
     meta = chunk.metadata or {}
     candidates = [chunk.url, *(meta.get(key) for key in ("url", "source_url", "link")), chunk.source]
     for url in candidates:
-        if isinstance(url, str) and _URL_RE.match(url.strip()):
+        if isinstance(url, str) and _is_url(url.strip()):
             return urldefrag(url.strip()).url
     return chunk.doc_id or chunk.source
 

@@ -27,6 +27,9 @@ __all__ = [
     "STOP_WORDS",
     "WEEKDAYS",
     "CITATION_MARKER_RE",
+    "NON_SPACE_RE",
+    "WORD_RE",
+    "citation_markers",
 ]
 
 
@@ -92,3 +95,17 @@ NEGATIONS = frozenset(
 
 # A citation marker an answer cites its passages with: "[1]" (the number is group 1).
 CITATION_MARKER_RE = re.compile(r"\[(\d{1,3})\]")
+
+# A word: a run of letters and digits (any script; underscores and punctuation split words).
+WORD_RE = re.compile(r"[^\W_]+")
+# A token between spaces, punctuation attached ("Paris," "[1].").
+NON_SPACE_RE = re.compile(r"\S+")
+
+
+def citation_markers(text: str) -> list[str]:
+    """The ``[n]`` markers of ``text`` as written, in order (repeats kept).
+
+    >>> citation_markers("Leiden [2], in 1911 [1][2].")
+    ['[2]', '[1]', '[2]']
+    """
+    return [m.group(0) for m in CITATION_MARKER_RE.finditer(text)]

@@ -28,6 +28,8 @@ import re
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from ragsieve.lexicon import CITATION_MARKER_RE, WORD_RE
+
 __all__ = ["ListItems", "find_list", "normalize_lists", "render_list", "split_sentences"]
 
 logger = logging.getLogger(__name__)
@@ -37,8 +39,6 @@ logger = logging.getLogger(__name__)
 # ("in 1911. Then") is never a marker, and a decimal ("4.2") has no space after its point.
 _NUMBERED_RE = re.compile(r"(?:(?<=^)|(?<=\s))\(?(\d{1,2})[.)](?=\s+\S)\s+")
 _BULLET_LINE_RE = re.compile(r"^\s*(?:[-*•‣◦]|\d{1,2}[.)]|\(\d{1,2}\))\s+(?=\S)")
-_CITATION_RE = re.compile(r"\s*\[\d{1,3}\]")
-_WORD_RE = re.compile(r"\w+")
 _SENTENCE_END_RE = re.compile(r"[.!?…][\"'”’)\]]*$")
 # a list may open after the start of the text, a colon, or the end of a sentence
 _LIST_OPENERS = ":.!?\n"
@@ -133,8 +133,8 @@ def find_list(text: str) -> ListItems | None:
 def _is_sentence(item: str) -> bool:
     """An item that reads as a sentence on its own: it ends with sentence punctuation (before
     any citation markers) and has at least four words."""
-    bare = _CITATION_RE.sub("", item).strip()
-    return bool(_SENTENCE_END_RE.search(bare)) and len(_WORD_RE.findall(bare)) >= 4
+    bare = CITATION_MARKER_RE.sub("", item).strip()
+    return bool(_SENTENCE_END_RE.search(bare)) and len(WORD_RE.findall(bare)) >= 4
 
 
 def _trim_item(item: str) -> str:
@@ -156,7 +156,7 @@ def render_list(items: list[str], lead: str = "") -> str:
     >>> render_list(["Paris is the capital of France.", "Lyon is smaller."], lead="Two facts:")
     'Two facts: Paris is the capital of France. Lyon is smaller.'
     """
-    kept = [it for it in (i.strip() for i in items) if _WORD_RE.search(_CITATION_RE.sub("", it))]
+    kept = [it for it in (i.strip() for i in items) if WORD_RE.search(CITATION_MARKER_RE.sub("", it))]
     if not kept:
         return lead.strip()
     if all(not _is_sentence(it) for it in kept):
@@ -164,7 +164,7 @@ def render_list(items: list[str], lead: str = "") -> str:
     else:
         parts = []
         for it in kept:
-            bare = _CITATION_RE.sub("", it).strip()
+            bare = CITATION_MARKER_RE.sub("", it).strip()
             parts.append(it if _SENTENCE_END_RE.search(bare) else _trim_item(it) + ".")
         body = " ".join(parts)
     lead = " ".join(lead.split())

@@ -42,7 +42,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
-from ragsieve.lexicon import CITATION_MARKER_RE, MONTH_NAMES, MONTHS, NAME_OPENERS, STOP_WORDS
+from ragsieve.lexicon import (
+    CITATION_MARKER_RE,
+    MONTH_NAMES,
+    MONTHS,
+    NAME_OPENERS,
+    NON_SPACE_RE,
+    STOP_WORDS,
+    WORD_RE,
+)
 
 ValueKind = Literal["number", "date", "quantity", "name", "identifier"]
 VALUE_KINDS: tuple[str, ...] = get_args(ValueKind)
@@ -149,7 +157,7 @@ def _decimals(num: str) -> int:
 
 def _parse_number_words(words: str) -> float | None:
     """``"two hundred and fifty"`` -> 250; ``None`` when the words are not one number."""
-    tokens = [t for t in re.split(r"[\s-]+", words.lower()) if t and t != "and"]
+    tokens = [t for t in WORD_RE.findall(words.lower()) if t != "and"]
     total, current, seen = 0, 0, False
     for t in tokens:
         if t in _SCALES:
@@ -456,13 +464,18 @@ def _word_tokens(text: str) -> list[str]:
     out: list[str] = []
     for raw in _TOKEN_RE.findall(text):
         word = raw.rstrip(".")
-        if re.fullmatch(r"[A-Z]", word):
+        if _is_initial(word):
             out.append(fold(word) + ".")
         elif word.islower() or word.lower() not in _NAME_CONNECTORS:
             out.extend(fold(word).split())  # a modifier letter folds to a space ("ibnʿArabī")
         else:
             out.append(fold(word) + "_")  # a capitalised connector word used as a name ("De")
     return out
+
+
+def _is_initial(word: str) -> bool:
+    """One capital letter, with or without its full stop ("W", "W.")."""
+    return bool(re.fullmatch(r"[A-Z]\.?", word))
 
 
 def _at_sentence_start(text: str, pos: int) -> bool:
@@ -519,17 +532,15 @@ def _numbers(text: str, taken: list[tuple[int, int]]) -> list[tuple[Value, int]]
     return found
 
 
-def _plausible_unit(number: Value, unit: str, after: str) -> bool:
+def _plausible_unit(number: Value, unit: str) -> bool:
     """A one-letter unit (K, A, T, B, V, W, N, L, g, m, s, t, h) is read only after a digit
-    number that is not a year and when no initial follows: "4.2 K" is kelvin, "the 2013 A. Sugar
-    Bowl" and "the Second B. of Guam" are not amperes and bytes."""
+    number that is not a year: "4.2 K" is kelvin, "the 2013 A. Sugar Bowl" and "the Second B.
+    of Guam" are not amperes and bytes."""
     if len(unit) > 1:
         return True
     if not number.text[:1].isdigit() and number.text[:1] not in "+-":
         return False
-    if number.number is not None and number.number == int(number.number) and 1000 <= number.number <= 2099:
-        return False
-    return not re.match(r"\.\s+[A-Z]", after)
+    return not (number.number is not None and number.number == int(number.number) and 1000 <= number.number <= 2099)
 
 
 def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]:
@@ -585,7 +596,7 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
         qstart = v.span[0]
         if cur_m:
             unit, qstart = _CURRENCY_SYMBOLS[cur_m.group("cur")], cur_m.start()
-        elif unit_m and gap <= 1 and _plausible_unit(v, unit_m[0], rest[gap + unit_m[2] : gap + unit_m[2] + 3]):
+        elif unit_m and gap <= 1 and _plausible_unit(v, unit_m[0]):
             unit, qend = unit_m[1], end + gap + unit_m[2]
         else:
             cw = _CURRENCY_WORD_RE.match(rest.lstrip())
@@ -615,7 +626,7 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
 
     for m in _NAME_RE.finditer(text):
         start, end = m.span()
-        words = list(re.finditer(r"\S+", m.group(0)))
+        words = list(NON_SPACE_RE.finditer(m.group(0)))
         # drop leading function words ("The Normans", "Although Rollo") and a lone sentence opener
         while words and words[0].group(0).lower().rstrip(".,") in NAME_OPENERS:
             words.pop(0)
@@ -632,7 +643,7 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
             continue
         if len(words) == 1 and _at_sentence_start(text, start) and words[0].group(0).lower().endswith("ly"):
             continue  # a sentence-opening adverb ("Currently") is not a name
-        if re.fullmatch(r"[A-Z]\.?", surface):
+        if _is_initial(surface):
             continue
         toks = _name_tokens(surface)
         if not toks:
@@ -792,9 +803,23 @@ def _name_variant(value: Value, evidence_values: Sequence[Value]) -> Match | Non
     return None
 
 
+def phrase_pattern(*phrases: str, ignore_case: bool = False, possessive: bool = False) -> re.Pattern[str]:
+    """A pattern for any of ``phrases`` written as whole words (no letter, digit or underscore
+    just before or after), the longest first; ``possessive`` takes a following "'s" with it.
+
+    >>> phrase_pattern("Scott Derrickson", "Derrickson", possessive=True).findall("Derrickson's film")
+    ["Derrickson's"]
+    """
+    alternatives = sorted((re.escape(p) for p in phrases), key=len, reverse=True)
+    return re.compile(
+        r"(?<!\w)(?:" + "|".join(alternatives) + r")" + ("(?:'s)?" if possessive else "") + r"(?!\w)",
+        re.IGNORECASE if ignore_case else 0,
+    )
+
+
 def _identifier_match(value: Value, evidence_text: str) -> Match | None:
     ident = value.tokens[0] if value.tokens else value.text
-    m = re.search(rf"(?<![\w]){re.escape(ident)}(?![\w])", evidence_text)
+    m = phrase_pattern(ident).search(evidence_text)
     if m:
         return Match(value, Value("identifier", m.group(0), m.group(0), m.span(), tokens=(m.group(0),)), "exact")
     return None

@@ -33,8 +33,8 @@ import numpy as np
 
 from ragsieve.answers import contains_answer, normalize_answer
 from ragsieve.errors import InputError, LLMOutputError
-from ragsieve.lexicon import MONTH_NAMES
 from ragsieve.llm.base import LLM, ChatMessage
+from ragsieve.values import extract_values, phrase_pattern
 
 __all__ = [
     "SenPResult",
@@ -104,12 +104,11 @@ def sentence_perturbation(
 # ---------------------------------------------------------------- WordP
 def _mention_pattern(keyword: str, partial: bool) -> re.Pattern[str]:
     words = keyword.split()
-    alts = [re.escape(keyword)]
+    phrases = [keyword]
     if partial and len(words) > 1:
         # single name parts of a multi-word keyword ("Derrickson" for "Scott Derrickson")
-        alts += [re.escape(w) for w in words if len(w) >= 4 and w[0].isupper()]
-    alts.sort(key=len, reverse=True)
-    return re.compile(r"(?<!\w)(?:" + "|".join(alts) + r")(?:'s)?(?!\w)", re.IGNORECASE)
+        phrases += [w for w in words if len(w) >= 4 and w[0].isupper()]
+    return phrase_pattern(*phrases, ignore_case=True, possessive=True)
 
 
 def mentions(text: str, keyword: str, partial: bool = True) -> int:
@@ -249,16 +248,21 @@ def inject_irrelevant(
 
 
 def answer_type(answer: str) -> str:
-    """Coarse answer type: yesno, year, date, number, entity (capitalised) or other."""
+    """Coarse answer type: yesno, year, date, number, entity (capitalised) or other.
+
+    Years, dates and numbers are what :func:`ragsieve.values.extract_values` (the one value
+    reader) reads at the answer's start: a year alone is a year, a date with its month and year
+    or day a date, a number, quantity or decade ("3,677 seated", "12 km", "1990s") a number."""
     a = answer.strip()
-    low = a.lower()
-    if low in {"yes", "no"}:
+    if a.lower() in {"yes", "no"}:
         return "yesno"
-    if re.fullmatch(r"1\d{3}|20\d{2}", a):
-        return "year"
-    if any(m in low for m in MONTH_NAMES) and re.search(r"\d", a):
-        return "date"
-    if re.fullmatch(r"[\d,.\s]+(?:\w+)?", a) and re.search(r"\d", a):
+    values = extract_values(a)
+    first = values[0] if values and values[0].span[0] == 0 else None
+    if first is not None and first.kind == "date" and first.number is not None:
+        if any(month for _, month, _ in first.dates):
+            return "date"
+        return "year" if first.text == a and not first.tolerance else "number"
+    if first is not None and first.kind in ("number", "quantity"):
         return "number"
     if a[:1].isupper():
         return "entity"
@@ -281,7 +285,7 @@ def same_type_wrong_answer(answer: str, pool: Sequence[str], seed: int = 0) -> s
 
 def replace_answer(sentences: Sequence[str], answer: str, wrong: str) -> list[str]:
     """Entity replacement: every mention of ``answer`` becomes ``wrong``."""
-    pat = re.compile(r"(?<!\w)" + re.escape(answer.strip()) + r"(?!\w)", re.IGNORECASE)
+    pat = phrase_pattern(answer.strip(), ignore_case=True)
     return [pat.sub(wrong, s) for s in sentences]
 
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragsieve.answers import contains_answer, normalize_answer
-from ragsieve.lexicon import MONTHS
+from ragsieve.lexicon import CITATION_MARKER_RE, MONTHS
 
 __all__ = [
     "GoldEvidenceJudge",
@@ -50,7 +50,6 @@ _DATE = re.compile(
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?|(?<![\w.])[-+]?\d+(?:\.\d+)?%?")
 # Two or more capitalised words (a name), or one capitalised word not opening a sentence.
 _NAME = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:of|the|de|van|von|da|di|del|la|le)?\s*[A-Z][\w'’-]*)*")
-_MARKER = re.compile(r"\[\d+\]")
 _ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b", re.IGNORECASE)
 # Capitalised words that are not names when they open a sentence or stand alone.
 _FUNCTION_WORDS = {
@@ -76,7 +75,7 @@ def extract_values(text: str) -> dict[str, list[str]]:
     Dates are matched first and their numbers are not counted again; a capitalised word opening
     a sentence counts as a name only when it is not a function word.
     """
-    text = _MARKER.sub(" ", text)
+    text = CITATION_MARKER_RE.sub(" ", text)
     dates = [m.group(0) for m in _DATE.finditer(text)]
     rest = _DATE.sub(" ", text)
     numbers = [m.group(0) for m in _NUMBER.finditer(rest)]
@@ -178,9 +177,10 @@ class LLMAnswerJudge:
 
     def support(self, answer: str, cited: Sequence[str]) -> float:
         evidence = "\n".join(f"- {c[: self.max_evidence_chars]}" for c in cited) or "(none)"
+        bare = CITATION_MARKER_RE.sub("", answer).strip()
         prompt = [
             {"role": "system", "content": _JUDGE_PROMPT},
-            {"role": "user", "content": f"Evidence:\n{evidence}\n\nAnswer: {_MARKER.sub('', answer).strip()}\n\n"
+            {"role": "user", "content": f"Evidence:\n{evidence}\n\nAnswer: {bare}\n\n"
                                         "Does the evidence state everything the answer says? Yes or No?"},
         ]  # fmt: skip
         yes, no = self.llm.next_token_logprobs(prompt, ["Yes", "No"])

@@ -31,6 +31,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ragsieve.lexicon import citation_markers
 from ragsieve.sentences import normalize_lists
 
 __all__ = ["FILLER_PATTERNS", "LABEL_OPEN_RE", "SECTION_LABELS", "CleanAnswer", "clean_answer", "opened_with_label"]
@@ -134,7 +135,7 @@ def _strip_sections(text: str, out: CleanAnswer) -> str:
                 out.removed.append(body.strip())
                 continue
             if label in ("sources", "references", "citations"):
-                markers = re.findall(r"\[\d{1,3}\]", body)
+                markers = citation_markers(body)
                 if markers and not re.sub(r"[\[\]\d\s,;]|and", "", body):
                     source_markers += markers
                     out.changes.append("kept the markers of a sources label")
@@ -170,7 +171,7 @@ def _strip_debris(text: str, out: CleanAnswer) -> str:
     m = _TRAILING_LABEL_RE.search(text)
     if m and text[: m.start()].strip():
         head = text[: m.start()]
-        markers = " ".join(k for k in dict.fromkeys(re.findall(r"\[\d{1,3}\]", m.group(1))) if k not in head)
+        markers = " ".join(k for k in dict.fromkeys(citation_markers(m.group(1))) if k not in head)
         out.removed.append(m.group(0).strip())
         out.changes.append("kept the markers of a trailing sources label")
         text = (head.rstrip() + " " + markers).rstrip()
@@ -217,7 +218,7 @@ def clean_answer(text: str, question: str | None = None) -> CleanAnswer:
     body = re.sub(r"\s+([.,;:!?])", r"\1", body)
     # markers a removed filler carried ("According to the context [1], ...") move to the end of
     # the first sentence, the statement they cite
-    carried = [m for m in dict.fromkeys(re.findall(r"\[\d{1,3}\]", " ".join(filler))) if m not in body]
+    carried = [m for m in dict.fromkeys(citation_markers(" ".join(filler))) if m not in body]
     if carried and body:
         first_end = re.search(r"[.!?](?=\s|$)", body)
         at = first_end.start() if first_end else len(body)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
-from ragsieve.lexicon import CITATION_MARKER_RE
+from ragsieve.lexicon import CITATION_MARKER_RE, NON_SPACE_RE, WORD_RE
 
 __all__ = ["trim_repetition"]
 
-_WORD_RE = re.compile(r"\S+")
 _SENTENCE_END = ".!?"
 _CLAUSE_END = ",;"
 
@@ -30,8 +27,8 @@ def trim_repetition(text: str, ngram: int = 5) -> str:
     if ngram < 2:
         raise ValueError(f"trim_repetition needs ngram >= 2, got {ngram}")
     words: list[tuple[str, int]] = []
-    for m in _WORD_RE.finditer(text):
-        norm = re.sub(r"[^\w]", "", CITATION_MARKER_RE.sub("", m.group()).lower())
+    for m in NON_SPACE_RE.finditer(text):
+        norm = "".join(WORD_RE.findall(CITATION_MARKER_RE.sub("", m.group()).lower()))
         if norm:
             words.append((norm, m.start()))
     seen: set[tuple[str, ...]] = set()

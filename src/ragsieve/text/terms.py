@@ -16,15 +16,12 @@ Example:
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any
 
-from ragsieve.lexicon import NEGATIONS, STOP_WORDS
+from ragsieve.lexicon import NEGATIONS, STOP_WORDS, WORD_RE
 from ragsieve.values import fold
 
 __all__ = ["NEGATIONS", "STOP_WORDS", "WORD_RE", "key_terms", "stem", "stems", "words"]
-
-WORD_RE = re.compile(r"[^\W_]+")
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,11 +6,10 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ragsieve.lexicon import CITATION_MARKER_RE
+from ragsieve.lexicon import CITATION_MARKER_RE, WORD_RE
 
 _MARKER_RE = CITATION_MARKER_RE
 _LEADING_MARKERS_RE = re.compile(r"^((?:\s*\[\d{1,3}\])+)[\s.,;:]*")
-_WORD_RE = re.compile(r"[A-Za-z0-9]")
 
 
 class Claim(NamedTuple):
@@ -39,7 +38,7 @@ def split_claim_markers(text: str) -> list[Claim]:
             prev = claims[-1]
             claims[-1] = Claim(prev.text + " " + lead.group(1).strip(), prev.markers + moved)
             sentence = sentence[lead.end() :]
-        if not _WORD_RE.search(_MARKER_RE.sub("", sentence)):
+        if not WORD_RE.search(_MARKER_RE.sub("", sentence)):
             if claims and _MARKER_RE.search(sentence):
                 prev = claims[-1]
                 extra = [int(m) for m in _MARKER_RE.findall(sentence)]

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -37,6 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ragsieve.errors import ConfigError, ModelError
+from ragsieve.lexicon import WORD_RE
 from ragsieve.llm.base import LLM, ChatMessage
 
 logger = logging.getLogger(__name__)
@@ -158,7 +158,6 @@ class LLMLogprobJudge:
         return p
 
 
-_WORD_RE = re.compile(r"[A-Za-z0-9]+")
 _STOP_WORDS = (
     "a an the of in on at to for from by with and or is are was were be been being it its this that these "
     "those as which who whom what when where why how do does did has have had not no but also can could "
@@ -178,7 +177,7 @@ def _norm(word: str) -> str:
 
 
 def content_terms(text: str) -> set[str]:
-    return {_norm(w) for w in _WORD_RE.findall(text) if w.lower() not in _STOP}
+    return {_norm(w) for w in WORD_RE.findall(text) if w.lower() not in _STOP}
 
 
 class LexicalEmbeddingJudge:

@@ -47,6 +47,7 @@ from ragsieve.generate.polar import starts_with_polarity
 from ragsieve.lexicon import CITATION_MARKER_RE
 from ragsieve.text.kind import ANSWER_KINDS, AnswerKind, expected_kind
 from ragsieve.text.terms import STOP_WORDS, stem
+from ragsieve.text.terms import words as folded_words
 from ragsieve.types import SearchHit
 from ragsieve.values import fold
 
@@ -95,10 +96,6 @@ _ABSTAIN_RE = re.compile(
 
 
 # ---------------------------------------------------------------- typed values
-def _words(text: str) -> list[str]:
-    return [w.lower() for w in re.findall(r"[A-Za-z]+", text)]
-
-
 def _names(text: str) -> list[str]:
     """The proper names :mod:`ragsieve.values` reads in ``text``."""
     from ragsieve.values import extract_values as read_values
@@ -379,7 +376,7 @@ class ResponsivenessChecker:
         if _named_alternatives(question, set(a_content)) > 1:
             return Responsiveness(False, "restated_question", kind, copied=copied,
                                   detail="names every alternative the question offers without choosing one")
-        if starts_with_polarity(answer) and not any(w in _INTERROGATIVES for w in _words(question)):
+        if starts_with_polarity(answer) and not any(w in _INTERROGATIVES for w in folded_words(question)):
             # a yes/no question the polar test does not recognise ("Both A and B are ...?")
             return Responsiveness(True, "ok", kind, copied=copied, detail="a yes or no to a question without a "
                                                                            "question word")
