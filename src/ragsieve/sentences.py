@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from ragsieve.lexicon import CITATION_MARKER_RE, WORD_RE
 
-__all__ = ["ListItems", "find_list", "normalize_lists", "render_list", "split_sentences"]
+__all__ = ["ListItems", "find_list", "first_sentence_end", "normalize_lists", "render_list", "split_sentences"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,11 +54,11 @@ class ListItems(NamedTuple):
     end: int
 
 
-@lru_cache(maxsize=1)
-def _segmenter() -> Any:
+@lru_cache(maxsize=2)
+def _segmenter(char_span: bool = False) -> Any:
     import pysbd
 
-    return pysbd.Segmenter(language="en", clean=False, char_span=False)
+    return pysbd.Segmenter(language="en", clean=False, char_span=char_span)
 
 
 def _numbered_list(text: str) -> ListItems | None:
@@ -201,3 +201,20 @@ def split_sentences(text: str) -> list[str]:
         pieces = [p.strip() for p in _segmenter().segment(paragraph)]
         sentences.extend(p for p in pieces if p)
     return sentences
+
+
+def first_sentence_end(text: str) -> int:
+    """Where the first sentence of ``text`` ends (pysbd's boundary): the offset of its closing
+    ``.``, ``!`` or ``?``, or the sentence's end when it has none; ``len(text)`` for one sentence
+    without closing punctuation.
+
+    >>> text = "Dr. Onnes cooled mercury in 1911. It lost all resistance."
+    >>> text[: first_sentence_end(text)]
+    'Dr. Onnes cooled mercury in 1911'
+    """
+    spans = _segmenter(char_span=True).segment(text) if text.strip() else []
+    if not spans:
+        return len(text)
+    sentence = spans[0].sent.rstrip()
+    end = spans[0].start + len(sentence)
+    return end - 1 if sentence[-1:] in ".!?" else end

@@ -557,8 +557,8 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
 
     for m in _IDENT_RE.finditer(text):
         s = m.group(0)
-        if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]?", s) or re.fullmatch(r"\d+(?:\.\d+)*", s):
-            continue  # abbreviations (e.g., U.S.) and version-like numbers
+        if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]?", s):
+            continue  # abbreviations (e.g., U.S.)
         if "." in s and not re.search(r"[a-z_]", s.split(".")[-1]) and not s.endswith("()"):
             continue  # "Mr.Smith"-like joins of capitalised words
         if "." in s and all(p[:1].isupper() and p[1:].islower() for p in s.split(".")):
@@ -576,8 +576,9 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
                 ua = _unit_after(after.lstrip())
                 if ua and len(ua[0]) > 1 and after[: len(after) - len(after.lstrip())] in (" ", ""):
                     continue
-                if re.match(r"\s*(?:,\d{3}|\s*(?:hundred|thousand|million|billion))", after, re.IGNORECASE):
-                    continue
+                number = _NUMBER_RE.match(text, m.start())
+                if number and (number.group("scale") or "").lower() in _SCALES:
+                    continue  # "1500 million" is a number, not a year
             v = _date_value(m, text)
             if v is None:
                 continue

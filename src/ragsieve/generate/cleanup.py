@@ -31,8 +31,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ragsieve.lexicon import citation_markers
-from ragsieve.sentences import normalize_lists
+from ragsieve.lexicon import CITATION_MARKER_RE, citation_markers
+from ragsieve.sentences import first_sentence_end, normalize_lists
 
 __all__ = ["FILLER_PATTERNS", "LABEL_OPEN_RE", "SECTION_LABELS", "CleanAnswer", "clean_answer", "opened_with_label"]
 
@@ -220,13 +220,12 @@ def clean_answer(text: str, question: str | None = None) -> CleanAnswer:
     # the first sentence, the statement they cite
     carried = [m for m in dict.fromkeys(citation_markers(" ".join(filler))) if m not in body]
     if carried and body:
-        first_end = re.search(r"[.!?](?=\s|$)", body)
-        at = first_end.start() if first_end else len(body)
+        at = first_sentence_end(body)
         body = body[:at].rstrip() + " " + " ".join(carried) + body[at:]
     if out.changes and body:
         if body[0].islower() and (len(body) < 2 or not body[1].isupper()):
             body = body[0].upper() + body[1:]
-        bare = re.sub(r"(\s*\[\d{1,3}\])+$", "", body)
+        bare = CITATION_MARKER_RE.sub("", body).rstrip()  # its last character is the sentence's
         if bare and bare[-1] not in _SENTENCE_END + ":;\"')]":
             body = body + "."
     out.text = body

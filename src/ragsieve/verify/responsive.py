@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
 from ragsieve.generate.cleanup import LABEL_OPEN_RE
@@ -540,8 +541,7 @@ def _topic(hit: SearchHit | str) -> str:
         if title:
             return title
         if chunk.source:
-            stem = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", chunk.source.rstrip("/").rsplit("/", 1)[-1])
-            stem = re.sub(r"^\d+[-_ ]+", "", stem)
+            stem = re.sub(r"^\d+[-_ ]+", "", PurePosixPath(chunk.source.rstrip("/")).stem)
             name = " ".join(re.split(r"[-_ ]+", stem)).strip()
             if name:
                 return name[:1].upper() + name[1:]
