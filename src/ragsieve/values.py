@@ -438,8 +438,9 @@ _IDENT_RE = re.compile(
     r")(?![\w])"
 )
 _NAME_CONNECTORS = {"of", "de", "da", "del", "della", "der", "van", "von", "la", "le", "du", "di", "bin", "al", "y"}
+# A name: capitalised words (or initials) joined by spaces and connector words.
 _CAP_TOKEN = r"(?:[A-Z]\.|[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'’-]*)"
-_NAME_RE = re.compile(
+NAME_RE = re.compile(
     rf"{_CAP_TOKEN}(?:\s+(?:(?:{'|'.join(sorted(_NAME_CONNECTORS))})\s+)*{_CAP_TOKEN})*",
 )
 # One tokeniser for names and evidence: apostrophes split ("O'Hara" -> "o", "hara"; "Rollo's" ->
@@ -625,7 +626,7 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
         if "number" in wanted:
             out.append(v)
 
-    for m in _NAME_RE.finditer(text):
+    for m in NAME_RE.finditer(text):
         start, end = m.span()
         words = list(NON_SPACE_RE.finditer(m.group(0)))
         # drop leading function words ("The Normans", "Although Rollo") and a lone sentence opener

@@ -196,7 +196,6 @@ def _gazetteer() -> frozenset[str]:
 
 # what may not open a name or a place: function words, sentence openers, month and day names
 _NOT_NAMES = NAME_OPENERS
-_WORD_RE = re.compile(r"\b[A-Z][a-zA-Z'\-]+\b")
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -239,10 +238,10 @@ def _people(text: str, names: list[tuple[int, str]]) -> list[str]:
         if len(name.split()) == 2 and not _is_place(name):
             people.append((m.start(1), name))
     people.sort()
-    names = _dedupe([p for _, p in people])
+    found = _dedupe([p for _, p in people])
     # Drop a name contained in a longer one found too ("Marie Curie" inside "Pierre and Marie Curie" is kept;
     # "Curie" alone never gets here because single words are not names).
-    return [n for n in names if not any(n != o and f" {n} " in f" {o} " for o in names)]
+    return [n for n in found if not any(n != o and f" {n} " in f" {o} " for o in found)]
 
 
 def _is_place(name: str) -> bool:
@@ -250,26 +249,30 @@ def _is_place(name: str) -> bool:
 
 
 def _gazetteer_places(text: str) -> list[tuple[int, str]]:
-    """Gazetteer names in ``text``: in each run of capitalised words, the longest name first."""
+    """Gazetteer names in ``text``: in each run of capitalised words (:data:`ragsieve.values.NAME_RE`,
+    the one name pattern; its opening word kept, so "New Jersey" stays whole), the longest
+    gazetteer name first ("United States" in "United States Congress")."""
+    from ragsieve.values import NAME_RE
+
     places = _gazetteer()
     if not places:
         return []
     found: list[tuple[int, str]] = []
-    words = list(_WORD_RE.finditer(text))
-    i = 0
-    while i < len(words):
-        for n in range(min(_LONGEST_PLACE, len(words) - i), 0, -1):
-            run = words[i : i + n]
-            # the words of one name are separated by single spaces
-            if any(text[a.end() : b.start()] != " " for a, b in zip(run, run[1:], strict=False)):
-                continue
-            name = text[run[0].start() : run[-1].end()]
-            if name.casefold() in places:
-                found.append((run[0].start(), name))
-                i += n
-                break
-        else:
-            i += 1
+    for m in NAME_RE.finditer(text):
+        start, name = m.start(), m.group(0)
+        # the words of one place are separated by single spaces
+        words = name.split(" ")
+        offsets = [start + sum(len(w) + 1 for w in words[:k]) for k in range(len(words))]
+        i = 0
+        while i < len(words):
+            for n in range(min(_LONGEST_PLACE, len(words) - i), 0, -1):
+                candidate = " ".join(words[i : i + n])
+                if candidate and candidate.casefold() in places:
+                    found.append((offsets[i], candidate))
+                    i += n
+                    break
+            else:
+                i += 1
     return found
 
 
