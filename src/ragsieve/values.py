@@ -713,16 +713,14 @@ def _quantity_match(value: Value, candidates: Sequence[Value], evidence_folded: 
             how: Literal["exact", "normalised", "converted"] = "normalised" if c.unit == value.unit else "converted"
             detail = "" if c.unit == value.unit else f"{c.norm} = {_fmt(round(conv, 6))} {value.unit}"
             return Match(value, c, "exact" if c.text == value.text else how, detail)
-    # a bare number with the same magnitude counts when the unit's word is in the evidence
-    unit_words = {fold(k) for k, v in _CURRENCY_WORDS.items() if v == value.unit}
-    unit_words |= {w for w in _TOKEN_RE.findall(evidence_folded) if len(w) > 2 and parse_unit(w) == value.unit}
-    for c in candidates:
-        if (
-            c.kind == "number"
-            and c.number is not None
-            and _close(value.number, c.number, value.tolerance)
-            and any(re.search(rf"\b{re.escape(w)}", evidence_folded) for w in unit_words)
-        ):
+    # a bare number with the same magnitude counts when the unit's word is in the evidence: a
+    # word of the evidence pint reads as the unit, or the currency's name (singular or plural)
+    currency = [fold(k) for k, v in _CURRENCY_WORDS.items() if v == value.unit]
+    unit_stated = any(len(w) > 2 and parse_unit(w) == value.unit for w in _TOKEN_RE.findall(evidence_folded)) or (
+        bool(currency) and phrase_pattern(*currency, *(w + "s" for w in currency)).search(evidence_folded) is not None
+    )
+    for c in candidates if unit_stated else ():
+        if c.kind == "number" and c.number is not None and _close(value.number, c.number, value.tolerance):
             return Match(value, c, "normalised", "unit stated elsewhere in the evidence")
     return None
 

@@ -67,8 +67,6 @@ _FILLER_RE = [
 ]
 FILLER_PATTERNS: tuple[str, ...] = tuple(_FILLER_RE)
 _FILLER = [re.compile(r"^\s*(?:" + p + ")", re.IGNORECASE) for p in FILLER_PATTERNS]
-_EMPHASIS_RE = re.compile(r"(\*\*|__)(.+?)\1|(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
-_HEADING_RE = re.compile(r"^[ \t]*#{1,6}[ \t]+", re.MULTILINE)
 _TRAILING_LABEL_RE = re.compile(
     r"[\s(]*(?:sources?|references?|citations?|cited|see)\s*:?\s*((?:\[\d{1,3}\][\s,;]*(?:and\s+)?)+)\)?\s*$",
     re.IGNORECASE)
@@ -77,6 +75,65 @@ _SENTENCE_END = ".!?…"
 # A reply that opens with a citation marker or an evidence label pastes what follows; cleanup
 # removes the label, so whether the raw reply had one is kept for the responsiveness check.
 LABEL_OPEN_RE = re.compile(r"^\s*(?:\[\d{1,3}\]|(?:evidence|context|passage|source)s?\s*:)", re.IGNORECASE)
+
+
+# Inline pieces whose source markdown-it's tokens give back: text, code spans, line breaks,
+# links; emphasis markers are dropped. An inline run holding anything else is left as written.
+_EMPHASIS_MARKS = frozenset({"em_open", "em_close", "strong_open", "strong_close"})
+
+
+def _inline_source(children: list[Any]) -> str | None:
+    out: list[str] = []
+    links: list[Any] = []
+    for tok in children:
+        if tok.type in _EMPHASIS_MARKS:
+            continue
+        if tok.type in ("text", "html_inline"):
+            out.append(tok.content)
+        elif tok.type == "code_inline":
+            out.append(tok.markup + tok.content + tok.markup)
+        elif tok.type in ("softbreak", "hardbreak"):
+            out.append("\n")
+        elif tok.type == "link_open":
+            links.append(tok)
+            out.append("<" if tok.markup == "autolink" else "[")
+        elif tok.type == "link_close" and links:
+            link = links.pop()
+            out.append(">" if link.markup == "autolink" else f"]({link.attrs.get('href', '')})")
+        else:
+            return None
+    return "".join(out)
+
+
+def _markdown_tokens(text: str) -> list[Any]:
+    from markdown_it import MarkdownIt
+
+    return list(MarkdownIt("commonmark").parse(text))
+
+
+def _without_headings(text: str) -> str:
+    """``text`` with each markdown heading (``## Result``, a setext ``Result\\n===``) as its
+    plain words, as markdown-it (CommonMark, already the loader's markdown reader) reads them;
+    a heading inside a list or a quote keeps its marks."""
+    tokens = _markdown_tokens(text)
+    lines = text.split("\n")
+    for tok, inline in zip(tokens, tokens[1:], strict=False):
+        if tok.type == "heading_open" and tok.level == 0 and tok.map:
+            first, end = tok.map
+            lines[first:end] = [inline.content] + [""] * (end - first - 1)  # a setext underline goes
+    return "\n".join(lines)
+
+
+def _without_emphasis(text: str) -> str:
+    """``text`` without emphasis marks (``**bold**``, ``*it*``, ``__bold__``, ``_it_``) where
+    markdown-it reads emphasis."""
+    out = text
+    for tok in _markdown_tokens(text):
+        if tok.type == "inline" and any(c.type in _EMPHASIS_MARKS for c in tok.children or []):
+            plain = _inline_source(tok.children or [])
+            if plain is not None:
+                out = out.replace(tok.content, plain, 1)
+    return out
 
 
 def opened_with_label(raw: str) -> bool:
@@ -195,8 +252,8 @@ def clean_answer(text: str, question: str | None = None) -> CleanAnswer:
     'Leiden [2].'
     """
     out = CleanAnswer(text="", original=text)
-    body = _HEADING_RE.sub("", text)
-    emphasis = _EMPHASIS_RE.sub(lambda m: m.group(2) or m.group(3), body)
+    body = _without_headings(text)
+    emphasis = _without_emphasis(body)
     if emphasis != body:
         out.changes.append("removed markdown emphasis")
         body = emphasis
