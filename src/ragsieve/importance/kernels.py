@@ -557,7 +557,7 @@ def leave_one_out_sums(
     """Per group: sum over tuples of ``U(all) - U(all without that group)`` (full corpus)."""
     n_tuples = offsets.shape[0] - 1
     n_chunks = max(1, min(n_tuples, 64))
-    acc = np.zeros((n_chunks, n_groups), dtype=np.float64)
+    acc = np.empty((n_chunks, n_groups), dtype=np.float64)  # explicit loops: one parallel region
     for c in prange(n_chunks):
         t0 = (n_tuples * c) // n_chunks
         t1 = (n_tuples * (c + 1)) // n_chunks
@@ -565,6 +565,8 @@ def leave_one_out_sums(
         counts = np.zeros(max_label + 1, dtype=np.int64)
         seen = np.empty(max_len, dtype=np.int64)
         row = acc[c]
+        for j in range(n_groups):
+            row[j] = 0.0
         for t in range(t0, t1):
             a = offsets[t]
             b = offsets[t + 1]
@@ -599,9 +601,13 @@ def leave_one_out_sums(
                         m += 1
                 without = _topk_value(labels, util, pos, m, counts, k, majority)
                 row[gi] += full - without
-    total = np.zeros(n_groups, dtype=np.float64)
+    total = np.empty(n_groups, dtype=np.float64)
+    for j in range(n_groups):
+        total[j] = 0.0
     for c in range(n_chunks):
-        total += acc[c]
+        row = acc[c]
+        for j in range(n_groups):
+            total[j] += row[j]
     return total
 
 
