@@ -97,7 +97,7 @@ def test_the_thread_count_does_not_change_a_bit_of_the_gradients() -> None:
     numba = pytest.importorskip("numba", reason="thread counts exist only for the compiled kernels (fast-kernels)")
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba runs one thread here")
-    data = synthetic(301, list_len=20, n_sources=40, seed=9, utility_dtype=np.float64)
+    data = synthetic(1001, list_len=20, n_sources=40, seed=9, utility_dtype=np.float64)  # five chunks
     rng = np.random.default_rng(9)
     for level, n in (("source", data.n_sources), ("item", data.n_items)):
         w = rng.uniform(0.05, 0.95, n)
