@@ -38,7 +38,7 @@ Threads: numba's default OpenMP layer spin-waits between parallel regions, which
 hundreds of milliseconds per call on an oversubscribed machine. Importing this module sets
 ``OMP_WAIT_POLICY=PASSIVE`` unless the variable is already set (it only takes effect if
 OpenMP has not started yet); :func:`ragsieve.importance.multilinear.gradient_sums` also runs
-small inputs on one thread. Each gradient kernel is one parallel region (numba makes every
+small inputs on one thread. Each gradient kernel is one parallel region (numba would make every
 ``np.zeros`` or ``a += b`` in a parallel function a region of its own, and each is a join that
 waits for the slowest thread), and its threads take chunks of tuples from a shared atomic
 counter instead of a fixed share each, so a thread the machine deschedules does not hold up
@@ -227,9 +227,10 @@ def _specialised(k: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
         offsets: np.ndarray, gather: np.ndarray, group: np.ndarray, util: np.ndarray, weights: np.ndarray,
         n_groups: int, epsilon: float, n_chunks: int, max_len: int, n_workers: int,
     ) -> tuple[np.ndarray, float]:
-        # One parallel region per call: every array operation below is an explicit loop, as numba
-        # turns ``np.zeros`` and ``a += b`` into parallel loops of their own, each a fork and join
-        # of the threads (a wait for a descheduled thread on a busy machine).
+        # One parallel region per call (a second adds up rows of many groups): every array
+        # operation below is an explicit loop, as numba turns ``np.zeros`` and ``a += b`` into
+        # parallel loops of their own, each a fork and join of the threads (a wait for a
+        # descheduled thread on a busy machine).
         n_tuples = offsets.shape[0] - 1
         acc = np.empty((n_chunks, n_groups), dtype=np.float64)
         values = np.empty(n_chunks, dtype=np.float64)
