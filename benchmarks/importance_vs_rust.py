@@ -116,6 +116,12 @@ def _ratio(num: list[tuple[float, float]], den: list[tuple[float, float]], colum
     return f"{np.median([x[column] for x in num]) / np.median([x[column] for x in den]):.1f}x"
 
 
+def _cores(v: list[tuple[float, float]]) -> str:
+    """Median CPU / wall: how many cores the run had; below the thread count, the machine's other
+    jobs held the rest, and the wall-time speed-up from a second thread cannot show."""
+    return f"{np.median([c / w for w, c in v]):.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rust-bin", type=Path, required=True, help="The timing binary built from the crate.")
@@ -155,7 +161,8 @@ def main() -> None:
         rows2.append(
             [f"{m:,}", _cell(got["mean-gradient 2"]), _cell(got["rust 2"]),
              _ratio(got["mean-gradient"], got["mean-gradient 2"], 0), _ratio(got["rust"], got["rust 2"], 0),
-             _ratio(got["rust 2"], got["mean-gradient 2"], 0)]
+             _ratio(got["rust 2"], got["mean-gradient 2"], 0),
+             f"{_cores(got['mean-gradient 2'])} / {_cores(got['rust 2'])}"]
         )
         del data
     if args.no_write:
@@ -177,6 +184,7 @@ def main() -> None:
         f"ragsieve: wall 1 thread / {two} threads",
         f"Rust: wall 1 thread / {two} threads",
         f"wall ratio Rust / ragsieve, {two} threads",
+        f"cores busy at {two} threads (CPU / wall), ragsieve / Rust",
     ]
     # the benchmark's own threads count towards the load (up to 2 while it runs two)
     busy = max(loads) > 2.5
@@ -200,7 +208,8 @@ def main() -> None:
         )
         + ".\n\nOne thread:\n\n" + markdown_table(headers, rows)
         + f"\n\n{two} threads (`DataImportance(n_jobs={two})`; the Rust binary sizes rayon's pool to {two}): the "
-        "speed-up from the second thread is a ratio of wall times, as CPU time adds both threads up.\n\n"
+        "speed-up from the second thread is a ratio of wall times, as CPU time adds both threads up; the last "
+        "column, CPU over wall time, is how many cores the run actually had.\n\n"
         + markdown_table(headers2, rows2)
     )
     if agree:

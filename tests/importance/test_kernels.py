@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -87,3 +89,85 @@ def test_item_gradients_read_through_the_source_equal_those_at_copied_item_weigh
     got, got_v = _gradient_sums(data, w, item_weights_by_source=True, **kw)  # type: ignore[arg-type]
     np.testing.assert_array_equal(got, want)
     assert got_v == want_v or (np.isnan(got_v) and np.isnan(want_v))
+
+
+def test_the_thread_count_does_not_change_a_bit_of_the_gradients() -> None:
+    # the chunks of tuples depend on the data alone and their rows are added in chunk order,
+    # whichever thread took which chunk: one thread and two give the same bits
+    numba = pytest.importorskip("numba", reason="thread counts exist only for the compiled kernels (fast-kernels)")
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba runs one thread here")
+    data = synthetic(1001, list_len=20, n_sources=40, seed=9, utility_dtype=np.float64)  # five chunks
+    rng = np.random.default_rng(9)
+    for level, n in (("source", data.n_sources), ("item", data.n_items)):
+        w = rng.uniform(0.05, 0.95, n)
+        for method in ("exact", "approx"):
+            one = _gradient_sums(data, w, level=level, k=7, method=method, epsilon=1e-3, n_jobs=1)  # type: ignore[arg-type]
+            two = _gradient_sums(data, w, level=level, k=7, method=method, epsilon=1e-3, n_jobs=2)  # type: ignore[arg-type]
+            np.testing.assert_array_equal(two[0], one[0])
+            assert two[1] == one[1]
+    w = rng.uniform(0.05, 0.95, data.n_sources)
+    outs, values = [], []
+    for n_jobs in (1, 2):
+        numba.set_num_threads(n_jobs)
+        out = np.empty(data.n_positions)
+        values.append(kernels.position_gradients(data.offsets, data.source, data.utility, w, 7, 0.0, out, 20))
+        outs.append(out)
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    np.testing.assert_array_equal(outs[1], outs[0])
+    assert values[1] == values[0]
+
+
+def test_every_chunk_is_summed_once_whatever_the_threads_and_chunks() -> None:
+    # the threads take chunks from a shared counter: fewer chunks than threads, one chunk,
+    # and a chunk per tuple all give the sums of one pass over the tuples
+    data = synthetic(37, list_len=9, n_sources=5, seed=5, utility_dtype=np.float64)
+    w = np.random.default_rng(5).uniform(0.1, 0.9, 5)
+    out = np.empty(data.n_positions)
+    want_value = kernels.position_gradients(data.offsets, data.source, data.utility, w, 3, 0.0, out, 9)
+    want = np.bincount(data.source, weights=out, minlength=5)
+    for n_chunks in (1, 2, 3, 37):
+        got, value = kernels.grouped_gradient_sums(data.offsets, data.source, data.utility, w, 3, 0.0, n_chunks, 9)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+        assert value == pytest.approx(want_value, rel=1e-12)
+
+
+def test_the_interpreted_kernels_give_the_compiled_numbers(tmp_path) -> None:
+    # without numba the same kernel code runs in the interpreter (its chunk counter a plain
+    # increment); run it in a process where numba cannot be imported
+    pytest.importorskip("numba", reason="compares against the compiled kernels (fast-kernels)")
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import ragsieve
+
+    script = (
+        "import sys, json\n"
+        "sys.modules['numba'] = None\n"
+        "import numpy as np\n"
+        "from ragsieve.importance import kernels\n"
+        "from ragsieve.importance.data import synthetic\n"
+        "assert not kernels.COMPILED\n"
+        "d = synthetic(23, list_len=8, n_sources=6, seed=3, utility_dtype=np.float64)\n"
+        "w = np.linspace(0.1, 0.9, 6)\n"
+        "g, v = kernels.grouped_gradient_sums(d.offsets, d.source, d.utility, w, 3, 0.0, 5, 8)\n"
+        "out = np.empty(d.n_positions)\n"
+        "pv = kernels.position_gradients(d.offsets, d.source, d.utility, w, 3, 0.0, out, 8)\n"
+        "print(json.dumps([g.tolist(), v, out.tolist(), pv]))\n"
+    )
+    src = str(Path(ragsieve.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": src}
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, check=True
+    )
+    g, v, out, pv = json.loads(run.stdout)
+    data = synthetic(23, list_len=8, n_sources=6, seed=3, utility_dtype=np.float64)
+    w = np.linspace(0.1, 0.9, 6)
+    want_g, want_v = kernels.grouped_gradient_sums(data.offsets, data.source, data.utility, w, 3, 0.0, 5, 8)
+    want_out = np.empty(data.n_positions)
+    want_pv = kernels.position_gradients(data.offsets, data.source, data.utility, w, 3, 0.0, want_out, 8)
+    np.testing.assert_allclose(g, want_g, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(out, want_out, rtol=1e-12, atol=1e-15)
+    assert v == pytest.approx(want_v, rel=1e-12) and pv == pytest.approx(want_pv, rel=1e-12)

@@ -38,7 +38,12 @@ Threads: numba's default OpenMP layer spin-waits between parallel regions, which
 hundreds of milliseconds per call on an oversubscribed machine. Importing this module sets
 ``OMP_WAIT_POLICY=PASSIVE`` unless the variable is already set (it only takes effect if
 OpenMP has not started yet); :func:`ragsieve.importance.multilinear.gradient_sums` also runs
-small inputs on one thread.
+small inputs on one thread. Each gradient kernel is one parallel region (numba would make every
+``np.zeros`` or ``a += b`` in a parallel function a region of its own, and each is a join that
+waits for the slowest thread), and its threads take chunks of tuples from a shared atomic
+counter instead of a fixed share each, so a thread the machine deschedules does not hold up
+the epoch. Every chunk sums into its own row and the rows are added in chunk order: the
+result does not depend on the thread count or on which thread ran which chunk.
 """
 
 from __future__ import annotations
@@ -96,6 +101,43 @@ except ImportError:  # the fast-kernels extra is not installed: run the kernels 
     COMPILED = False
 
 _CACHE = True
+# the chunks' accumulator rows are added up in parallel slices from this many groups on
+_PARALLEL_REDUCTION = 1 << 16
+_REDUCTION_SLICE = 1 << 14
+
+
+def _take_next_interpreted(counter: np.ndarray) -> int:
+    """``counter[0]``, then increments it (one thread: nothing to make atomic)."""
+    got = int(counter[0])
+    counter[0] = got + 1
+    return got
+
+
+def _one_thread() -> int:
+    return 1
+
+
+_take_next: Any = _take_next_interpreted
+_threads_now: Any = _one_thread
+if COMPILED:
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def _take_next(typingctx: Any, counter: Any) -> Any:
+        """Atomic fetch-and-add of 1 on ``counter[0]`` (an int64 array): the threads of a
+        parallel loop take chunks of work from one shared counter, each chunk exactly once."""
+        sig = types.int64(counter)
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            array_type = signature.args[0]
+            array = context.make_array(array_type)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, array_type, array, [context.get_constant(types.intp, 0)])
+            return builder.atomic_rmw("add", ptr, context.get_constant(types.int64, 1), "seq_cst")
+
+        return sig, codegen
+
+    _threads_now = numba.get_num_threads
 
 
 @njit(cache=_CACHE, nogil=True, inline="always")
@@ -183,62 +225,98 @@ def _specialised(k: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
     @njit(cache=_CACHE, nogil=True, parallel=True)
     def grouped(
         offsets: np.ndarray, gather: np.ndarray, group: np.ndarray, util: np.ndarray, weights: np.ndarray,
-        n_groups: int, epsilon: float, n_chunks: int, max_len: int,
+        n_groups: int, epsilon: float, n_chunks: int, max_len: int, n_workers: int,
     ) -> tuple[np.ndarray, float]:
+        # One parallel region per call (a second adds up rows of many groups): every array
+        # operation below is an explicit loop, as numba turns ``np.zeros`` and ``a += b`` into
+        # parallel loops of their own, each a fork and join of the threads (a wait for a
+        # descheduled thread on a busy machine).
         n_tuples = offsets.shape[0] - 1
-        acc = np.zeros((n_chunks, n_groups), dtype=np.float64)
-        values = np.zeros(n_chunks, dtype=np.float64)
-        for c in prange(n_chunks):
-            t0 = (n_tuples * c) // n_chunks
-            t1 = (n_tuples * (c + 1)) // n_chunks
+        acc = np.empty((n_chunks, n_groups), dtype=np.float64)
+        values = np.empty(n_chunks, dtype=np.float64)
+        # each thread takes the next chunk when done with one (not a fixed share: a thread
+        # that the machine deschedules leaves its chunks to the others); the sums depend on
+        # the chunks alone, never on which thread ran them
+        next_chunk = np.empty(1, dtype=np.int64)
+        next_chunk[0] = 0
+        for _ in prange(max(1, min(n_workers, n_chunks))):
             w_buf = np.empty((max_len + 1, kk), dtype=np.float64)
             ip = np.empty(kk, dtype=np.float64)
             g = np.empty(max_len, dtype=np.float64)
             p = np.empty(max_len, dtype=np.float64)
-            row = acc[c]
-            val = 0.0
-            for t in range(t0, t1):
-                a = offsets[t]
-                n = offsets[t + 1] - a
-                for i in range(n):
-                    p[i] = weights[gather[a + i]]
-                e = _truncation_point(p, 0, n, kk, epsilon)
-                val += _tuple_gradient(util, p, a, e, kk, w_buf, ip, g)
-                for i in range(e):
-                    row[group[a + i]] += g[i]
-            values[c] = val
-        # add the chunks' rows into the first one: no second array of n_groups floats
+            c = _take_next(next_chunk)
+            while c < n_chunks:
+                t0 = (n_tuples * c) // n_chunks
+                t1 = (n_tuples * (c + 1)) // n_chunks
+                row = acc[c]
+                for j in range(n_groups):  # zeroed by the thread that fills it
+                    row[j] = 0.0
+                val = 0.0
+                for t in range(t0, t1):
+                    a = offsets[t]
+                    n = offsets[t + 1] - a
+                    for i in range(n):
+                        p[i] = weights[gather[a + i]]
+                    e = _truncation_point(p, 0, n, kk, epsilon)
+                    val += _tuple_gradient(util, p, a, e, kk, w_buf, ip, g)
+                    for i in range(e):
+                        row[group[a + i]] += g[i]
+                values[c] = val
+                c = _take_next(next_chunk)
+        # add the chunks' rows into the first one, chunk by chunk in order (the same sums
+        # whatever the threads): no second array of n_groups floats
         total = acc[0]
-        for c in range(1, n_chunks):
-            total += acc[c]
-        return total, values.sum()
+        if n_chunks > 1 and n_groups >= _PARALLEL_REDUCTION:
+            n_slices = (n_groups + _REDUCTION_SLICE - 1) // _REDUCTION_SLICE
+            for s in prange(n_slices):
+                for c in range(1, n_chunks):
+                    row = acc[c]
+                    for j in range(s * _REDUCTION_SLICE, min(n_groups, (s + 1) * _REDUCTION_SLICE)):
+                        total[j] += row[j]
+        else:
+            for c in range(1, n_chunks):
+                row = acc[c]
+                for j in range(n_groups):
+                    total[j] += row[j]
+        value = 0.0
+        for c in range(n_chunks):
+            value += values[c]
+        return total, value
 
     @njit(cache=_CACHE, nogil=True, parallel=True)
     def positions(
         offsets: np.ndarray, gather: np.ndarray, util: np.ndarray, weights: np.ndarray,
-        epsilon: float, out: np.ndarray, max_len: int,
+        epsilon: float, out: np.ndarray, max_len: int, n_workers: int,
     ) -> float:
         n_tuples = offsets.shape[0] - 1
         n_chunks = max(1, min(n_tuples, 64))
-        values = np.zeros(n_chunks, dtype=np.float64)
-        for c in prange(n_chunks):
-            t0 = (n_tuples * c) // n_chunks
-            t1 = (n_tuples * (c + 1)) // n_chunks
+        values = np.empty(n_chunks, dtype=np.float64)  # not np.zeros: that is a parallel loop of its own
+        next_chunk = np.empty(1, dtype=np.int64)  # chunks taken as in ``grouped``
+        next_chunk[0] = 0
+        for _ in prange(max(1, min(n_workers, n_chunks))):
             w_buf = np.empty((max_len + 1, kk), dtype=np.float64)
             ip = np.empty(kk, dtype=np.float64)
             p = np.empty(max_len, dtype=np.float64)
-            val = 0.0
-            for t in range(t0, t1):
-                a = offsets[t]
-                n = offsets[t + 1] - a
-                for i in range(n):
-                    p[i] = weights[gather[a + i]]
-                e = _truncation_point(p, 0, n, kk, epsilon)
-                val += _tuple_gradient(util, p, a, e, kk, w_buf, ip, out[a:])
-                for i in range(e, n):
-                    out[a + i] = 0.0
-            values[c] = val
-        return values.sum()
+            c = _take_next(next_chunk)
+            while c < n_chunks:
+                t0 = (n_tuples * c) // n_chunks
+                t1 = (n_tuples * (c + 1)) // n_chunks
+                val = 0.0
+                for t in range(t0, t1):
+                    a = offsets[t]
+                    n = offsets[t + 1] - a
+                    for i in range(n):
+                        p[i] = weights[gather[a + i]]
+                    e = _truncation_point(p, 0, n, kk, epsilon)
+                    val += _tuple_gradient(util, p, a, e, kk, w_buf, ip, out[a:])
+                    for i in range(e, n):
+                        out[a + i] = 0.0
+                values[c] = val
+                c = _take_next(next_chunk)
+        value = 0.0
+        for c in range(n_chunks):
+            value += values[c]
+        return value
 
     return grouped, positions
 
@@ -267,7 +345,8 @@ def grouped_gradient_sums(
     gather = group if presence is None else presence
     n_out = weights.shape[0] if n_groups is None else int(n_groups)
     sums, value = grouped(
-        offsets, gather, group, util, weights, n_out, float(epsilon), max(int(n_chunks), 1), max(int(max_len), 1)
+        offsets, gather, group, util, weights, n_out, float(epsilon), max(int(n_chunks), 1), max(int(max_len), 1),
+        _threads_now(),
     )
     return sums, float(value)
 
@@ -288,7 +367,7 @@ def position_gradients(
     too large; reduce ``out`` by item with ``np.bincount``. Truncated positions get 0.
     """
     _, positions = _specialised(int(k))
-    return float(positions(offsets, group, util, weights, float(epsilon), out, max(int(max_len), 1)))
+    return float(positions(offsets, group, util, weights, float(epsilon), out, max(int(max_len), 1), _threads_now()))
 
 
 @njit(cache=_CACHE, nogil=True)
@@ -479,7 +558,7 @@ def leave_one_out_sums(
     """Per group: sum over tuples of ``U(all) - U(all without that group)`` (full corpus)."""
     n_tuples = offsets.shape[0] - 1
     n_chunks = max(1, min(n_tuples, 64))
-    acc = np.zeros((n_chunks, n_groups), dtype=np.float64)
+    acc = np.empty((n_chunks, n_groups), dtype=np.float64)  # explicit loops: one parallel region
     for c in prange(n_chunks):
         t0 = (n_tuples * c) // n_chunks
         t1 = (n_tuples * (c + 1)) // n_chunks
@@ -487,6 +566,8 @@ def leave_one_out_sums(
         counts = np.zeros(max_label + 1, dtype=np.int64)
         seen = np.empty(max_len, dtype=np.int64)
         row = acc[c]
+        for j in range(n_groups):
+            row[j] = 0.0
         for t in range(t0, t1):
             a = offsets[t]
             b = offsets[t + 1]
@@ -521,9 +602,13 @@ def leave_one_out_sums(
                         m += 1
                 without = _topk_value(labels, util, pos, m, counts, k, majority)
                 row[gi] += full - without
-    total = np.zeros(n_groups, dtype=np.float64)
+    total = np.empty(n_groups, dtype=np.float64)
+    for j in range(n_groups):
+        total[j] = 0.0
     for c in range(n_chunks):
-        total += acc[c]
+        row = acc[c]
+        for j in range(n_groups):
+            total[j] += row[j]
     return total
 
 

@@ -31,6 +31,11 @@ _MAX_SAMPLES = 1_000_000
 _MAX_ACCUMULATOR = 1 << 24
 # above this many groups (a row no longer fits a core's L2 cache) each thread gets one chunk
 _SMALL_ACCUMULATOR = 1 << 16
+# below it, a chunk of tuples per this many positions (a row's zeroing and sum cost little
+# beside them), up to this many chunks, as far as their rows stay within this many floats
+_POSITIONS_PER_CHUNK = 4096
+_CHUNKS = 64
+_ROWS_BUDGET = 1 << 20
 
 
 class Gradients(NamedTuple):
@@ -112,6 +117,21 @@ def _threads(n_jobs: int | None, n_positions: int | None = None) -> Iterator[int
         numba.set_num_threads(before)
 
 
+def _accumulator_rows(n_tuples: int, n_positions: int, n_groups: int, threads: int) -> int:
+    """How many chunks of tuples, each with its own accumulator row, an epoch sums over.
+
+    Up to ``_SMALL_ACCUMULATOR`` groups the count depends on the data alone (one chunk per
+    ``_POSITIONS_PER_CHUNK`` positions, at most ``_CHUNKS`` rows within ``_ROWS_BUDGET`` floats),
+    so the gradients are the same bits whatever the thread count, and the threads, taking chunks
+    as they finish, even out one that a busy machine slows. Beyond, zeroing and adding the rows
+    costs more than the kernel's scatter: one per thread.
+    """
+    if n_groups > _SMALL_ACCUMULATOR:
+        return max(1, min(n_tuples, threads))
+    by_size = -(-n_positions // _POSITIONS_PER_CHUNK)
+    return max(1, min(n_tuples, by_size, _CHUNKS, _ROWS_BUDGET // max(n_groups, 1)))
+
+
 def _check(data: ValidationData, weights: np.ndarray, n: int, k: int) -> np.ndarray:
     if k < 1:
         raise ConfigError(f"k must be at least 1, got {k}")
@@ -189,11 +209,7 @@ def _gradient_sums(
             )
             sums = np.bincount(group, weights=out, minlength=n_groups)
             return sums, math.nan
-        # every chunk of tuples has its own accumulator row, zeroed and added up once per epoch;
-        # for item-level weights over a large corpus those passes cost more than the kernel's
-        # scatter, so there each thread takes one chunk
-        per_thread = 4 if n_groups <= _SMALL_ACCUMULATOR else 1
-        n_chunks = max(1, min(data.n_tuples, per_thread * threads))
+        n_chunks = _accumulator_rows(data.n_tuples, data.n_positions, n_groups, threads)
         if n_chunks * n_groups <= _MAX_ACCUMULATOR:
             sums, value = kernels.grouped_gradient_sums(
                 data.offsets, group, data.utility, w, k, eps, n_chunks, max_len, presence, n_groups
