@@ -197,7 +197,8 @@ def test_code_reading_the_flat_sieve_options_still_reads_and_sets_them():
 
     assert RouteConfig.parse(cfg.stages.get("route")) == RouteConfig()
     assert cfg.stages.get("filtering") == cfg.stages.get("filter") == cfg.stages.filter.model_dump(mode="json")
-    assert cfg.stages.get("tasks") == {} and cfg.stages.get("nothing", "x") == "x"
+    assert cfg.stages.get("tasks") == cfg.stages.tasks.model_dump(mode="json")
+    assert cfg.stages.get("nothing", "x") == "x"
 
 
 def test_each_stage_is_built_with_its_own_section():

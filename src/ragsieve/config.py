@@ -12,7 +12,7 @@ import sys
 import warnings
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -27,19 +27,27 @@ from ragsieve.options import ClaimJudgeName as ClaimJudgeName
 from ragsieve.options import ClosedBookPolicy as ClosedBookPolicy
 from ragsieve.options import CoEFeatures as CoEFeatures
 from ragsieve.options import ConflictPolicy as ConflictPolicy
+from ragsieve.options import CoverSearch as CoverSearch
 from ragsieve.options import DecideMode as DecideMode
 from ragsieve.options import DenseKind as DenseKind
 from ragsieve.options import DuplicateAction as DuplicateAction
 from ragsieve.options import FilterName as FilterName
 from ragsieve.options import FusionName as FusionName
+from ragsieve.options import HydeRerank as HydeRerank
+from ragsieve.options import IntentJudgeKind as IntentJudgeKind
 from ragsieve.options import JudgeKind as JudgeKind
+from ragsieve.options import KeywordJudgeKind as KeywordJudgeKind
 from ragsieve.options import NeedMode as NeedMode
 from ragsieve.options import PipelineName as PipelineName
+from ragsieve.options import RelationJudgeKind as RelationJudgeKind
 from ragsieve.options import RetrievalModeName as RetrievalModeName
 from ragsieve.options import RouterClassifierName as RouterClassifierName
 from ragsieve.options import SelectName as SelectName
 from ragsieve.options import SourceWeightUse as SourceWeightUse
 from ragsieve.options import StoreBackendName as StoreBackendName
+from ragsieve.options import TaskClassifierKind as TaskClassifierKind
+from ragsieve.options import TaskEvaluatorKind as TaskEvaluatorKind
+from ragsieve.options import TaskLabel as TaskLabel
 from ragsieve.options import VetoName as VetoName
 
 if sys.version_info >= (3, 11):
@@ -77,16 +85,18 @@ def _section_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return list(model.model_fields)
 
 
-def describe_errors(exc: ValidationError, model: type[BaseModel]) -> str:
+def describe_errors(exc: ValidationError, model: type[BaseModel], within: str = "") -> str:
     """Every problem of ``exc`` on one line each joined by "; ": the dotted key, what is wrong
     (the allowed values, for a choice) and the value given; for an unknown key, the keys its
-    section takes."""
+    section takes. ``within``: the dotted place of ``model`` in the config (``"stages.coe"``),
+    put before each key."""
     problems = []
     for err in exc.errors():
-        loc = tuple(err["loc"])
+        loc = (*within.split("."), *err["loc"]) if within else tuple(err["loc"])
         key = ".".join(str(x) for x in loc) or "config"
         if err["type"] == "extra_forbidden":
-            allowed = _section_keys(model, loc[:-1])
+            depth = len(loc) - len(err["loc"])
+            allowed = _section_keys(model, loc[depth:-1])
             where = ".".join(str(x) for x in loc[:-1]) or "the config"
             takes = f"; {where} takes {', '.join(allowed)}" if allowed else ""
             problems.append(f"{key}: unknown key {str(loc[-1])!r}{takes}")
@@ -98,6 +108,22 @@ def describe_errors(exc: ValidationError, model: type[BaseModel]) -> str:
             given = given if len(given) <= 80 else given[:77] + "..."
             problems.append(f"{key}: {err['msg']}, got {given}")
     return "; ".join(problems)
+
+
+_SectionModel = TypeVar("_SectionModel", bound=BaseModel)
+
+
+def _parse_section(
+    model: type[_SectionModel], where: str, data: _SectionModel | dict[str, Any] | None
+) -> _SectionModel:
+    """``data`` as the section ``model`` (taken as it is when it already is one); a bad key or
+    value raises :class:`InvalidConfigError` naming it under ``where``."""
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data or {})
+    except ValidationError as exc:
+        raise InvalidConfigError(f"{where} is invalid: {describe_errors(exc, model, where)}") from exc
 
 
 class EmbedderConfig(_Section):
@@ -248,12 +274,7 @@ class RouterConfig(_Section):
     @classmethod
     def parse(cls, data: dict[str, Any] | RouterConfig | None) -> RouterConfig:
         """``data`` as router options (a section is taken as it is; a dict is validated)."""
-        if isinstance(data, RouterConfig):
-            return data
-        try:
-            return cls.model_validate(data or {})
-        except ValidationError as exc:
-            raise InvalidConfigError(f"stages.route is invalid: {describe_errors(exc, cls)}") from exc
+        return _parse_section(cls, "stages.route", data)
 
     def router_options(self) -> dict[str, Any]:
         """The router's options alone, as a plain dict (what :class:`RouterConfig` takes)."""
@@ -477,14 +498,121 @@ class VerifyConfig(_Section):
 RESPONSIVENESS_OPTIONS = ("paste_min_tokens", "paste_share", "label_paste_tokens", "restate_share", "restate_cover")
 
 
+class CoEConfig(_Section):
+    """ScopeCoE's options (``stages.coe``; :mod:`ragsieve.coe`): the judge of each question
+    feature, their thresholds, the cover search and feature extraction. The select stage's
+    ``method`` and ``coe_features`` are in ``stages.select``.
+
+    The embedding thresholds (cosine with all-MiniLM-L6-v2) are calibrated on HotpotQA: the
+    F1-optimal cut between supporting-fact sentences and the other sentences of the same
+    question, over the 100 dev questions with sentence-level supporting facts (intent 0.556 from
+    4,117 pairs, relation 0.555 from 4,539 pairs; 5-fold cross-fitted values 0.53-0.59, see
+    docs/results.md). Re-fit them on your own labelled pairs with
+    :meth:`ragsieve.coe.judges.EmbeddingJudge.fit` when your questions look different.
+    """
+
+    intent_judge: IntentJudgeKind = "embedding"
+    keyword_judge: KeywordJudgeKind = "lexical+embedding"
+    relation_judge: RelationJudgeKind = "embedding"
+    intent_threshold: float = Field(0.556, ge=-1.0, le=1.0)
+    relation_threshold: float = Field(0.555, ge=-1.0, le=1.0)
+    keyword_lexical_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    keyword_embedding_threshold: float = Field(0.6, ge=-1.0, le=1.0)
+    llm_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    llm_calibrate: bool = True
+    max_snippet_chars: int = Field(600, ge=20)
+    cover: CoverSearch = "auto"
+    max_exact: int = Field(30, ge=1, le=64)
+    candidates: int = Field(20, ge=1)
+    fallback_k: int = Field(1, ge=0)
+    cache_dir: str | None = None
+    extraction_retries: int = Field(0, ge=0)  # the LLM backend already retries once
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def parse(cls, data: CoEConfig | dict[str, Any] | None) -> CoEConfig:
+        """``data`` as ScopeCoE's options (a section is taken as it is; a dict is validated)."""
+        return _parse_section(cls, "stages.coe", data)
+
+
+class TaskAdaptiveConfig(_Section):
+    """The task-adaptive preset's options (``stages.tasks``; :mod:`ragsieve.sieve.adaptive`):
+    every switch of it; the ablations flip ``hyde``, ``evaluator`` and
+    ``generation_reflection``."""
+
+    # Task routing
+    classifier: TaskClassifierKind = "tfidf"
+    classifier_path: str | None = None  # a saved TfidfTaskClassifier; None trains on the bundled set
+    fixed_task: TaskLabel | None = None  # classifier="fixed": every request takes this path
+    default_task: TaskLabel = "information_retrieval"  # fallback when the LLM classifier's output is unusable
+
+    # Retrieval
+    k: int | None = Field(default=None, ge=1)  # None: PipelineConfig.retrieval.k
+    domains: list[str] | None = None  # first-pass partitions; None: the global index
+    hyde: bool = True
+    hyde_max_sentences: int = Field(default=3, ge=1)
+    hyde_max_tokens: int = Field(default=96, ge=8)
+    hyde_rerank: HydeRerank = "fused"
+
+    # Retrieval-stage reflection
+    evaluator: TaskEvaluatorKind = "trained"
+    evaluator_path: str | None = None  # None: the bundled trained evaluator
+    upper: float | None = Field(default=None, ge=0.0, le=1.0)  # override the trained evaluator's thresholds
+    lower: float | None = Field(default=None, ge=0.0, le=1.0)
+    evaluator_timeout_s: float = Field(default=30.0, gt=0.0)
+    evaluator_max_tokens: int = Field(default=128, ge=16)  # LLM evaluator's chain of thought + verdict
+    refine_top_sentences: int = Field(default=6, ge=1)
+    refine_min_score: float = Field(default=0.15, ge=0.0, le=1.0)
+    corrective_k_factor: int = Field(default=2, ge=1)
+    rewrite_query: bool = True
+    corrective_hyde: bool = True  # corrective retrieval uses HyDE when the first pass did not
+
+    # Generation and generation-stage reflection
+    text_max_tokens: int = Field(default=256, ge=16)
+    generation_reflection: bool = True
+    theta_sim: float = Field(default=0.6, ge=-1.0, le=1.0)
+    min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)
+    min_distinct2: float = Field(default=0.6, ge=0.0, le=1.0)
+    max_rounds: int = Field(default=2, ge=0)
+
+    @classmethod
+    def from_stage(cls, data: TaskAdaptiveConfig | dict[str, Any] | None) -> TaskAdaptiveConfig:
+        """``data`` as the preset's options (a section is taken as it is; a dict is validated)."""
+        return _parse_section(cls, "stages.tasks", data)
+
+
+class AttackConfig(PoisonConfig):
+    """The red-team harness's options (``stages.attack``; :mod:`ragsieve.attack.evaluate`).
+
+    ``judge = true`` puts the poisoning-aware judge (:class:`ragsieve.sieve.poison.PoisonJudge`)
+    in front of plain RAG's selector (the ``poison-judge`` defence); the sieve has it as its
+    own ``poison`` stage (``stages.poison``) instead. The other keys are the judge's, as in
+    ``stages.poison``, with the judge's own defaults: the harness measured the defence with
+    them (``duplicate_jaccard`` 0.5, ``duplicates = "drop"``)."""
+
+    judge: bool = False
+    duplicate_jaccard: float = Field(0.5, gt=0.0, le=1.0)
+    duplicates: DuplicateAction = "drop"
+
+    def judge_options(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`~ragsieve.sieve.poison.PoisonJudge` (without ``judge``,
+        which says whether to build one)."""
+        options = super().judge_options()
+        options.pop("judge")
+        return options
+
+
+
 class StageSections(_Section):
     """Every stage's own section (``PipelineConfig.stages``): ``[stages.<stage>]`` in TOML.
 
     The ``generate`` stage is set by ``generation`` and the ``decide`` stage by ``decide``;
     ``retrieval`` sets the search every preset runs. ``coe``, ``tasks`` and ``attack`` belong to
     components outside the sieve's stage list (ScopeCoE, the task-adaptive preset, the red-team
-    harness) and are validated by their own packages (:class:`ragsieve.coe.config.CoEConfig`,
-    :class:`ragsieve.tasks.config.TaskAdaptiveConfig`)."""
+    harness); they are sections here all the same, so a config file is checked whole when it is
+    read."""
 
     route: RouteStageConfig = RouteStageConfig()
     need: NeedConfig = NeedConfig()
@@ -495,9 +623,9 @@ class StageSections(_Section):
     conflict: ConflictConfig = ConflictConfig()
     select: SelectConfig = SelectConfig()
     verify: VerifyConfig = VerifyConfig()
-    coe: dict[str, Any] = Field(default_factory=dict)
-    tasks: dict[str, Any] = Field(default_factory=dict)
-    attack: dict[str, Any] = Field(default_factory=dict)
+    coe: CoEConfig = CoEConfig()
+    tasks: TaskAdaptiveConfig = TaskAdaptiveConfig()
+    attack: AttackConfig = AttackConfig()
 
     def get(self, name: str, default: Any = None) -> Any:
         """A section as a plain dict, for a component that validates it with its own model:
@@ -510,8 +638,8 @@ class StageSections(_Section):
         name = LEGACY_SECTIONS.get(name, name)
         if name not in type(self).model_fields:
             return default
-        value = getattr(self, name)
-        return value.model_dump(mode="json") if isinstance(value, BaseModel) else dict(value)
+        section: BaseModel = getattr(self, name)
+        return section.model_dump(mode="json")
 
 
 # ---------------------------------------------------------------- earlier keys, still read

@@ -53,6 +53,19 @@ ClaimJudgeName = Literal["lexical-embedding", "llm-logprob"]
 RouterClassifierName = Literal["logreg", "multinomial-nb", "gaussian-nb", "linear-svc", "embedding-logreg"]
 # retrieval.use_source_weights: the learned source weights at query time.
 SourceWeightUse = Literal["off", "prune", "reweight"]
+# The sections of the components outside the sieve's stage list. ScopeCoE (``stages.coe``): the
+# judge of each question feature, and how the minimal cover is searched ("auto": exact up to
+# ``max_exact`` candidates, greedy beyond).
+IntentJudgeKind = Literal["embedding", "llm"]
+KeywordJudgeKind = Literal["lexical", "embedding", "lexical+embedding", "llm"]
+RelationJudgeKind = Literal["embedding", "llm"]
+CoverSearch = Literal["greedy", "exact", "auto"]
+# The task-adaptive preset (``stages.tasks``): the three request tasks, the task router, the
+# retrieval evaluator and what HyDE's rerank scores against.
+TaskLabel = Literal["information_retrieval", "text_generation", "general_qa"]
+TaskClassifierKind = Literal["tfidf", "llm-json", "llm-logprob", "fixed"]
+TaskEvaluatorKind = Literal["trained", "llm", "off"]
+HydeRerank = Literal["query", "fused"]
 
 __all__ = [
     "SIEVE_STAGES",
@@ -61,18 +74,26 @@ __all__ = [
     "ClosedBookPolicy",
     "CoEFeatures",
     "ConflictPolicy",
+    "CoverSearch",
     "DecideMode",
     "DenseKind",
     "DuplicateAction",
     "FilterName",
     "FusionName",
+    "HydeRerank",
+    "IntentJudgeKind",
     "JudgeKind",
+    "KeywordJudgeKind",
     "NeedMode",
     "PipelineName",
+    "RelationJudgeKind",
     "RetrievalModeName",
     "RouterClassifierName",
     "SelectName",
     "SourceWeightUse",
     "StoreBackendName",
+    "TaskClassifierKind",
+    "TaskEvaluatorKind",
+    "TaskLabel",
     "VetoName",
 ]
