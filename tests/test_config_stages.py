@@ -155,6 +155,11 @@ def test_an_earlier_key_wins_over_the_new_one_as_an_override_would():
         ({"stages": {"tasks": {"evaluator": "nli"}}}, ["stages.tasks.evaluator", "'nli'", "'trained'", "'off'"]),
         ({"stages": {"attack": {"duplicates": "shred"}}}, ["stages.attack.duplicates", "'shred'", "'drop'"]),
         ({"stages": {"attack": {"judge": "perhaps"}}}, ["stages.attack.judge", "'perhaps'", "boolean"]),
+        ({"stages": {"filter": {"mode": "fuzzy"}}}, ["stages.filter.mode", "'fuzzy'", "'dense'", "'hybrid'"]),
+        ({"stages": {"filter": {"task": "sst2"}}}, ["stages.filter.task:", "'sst2'", "'sst-2'", "'cola'"]),
+        ({"stages": {"filter": {"task": 3}}}, ["stages.filter.task:", "built-in task (sst-2, sst-5", "table", "got 3"]),
+        ({"stages": {"filter": {"task": {"labels": ["a", "b"], "kind": "poem"}}}},
+         ["stages.filter.task.kind", "'poem'", "'sentiment'", "'grammar'"]),
     ],
 )  # fmt: skip
 def test_a_bad_value_names_the_key_the_value_and_what_is_allowed(data, named):
@@ -180,6 +185,8 @@ def test_a_bad_value_names_the_key_the_value_and_what_is_allowed(data, named):
          ["stages.tasks.reflection", "unknown key", "stages.tasks takes", "generation_reflection", "hyde"]),
         ({"stages": {"attack": {"poison_judge": True}}},
          ["stages.attack.poison_judge", "unknown key", "stages.attack takes", "judge", "duplicates"]),
+        ({"stages": {"filter": {"task": {"labels": ["a", "b"], "prompt": "x"}}}},
+         ["stages.filter.task.prompt", "unknown key", "stages.filter.task takes", "instruction", "template"]),
         ({"sieve": {"need_treshold": 0.5}}, ["sieve.need_treshold", "need_threshold", "stages.<stage>"]),
         ({"nonsense": 1}, ["nonsense", "unknown key", "the config takes", "stages"]),
     ],
@@ -374,3 +381,27 @@ def test_the_attack_section_builds_the_judge_the_harness_measured():
     assert "judge" not in AttackConfig(judge=True).judge_options()
     options = AttackConfig(duplicates="keep", voice_members=4).judge_options()
     assert (options["duplicates"], options["voice_members"]) == ("keep", 4)
+
+
+def test_a_custom_filter_task_is_a_typed_table_the_filters_take(tmp_path: Path):
+    from ragsieve.config import CustomFilterTask, FilterConfig
+    from ragsieve.filtering.tasks import resolve_task
+
+    path = tmp_path / "ragsieve.toml"
+    path.write_text(
+        '[stages.filter]\nfilter = "direct"\nmode = "hybrid"\n'
+        '[stages.filter.task]\nlabels = ["spam", "ham"]\ninstruction = "Spam or ham?"\nverbalizers = {spam = "junk"}\n',
+        encoding="utf-8",
+    )
+    cfg = load_config(path)
+    section = cfg.stages.filter
+    assert isinstance(section.task, CustomFilterTask) and section.mode == "hybrid"
+    assert PipelineConfig.from_dict(cfg.to_dict()) == cfg
+    # the filters get the fields that are set, as a custom task's mapping
+    spec = section.task_spec()
+    assert spec == {"labels": ["spam", "ham"], "verbalizers": {"spam": "junk"}, "kind": "sentiment",
+                    "instruction": "Spam or ham?", "name": "custom"}  # fmt: skip
+    template = resolve_task(spec)
+    assert template.labels == ["spam", "ham"] and template.verbalizers == {"spam": "junk", "ham": "ham"}
+    # a built-in task stays its name
+    assert FilterConfig().task_spec() == "sst-2" and resolve_task(FilterConfig(task="trec").task_spec()).name == "trec"

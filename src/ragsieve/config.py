@@ -12,9 +12,10 @@ import sys
 import warnings
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from types import UnionType
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from ragsieve.errors import ConfigError
 
@@ -32,6 +33,8 @@ from ragsieve.options import DecideMode as DecideMode
 from ragsieve.options import DenseKind as DenseKind
 from ragsieve.options import DuplicateAction as DuplicateAction
 from ragsieve.options import FilterName as FilterName
+from ragsieve.options import FilterTaskKind as FilterTaskKind
+from ragsieve.options import FilterTaskName as FilterTaskName
 from ragsieve.options import FusionName as FusionName
 from ragsieve.options import HydeRerank as HydeRerank
 from ragsieve.options import IntentJudgeKind as IntentJudgeKind
@@ -74,15 +77,46 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-def _section_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """The keys of the section at ``loc`` inside ``model`` (empty when ``loc`` is no section)."""
+def _section_in(annotation: Any) -> type[BaseModel] | None:
+    """The section model a field holds: its annotation, or the model among a union's members
+    (``stages.filter.task`` is a built-in name or a custom task's table)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for member in get_args(annotation):
+        found = _section_in(member)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_union(annotation: Any) -> bool:
+    """Whether pydantic validates ``annotation`` as a union (and so names the member in an
+    error's location); ``X | None`` is not one."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) not in (Union, UnionType):
+        return False
+    return sum(member is not type(None) for member in get_args(annotation)) > 1
+
+
+def _config_path(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], type[BaseModel] | None]:
+    """``loc`` as a user writes the key (without the names pydantic gives a union's members or
+    their tags) and the section model it ends in (``None`` when it ends in no section)."""
+    path: list[Any] = []
+    section: type[BaseModel] | None = model
+    in_union = False
     for part in loc:
-        field = model.model_fields.get(str(part))
-        annotation = field.annotation if field is not None else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return []
-        model = annotation
-    return list(model.model_fields)
+        field = section.model_fields.get(str(part)) if section is not None else None
+        if in_union:
+            in_union = False  # a union member's label: the user's key goes on below it
+        elif field is not None:
+            path.append(part)
+            section = _section_in(field.annotation)
+            in_union = _is_union(field.annotation)
+        else:
+            path.append(part)
+            section = None
+    return tuple(path), section
 
 
 def describe_errors(exc: ValidationError, model: type[BaseModel], within: str = "") -> str:
@@ -92,11 +126,12 @@ def describe_errors(exc: ValidationError, model: type[BaseModel], within: str = 
     put before each key."""
     problems = []
     for err in exc.errors():
-        loc = (*within.split("."), *err["loc"]) if within else tuple(err["loc"])
+        inner, _ = _config_path(model, tuple(err["loc"]))
+        loc = (*within.split("."), *inner) if within else inner
         key = ".".join(str(x) for x in loc) or "config"
         if err["type"] == "extra_forbidden":
-            depth = len(loc) - len(err["loc"])
-            allowed = _section_keys(model, loc[depth:-1])
+            _, section = _config_path(model, tuple(err["loc"])[:-1])
+            allowed = list(section.model_fields) if section is not None else []
             where = ".".join(str(x) for x in loc[:-1]) or "the config"
             takes = f"; {where} takes {', '.join(allowed)}" if allowed else ""
             problems.append(f"{key}: unknown key {str(loc[-1])!r}{takes}")
@@ -387,6 +422,30 @@ class PoisonConfig(_Section):
         return {k: v for k, v in options.items() if not (k.startswith("voice_") and v is None)}
 
 
+class CustomFilterTask(_Section):
+    """A user's own classification task for the knowledge filter (``stages.filter.task`` as a
+    table; :func:`ragsieve.filtering.tasks.custom_task` checks the labels and the template).
+    ``labels`` at least two; ``verbalizers``: label -> the word the model is scored on (the label
+    itself where missing); ``kind`` picks default wording for the filter question; ``template``: a
+    ``str.format`` prompt with ``{text}`` and optionally ``{knowledge}`` and ``{options}``."""
+
+    labels: list[str]
+    verbalizers: dict[str, str] | None = None
+    kind: FilterTaskKind = "sentiment"
+    instruction: str | None = None
+    template: str | None = None
+    name: str = "custom"
+    text_name: str | None = None
+    goal: str | None = None
+
+
+def _filter_task_form(value: Any) -> str | None:
+    """Which form of ``stages.filter.task`` ``value`` is written in (``None``: neither)."""
+    if isinstance(value, str):
+        return "name"
+    return "table" if isinstance(value, (dict, CustomFilterTask)) else None
+
+
 class FilterConfig(_Section):
     """Stage ``filter`` (``stages.filter``): the knowledge filter over the kept candidates
     (:mod:`ragsieve.filtering`; ``filter = "none"``, the default, passes them through).
@@ -399,17 +458,31 @@ class FilterConfig(_Section):
     filter: FilterName = "none"
     fusion: bool = False
     # A built-in task name, or a custom task's fields (labels, instruction, template; see resolve_task).
-    task: str | dict[str, Any] = "sst-2"
+    task: Annotated[
+        Annotated[FilterTaskName, Tag("name")] | Annotated[CustomFilterTask, Tag("table")],
+        Discriminator(
+            _filter_task_form,
+            custom_error_type="filter_task",
+            custom_error_message=(
+                f"Input should be a built-in task ({', '.join(get_args(FilterTaskName))}) or a custom task's table"
+            ),
+        ),
+    ] = "sst-2"
     alpha: float = Field(0.5, ge=0.0, le=1.0)
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     ensemble_theta: float = Field(0.8, ge=0.5, le=1.0)
     top_k: int = Field(30, ge=1)
     max_keep: int = Field(8, ge=1)
-    mode: str = "dense"
+    mode: RetrievalModeName = "dense"  # the search that finds knowledge for a classified text
     proxy_path: str | None = None  # folder written by `ragsieve filters train`
     dkf_path: str | None = None  # D_kf JSONL for in-context demonstrations
     n_demos: int = Field(4, ge=1)
     seed: int = 0
+
+    def task_spec(self) -> str | dict[str, Any]:
+        """The task as :func:`ragsieve.filtering.tasks.resolve_task` takes it: a built-in's name,
+        or a custom task's fields (those set)."""
+        return self.task if isinstance(self.task, str) else self.task.model_dump(exclude_none=True)
 
 
 class ConflictConfig(_Section):

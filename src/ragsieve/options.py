@@ -26,6 +26,10 @@ ConflictPolicy = Literal["both", "abstain", "trusted"]
 DenseKind = Literal["flat", "ivf", "hnsw"]
 StoreBackendName = Literal["folder", "milvus"]
 FilterName = Literal["none", "direct", "icl", "proxy", "ensemble"]  # stages.filter.filter
+# stages.filter.task: the built-in classification tasks (ragsieve.filtering.tasks), and the kind
+# a custom task borrows its default wording from.
+FilterTaskName = Literal["sst-2", "sst-5", "mr", "trec", "cola"]
+FilterTaskKind = Literal["sentiment", "question", "grammar"]
 # What the ``decide`` stage does with the combined confidence: "decide" answers, answers with a
 # caveat or abstains; "observe" records the signals and the draft and always answers (to collect
 # training rows for a decision model).
@@ -79,6 +83,8 @@ __all__ = [
     "DenseKind",
     "DuplicateAction",
     "FilterName",
+    "FilterTaskKind",
+    "FilterTaskName",
     "FusionName",
     "HydeRerank",
     "IntentJudgeKind",
