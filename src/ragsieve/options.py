@@ -24,8 +24,18 @@ ChunkUnit = Literal["sentence", "window"]
 # (ragsieve.conflict.ConflictDetector, the sieve's ``conflict`` stage).
 ConflictPolicy = Literal["both", "abstain", "trusted"]
 DenseKind = Literal["flat", "ivf", "hnsw"]
+# embedder.backend and llm.backend: where the vectors and the generations come from.
+EmbedderBackendName = Literal["onnx", "sentence-transformers", "openai"]
+LLMBackendName = Literal["llama-cpp", "openai"]
+# generation.polar_answers: a yes/no question's reply as sampled, or its yes/no read off the
+# label log-probabilities (ragsieve.generate.polar).
+PolarAnswers = Literal["free", "label"]
 StoreBackendName = Literal["folder", "milvus"]
 FilterName = Literal["none", "direct", "icl", "proxy", "ensemble"]  # stages.filter.filter
+# stages.filter.task: the built-in classification tasks (ragsieve.filtering.tasks), and the kind
+# a custom task borrows its default wording from.
+FilterTaskName = Literal["sst-2", "sst-5", "mr", "trec", "cola"]
+FilterTaskKind = Literal["sentiment", "question", "grammar"]
 # What the ``decide`` stage does with the combined confidence: "decide" answers, answers with a
 # caveat or abstains; "observe" records the signals and the draft and always answers (to collect
 # training rows for a decision model).
@@ -53,6 +63,19 @@ ClaimJudgeName = Literal["lexical-embedding", "llm-logprob"]
 RouterClassifierName = Literal["logreg", "multinomial-nb", "gaussian-nb", "linear-svc", "embedding-logreg"]
 # retrieval.use_source_weights: the learned source weights at query time.
 SourceWeightUse = Literal["off", "prune", "reweight"]
+# The sections of the components outside the sieve's stage list. ScopeCoE (``stages.coe``): the
+# judge of each question feature, and how the minimal cover is searched ("auto": exact up to
+# ``max_exact`` candidates, greedy beyond).
+IntentJudgeKind = Literal["embedding", "llm"]
+KeywordJudgeKind = Literal["lexical", "embedding", "lexical+embedding", "llm"]
+RelationJudgeKind = Literal["embedding", "llm"]
+CoverSearch = Literal["greedy", "exact", "auto"]
+# The task-adaptive preset (``stages.tasks``): the three request tasks, the task router, the
+# retrieval evaluator and what HyDE's rerank scores against.
+TaskLabel = Literal["information_retrieval", "text_generation", "general_qa"]
+TaskClassifierKind = Literal["tfidf", "llm-json", "llm-logprob", "fixed"]
+TaskEvaluatorKind = Literal["trained", "llm", "off"]
+HydeRerank = Literal["query", "fused"]
 
 __all__ = [
     "SIEVE_STAGES",
@@ -61,18 +84,31 @@ __all__ = [
     "ClosedBookPolicy",
     "CoEFeatures",
     "ConflictPolicy",
+    "CoverSearch",
     "DecideMode",
     "DenseKind",
     "DuplicateAction",
+    "EmbedderBackendName",
     "FilterName",
+    "FilterTaskKind",
+    "FilterTaskName",
     "FusionName",
+    "HydeRerank",
+    "IntentJudgeKind",
     "JudgeKind",
+    "KeywordJudgeKind",
+    "LLMBackendName",
     "NeedMode",
     "PipelineName",
+    "PolarAnswers",
+    "RelationJudgeKind",
     "RetrievalModeName",
     "RouterClassifierName",
     "SelectName",
     "SourceWeightUse",
     "StoreBackendName",
+    "TaskClassifierKind",
+    "TaskEvaluatorKind",
+    "TaskLabel",
     "VetoName",
 ]

@@ -182,3 +182,21 @@ def test_the_sieve_poison_stage_takes_judge_options_from_stages_poison(attacked)
     assert poison.judge.restate_share == 0.5
     with pytest.raises(ConfigError, match="stages.poison.restate_fraction: unknown key.*restate_share"):
         validate_config({"stages": {"poison": {"restate_fraction": 0.5}}})
+
+
+def test_plain_rags_poison_judge_takes_its_options_from_stages_attack(attacked):
+    from ragsieve.errors import ConfigError
+    from ragsieve.sieve.poison import PoisonJudge
+
+    clean, *_ = attacked
+    judge = make_pipeline(defence_config("poison-judge", PipelineConfig(retrieval={"k": 3})), clean, EchoLLM()).selector
+    assert isinstance(judge, PoisonJudge) and judge.k == 3
+    # the defence as measured: the judge's own defaults, not the sieve stage's
+    assert (judge.duplicate_jaccard, judge.duplicates) == (PoisonJudge().duplicate_jaccard, PoisonJudge().duplicates)
+    attack = {"judge": True, "duplicates": "keep", "min_cluster": 3}
+    judge = make_pipeline(PipelineConfig(pipeline="plain", stages={"attack": attack}), clean, EchoLLM()).selector
+    assert (judge.duplicates, judge.min_cluster) == ("keep", 3)
+    with pytest.raises(ConfigError, match="stages.attack.judge applies to plain RAG"):
+        make_pipeline(PipelineConfig(stages={"attack": attack}), clean, EchoLLM())
+    # without judge = true plain RAG keeps its own selector
+    assert not isinstance(make_pipeline(PipelineConfig(pipeline="plain"), clean, EchoLLM()).selector, PoisonJudge)

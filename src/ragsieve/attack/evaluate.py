@@ -58,7 +58,7 @@ def _sieve_alone(stage: str) -> dict[str, Any]:
 
 # Each defence as overrides of a base PipelineConfig. ``stages.attack.judge`` puts the
 # poisoning-aware judge (read by make_pipeline) in front of plain RAG's selector; the sieve has
-# it as its own ``poison`` stage (``sieve.poison_*`` settings).
+# it as its own ``poison`` stage (``stages.poison``).
 DEFENCES: dict[str, dict[str, Any]] = {
     "plain": {"pipeline": "plain"},
     "source-prune": {"pipeline": "plain", "retrieval": {"use_source_weights": "prune"}},
@@ -285,12 +285,12 @@ def make_pipeline(config: PipelineConfig, index: Any, llm: Any) -> Any:
     if config.pipeline == "sieve" and not sieve_available():
         raise ConfigError("pipeline 'sieve' is not available in this build; install a ragsieve with the "
                           "sieve pipeline or drop the sieve rows")
-    attack_stage = dict(config.stages.get("attack", {}))
+    attack = config.stages.attack
     judge = None
-    if attack_stage.pop("judge", False):
+    if attack.judge:
         from ragsieve.sieve.poison import PoisonJudge
 
-        judge = PoisonJudge(k=config.retrieval.k, embedder=getattr(index, "embedder", None), **attack_stage)
+        judge = PoisonJudge(k=config.retrieval.k, embedder=getattr(index, "embedder", None), **attack.judge_options())
     if config.pipeline in ("plain", "direct"):
         selector = build_selector(config, llm, index)
         if judge is not None:

@@ -33,7 +33,7 @@ def _coe_config(config: Path | None, overrides: dict[str, Any]) -> tuple[Any, An
     from ragsieve.config import PipelineConfig, load_config
 
     pipe = load_config(config) if config else PipelineConfig()
-    data = dict(pipe.stages.get("coe", {}))
+    data = pipe.stages.coe.model_dump(mode="json")
     data.update({k: v for k, v in overrides.items() if v is not None})
     from ragsieve.coe.config import load_coe_config
 

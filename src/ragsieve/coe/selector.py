@@ -70,8 +70,8 @@ class ScopeCoESelector:
     def from_config(
         cls, config: Any, llm: LLM | None = None, embedder: TextEmbedder | None = None
     ) -> ScopeCoESelector:
-        """Build from a :class:`ragsieve.config.PipelineConfig` (its ``stages["coe"]`` section)."""
-        return cls(dict(config.stages.get("coe", {})), llm=llm, embedder=embedder)
+        """Build from a :class:`ragsieve.config.PipelineConfig` (its ``stages.coe`` section)."""
+        return cls(config.stages.coe, llm=llm, embedder=embedder)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScopeCoESelector:

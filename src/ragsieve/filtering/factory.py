@@ -24,7 +24,7 @@ FilteringConfig = FilterConfig
 
 
 def _direct(cfg: FilteringConfig, llm: LLM, embedder: Any) -> KnowledgeFilter:
-    f = DirectFilter(cfg.task, threshold=cfg.threshold)
+    f = DirectFilter(cfg.task_spec(), threshold=cfg.threshold)
     f.warm_up(llm)
     return f
 
@@ -34,7 +34,7 @@ def _icl(cfg: FilteringConfig, llm: LLM, embedder: Any) -> KnowledgeFilter:
         raise ConfigError(
             "--filter icl needs D_kf for its demonstrations; pass --dkf (from `ragsieve filters annotate`)"
         )
-    f = ICLFilter(cfg.task, threshold=cfg.threshold, n_demos=cfg.n_demos, seed=cfg.seed).fit(
+    f = ICLFilter(cfg.task_spec(), threshold=cfg.threshold, n_demos=cfg.n_demos, seed=cfg.seed).fit(
         KfDataset.load(cfg.dkf_path)
     )
     f.warm_up(llm)

@@ -19,12 +19,10 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from ragsieve.errors import InputError
-
-TaskKind = Literal["sentiment", "question", "grammar"]
-TaskName = Literal["sst-2", "sst-5", "mr", "trec", "cola"]
+from ragsieve.options import FilterTaskKind as TaskKind
 
 
 class TaskTemplate(NamedTuple):

@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from ragsieve.config import LLMConfig
 from ragsieve.errors import ConfigError
@@ -26,12 +26,14 @@ from ragsieve.llm.base import (
     as_messages,
 )
 from ragsieve.llm.bundled import bundled_gguf_path
+from ragsieve.options import LLMBackendName
 
 if TYPE_CHECKING:  # pragma: no cover
     from ragsieve.llm.llama_cpp import LlamaCppLLM
     from ragsieve.llm.openai_http import OpenAICompatibleLLM
 
-Backend = Literal["llama-cpp", "openai"]
+# the backends llm.backend names (declared once, in ragsieve.options)
+Backend = LLMBackendName
 
 
 def _build_llama_cpp(config: LLMConfig) -> LlamaCppLLM:

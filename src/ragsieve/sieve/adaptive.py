@@ -181,7 +181,7 @@ class TaskAdaptiveParts:
         from ragsieve.embed import load_embedder
         from ragsieve.llm import load_llm
 
-        stage = TaskAdaptiveConfig.from_stage(config.stages.tasks)
+        stage = config.stages.tasks
         if embedder is None:
             embedder = load_embedder(config.embedder)
             embedder.warm_up()

@@ -8,8 +8,8 @@ from typing import Literal, NamedTuple, get_args
 
 from ragsieve.errors import InputError
 from ragsieve.io import read_jsonl
+from ragsieve.options import TaskLabel as TaskLabel
 
-TaskLabel = Literal["information_retrieval", "text_generation", "general_qa"]
 TASK_LABELS: tuple[TaskLabel, ...] = get_args(TaskLabel)
 
 
