@@ -11,7 +11,9 @@ splitter cuts such a list into fragments such as ``2.``:
 * :func:`render_list` writes it as prose: items that are phrases become one sentence joined by
   ``;`` (``Heike Kamerlingh Onnes; 1911.``), items that are sentences stay sentences;
 * :func:`normalize_lists` applies both to a text, and :func:`split_sentences` segments the
-  result (paragraph breaks always end a sentence).
+  result (paragraph breaks always end a sentence);
+* :func:`split_clauses` cuts one sentence at its clause boundaries (a value belongs to the clause
+  that holds what it is said about).
 
 Example:
     >>> from ragsieve.sentences import split_sentences
@@ -28,7 +30,7 @@ import re
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-__all__ = ["ListItems", "find_list", "normalize_lists", "render_list", "split_sentences"]
+__all__ = ["ListItems", "find_list", "normalize_lists", "render_list", "split_clauses", "split_sentences"]
 
 logger = logging.getLogger(__name__)
 
@@ -201,3 +203,20 @@ def split_sentences(text: str) -> list[str]:
         pieces = [p.strip() for p in _segmenter().segment(paragraph)]
         sentences.extend(p for p in pieces if p)
     return sentences
+
+
+# Clause boundaries inside a sentence: a semicolon or colon, a comma before a conjunction or a
+# relative "which", a contrasting "while"/"whereas" ("Construction began in 1927, and the bridge
+# opened in 1931").
+_CLAUSE_RE = re.compile(
+    r"\s*[;:]\s+|,\s+(?=(?:and|but|while|whereas|although|though|which)\b)|\s+(?=(?:while|whereas)\b)"
+)
+
+
+def split_clauses(sentence: str) -> list[str]:
+    """The clauses of one sentence (the sentence itself when it has one).
+
+    >>> split_clauses("Construction began in 1927, and the bridge opened in 1931.")
+    ['Construction began in 1927', 'and the bridge opened in 1931.']
+    """
+    return [c for c in _CLAUSE_RE.split(sentence) if c and c.strip()] or [sentence]
