@@ -169,13 +169,17 @@ def ground_values(
 def apply_grounding(verdict: ClaimVerdict, result: GroundingResult, threshold: float) -> ClaimVerdict:
     """``verdict`` with the grounding result folded in.
 
-    The judge's score stands when every value is found. Otherwise the sentence is unsupported and
+    The judge's score stands when every value is found (a value stated only about another fact,
+    not failing, is listed in ``other_facts``). Otherwise the sentence is unsupported and
     its score is capped at ``threshold`` times the share of values found (below the threshold,
     and lower the more values are missing), so an answer's confidence falls with it.
     """
     evidence_values = [{"kind": v.kind, "text": v.text, "norm": v.norm} for v in result.evidence_values]
+    other_facts = [c.to_dict() for c in result.checks if c.found and c.other_fact]
     if result.grounded:
-        return replace(verdict, values_checked=len(result.checks), evidence_values=evidence_values)
+        return replace(
+            verdict, values_checked=len(result.checks), evidence_values=evidence_values, other_facts=other_facts
+        )
     capped = min(verdict.score, round(threshold * result.share_found * 0.999, 6))
     return replace(
         verdict,
@@ -184,6 +188,7 @@ def apply_grounding(verdict: ClaimVerdict, result: GroundingResult, threshold: f
         values_checked=len(result.checks),
         value_failures=[c.to_dict() for c in result.failed],
         evidence_values=evidence_values,
+        other_facts=other_facts,
     )
 
 
