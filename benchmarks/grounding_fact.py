@@ -59,6 +59,15 @@ def items(split: str = "held-out") -> list[tuple[str, str, str]]:
 
 
 _NUMERIC_KINDS = ("date", "number", "quantity")
+# What the previous rule measured on the held-out questions (this script at that commit), and why
+# the tie stays a caveat: a note for the written section, not a computed result.
+BEFORE = (
+    " The rule before (commit 5b20fc5: the value's sentence had to hold half the question's predicate terms, "
+    "whatever the other sentences held) flagged 14/50 right numeric answers and caught 21/28 wrong-fact numeric "
+    "values here, a precision of 0.60. The one threshold now (`MIN_FACT_COVER`, 0.25) was chosen on the other "
+    "questions (`--split train`: 11 catches, 1 false flag). Kept as a caveat, not a default veto: 17 flags are "
+    "too few to bound the precision above 0.9."
+)
 
 
 def main() -> None:
@@ -110,7 +119,7 @@ def main() -> None:
     numeric = [counts.get(f"{s} ({k})", [0, 0, 0]) for s in ("right", "wrong fact") for k in _NUMERIC_KINDS]
     false_flags = sum(row[0] for row in numeric[: len(_NUMERIC_KINDS)])
     catches = sum(row[0] for row in numeric[len(_NUMERIC_KINDS) :])
-    precision = f"{catches / (catches + false_flags):.2f}" if catches + false_flags else "n/a"
+    precision = pct(catches, catches + false_flags) if catches + false_flags else "n/a"
     body = (
         "Value grounding (`ragsieve.verify.grounding.ground_values`) on held-out SQuAD 2.0 answerable and "
         "HotpotQA questions whose gold answer is one typed value, evidence = the gold paragraph. Flagged = not "
@@ -123,8 +132,9 @@ def main() -> None:
         + markdown_table(
             ["answer set", "n", "flagged, tied to the question", "flagged, value anywhere (baseline)"], rows
         )
-        + f"\n\nThe tie's precision as a veto on numeric values (catches among all its flags): {precision} "
-        f"({catches} catches, {false_flags} false flags; {args.split} questions)."
+        + f"\n\nThe tie's precision as a veto on numeric values (catches among all its flags, {args.split} "
+        f"questions): {precision}."
+        + (BEFORE if args.split == "held-out" else "")
         + "\n\nGoals: at least 95% of wrong-fact values caught; at most 3% of right answers (including name "
         "variants) flagged."
     )
