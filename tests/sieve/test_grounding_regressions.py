@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from tests.sieve.test_trust_acceptance import KeywordJudge, build_index, fixed, sieve
 
+from ragsieve.cli import render_answer
 from ragsieve.config import validate_config
 from ragsieve.present import present_answer
 from ragsieve.serve.app import answer_content
@@ -65,6 +66,7 @@ def test_through_the_default_sieve_the_time_to_80_percent_is_answered_with_a_cav
     view = present_answer(ans)  # what the terminal, the service and the page show
     assert view.caveat is not None and expected in view.caveat
     assert expected in answer_content(ans.to_dict())
+    assert any(line.strip().startswith("caveat: not fully confirmed") for line in render_answer(ans, 200))
 
 
 def test_through_the_default_sieve_the_right_charge_time_has_no_tie_caveat(devices):
@@ -113,7 +115,8 @@ def test_a_name_variant_of_the_right_answer_is_supported(devices):
     assert not ans.abstained and "Sony Corporation" in ans.text
     assert all(c.supported and not c.value_failures for c in ans.claims)
     # and through the default sieve, its decide stage included: no tie on a name, no caveat for it
-    ans = default_sieve(devices, "The Walkman was made by Sony Corporation [1].", "walkman").ask("Who made the Walkman?")
+    reply = "The Walkman was made by Sony Corporation [1]."
+    ans = default_sieve(devices, reply, "walkman").ask("Who made the Walkman?")
     assert not ans.abstained and "Sony Corporation" in ans.text
     assert all(c.supported and not c.value_failures and not c.other_facts for c in ans.claims)
     assert "value tie" not in (ans.trace.stage("decide")[0].get("caveat") or "")
