@@ -88,6 +88,10 @@ def test_the_tie_is_a_veto_only_when_listed_and_off_when_switched_off(devices):
     off = default_sieve(devices, WRONG_CHARGE, "zephyr", tie_values="off").ask(CHARGE_Q)
     assert "verify.value_other_fact" not in off.trace.stage("decide")[0]["signals"]
     assert "value tie" not in (off.trace.stage("decide")[0].get("withdrawal") or "")
+    # without a decide stage (every other withdrawal a veto there) the tie is recorded, not a veto
+    undecided = sieve(devices, fixed(WRONG_CHARGE), KeywordJudge(relevant=("zephyr",))).ask(CHARGE_Q)
+    assert not undecided.abstained and "35 minutes" in undecided.text
+    assert any("80 %" in r.get("value_tie", "") for r in undecided.trace.stage("verify"))
     failed = default_sieve(devices, WRONG_CHARGE, "zephyr", tie_values="fail", regenerate=False).ask(CHARGE_Q)
     [verdict] = failed.claims
     assert not verdict.supported and "80 %" in verdict.value_failures[0]["other_fact"]
