@@ -488,6 +488,8 @@ def answer_lines(answer: Any, width: int = 80, raw_scores: bool = False) -> list
     for src in view.sources:
         if src.cited:  # the cited sources, each in full (wrapped, never cut)
             add(_wrap_full(src.citation, width, f"   [{src.n}] ", " " * 7), src.id)
+    if view.caveat:
+        add(wrap("caveat: " + view.caveat))
     if view.citation_note:
         add(wrap("note: " + view.citation_note))
         for s in view.sentences:

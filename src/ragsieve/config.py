@@ -54,6 +54,7 @@ from ragsieve.options import StoreBackendName as StoreBackendName
 from ragsieve.options import TaskClassifierKind as TaskClassifierKind
 from ragsieve.options import TaskEvaluatorKind as TaskEvaluatorKind
 from ragsieve.options import TaskLabel as TaskLabel
+from ragsieve.options import ValueTie as ValueTie
 from ragsieve.options import VetoName as VetoName
 
 if sys.version_info >= (3, 11):
@@ -549,11 +550,22 @@ class VerifyConfig(_Section):
     models paste the right passage instead of answering from it (Gemma-3-270M on most demo
     questions), so the paste usually holds the answer; a yes/no question still abstains.
     ``regenerate``: once, with only the supported evidence. ``min_confidence``: withdraw below
-    this answer confidence."""
+    this answer confidence.
+
+    ``tie_values`` (with ``value_grounding``): a date, number or quantity of the asked kind that
+    the cited evidence states only about another fact than the question asks (another sentence
+    states a value of that kind about what is asked; ragsieve.verify.grounding). "caveat" (the
+    default): the signal ``verify.value_other_fact`` and a withdrawal left to the decide stage,
+    which answers with a caveat naming the value and the clause that states it, or abstains when
+    the confidence falls below its threshold; a veto only when ``decide.vetoes`` lists
+    "value_tie" (its precision as a veto is measured in docs/results/verification.md, not yet on
+    enough rows to make it one). "fail": the value fails value grounding (the sentence is
+    unsupported). "off": a value anywhere in the cited evidence counts."""
 
     claim_judge: ClaimJudgeName = "lexical-embedding"
     support_threshold: float = Field(0.5, ge=0.0, le=1.0)
     value_grounding: bool = True
+    tie_values: ValueTie = "caveat"
     responsive: bool = True
     responsive_retries: int = Field(1, ge=0, le=3)
     extract_on_paste: bool = True

@@ -46,7 +46,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
@@ -54,6 +53,7 @@ from urllib.parse import urldefrag, urlparse
 
 from ragsieve.config import ConflictPolicy
 from ragsieve.errors import ConfigError, LLMOutputError
+from ragsieve.sentences import split_clauses
 from ragsieve.text.kind import VALUE_KINDS_FOR, AnswerKind, expected_kind  # noqa: F401  (re-exported)
 from ragsieve.text.terms import NEGATIONS, key_terms, stems, words
 from ragsieve.types import SearchHit
@@ -81,20 +81,10 @@ MIN_TERM_COVER = 0.5
 # through on the held-out sets, so it was not adopted.
 CONFLICT_TERM_COVER = 1.0
 
-# Clause boundaries inside a sentence: a value belongs to the clause that holds the question's
-# terms ("Construction began in 1927, and the bridge opened in 1931").
-_CLAUSE_RE = re.compile(
-    r"\s*[;:]\s+|,\s+(?=(?:and|but|while|whereas|although|though|which)\b)|\s+(?=(?:while|whereas)\b)"
-)
-
 
 # ----------------------------------------------------------------------------- question analysis
 def _stems(text: str) -> list[str]:
     return stems(text)
-
-
-def _clauses(sentence: str) -> list[str]:
-    return [c for c in _CLAUSE_RE.split(sentence) if c and c.strip()] or [sentence]
 
 
 # ----------------------------------------------------------------------------- isolate
@@ -254,7 +244,7 @@ def passage_answer(
         # (a fixed rule, chosen before any benchmark was run)
         if cover < MIN_TERM_COVER or not predicate & sentence_words:
             continue
-        clauses = _clauses(sentence)
+        clauses = split_clauses(sentence)
         clause = max(clauses, key=lambda c: (len(terms & set(_stems(c))), -clauses.index(c)))
         if kind == "yes/no":
             if best is None or cover > best[1]:

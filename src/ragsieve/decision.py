@@ -77,6 +77,8 @@ SIGNALS: tuple[str, ...] = (
     "verify.supported_share",
     "verify.values_grounded",
     "verify.value_failure",
+    # a value of the asked kind the evidence states only about another fact (the value tie)
+    "verify.value_other_fact",
     "verify.regenerated",
     # a check asked to withdraw the draft
     "verify.withdraw",

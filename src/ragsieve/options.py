@@ -43,8 +43,16 @@ DecideMode = Literal["decide", "observe"]
 # The verify stage's withdrawals that may still end a run on their own when the ``decide`` stage
 # runs (``decide.vetoes``); any other withdrawal is a signal the decision weighs. "responsive":
 # the reply does not answer the question; "unsupported": no answer sentence is supported;
-# "min_confidence": below ``stages.verify.min_confidence``.
-VetoName = Literal["responsive", "unsupported", "min_confidence"]
+# "min_confidence": below ``stages.verify.min_confidence``; "value_tie": the answer's date, number
+# or quantity is stated by the evidence only about another fact (``stages.verify.tie_values``).
+VetoName = Literal["responsive", "unsupported", "min_confidence", "value_tie"]
+# verify.tie_values: what the verify stage does with a date, number or quantity of the asked kind
+# that the evidence states only about another fact than the question asks
+# (ragsieve.verify.grounding): "off" ignores it (a value anywhere in the evidence counts),
+# "caveat" records a signal and asks the decide stage to withdraw the draft, which it answers
+# with a caveat naming where the evidence states the value (a veto only when ``decide.vetoes``
+# lists "value_tie"), "fail" makes the value fail value grounding (the sentence is unsupported).
+ValueTie = Literal["off", "caveat", "fail"]
 # The stage sections' option sets (``stages.<stage>`` of the config; docs/stages/sieve.md).
 # need.mode: "auto" asks the task router (then a probe's best judge score), "always" retrieves.
 NeedMode = Literal["auto", "always"]
@@ -110,5 +118,6 @@ __all__ = [
     "TaskClassifierKind",
     "TaskEvaluatorKind",
     "TaskLabel",
+    "ValueTie",
     "VetoName",
 ]

@@ -150,6 +150,9 @@ class AnswerView:
     index_generation: str | None = None
     sentences: list[SentenceView] = field(default_factory=list)
     citation_note: str | None = None
+    # the decide stage answered but a check, or a confidence near the threshold, leaves the answer
+    # not fully confirmed: why (e.g. where the evidence states the answer's value instead)
+    caveat: str | None = None
     sources: list[SourceView] = field(default_factory=list)
     withdrawn: list[WithdrawnDraft] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)  # the retrieval decision
@@ -429,6 +432,13 @@ def _notes(events: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> list
     return notes
 
 
+def _caveat(events: list[dict[str, Any]]) -> str | None:
+    """The decide stage's caveat on the answer it kept (the last decision's), if any."""
+    decided = [e for e in events if e.get("stage") == "decide" and "decision" in e]
+    caveat = decided[-1].get("caveat") if decided else None
+    return str(caveat) if caveat else None
+
+
 def _key(sentence: str) -> str:
     """A sentence compared without its markers, spacing and closing punctuation."""
     return " ".join(_MARKERS.sub(" ", sentence).split()).rstrip(".!? ")
@@ -525,6 +535,7 @@ def present_answer(answer: Any) -> AnswerView:
         index_generation=data.get("index_generation"),
         sentences=sentences,
         citation_note=_citation_note(sentences, abstained),
+        caveat=None if abstained else _caveat(events),
         sources=sources,
         withdrawn=_withdrawn(data, events),
         facts=_facts(data, events),

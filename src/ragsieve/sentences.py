@@ -11,7 +11,9 @@ splitter cuts such a list into fragments such as ``2.``:
 * :func:`render_list` writes it as prose: items that are phrases become one sentence joined by
   ``;`` (``Heike Kamerlingh Onnes; 1911.``), items that are sentences stay sentences;
 * :func:`normalize_lists` applies both to a text, and :func:`split_sentences` segments the
-  result (paragraph breaks always end a sentence).
+  result (paragraph breaks always end a sentence);
+* :func:`split_clauses` cuts one sentence at its clause boundaries (a value belongs to the clause
+  that holds what it is said about).
 
 Example:
     >>> from ragsieve.sentences import split_sentences
@@ -30,7 +32,10 @@ from typing import Any, NamedTuple
 
 from ragsieve.lexicon import CITATION_MARKER_RE, WORD_RE
 
-__all__ = ["ListItems", "find_list", "first_sentence_end", "normalize_lists", "render_list", "split_sentences"]
+__all__ = [
+    "ListItems", "find_list", "first_sentence_end", "normalize_lists", "render_list", "split_clauses",
+    "split_sentences",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -218,3 +223,20 @@ def first_sentence_end(text: str) -> int:
     sentence = spans[0].sent.rstrip()
     end = spans[0].start + len(sentence)
     return end - 1 if sentence[-1:] in ".!?" else end
+
+
+# Clause boundaries inside a sentence: a semicolon or colon, a comma before a conjunction or a
+# relative "which", a contrasting "while"/"whereas" ("Construction began in 1927, and the bridge
+# opened in 1931").
+_CLAUSE_RE = re.compile(
+    r"\s*[;:]\s+|,\s+(?=(?:and|but|while|whereas|although|though|which)\b)|\s+(?=(?:while|whereas)\b)"
+)
+
+
+def split_clauses(sentence: str) -> list[str]:
+    """The clauses of one sentence (the sentence itself when it has one).
+
+    >>> split_clauses("Construction began in 1927, and the bridge opened in 1931.")
+    ['Construction began in 1927', 'and the bridge opened in 1931.']
+    """
+    return [c for c in _CLAUSE_RE.split(sentence) if c and c.strip()] or [sentence]

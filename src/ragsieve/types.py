@@ -186,6 +186,9 @@ class ClaimVerdict:
     values_checked: int | None = None
     value_failures: list[dict[str, Any]] = field(default_factory=list)
     evidence_values: list[dict[str, Any]] = field(default_factory=list)
+    # Values the evidence states only about another fact than the question asks (a signal, not a
+    # failure; each with ``other_fact``, the clause that states it).
+    other_facts: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

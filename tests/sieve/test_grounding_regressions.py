@@ -1,12 +1,19 @@
-"""Value grounding marks a value stated about another fact than the question asks (a veto only
-when asked for: ``tie_values``), and matches a name in its variants, through ``Pipeline`` (hash
-embedder, keyword judge, a fake LLM with a fixed reply) and ``verify_answer``."""
+"""Value grounding marks a value stated about another fact than the question asks (through the
+default sieve a caveat naming where the evidence states it, not a veto; a failure when asked for:
+``tie_values``), and matches a name in its variants, through ``Pipeline`` (hash embedder, keyword
+judge, a fake LLM with a fixed reply) and ``verify_answer``."""
 
 from __future__ import annotations
 
 import pytest
 from tests.sieve.test_trust_acceptance import KeywordJudge, build_index, fixed, sieve
 
+from ragsieve.cli import render_answer
+from ragsieve.config import validate_config
+from ragsieve.present import present_answer
+from ragsieve.serve.app import answer_content
+from ragsieve.sieve.pipeline import Pipeline
+from ragsieve.verify import LexicalEmbeddingJudge
 from ragsieve.verify.grounding import ground_values
 
 CHARGER = (
@@ -29,25 +36,79 @@ def devices(tmp_path_factory):
 
 
 CHARGE_Q = "How long does the Zephyr X2 battery take to charge?"
+WRONG_CHARGE = "The Zephyr X2 battery takes 35 minutes to charge [1]."
+RIGHT_CHARGE = "The Zephyr X2 battery takes 90 minutes to charge [1]."
 
 
-def test_a_charge_time_answered_with_the_time_to_80_percent_is_marked_and_fails_when_tied(devices):
-    from ragsieve.verify import LexicalEmbeddingJudge, verify_answer
+def default_sieve(index, reply: str, keyword: str, **verify: object) -> Pipeline:
+    """The default sieve (its decide stage and bundled decision model included) over ``index``."""
+    data: dict[str, object] = {"sieve": {"need": "always", "route": "all"}}
+    if verify:
+        data["stages"] = {"verify": verify}
+    return Pipeline(validate_config(data), index=index, llm=fixed(reply), judge=KeywordJudge(relevant=(keyword,)),
+                    claim_judge=LexicalEmbeddingJudge(embedding_weight=0.0))  # fmt: skip
 
-    judge = KeywordJudge(relevant=("zephyr",))
-    wrong_reply = "The Zephyr X2 battery takes 35 minutes to charge [1]."
-    # through the sieve the tie is a signal, not a veto (its measured precision is below 0.9):
-    # the answer stands, and grounding marks the value as stated about another fact
-    ans = sieve(devices, fixed(wrong_reply), judge, responsive=False).ask(CHARGE_Q)
+
+def test_through_the_default_sieve_the_time_to_80_percent_is_answered_with_a_caveat_naming_it(devices):
+    ans = default_sieve(devices, WRONG_CHARGE, "zephyr").ask(CHARGE_Q)
+    [tie] = [f for c in ans.claims for f in c.other_facts]
+    assert tie["text"] == "35 minutes" and tie["other_fact"] == "With the fast charger it reaches 80 % in 35 minutes"
+    [decided] = ans.trace.stage("decide")
+    assert decided["signals"]["verify.value_other_fact"] == 1.0
+    if ans.abstained:  # the combined confidence fell below the threshold: the abstention says why
+        assert decided["decision"] == "abstain" and "value tie" in ans.abstain_reason
+        assert "35 minutes" in ans.text and "80 %" in ans.text
+        return
+    # not a veto: the answer stands, with a caveat that names the value and where it is stated
+    assert "35 minutes" in ans.text and decided["decision"] == "caveat"
+    expected = 'the evidence states 35 minutes about "With the fast charger it reaches 80 % in 35 minutes"'
+    assert expected in decided["caveat"]
+    view = present_answer(ans)  # what the terminal, the service and the page show
+    assert view.caveat is not None and expected in view.caveat
+    assert expected in answer_content(ans.to_dict())
+    assert any(line.strip().startswith("caveat: not fully confirmed") for line in render_answer(ans, 200))
+
+
+def test_through_the_default_sieve_the_right_charge_time_has_no_tie_caveat(devices):
+    ans = default_sieve(devices, RIGHT_CHARGE, "zephyr").ask(CHARGE_Q)
+    assert not ans.abstained and "90 minutes" in ans.text
+    assert all(not c.other_facts and not c.value_failures for c in ans.claims)
+    [decided] = ans.trace.stage("decide")
+    assert decided["signals"]["verify.value_other_fact"] == 0.0 and decided["withdrawal"] is None
+    assert "value tie" not in (decided.get("caveat") or "") and "value tie" not in (present_answer(ans).caveat or "")
+
+
+def test_the_tie_is_a_veto_only_when_listed_and_off_when_switched_off(devices):
+    vetoed = Pipeline(
+        validate_config({"sieve": {"need": "always", "route": "all"}, "decide": {"vetoes": ["value_tie"]}}),
+        index=devices, llm=fixed(WRONG_CHARGE), judge=KeywordJudge(relevant=("zephyr",)),
+        claim_judge=LexicalEmbeddingJudge(embedding_weight=0.0),
+    ).ask(CHARGE_Q)  # fmt: skip
+    assert vetoed.abstained and "value tie" in vetoed.abstain_reason and "80 %" in vetoed.text
+    off = default_sieve(devices, WRONG_CHARGE, "zephyr", tie_values="off").ask(CHARGE_Q)
+    assert "verify.value_other_fact" not in off.trace.stage("decide")[0]["signals"]
+    assert "value tie" not in (off.trace.stage("decide")[0].get("withdrawal") or "")
+    # without a decide stage (every other withdrawal a veto there) the tie is recorded, not a veto
+    undecided = sieve(devices, fixed(WRONG_CHARGE), KeywordJudge(relevant=("zephyr",))).ask(CHARGE_Q)
+    assert not undecided.abstained and "35 minutes" in undecided.text
+    assert any("80 %" in r.get("value_tie", "") for r in undecided.trace.stage("verify"))
+    failed = default_sieve(devices, WRONG_CHARGE, "zephyr", tie_values="fail", regenerate=False).ask(CHARGE_Q)
+    [verdict] = failed.claims
+    assert not verdict.supported and "80 %" in verdict.value_failures[0]["other_fact"]
+
+
+def test_a_charge_time_answered_with_the_time_to_80_percent_is_marked_and_fails_when_tied():
+    from ragsieve.verify import verify_answer
+
+    wrong_reply = WRONG_CHARGE
+    # without the tie the value is found (a signal marks it as stated about another fact)
     [check] = ground_values("35 minutes", [CHARGER], given=CHARGE_Q).checks
     assert check.found and "80 %" in check.other_fact
-    assert "35 minutes" in ans.text
     # tied (verify_answer(tie_values=True)), the value fails and says where the evidence states it
     [verdict] = verify_answer(wrong_reply, [CHARGER], LexicalEmbeddingJudge(embedding_weight=0.0),
                               question=CHARGE_Q, tie_values=True)  # fmt: skip
     assert not verdict.supported and "80 %" in verdict.value_failures[0]["other_fact"]
-    right_reply = "The Zephyr X2 battery takes 90 minutes to charge [1]."
-    [right] = verify_answer(right_reply, [CHARGER], LexicalEmbeddingJudge(embedding_weight=0.0),
+    [right] = verify_answer(RIGHT_CHARGE, [CHARGER], LexicalEmbeddingJudge(embedding_weight=0.0),
                             question=CHARGE_Q, tie_values=True)  # fmt: skip
     assert right.supported and not right.value_failures
 
@@ -57,6 +118,12 @@ def test_a_name_variant_of_the_right_answer_is_supported(devices):
     ans = sieve(devices, fixed("The Walkman was made by Sony Corporation [1]."), judge).ask("Who made the Walkman?")
     assert not ans.abstained and "Sony Corporation" in ans.text
     assert all(c.supported and not c.value_failures for c in ans.claims)
+    # and through the default sieve, its decide stage included: no tie on a name, no caveat for it
+    reply = "The Walkman was made by Sony Corporation [1]."
+    ans = default_sieve(devices, reply, "walkman").ask("Who made the Walkman?")
+    assert not ans.abstained and "Sony Corporation" in ans.text
+    assert all(c.supported and not c.value_failures and not c.other_facts for c in ans.claims)
+    assert "value tie" not in (ans.trace.stage("decide")[0].get("caveat") or "")
 
 
 def test_a_name_stated_elsewhere_in_the_evidence_is_not_tied_to_the_question(devices):

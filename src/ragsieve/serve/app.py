@@ -259,12 +259,15 @@ def source_label(hit: dict[str, Any]) -> str:
 
 def answer_content(answer: dict[str, Any]) -> str:
     """The chat message, from the answer's presentation (:mod:`ragsieve.present`, what the terminal
-    and the page show): the answer text, the note when a sentence cites no source, why it abstained
-    and the draft it withdrew, then the evidence it cites as numbered sources."""
+    and the page show): the answer text, the decide stage's caveat, the note when a sentence cites no
+    source, why it abstained and the draft it withdrew, then the evidence it cites as numbered
+    sources."""
     from ragsieve.present import present_answer
 
     view = present_answer(answer)
     text = view.text.strip()
+    if view.caveat:
+        text += f"\n\n(caveat: {view.caveat})"
     if view.citation_note:
         text += f"\n\n({view.citation_note})"
     if view.outcome == "abstained" and view.abstain_reason and view.abstain_reason not in text:

@@ -103,6 +103,7 @@ class VerifyStage:
             self.config.support_threshold,
             value_grounding=self.config.value_grounding,
             question=state.question,
+            tie_values=self.config.tie_values == "fail",
         )
 
     def _responsive(self, question: str, trace: Trace, state: PipelineState) -> Abstain | None:
@@ -232,6 +233,39 @@ class VerifyStage:
         trace.record("verify", withdraw=kind, reason=abstain.reason, vetoed=False)
         return None
 
+    def _tie(self, state: PipelineState, trace: Trace, claims: Sequence[ClaimVerdict]) -> Abstain | None:
+        """``stages.verify.tie_values = "caveat"``: the answer's values that the evidence states
+        only about another fact than the question asks. Leaves the signal
+        ``verify.value_other_fact`` (the share of the answer's sentences with such a value) and,
+        when there is one, asks to withdraw the draft saying where the evidence states it: the
+        decide stage answers with that caveat or abstains below its threshold (a veto only when
+        ``decide.vetoes`` lists "value_tie"; without a decide stage it is recorded only)."""
+        if self.config.tie_values != "caveat" or not self.config.value_grounding or not claims:
+            return None
+        elsewhere = [(c, f) for c in claims for f in c.other_facts]
+        state.signal("verify.value_other_fact", len({id(c) for c, _ in elsewhere}) / len(claims))
+        if not elsewhere:
+            return None
+        stated = "; ".join(f'the evidence states {f["text"]} about "{f["other_fact"]}"' for _, f in elsewhere)
+        reason = f"value tie: {stated}, not about what the question asks"
+        if self.vetoes is not None and "value_tie" not in self.vetoes:
+            return self._withdraw("value_tie", state, trace, self._abstain_tie(state, reason))
+        if self.vetoes is not None:
+            return self._abstain_tie(state, reason)  # listed in ``decide.vetoes``: it ends the run
+        trace.record("verify", value_tie=reason, vetoed=False)
+        return None
+
+    def _abstain_tie(self, state: PipelineState, reason: str) -> Abstain:
+        """The abstention for a value stated about another fact: what the evidence states it
+        about, then what the evidence covers."""
+        from ragsieve.verify.responsive import abstention_message
+
+        stated = reason.removeprefix("value tie: ")
+        text = f"I can't give an answer the evidence supports: {stated}. " + abstention_message(
+            state.question, state.evidence
+        )
+        return Abstain("verify", f"verify: {reason}", text, state.confidence)
+
     def _signals(self, state: PipelineState, claims: Sequence[ClaimVerdict]) -> None:
         """The support and value-grounding signals of the answer's sentences."""
         if not claims:
@@ -309,6 +343,8 @@ class VerifyStage:
         elif state.confidence is not None and state.confidence < sc.min_confidence:
             reason = f"verify: confidence {compare(state.confidence, sc.min_confidence)}"
             withdrawn = self._withdraw("min_confidence", state, trace, self._abstain(state, reason, claims))
+        if withdrawn is None and state.withdrawal is None:
+            withdrawn = self._tie(state, trace, supported)
         if withdrawn is not None:
             return withdrawn
         if supported and len(supported) < len(claims):

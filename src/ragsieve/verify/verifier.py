@@ -47,7 +47,7 @@ def verify_answer(
     ``question``: its values count as given (an answer may name what it was asked about).
     ``tie_values``: a date, number or quantity the evidence states only about another fact than
     the question asks fails too (:func:`ragsieve.verify.grounding.ground_values`'s
-    ``tie_to_question``; off by default, its precision as a veto is below 0.9).
+    ``tie_to_question``); without it such a value is listed in the verdict's ``other_facts``.
     ``value_grounding=False`` is the judge alone.
 
     Example:

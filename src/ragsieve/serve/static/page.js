@@ -239,6 +239,7 @@
       box.appendChild(document.createTextNode(v.text || "(empty)"));
     }
     s.appendChild(box);
+    if (v.caveat) s.appendChild(el("p", { class: "caveat", text: "Caveat: " + v.caveat }));
     if (v.citation_note) s.appendChild(el("p", { class: "citation-note", text: v.citation_note }));
     const cited = v.sources.filter((src) => src.cited);
     if (cited.length) {
