@@ -422,7 +422,7 @@ class OnnxEmbedder:
         expected = np.asarray(record["probe"], dtype=np.float32)
         got = _probe_vector(session, probe_ids)
         # The same graph on the same onnxruntime gives the same bits; the tolerance admits a
-        # cache folder shared by CPUs whose kernels round differently, nothing a changed weight gives.
+        # cache folder shared by CPUs whose kernels round differently (differences near 1e-6).
         if got.shape != expected.shape or not np.allclose(got, expected, rtol=0.0, atol=PROBE_TOLERANCE):
             raise ValueError("it no longer gives the vector it was written with")
         return session
