@@ -382,3 +382,20 @@ def test_an_embedder_of_another_dimension_is_refused_once_loaded(hash_index):
         index.search("the Moon", k=3)
     with pytest.raises(IndexStoreError, match="64-dimensional vectors .* gives 32"):
         Index.open(hash_index.dir, embedder=SlowLoadingEmbedder(load_s=0.05, dim=32)).warm_up()
+
+
+def test_the_default_checks_warming_up_do_not_wait_for_the_embedder(hash_index, monkeypatch):
+    # the verifier's default claim judge embeds with the index's embedder: its warm-up starts
+    # nothing new and waits for nothing, the first embedding waits
+    from ragsieve import embed
+
+    embedder = SlowLoadingEmbedder()
+    monkeypatch.setattr(embed, "load_embedder", lambda config: embedder)
+    cfg = validate_config({"index_dir": str(hash_index.dir), "stages": {"need": {"mode": "always"}}})
+    pipe = Pipeline(cfg, llm=SlowLoadingLLM(load_s=0.0))
+    start = time.monotonic()
+    pipe.warm_up(wait_for_llm=False)
+    assert time.monotonic() - start < 0.5 * SLEEP_S and not embedder.loaded.is_set(), "a stage waited for it"
+    assert pipe.claim_judge is not None and pipe.claim_judge.embedder is not None
+    answer = pipe.ask("When did Apollo 11 land on the Moon?")
+    assert embedder.loaded.is_set() and answer.trace.timings_ms.get("verify") is not None

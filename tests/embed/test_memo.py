@@ -66,3 +66,27 @@ def test_the_memo_describes_itself_as_its_embedder():
 def test_an_empty_memo_is_still_an_embedder() -> None:
     memo = MemoEmbedder(HashEmbedder())
     assert len(memo) == 0 and bool(memo)
+
+
+class BackgroundLoadingEmbedder(HashEmbedder):
+    """Records whether its load was started on a worker thread or waited for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[str] = []
+
+    def start_warm_up(self) -> None:
+        self.events.append("started")
+
+    def warm_up(self) -> None:
+        self.events.append("waited")
+
+
+def test_a_memo_over_an_embedder_its_owner_loads_does_not_wait_in_warm_up():
+    inner = BackgroundLoadingEmbedder()
+    MemoEmbedder(inner, wait_in_warm_up=False).warm_up()
+    assert inner.events == ["started"]
+    MemoEmbedder(inner).warm_up()  # the default still waits
+    assert inner.events == ["started", "waited"]
+    plain = CountingEmbedder()  # no background load to start: warm_up loads it as before
+    MemoEmbedder(plain, wait_in_warm_up=False).warm_up()

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 
 import numpy as np
 import pytest
 
 from ragsieve.config import EmbedderConfig
 from ragsieve.embed import OnnxEmbedder, SentenceTransformerEmbedder, bundled_model_dir, load_embedder
-from ragsieve.embed.onnx import read_sentence_transformers_settings
+from ragsieve.embed.onnx import (
+    OPTIMIZED_CHECK,
+    OPTIMIZED_GRAPH,
+    OPTIMIZED_WEIGHTS,
+    read_sentence_transformers_settings,
+)
 from ragsieve.errors import ConfigError, ModelError
 
 TEXTS = [
@@ -49,7 +55,7 @@ def test_batching_and_length_sorting_keep_row_order(onnx_embedder):
 
 
 def test_export_is_cached_and_reused(onnx_dir, onnx_embedder, monkeypatch):
-    files = [p for p in onnx_dir.glob("*.onnx") if ".optimized." not in p.name]
+    files = [p for p in onnx_dir.glob("*.onnx") if ".optimized" not in p.name]
     assert len(files) == 1
     import ragsieve.embed.onnx as onnx_module
 
@@ -58,19 +64,128 @@ def test_export_is_cached_and_reused(onnx_dir, onnx_embedder, monkeypatch):
     assert again.embed(["alpha"]).shape == (1, 384)
 
 
-def test_optimised_graph_is_cached_and_gives_the_same_vectors(onnx_dir, onnx_embedder):
+def cached_optimised(onnx_dir):
     import onnxruntime as ort
 
-    source = next(p for p in onnx_dir.glob("*.onnx") if ".optimized." not in p.name)
-    optimized = OnnxEmbedder.optimized_path(source, ort.__version__)
-    assert optimized.is_file()
+    source = next(p for p in onnx_dir.glob("*.onnx") if ".optimized" not in p.name)
+    return source, OnnxEmbedder.optimized_dir(source, ort.__version__)
+
+
+def test_optimised_graph_is_cached_and_gives_the_same_vectors(onnx_dir, onnx_embedder):
+    source, cached = cached_optimised(onnx_dir)
+    assert {p.name for p in cached.iterdir()} == {OPTIMIZED_GRAPH, OPTIMIZED_WEIGHTS, OPTIMIZED_CHECK}
+    # the weights live beside the graph, not inside it (what makes the cached graph quick to load)
+    assert (cached / OPTIMIZED_GRAPH).stat().st_size < 1_000_000 < (cached / OPTIMIZED_WEIGHTS).stat().st_size
     again = OnnxEmbedder(onnx_dir=str(onnx_dir))
-    np.testing.assert_allclose(again.embed(TEXTS), onnx_embedder.embed(TEXTS), atol=1e-5)
-    # a damaged cached file is rebuilt, not an error
-    optimized.write_bytes(b"damaged")
-    third = OnnxEmbedder(onnx_dir=str(onnx_dir))
-    np.testing.assert_allclose(third.embed(TEXTS), onnx_embedder.embed(TEXTS), atol=1e-5)
-    assert optimized.stat().st_size > 1000
+    # the same graph on the same runtime: the same bits as the session that wrote it
+    np.testing.assert_array_equal(again.embed(TEXTS), onnx_embedder.embed(TEXTS))
+
+
+def rebuilt_times(monkeypatch) -> list[int]:
+    import ragsieve.embed.onnx as onnx_module
+
+    writes: list[int] = []
+    write = onnx_module.OnnxEmbedder._write_cache
+
+    def counting(self, *args):
+        writes.append(1)
+        return write(self, *args)
+
+    monkeypatch.setattr(onnx_module.OnnxEmbedder, "_write_cache", counting)
+    return writes
+
+
+def replace_file(path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".new")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+@pytest.mark.parametrize("damage", ["weights-changed", "weights-truncated", "graph-garbage", "check-of-another-probe"])
+def test_a_damaged_or_stale_cached_graph_is_rebuilt_not_trusted(onnx_dir, onnx_embedder, monkeypatch, damage):
+    _, cached = cached_optimised(onnx_dir)
+    weights, graph, check = cached / OPTIMIZED_WEIGHTS, cached / OPTIMIZED_GRAPH, cached / OPTIMIZED_CHECK
+    # Written as new files: the sessions open on the cache map its weights, as a running process would.
+    if damage == "weights-changed":  # same size, other bytes: only the check vector tells
+        data = weights.read_bytes()
+        replace_file(weights, data[len(data) // 2 :] + data[: len(data) // 2])
+    elif damage == "weights-truncated":
+        replace_file(weights, weights.read_bytes()[:1000])
+    elif damage == "graph-garbage":
+        replace_file(graph, b"damaged")
+    else:
+        record = json.loads(check.read_text())
+        record["probe"] = [x + 0.01 for x in record["probe"]]
+        replace_file(check, json.dumps(record).encode())
+    writes = rebuilt_times(monkeypatch)
+    again = OnnxEmbedder(onnx_dir=str(onnx_dir))
+    np.testing.assert_array_equal(again.embed(TEXTS), onnx_embedder.embed(TEXTS))
+    assert writes == [1], "the damaged cache was trusted"
+    # and the rebuilt cache is used as it is by the next process
+    np.testing.assert_array_equal(OnnxEmbedder(onnx_dir=str(onnx_dir)).embed(TEXTS), onnx_embedder.embed(TEXTS))
+    assert writes == [1]
+
+
+def test_the_one_file_cache_of_earlier_versions_is_replaced(tmp_path, onnx_dir, onnx_embedder):
+    import onnxruntime as ort
+
+    source, _ = cached_optimised(onnx_dir)
+    shutil.copy(source, tmp_path / source.name)
+    legacy = OnnxEmbedder.legacy_optimized_path(tmp_path / source.name, ort.__version__)
+    legacy.write_bytes(b"an optimised graph an earlier version cached")
+    emb = OnnxEmbedder(onnx_dir=str(tmp_path))
+    np.testing.assert_array_equal(emb.embed(TEXTS), onnx_embedder.embed(TEXTS))
+    assert not legacy.exists() and OnnxEmbedder.optimized_dir(tmp_path / source.name, ort.__version__).is_dir()
+
+
+def test_a_read_only_cache_runs_the_source_graph(tmp_path, onnx_dir, onnx_embedder, monkeypatch):
+    import ragsieve.embed.onnx as onnx_module
+
+    source, _ = cached_optimised(onnx_dir)
+    shutil.copy(source, tmp_path / source.name)
+
+    def unwritable(*args, **kwargs):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(onnx_module.tempfile, "mkdtemp", unwritable)
+    emb = OnnxEmbedder(onnx_dir=str(tmp_path))
+    np.testing.assert_allclose(emb.embed(TEXTS), onnx_embedder.embed(TEXTS), atol=1e-6)
+    assert not [p for p in tmp_path.iterdir() if ".optimized" in p.name]
+
+
+def test_threads_warming_up_together_share_one_load(onnx_dir, onnx_embedder, monkeypatch):
+    import threading
+
+    import ragsieve.embed.onnx as onnx_module
+
+    loads: list[str] = []
+    load = onnx_module.OnnxEmbedder._load
+
+    def slow_counting_load(self):
+        loads.append(threading.current_thread().name)
+        time.sleep(0.2)  # long enough for every thread to arrive while it runs
+        load(self)
+
+    monkeypatch.setattr(onnx_module.OnnxEmbedder, "_load", slow_counting_load)
+    emb = OnnxEmbedder(onnx_dir=str(onnx_dir))
+    barrier = threading.Barrier(6)
+    results: list[np.ndarray] = []
+
+    def ask(start_first: bool) -> None:
+        barrier.wait()
+        if start_first:
+            emb.start_warm_up()
+        results.append(emb.embed(TEXTS[:2]))
+
+    threads = [threading.Thread(target=ask, args=(i % 2 == 0,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(loads) == 1, f"{len(loads)} loads for one embedder"
+    assert len(results) == 6
+    for got in results:
+        np.testing.assert_array_equal(got, onnx_embedder.embed(TEXTS[:2]))
 
 
 def test_damaged_onnx_file_is_a_clear_error(tmp_path, onnx_dir, onnx_embedder):

@@ -119,9 +119,12 @@ class MemoEmbedder:
         >>> memo.embed(["a", "b"]); memo.embed(["b"])  # the second call embeds nothing  # doctest: +SKIP
     """
 
-    def __init__(self, inner: Embedder, max_items: int = 4096) -> None:
+    def __init__(self, inner: Embedder, max_items: int = 4096, *, wait_in_warm_up: bool = True) -> None:
         self.inner = inner
         self.max_items = max_items
+        # False: warm_up only starts an inner embedder that loads on a worker thread (its owner,
+        # e.g. an index, waits for it; the first embedding here does too)
+        self.wait_in_warm_up = wait_in_warm_up
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -134,6 +137,10 @@ class MemoEmbedder:
         return self.inner.dim
 
     def warm_up(self) -> None:
+        start = getattr(self.inner, "start_warm_up", None)
+        if not self.wait_in_warm_up and start is not None:
+            start()
+            return
         self.inner.warm_up()
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,6 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import shutil
+import tempfile
 import threading
 import warnings
 from collections.abc import Sequence
@@ -27,12 +30,24 @@ from ragsieve.embed.base import EmbeddingCache, embed_with_cache, l2_normalize
 from ragsieve.embed.bert_onnx import export_bert_to_onnx, is_supported
 from ragsieve.embed.local import BUNDLED_MODEL_NAME, local_model_dir
 from ragsieve.errors import ModelError
-from ragsieve.io import atomic_path, user_cache_dir
+from ragsieve.io import atomic_path, atomic_write_json, fsync_dir, user_cache_dir
 
 logger = logging.getLogger(__name__)
 
 # Bumped when the exported graph changes, so stale cached files are not reused.
 EXPORT_VERSION = 1
+
+# The cached optimised graph: a folder (format 2) holding the graph, its weights in a file of their
+# own and the check its loader runs (format 1 was one .onnx file with the weights inside).
+OPTIMIZED_FORMAT = 2
+OPTIMIZED_GRAPH = "model.onnx"
+OPTIMIZED_WEIGHTS = "weights.bin"
+OPTIMIZED_CHECK = "check.json"
+# What a cached graph must embed as it did when it was written, to within PROBE_TOLERANCE per
+# component (the raw pooled vector, before normalisation).
+PROBE_TEXT = "Apollo 11 landed on the Moon in July 1969; graphene is one layer of carbon atoms."
+PROBE_TOLERANCE = 1e-4
+PROVIDERS = ["CPUExecutionProvider"]
 
 
 def default_onnx_dir() -> Path:
@@ -148,6 +163,17 @@ def length_batches(lengths: list[int], batch_size: int, spread: float = 1.15) ->
     return batches
 
 
+def _probe_vector(session: Any, ids: list[int]) -> np.ndarray:
+    """What ``session`` gives for one text of token ``ids`` (unpadded: every token attended)."""
+    feeds = {
+        "input_ids": np.array([ids], dtype=np.int64),
+        "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
+        "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64),
+    }
+    names = {i.name for i in session.get_inputs()}
+    return np.asarray(session.run(None, {k: v for k, v in feeds.items() if k in names})[0], dtype=np.float32)[0]
+
+
 class OnnxEmbedder:
     """Sentence embeddings from a local sentence-transformers folder, run with ONNX Runtime.
 
@@ -181,7 +207,7 @@ class OnnxEmbedder:
         self._input_names: list[str] = []
         self._cache = EmbeddingCache(Path(cache_dir) / "embeddings.sqlite") if cache_dir else None
         self._dim = 0
-        self._loading: Future[None] | None = None  # a load started by start_warm_up
+        self._loading: Future[None] | None = None  # the load running (or done), whichever thread runs it
         self._load_lock = threading.Lock()
 
     @property
@@ -202,35 +228,46 @@ class OnnxEmbedder:
         so the first :meth:`embed`) waits for that load and raises its error. ONNX Runtime builds
         a session largely outside the GIL, so an index opening meanwhile (its partitions, the
         stages) costs a cold question little beyond the load itself."""
-        with self._load_lock:
-            if self._session is not None or self._loading is not None:
-                return
-            loading: Future[None] = Future()
-            self._loading = loading
-
-        def load() -> None:
-            try:
-                self._load()
-            except BaseException as exc:  # handed to whoever waits in warm_up
-                loading.set_exception(exc)
-            else:
-                loading.set_result(None)
-
-        threading.Thread(target=load, name="ragsieve-embedder-load", daemon=True).start()
+        loading, mine = self._current_load()
+        if mine:
+            threading.Thread(
+                target=self._run_load, args=(loading,), name="ragsieve-embedder-load", daemon=True
+            ).start()
 
     def warm_up(self) -> None:
+        """Load the model now, or wait for the load another thread started (one load at a time:
+        threads that warm up together share it, and a failed load is tried again next time)."""
         if self._session is not None:
             return
-        loading = self._loading
-        if loading is None:
-            self._load()
-            return
+        loading, mine = self._current_load()
+        if mine:
+            self._run_load(loading)
         try:
             loading.result()
         finally:
             with self._load_lock:
                 if self._loading is loading and self._session is None:
-                    self._loading = None  # a failed load is tried again by the next call
+                    self._loading = None  # failed: the next call loads again
+
+    def _current_load(self) -> tuple[Future[None], bool]:
+        """The load in progress (or done), and whether the caller has just claimed it to run."""
+        with self._load_lock:
+            if self._loading is not None:
+                return self._loading, False
+            loading: Future[None] = Future()
+            if self._session is not None:
+                loading.set_result(None)
+                return loading, False
+            self._loading = loading
+            return loading, True
+
+    def _run_load(self, loading: Future[None]) -> None:
+        try:
+            self._load()
+        except BaseException as exc:  # handed to whoever waits in warm_up
+            loading.set_exception(exc)
+        else:
+            loading.set_result(None)
 
     def _load(self) -> None:
         if self._session is not None:
@@ -259,10 +296,10 @@ class OnnxEmbedder:
                 export_bert_to_onnx(model_dir, path)
             else:
                 export_to_onnx(model_dir, path)
-        session = self._create_session(ort, path)
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tokenizer.enable_truncation(max_len)
         tokenizer.enable_padding()
+        session = self._create_session(ort, path, list(tokenizer.encode(PROBE_TEXT).ids))
         self._input_names = [i.name for i in session.get_inputs()]
         self._tokenizer = tokenizer
         self._dim = int(session.get_outputs()[0].shape[-1])
@@ -281,37 +318,113 @@ class OnnxEmbedder:
         return options
 
     @staticmethod
-    def optimized_path(path: Path, ort_version: str) -> Path:
-        """Where the graph optimised by this onnxruntime version is cached, beside the graph."""
+    def optimized_dir(path: Path, ort_version: str) -> Path:
+        """Where the graph optimised by this onnxruntime version is cached, beside the graph: a
+        folder with the graph, its weights as a separate file and a check vector
+        (:data:`OPTIMIZED_FORMAT`)."""
+        return path.with_name(f"{path.stem}.ort-{ort_version}.optimized-v{OPTIMIZED_FORMAT}")
+
+    @staticmethod
+    def legacy_optimized_path(path: Path, ort_version: str) -> Path:
+        """The one-file optimised graph earlier versions cached (its weights inside the graph,
+        which onnxruntime parses far more slowly than a separate weights file); removed once the
+        folder replaces it."""
         return path.with_name(f"{path.stem}.ort-{ort_version}.optimized.onnx")
 
-    def _create_session(self, ort: Any, path: Path) -> Any:
+    def _create_session(self, ort: Any, path: Path, probe_ids: list[int]) -> Any:
         """A session on the cached optimised graph (its fusions done once, so a cold process skips
-        them: about 40% of session creation), written on first use from ``path``."""
-        optimized = self.optimized_path(path, ort.__version__)
-        providers = ["CPUExecutionProvider"]
-        if optimized.is_file():
-            options = self._options(ort)
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        them), written on first use from ``path``. The cache is used only when the vector it gives
+        for ``probe_ids`` is the one recorded when it was written: a damaged or stale cache is
+        rebuilt, never trusted."""
+        cached = self.optimized_dir(path, ort.__version__)
+        if cached.is_dir():
             try:
-                return ort.InferenceSession(str(optimized), options, providers=providers)
-            except Exception as exc:  # a damaged cache file: fall back to the source graph
-                logger.warning("cached optimised graph %s is unusable (%s); rebuilding it", optimized, exc)
-                optimized.unlink(missing_ok=True)
+                return self._open_cached(ort, cached, probe_ids)
+            except Exception as exc:  # damaged, stale or incomplete: rebuilt from the source graph
+                logger.warning("cached optimised graph %s is unusable (%s); rebuilding it", cached, exc)
+                shutil.rmtree(cached, ignore_errors=True)
+        try:
+            self._write_cache(ort, path, cached, probe_ids)
+        except OSError as exc:  # a read-only cache: run the source graph without saving
+            logger.info("could not cache the optimised graph at %s (%s)", cached, exc)
+            return self._open_source(ort, path)
+        self.legacy_optimized_path(path, ort.__version__).unlink(missing_ok=True)
+        try:
+            return self._open_cached(ort, cached, probe_ids)
+        except Exception as exc:  # the file system lost what was just written: do without it
+            logger.warning("the optimised graph just cached at %s does not load (%s)", cached, exc)
+            return self._open_source(ort, path)
+
+    def _open_source(self, ort: Any, path: Path, save_to: Path | None = None) -> Any:
+        """A session on the source graph, optimised now (and saved under ``save_to``, a folder)."""
         options = self._options(ort)
         # Extended (not "all") optimisations are the ones onnxruntime documents as safe to save:
         # no layout transforms tied to this CPU.
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        if save_to is not None:
+            options.optimized_model_filepath = str(save_to / OPTIMIZED_GRAPH)
+            # The weights in a file of their own (a path relative to the graph's folder):
+            # onnxruntime reads them without parsing them as protobuf, about 3x faster to load.
+            options.add_session_config_entry(
+                "session.optimized_model_external_initializers_file_name", OPTIMIZED_WEIGHTS
+            )
+            options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
         try:
-            with atomic_path(optimized) as tmp:
-                options.optimized_model_filepath = str(tmp)
-                session = ort.InferenceSession(str(path), options, providers=providers)
-        except OSError as exc:  # a read-only cache: run the source graph without saving
-            logger.info("could not cache the optimised graph at %s (%s)", optimized, exc)
-            options = self._options(ort)
-            session = ort.InferenceSession(str(path), options, providers=providers)
+            return ort.InferenceSession(str(path), options, providers=PROVIDERS)
         except Exception as exc:  # onnxruntime raises its own exception types for a damaged file
             raise ModelError(f"could not load the ONNX graph {path}: {exc}; delete it to re-export") from exc
+
+    def _write_cache(self, ort: Any, path: Path, cached: Path, probe_ids: list[int]) -> None:
+        """Optimise ``path`` into the folder ``cached`` (written aside, then renamed into place:
+        a reader sees all of it or none), with the vector the graph gives for ``probe_ids``.
+
+        onnxruntime maps the weights file into the sessions that load it, so a cache is never
+        rewritten in place: a damaged one is removed (a running process keeps its mapping) and
+        written anew under the same name."""
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{cached.name}.", suffix=".tmp", dir=cached.parent))
+        try:
+            session = self._open_source(ort, path, save_to=staging)
+            if not (staging / OPTIMIZED_GRAPH).is_file():
+                raise OSError(f"onnxruntime wrote no optimised graph in {staging}")
+            record = {
+                "format": OPTIMIZED_FORMAT,
+                "probe_ids": probe_ids,
+                "probe": [float(x) for x in _probe_vector(session, probe_ids)],
+                "sizes": {name: (staging / name).stat().st_size for name in (OPTIMIZED_GRAPH, OPTIMIZED_WEIGHTS)},
+            }
+            atomic_write_json(staging / OPTIMIZED_CHECK, record)
+            try:
+                os.rename(staging, cached)
+            except OSError:
+                if not cached.is_dir():
+                    raise
+                # another process (or thread) cached the same graph first: theirs is used
+            else:
+                fsync_dir(cached.parent)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _open_cached(self, ort: Any, cached: Path, probe_ids: list[int]) -> Any:
+        """A session on the cached folder, after checking it is complete and gives the recorded
+        vector for ``probe_ids`` (a ``ValueError`` otherwise). The check runs every layer of the
+        encoder on the probe's tokens (and warms the session up for the first real batch); it
+        cannot see a damaged embedding row of a token the probe lacks."""
+        record = json.loads((cached / OPTIMIZED_CHECK).read_text(encoding="utf-8"))
+        if record.get("format") != OPTIMIZED_FORMAT or record.get("probe_ids") != probe_ids:
+            raise ValueError("it was written for another format or check")
+        for name, size in dict(record["sizes"]).items():
+            if (cached / name).stat().st_size != size:
+                raise ValueError(f"{name} is not the size it was written with")
+        options = self._options(ort)
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        session = ort.InferenceSession(str(cached / OPTIMIZED_GRAPH), options, providers=PROVIDERS)
+        expected = np.asarray(record["probe"], dtype=np.float32)
+        got = _probe_vector(session, probe_ids)
+        # The same graph on the same onnxruntime gives the same bits; the tolerance admits a
+        # cache folder shared by CPUs whose kernels round differently (differences near 1e-6).
+        if got.shape != expected.shape or not np.allclose(got, expected, rtol=0.0, atol=PROBE_TOLERANCE):
+            raise ValueError("it no longer gives the vector it was written with")
         return session
 
     def _tokenize(self, texts: list[str]) -> dict[str, np.ndarray]:

@@ -724,6 +724,11 @@ class Index:
                 self._domain_partition(d)
         if not wait_for_embedder and self._dim_unchecked is not None:
             return
+        self.ready_embedder()
+
+    def ready_embedder(self) -> None:
+        """Wait for the embedder (loading on its worker thread since :meth:`open`, or loaded
+        now) and check its dimension against the index's."""
         self.embedder.warm_up()
         self.check_embedder()
 

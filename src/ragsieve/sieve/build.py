@@ -49,7 +49,11 @@ class SharedEmbedder:
     (the judge, ScopeCoE, the verifier and the poison check embed the same passages and
     sentences), and the candidates' vectors and their sentences' come from the index's stored
     rows (:meth:`remember_hits`) rather than a pass of the model. Calling it gives the memo,
-    or ``None`` while no index (or no embedder) is open."""
+    or ``None`` while no index (or no embedder) is open.
+
+    The index's embedder may still be loading on its worker thread: the index owns that load
+    (:meth:`ragsieve.index.Index.ready_embedder` waits for it), so a stage's warm-up does not
+    wait for it through the memo; the first embedding does."""
 
     def __init__(
         self, index: Ref[Index | Store], max_items: int = 4096, inner: Callable[[], Any] | None = None
@@ -71,7 +75,7 @@ class SharedEmbedder:
         if self.memo is None or self.memo.inner is not inner:
             from ragsieve.embed.base import MemoEmbedder
 
-            self.memo = MemoEmbedder(inner, self.max_items)
+            self.memo = MemoEmbedder(inner, self.max_items, wait_in_warm_up=self.inner is not None)
         return self.memo
 
     def remember_hits(self, hits: Sequence[SearchHit]) -> None:

@@ -220,7 +220,8 @@ class Pipeline(StreamingAnswers):
         here; ``wait_for_llm=False`` (what :meth:`ask` does) returns without waiting for it, so
         retrieval and the checks run meanwhile and the first stage that uses the model waits
         (and raises the load's error, if it failed). It does not wait for an embedder loading on
-        its own thread either: the stages before the first embedding (routing) run meanwhile."""
+        its own thread either (the stages' warm-ups included): the stages before the first
+        embedding (routing, the task router) run meanwhile."""
         self._llm.load_in_background(self._load_llm)
         if self.is_sieve:
             from ragsieve.values import preload_units
@@ -234,8 +235,10 @@ class Pipeline(StreamingAnswers):
             llm = self.llm if self.config.select == "scope-coe" else None
             selectors.fixed = build_selector(self.config, llm, self.index)
         for stage in self.stages:
-            stage.warm_up()
+            stage.warm_up()  # the stages' embedder is the index's, whose load they do not wait for
         if wait_for_llm:
+            if isinstance(self.index, Index):
+                self.index.ready_embedder()
             self._llm()
 
     def _load_llm(self, given: LLM | None) -> LLM:
