@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import difflib
 import functools
-import logging
 import math
 import re
-import shutil
 import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -317,39 +315,11 @@ def _unit_after(rest: str) -> tuple[str, str, int] | None:
 _REGISTRY_LOCK = threading.Lock()
 
 
-def _import_pint() -> Any:
-    """``import pint`` without its dask integration: pint imports dask whenever it is installed
-    (``ragsieve[cluster]`` installs it), about 0.25 s of a cold question's CPU for array support
-    the checks never use. Hidden only while pint imports and only when nothing imported dask
-    before; a later ``import dask`` works as usual."""
-    import sys
-
-    hide = "dask" not in sys.modules
-    if hide:
-        sys.modules["dask"] = None  # type: ignore[assignment]  # find_spec and import both see "not installed"
-    try:
-        import pint
-    finally:
-        if hide and "dask" in sys.modules and sys.modules["dask"] is None:
-            del sys.modules["dask"]
-    return pint
-
-
 @functools.lru_cache(maxsize=1)
 def _load_registry() -> Any:
-    pint = _import_pint()
+    import pint
 
-    from ragsieve.io import user_cache_dir
-
-    # pint's own cache of its parsed definition files (checked against their dates by pint):
-    # building the registry from it takes about a quarter of parsing them.
-    cache = user_cache_dir() / f"pint-{pint.__version__}"
-    try:
-        return pint.UnitRegistry(cache_folder=cache)
-    except Exception as exc:  # unwritable, or a damaged (half-written) cache file: parse them instead
-        logging.getLogger(__name__).info("pint's definition cache %s is unusable (%s); parsing them", cache, exc)
-        shutil.rmtree(cache, ignore_errors=True)
-        return pint.UnitRegistry()
+    return pint.UnitRegistry()
 
 
 def _registry() -> Any:
