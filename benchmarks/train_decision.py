@@ -6,6 +6,8 @@ near-miss unanswerable questions over all 131 paragraphs of three articles), and
 **calibration part** of ``ragsieve.eval.fair.split_indices(n, 0.5, seed)``, the part that
 benchmark fits its baselines and thresholds on. The test part, the demo set, HotpotQA and the
 PoisonedRAG targets are never trained on: they are what the model is reported on.
+``benchmarks/decision_sets.py --set squad2`` draws its report set from the questions outside the
+training part (:func:`trained_question_ids`).
 
 For each training question the sieve runs with ``decide.mode = "observe"`` (every check leaves
 its signals, no check withdraws the draft, the draft is always returned), and the row is the
