@@ -460,8 +460,9 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
         else f"n = {n} of {len(qs.items)} planned questions (all)"
     )
     lines = [
-        f"Data: {qs.desc}.{qs.note} {partial}: {n_ans} answerable, {n - n_ans} unanswerable, {m} with a draft (the "
-        f"others were stopped before generation). Model: {args.model}. The sieve ran with `decide.mode = \"observe\"` "
+        f"Data: {qs.desc}.{qs.note} {partial}: {n_ans} answerable, {n - n_ans} unanswerable, {m} with a draft"
+        + (" (the others were stopped before generation)" if m < n else "")
+        + f". Model: {args.model}. The sieve ran with `decide.mode = \"observe\"` "
         "(no check withdraws a draft); plain RAG answered the same questions (eval harness, fair baselines' signals "
         "at answer time). Each draft or answer is judged by the gold answer (a gold alias contained in it; "
         "unanswerable: always wrong). Decision model: the bundled one, trained on "
