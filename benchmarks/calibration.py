@@ -38,6 +38,7 @@ import logging
 import os
 import random
 import time
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +53,37 @@ ALPHAS = (0.05, 0.1, 0.2)
 logger = logging.getLogger("calibration")
 
 
-def prepare_squad2(out: Path, cfg: Any, n: int, seed: int) -> tuple[Path, Path, str]:
-    """A seeded sample of ``n`` questions, half unanswerable, over all 131 paragraphs of the three articles."""
+SQUAD2 = SHARED_DATA / "trust" / "squad2"
+
+
+def squad2_sample(
+    questions: Sequence[dict[str, Any]], n: int, seed: int, exclude: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """The seeded sample of ``n`` of ``questions`` (``n - n // 2`` answerable, ``n // 2``
+    unanswerable, shuffled), drawn from the questions whose id is not in ``exclude``. With
+    nothing excluded it is the sample every earlier run drew."""
+    rng = random.Random(seed)
+    kept = [q for q in questions if q["id"] not in exclude]
+    answerable = [q for q in kept if q["answerable"]]
+    unanswerable = [q for q in kept if not q["answerable"]]
+    half = n // 2
+    sample = rng.sample(answerable, n - half) + rng.sample(unanswerable, half)
+    rng.shuffle(sample)
+    return sample
+
+
+def prepare_squad2(
+    out: Path, cfg: Any, n: int, seed: int, exclude: Collection[str] = ()
+) -> tuple[Path, Path, str]:
+    """A seeded sample of ``n`` questions, half unanswerable, over all 131 paragraphs of the three
+    articles; ``exclude``: question ids never drawn (e.g. the questions a model was trained on)."""
     from ragsieve.index import Index
     from ragsieve.io import atomic_write_jsonl, read_jsonl
     from ragsieve.types import Chunk
 
-    root = SHARED_DATA / "trust" / "squad2"
-    questions = list(read_jsonl(root / "questions.jsonl"))
-    rng = random.Random(seed)
-    answerable = [q for q in questions if q["answerable"]]
-    unanswerable = [q for q in questions if not q["answerable"]]
+    root = SQUAD2
+    sample = squad2_sample(list(read_jsonl(root / "questions.jsonl")), n, seed, exclude)
     half = n // 2
-    sample = rng.sample(answerable, n - half) + rng.sample(unanswerable, half)
-    rng.shuffle(sample)
     rows = [
         {"id": q["id"], "question": q["question"], "answers": q["answers"], "answerable": q["answerable"],
          **({"evidence_ids": [q["gold_passage_id"]]} if q.get("gold_passage_id") and q["answerable"] else {})}
@@ -84,7 +102,9 @@ def prepare_squad2(out: Path, cfg: Any, n: int, seed: int) -> tuple[Path, Path, 
     desc = (
         f"`../shared/data/trust/squad2` (SQuAD 2.0 dev, articles Normans, Computational complexity theory, Rhine; "
         f"see its PROVENANCE.md): seeded (seed {seed}) sample of {n - half} answerable + {half} unanswerable "
-        "(annotator-written near misses) questions; index = all paragraphs of the three articles (title-prefixed)"
+        "(annotator-written near misses) questions"
+        + (f", drawn from the questions outside {len(exclude)} excluded ids" if exclude else "")
+        + "; index = all paragraphs of the three articles (title-prefixed)"
     )
     return data, index_dir, desc
 

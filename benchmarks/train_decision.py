@@ -6,6 +6,8 @@ near-miss unanswerable questions over all 131 paragraphs of three articles), and
 **calibration part** of ``ragsieve.eval.fair.split_indices(n, 0.5, seed)``, the part that
 benchmark fits its baselines and thresholds on. The test part, the demo set, HotpotQA and the
 PoisonedRAG targets are never trained on: they are what the model is reported on.
+``benchmarks/decision_sets.py --set squad2`` draws its report set from the questions outside the
+training part (:func:`trained_question_ids`).
 
 For each training question the sieve runs with ``decide.mode = "observe"`` (every check leaves
 its signals, no check withdraws the draft, the draft is always returned), and the row is the
@@ -26,6 +28,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +41,37 @@ RUNS = ROOT / "runs" / "decision"
 MODEL_PATH = ROOT / "src" / "ragsieve" / "resources" / "decision_model.npz"
 
 
+def training_split(ids: Sequence[str], seed: int) -> list[str]:
+    """The ids of the questions the model is trained on: the calibration part of
+    ``split_indices(len(ids), 0.5, seed)`` over the sample's questions, in sample order."""
+    from ragsieve.eval.fair import split_indices
+
+    train_idx, _ = split_indices(len(ids), 0.5, seed)
+    return [ids[int(i)] for i in sorted(train_idx)]
+
+
+def split_description(n: int, seed: int) -> str:
+    """The ``split`` a model trained with ``--n n --seed seed`` names in its header."""
+    return f"calibration part of ragsieve.eval.fair.split_indices({n}, 0.5, {seed})"
+
+
+def trained_question_ids(n: int, seed: int) -> list[str]:
+    """The SQuAD 2.0 question ids a model trained with ``--n n --seed seed`` was trained on (its
+    training split of ``calibration.squad2_sample``), read from the shared data without answering
+    anything: what a report on SQuAD 2.0 must leave out."""
+    from calibration import SQUAD2, squad2_sample
+    from ragsieve.io import read_jsonl
+
+    sample = squad2_sample(list(read_jsonl(SQUAD2 / "questions.jsonl")), n, seed)
+    return training_split([q["id"] for q in sample], seed)
+
+
 def training_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
     from calibration import prepare_squad2
     from eval_sieve import model_settings
     from ragsieve.answers import contains_answer
     from ragsieve.config import PipelineConfig
     from ragsieve.eval.data import load_qa
-    from ragsieve.eval.fair import split_indices
     from ragsieve.io import read_jsonl
     from ragsieve.sieve.pipeline import Pipeline
 
@@ -53,8 +80,8 @@ def training_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
     cfg = PipelineConfig.model_validate({"llm": {"n_threads": args.threads, **model_settings(args.model)}})
     data, index_dir, desc = prepare_squad2(out, cfg, args.n, args.seed)
     items = load_qa(data)
-    train_idx, _ = split_indices(len(items), 0.5, args.seed)
-    train = [items[int(i)] for i in sorted(train_idx)]
+    train_ids = set(training_split([i.id for i in items], args.seed))
+    train = [i for i in items if i.id in train_ids]
     cache = out / f"{args.model}-rows.jsonl"
     done: dict[str, dict[str, Any]] = {row["id"]: row for row in read_jsonl(cache)} if cache.exists() else {}
     run_cfg = cfg.model_copy(update={"index_dir": str(index_dir)})
@@ -109,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
         args.out,
         command=command.strip(),
         data=desc,
-        split=f"calibration part of ragsieve.eval.fair.split_indices({args.n}, 0.5, {args.seed})",
+        split=split_description(args.n, args.seed),
         llm=args.model,
         drafts=len(rows),
         right=n_right,

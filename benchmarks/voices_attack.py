@@ -44,6 +44,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -108,9 +109,9 @@ def writer_passages(writer: str, rows: list[dict[str, Any]], clean_index: Any, e
     return rehost(passages, writer, clean_index)
 
 
-def indexes_for(rows: list[dict[str, Any]], embedder: Any) -> tuple[dict[str, Any], dict[str, set[str]],
-                                                                   dict[str, set[str]]]:
-    """The clean index and one poisoned copy per writer (built once, reopened after)."""
+def indexes_for(rows: list[dict[str, Any]], embedder: Any, writers: Sequence[str] = WRITERS
+                ) -> tuple[dict[str, Any], dict[str, set[str]], dict[str, set[str]]]:
+    """The clean index and one poisoned copy per writer in ``writers`` (built once, reopened after)."""
     import shutil
 
     from ragsieve.attack.poison import PoisonedPassage, inject
@@ -128,7 +129,7 @@ def indexes_for(rows: list[dict[str, Any]], embedder: Any) -> tuple[dict[str, An
     indexes = {"clean": ts.open_or_build(work / "index-clean", build_clean, embedder)}
     poisoned: dict[str, set[str]] = {"clean": set()}
     attacked: dict[str, set[str]] = {}
-    for writer in WRITERS:
+    for writer in writers:
         path = work / f"passages-{writer}.jsonl"
         if path.is_file():
             passages = [PoisonedPassage.from_dict(r) for r in ts._read_jsonl(path)]
