@@ -157,3 +157,26 @@ def test_a_preload_racing_the_first_quantity_loads_the_unit_registry_once() -> N
     registry = values._registry()  # while the preload's thread may still be loading
     assert values.parse_unit("km") == "kilometer"
     assert values._registry() is registry and values._load_registry.cache_info().misses == 1
+
+
+def test_a_damaged_unit_definition_cache_is_parsed_again(tmp_path, monkeypatch) -> None:
+    import os
+    import time
+
+    from ragsieve import values
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    values._load_registry.cache_clear()
+    try:
+        assert str(values._registry().parse_units("km")) == "kilometer"
+        pickles = list(tmp_path.glob("ragsieve/pint-*/*.pickle"))
+        assert pickles, "pint's parsed definitions were not cached"
+        assert (pickles[0].parent.stat().st_mode & 0o077) == 0, "the cache folder is readable by others"
+        for path in pickles:
+            path.write_bytes(b"half-written")
+            os.utime(path, (time.time() + 60, time.time() + 60))  # newer than the definitions: pint trusts it
+        values._load_registry.cache_clear()
+        registry = values._registry()
+        assert str(registry.parse_units("km")) == "kilometer" and str(registry.parse_units("mg")) == "milligram"
+    finally:
+        values._load_registry.cache_clear()

@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import difflib
 import functools
+import logging
 import math
 import re
+import shutil
 import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -319,7 +321,21 @@ _REGISTRY_LOCK = threading.Lock()
 def _load_registry() -> Any:
     import pint
 
-    return pint.UnitRegistry()
+    from ragsieve.io import user_cache_dir
+
+    # pint's own cache of its parsed definition files (checked by pint against their dates):
+    # building the registry from it takes about a quarter of parsing them, which is most of
+    # what a cold question waits for before its first quantity. The cache is pint's pickle, in
+    # the user's own cache folder (made private here), the trust Python's bytecode caches already
+    # have; nothing is read from an index or a config. A damaged cache is parsed again.
+    cache = user_cache_dir() / f"pint-{pint.__version__}"
+    try:
+        cache.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return pint.UnitRegistry(cache_folder=cache)
+    except Exception as exc:  # unwritable, or a damaged (half-written) cache file: parse the files instead
+        logging.getLogger(__name__).info("pint's definition cache %s is unusable (%s); parsing them", cache, exc)
+        shutil.rmtree(cache, ignore_errors=True)
+        return pint.UnitRegistry()
 
 
 def _registry() -> Any:
