@@ -162,6 +162,23 @@ def _truncation_point(p: np.ndarray, a: int, b: int, k: int, epsilon: float) -> 
     return b
 
 
+@njit(cache=_CACHE, nogil=True)
+def _tuple_presence(
+    offsets: np.ndarray, gather: np.ndarray, weights: np.ndarray, t: int, p: np.ndarray, k: int, epsilon: float
+) -> int:
+    """Presence probabilities of tuple ``t``'s positions into ``p[0:n]`` (``weights`` read
+    through ``gather``); returns the truncation point ``e`` (:func:`_truncation_point`).
+
+    Compiled on its own, not inlined into the parallel kernels' IR (numba's parfor pass rejects
+    that inlining there); LLVM inlines the call.
+    """
+    a = offsets[t]
+    n = offsets[t + 1] - a
+    for i in range(n):
+        p[i] = weights[gather[a + i]]
+    return _truncation_point(p, 0, n, k, epsilon)
+
+
 @njit(cache=_CACHE, nogil=True, fastmath=True, error_model="numpy", inline="always")
 def _tuple_gradient(
     util: np.ndarray,
@@ -254,10 +271,7 @@ def _specialised(k: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
                 val = 0.0
                 for t in range(t0, t1):
                     a = offsets[t]
-                    n = offsets[t + 1] - a
-                    for i in range(n):
-                        p[i] = weights[gather[a + i]]
-                    e = _truncation_point(p, 0, n, kk, epsilon)
+                    e = _tuple_presence(offsets, gather, weights, t, p, kk, epsilon)
                     val += _tuple_gradient(util, p, a, e, kk, w_buf, ip, g)
                     for i in range(e):
                         row[group[a + i]] += g[i]
@@ -304,13 +318,10 @@ def _specialised(k: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
                 val = 0.0
                 for t in range(t0, t1):
                     a = offsets[t]
-                    n = offsets[t + 1] - a
-                    for i in range(n):
-                        p[i] = weights[gather[a + i]]
-                    e = _truncation_point(p, 0, n, kk, epsilon)
+                    e = _tuple_presence(offsets, gather, weights, t, p, kk, epsilon)
                     val += _tuple_gradient(util, p, a, e, kk, w_buf, ip, out[a:])
-                    for i in range(e, n):
-                        out[a + i] = 0.0
+                    for i in range(a + e, offsets[t + 1]):
+                        out[i] = 0.0
                 values[c] = val
                 c = _take_next(next_chunk)
         value = 0.0
