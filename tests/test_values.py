@@ -149,14 +149,72 @@ def test_values_of_one_measure_are_told_from_values_of_another() -> None:
     assert not same_measure(length, one("in 1884"))
 
 
-def test_a_preload_racing_the_first_quantity_loads_the_unit_registry_once() -> None:
+def test_threads_racing_for_the_first_quantity_load_the_unit_registry_once() -> None:
+    import threading
+
     from ragsieve import values
 
     values._load_registry.cache_clear()
-    values.preload_units()
-    registry = values._registry()  # while the preload's thread may still be loading
+    got: list[object] = []
+    threads = [threading.Thread(target=lambda: got.append(values._registry())) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     assert values.parse_unit("km") == "kilometer"
-    assert values._registry() is registry and values._load_registry.cache_info().misses == 1
+    assert len({id(r) for r in got}) == 1 and values._load_registry.cache_info().misses == 1
+
+
+def _unit_readings(words: list[str]) -> list[str | None]:
+    from ragsieve import values
+
+    values.parse_unit.cache_clear()
+    return [values.parse_unit(w) for w in words]
+
+
+def test_the_stored_unit_words_reject_only_what_pint_cannot_read(monkeypatch) -> None:
+    """Parity: every phrase reads the same with the stored unit words deciding which words need
+    pint's registry as with the registry asked about every word (pint's own reading is the
+    reference): units, prefixed and plural units, their case variants, stop words, ordinary words."""
+    from ragsieve import values
+    from ragsieve.lexicon import STOP_WORDS
+
+    reg = values._registry()
+    stored = values._unit_words_from(values._unit_words_data(reg))
+    assert stored is not None
+    names = sorted({d.name for d in reg._units.values()})
+    words = list(names) + [d.symbol for d in reg._units.values() if d.symbol]
+    words += [f"{p}{n}s" for p in ("kilo", "milli", "k", "M", "") for n in names[::7]]
+    words += [w.capitalize() for w in names[::5]] + [w.upper() for w in names[::11]]
+    words += sorted(STOP_WORDS) + [w.capitalize() for w in sorted(STOP_WORDS)]
+    words += ["landed", "people", "Moon", "Apollo", "walked", "river", "metres", "feet", "miles", "per", "hour", "km/h", "m/s²", "km²", "°C"]
+    words += ["square metres", "cubic feet", "miles per hour", "light years", "degrees Celsius", "nautical miles"]
+    monkeypatch.setattr(values, "_stored_unit_words", lambda: None)
+    reference = _unit_readings(words)
+    monkeypatch.setattr(values, "_stored_unit_words", lambda: stored)
+    assert _unit_readings(words) == reference
+    assert sum(r is not None for r in reference) > len(names) // 2  # the list holds units, not only words
+    assert not values._may_name_a_unit("landed") and values._may_name_a_unit("kilometres")
+
+
+def test_unit_words_are_stored_once_read_back_and_a_damaged_file_ignored(tmp_path, monkeypatch) -> None:
+    from ragsieve import values
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(values, "_UNIT_WORDS_WRITTEN", [])
+    values._stored_unit_words.cache_clear()
+    try:
+        values._registry()
+        path = values._unit_words_path()
+        assert path is not None and path.is_file()
+        values._stored_unit_words.cache_clear()
+        stored = values._stored_unit_words()
+        assert stored is not None and "meter" in stored.names
+        path.write_text('{"prefixes": [1]}', encoding="utf-8")  # damaged: not used, nothing rejected
+        values._stored_unit_words.cache_clear()
+        assert values._stored_unit_words() is None and values._may_name_a_unit("landed")
+    finally:
+        values._stored_unit_words.cache_clear()
 
 
 def test_a_damaged_unit_definition_cache_is_parsed_again(tmp_path, monkeypatch) -> None:

@@ -34,14 +34,17 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import logging
 import math
+import os
 import re
 import shutil
 import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ragsieve.lexicon import (
@@ -213,9 +216,12 @@ _CURRENCY_WORD_RE = re.compile(
 )
 
 
-def _strict_unit_name(reg: Any, word: str) -> str | None:
+def _strict_unit_name(word: str) -> str | None:
     """pint's name of the unit ``word`` writes: a unit's name, alias or symbol, plural or not,
     with an SI prefix of the same sort (``"km"``, ``"kilometres"``; not ``"u"`` + ``"nit"``)."""
+    if not _may_name_a_unit(word):
+        return None
+    reg = _registry()
     try:
         parses = sorted(reg.parse_unit_name(word), key=lambda p: (bool(p[2]), bool(p[0])))
     except Exception:  # pint's parser raises on odd characters
@@ -237,12 +243,15 @@ def _strict_unit_name(reg: Any, word: str) -> str | None:
         as_symbols = {ps + us for ps in prefix_symbols for us in symbols}
         as_names = {pn + n + plural for pn in prefix_names for n in names for plural in ("", "s", "es")}
         if word in as_symbols or word in as_names:
-            return str(reg.get_name(prefix + unit))
+            try:
+                return str(reg.get_name(prefix + unit))
+            except Exception:  # a prefixed offset unit ("kilodegree Celsius") is no unit
+                return None
     return None
 
 
-def _unit_string(reg: Any, expression: str) -> str:
-    return str(reg.Unit(expression)).replace(" ", "")
+def _unit_string(expression: str) -> str:
+    return str(_registry().Unit(expression)).replace(" ", "")
 
 
 @functools.lru_cache(maxsize=8192)
@@ -257,28 +266,29 @@ def parse_unit(phrase: str) -> str | None:
     for form in (joined, joined.lower(), joined.lower().removesuffix("s")):
         if form in _UNIT_ALIASES:
             return _UNIT_ALIASES[form]
-    reg = _registry()
     lowered = [w.lower() for w in words]
     try:
         if "per" in lowered[1:-1]:  # "miles per hour"
             i = lowered.index("per")
             num, den = parse_unit(" ".join(words[:i])), parse_unit(" ".join(words[i + 1 :]))
-            return _unit_string(reg, f"({num}) / ({den})") if num and den else None
+            return _unit_string(f"({num}) / ({den})") if num and den else None
         if lowered[0] in _UNIT_OPERATOR_WORDS and len(words) > 1:  # "square kilometres", "sq ft"
             base = parse_unit(" ".join(words[1:]))
-            return _unit_string(reg, f"({base}) ** {3 if lowered[0] == 'cubic' else 2}") if base else None
+            return _unit_string(f"({base}) ** {3 if lowered[0] == 'cubic' else 2}") if base else None
         if len(words) == 1 and words[0].count("/") == 1:  # "km/h"
             num, den = (parse_unit(p) for p in words[0].split("/"))
-            return _unit_string(reg, f"({num}) / ({den})") if num and den else None
+            return _unit_string(f"({num}) / ({den})") if num and den else None
         if len(words) == 1 and words[0][-1:] in _POWERS and len(words[0]) > 1:  # "km²", "m3"
             base = parse_unit(words[0][:-1])
-            return _unit_string(reg, f"({base}) ** {_POWERS[words[0][-1]]}") if base else None
+            return _unit_string(f"({base}) ** {_POWERS[words[0][-1]]}") if base else None
     except Exception:  # pint cannot combine them (an offset unit in a product)
         return None
     if len(words) == 1:
         word = words[0].replace("-", "_")
+        if word in STOP_WORDS and word == word.lower() and not _may_be_unit_name(word.rstrip("s")):
+            return None  # the rule below, decided without the registry ("in" is never the inch)
         for form in (word, word.lower()) if len(word) > 2 else (word,):
-            name = _strict_unit_name(reg, form)
+            name = _strict_unit_name(form)
             if name is None:
                 continue
             if form in STOP_WORDS and not (form.rstrip("s") == name and len(name) > 3):
@@ -289,7 +299,7 @@ def parse_unit(phrase: str) -> str | None:
     singular = [words[0].removesuffix("s"), *words[1:]]
     for form in ("_".join(words), "_".join(singular)):
         for cand in (form, form[: len(words[0])].lower() + form[len(words[0]) :], form.lower()):
-            name = _strict_unit_name(reg, cand)
+            name = _strict_unit_name(cand)
             if name is not None:
                 return name
     return None
@@ -341,15 +351,121 @@ def _load_registry() -> Any:
 def _registry() -> Any:
     # one load per process even when a preload is still running: a caller waits for it
     with _REGISTRY_LOCK:
-        return _load_registry()
+        reg = _load_registry()
+    _remember_unit_words(reg)
+    return reg
 
 
-def preload_units() -> None:
-    """Load pint's unit registry on a daemon thread (about half a second cold: importing pint
-    and parsing its definitions), so that the first quantity a question's checks read does not
-    wait for it; a caller that needs it first waits for that one load."""
-    if _load_registry.cache_info().currsize == 0:
-        threading.Thread(target=_registry, name="ragsieve-units", daemon=True).start()
+# The words pint can read as a unit, as parts: what its parser matches a word against (a prefix,
+# a unit's name, alias or symbol, a plural suffix). Stored once beside pint's definition cache, so
+# a later process tells that "landed" or "people" cannot be a unit without importing pint (about
+# half a second, most of it pint importing dask where dask is installed), and loads the registry
+# only for a word that could be one. A superset of pint's own test: every word pint would parse
+# passes it, so no answer depends on whether the file exists.
+_UNIT_WORDS_FILE = "ragsieve-unit-words.json"
+
+
+@dataclass(frozen=True)
+class _UnitWords:
+    prefixes: tuple[str, ...]
+    suffixes: tuple[str, ...]
+    units: frozenset[str]  # case-sensitive names, aliases and symbols, and their lower-case forms
+    names: frozenset[str]  # each unit's own name, what pint's ``get_name`` answers (with a prefix's)
+    prefix_names: tuple[str, ...]
+
+
+def _unit_words_path() -> Path | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ragsieve.io import user_cache_dir
+
+    try:
+        return user_cache_dir() / f"pint-{version('pint')}" / _UNIT_WORDS_FILE
+    except PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def _stored_unit_words() -> _UnitWords | None:
+    """The stored unit words, or None when there are none yet (or the file is unreadable)."""
+    path = _unit_words_path()
+    if path is None:
+        return None
+    try:
+        return _unit_words_from(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def _unit_words_data(reg: Any) -> dict[str, list[str]]:
+    """The parts of ``reg``'s unit words, as stored."""
+    return {
+        "prefixes": sorted(reg._prefixes),
+        "suffixes": sorted(reg._suffixes),
+        "units": sorted(set(reg._units) | {u.lower() for u in reg._units} | set(reg._units_casei)),
+        "names": sorted({d.name for d in reg._units.values()}),
+        "prefix_names": sorted({d.name for d in reg._prefixes.values()}),
+    }
+
+
+def _unit_words_from(data: Any) -> _UnitWords | None:
+    keys = ("prefixes", "suffixes", "units", "names", "prefix_names")
+    if not isinstance(data, dict) or not all(
+        isinstance(data.get(k), list) and all(isinstance(x, str) for x in data[k]) for k in keys
+    ):
+        return None
+    return _UnitWords(
+        tuple(data["prefixes"]), tuple(data["suffixes"]), frozenset(data["units"]), frozenset(data["names"]),
+        tuple(data["prefix_names"]),
+    )
+
+
+_UNIT_WORDS_WRITTEN: list[bool] = []
+
+
+def _remember_unit_words(reg: Any) -> None:
+    """Store ``reg``'s unit words for later processes (once per process; best effort)."""
+    if _UNIT_WORDS_WRITTEN or _stored_unit_words() is not None:
+        return
+    _UNIT_WORDS_WRITTEN.append(True)
+    path = _unit_words_path()
+    if path is None:
+        return
+    data = _unit_words_data(reg)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        logging.getLogger(__name__).info("could not store pint's unit words in %s (%s)", path, exc)
+
+
+def _may_be_unit_name(word: str) -> bool:
+    """False only when ``word`` is not what pint's ``get_name`` answers for any unit: a unit's own
+    name after one of the prefixes' own names (or none). True when nothing is stored yet."""
+    vocabulary = _stored_unit_words()
+    if vocabulary is None:
+        return True
+    return any(word.startswith(p) and word[len(p) :] in vocabulary.names for p in vocabulary.prefix_names)
+
+
+def _may_name_a_unit(word: str) -> bool:
+    """False only when pint's parser cannot read ``word`` as a unit: no split of it into a
+    prefix, a unit's name (either case) and a suffix (pint's ``parse_unit_name`` walks the same
+    splits). True when nothing is stored yet."""
+    vocabulary = _stored_unit_words()
+    if vocabulary is None:
+        return True
+    for prefix in vocabulary.prefixes:
+        if not word.startswith(prefix):
+            continue
+        for suffix in vocabulary.suffixes:
+            if word.endswith(suffix) and len(word) >= len(prefix) + len(suffix):
+                core = word[len(prefix) : len(word) - len(suffix)]
+                if core in vocabulary.units or core.lower() in vocabulary.units:
+                    return True
+    return False
 
 
 def _convert(magnitude: float, unit: str, to_unit: str) -> float | None:

@@ -231,3 +231,30 @@ def test_a_failed_background_load_is_raised_by_warm_up_and_tried_again(tmp_path)
     for _ in range(2):
         with pytest.raises(ModelError, match="no-such-model does not exist"):
             emb.embed(["a text"])
+
+
+def test_a_process_exiting_while_the_model_loads_exits_cleanly(onnx_dir, onnx_embedder):
+    """A command that fails (or finishes) while the embedder still loads on its worker thread
+    exits with its own status, not with an abort from inside ONNX Runtime."""
+    import subprocess
+    import sys
+
+    code = (
+        "import threading\n"
+        "import onnxruntime\n"
+        "building = threading.Event()\n"
+        "Session = onnxruntime.InferenceSession\n"
+        "class Signalling(Session):\n"
+        "    def __init__(self, *a, **k):\n"
+        "        building.set()\n"
+        "        super().__init__(*a, **k)\n"
+        "onnxruntime.InferenceSession = Signalling\n"
+        "from ragsieve.embed import OnnxEmbedder\n"
+        f"OnnxEmbedder(onnx_dir={str(onnx_dir)!r}).start_warm_up()\n"
+        "building.wait(60)\n"
+        "raise SystemExit(3)  # while the worker thread builds the session\n"
+    )
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 3, done.stderr[-2000:]
+        assert "terminate called" not in done.stderr

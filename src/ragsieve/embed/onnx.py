@@ -230,9 +230,9 @@ class OnnxEmbedder:
         stages) costs a cold question little beyond the load itself."""
         loading, mine = self._current_load()
         if mine:
-            threading.Thread(
-                target=self._run_load, args=(loading,), name="ragsieve-embedder-load", daemon=True
-            ).start()
+            # not a daemon: a process that exits while ONNX Runtime is still building the
+            # session waits for it, instead of being killed inside it (an abort, exit code 134)
+            threading.Thread(target=self._run_load, args=(loading,), name="ragsieve-embedder-load").start()
 
     def warm_up(self) -> None:
         """Load the model now, or wait for the load another thread started (one load at a time:

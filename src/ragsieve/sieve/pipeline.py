@@ -223,10 +223,9 @@ class Pipeline(StreamingAnswers):
         its own thread either (the stages' warm-ups included): the stages before the first
         embedding (routing, the task router) run meanwhile."""
         self._llm.load_in_background(self._load_llm)
-        if self.is_sieve:
-            from ragsieve.values import preload_units
-
-            preload_units()  # the checks read quantities; pint loads while the index opens
+        # pint's unit registry is not preloaded: importing it is Python work that holds the GIL
+        # and slowed the index opening beside it by more than it saved; the checks load it on
+        # the first word that could be a unit (``ragsieve.values``)
         if need_index or self.index is not None:
             self.warm_up_index(wait_for_embedder=wait_for_llm)
         selectors = self._shared().selectors
