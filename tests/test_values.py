@@ -187,7 +187,10 @@ def test_the_stored_unit_words_reject_only_what_pint_cannot_read(monkeypatch) ->
     words += [f"{p}{n}s" for p in ("kilo", "milli", "k", "M", "") for n in names[::7]]
     words += [w.capitalize() for w in names[::5]] + [w.upper() for w in names[::11]]
     words += sorted(STOP_WORDS) + [w.capitalize() for w in sorted(STOP_WORDS)]
-    words += ["landed", "people", "Moon", "Apollo", "walked", "river", "metres", "feet", "miles", "per", "hour", "km/h", "m/s²", "km²", "°C"]
+    words += [
+        "landed", "people", "Moon", "Apollo", "walked", "river", "metres",
+        "feet", "miles", "per", "hour", "km/h", "m/s²", "km²", "°C",
+    ]
     words += ["square metres", "cubic feet", "miles per hour", "light years", "degrees Celsius", "nautical miles"]
     monkeypatch.setattr(values, "_stored_unit_words", lambda: None)
     reference = _unit_readings(words)
