@@ -165,9 +165,12 @@ def test_threads_racing_for_the_first_quantity_load_the_unit_registry_once() -> 
     assert len({id(r) for r in got}) == 1 and values._load_registry.cache_info().misses == 1
 
 
-def _unit_readings(words: list[str]) -> list[str | None]:
+def _unit_readings(words: list[str], monkeypatch) -> list[str | None]:
+    """How ``parse_unit`` reads each of ``words``, with no reading stored by an earlier call."""
     from ragsieve import values
 
+    monkeypatch.setattr(values, "_UNIT_READINGS", values._StoredReadings())
+    monkeypatch.setattr(values._UNIT_READINGS, "_stored", {})
     values.parse_unit.cache_clear()
     return [values.parse_unit(w) for w in words]
 
@@ -193,11 +196,41 @@ def test_the_stored_unit_words_reject_only_what_pint_cannot_read(monkeypatch) ->
     ]
     words += ["square metres", "cubic feet", "miles per hour", "light years", "degrees Celsius", "nautical miles"]
     monkeypatch.setattr(values, "_stored_unit_words", lambda: None)
-    reference = _unit_readings(words)
+    reference = _unit_readings(words, monkeypatch)
     monkeypatch.setattr(values, "_stored_unit_words", lambda: stored)
-    assert _unit_readings(words) == reference
+    assert _unit_readings(words, monkeypatch) == reference
     assert sum(r is not None for r in reference) > len(names) // 2  # the list holds units, not only words
     assert not values._may_name_a_unit("landed") and values._may_name_a_unit("kilometres")
+
+
+def test_a_later_process_reads_stored_units_without_importing_pint(tmp_path) -> None:
+    """The first process reads the units with pint and stores its readings; the next one, given
+    the same words, answers the same without pint; a word it has not seen loads pint again."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from ragsieve.values import parse_unit\n"
+        "got = [parse_unit(w) for w in sys.argv[1:]]\n"
+        "print(json.dumps([got, 'pint' in sys.modules]))\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+
+    def run(*words: str) -> tuple[list[str | None], bool]:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *words], capture_output=True, text=True, timeout=120, env=env, check=True
+        )
+        got, imported = json.loads(done.stdout.strip().splitlines()[-1])
+        return got, imported
+
+    words = ("km", "m/s²", "in", "landed", "kg²", "miles per hour")
+    first, imported = run(*words)
+    assert imported and first[0] == "kilometer" and first[3] is None
+    assert run(*words) == (first, False)
+    assert run("furlongs")[1] is True
 
 
 def test_unit_words_are_stored_once_read_back_and_a_damaged_file_ignored(tmp_path, monkeypatch) -> None:

@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import difflib
 import functools
 import json
@@ -221,6 +222,14 @@ def _strict_unit_name(word: str) -> str | None:
     with an SI prefix of the same sort (``"km"``, ``"kilometres"``; not ``"u"`` + ``"nit"``)."""
     if not _may_name_a_unit(word):
         return None
+    known, name = _UNIT_READINGS.get(f"name:{word}")
+    if not known:
+        name = _read_unit_name(word)
+        _UNIT_READINGS.put(f"name:{word}", name)
+    return name
+
+
+def _read_unit_name(word: str) -> str | None:
     reg = _registry()
     try:
         parses = sorted(reg.parse_unit_name(word), key=lambda p: (bool(p[2]), bool(p[0])))
@@ -251,7 +260,16 @@ def _strict_unit_name(word: str) -> str | None:
 
 
 def _unit_string(expression: str) -> str:
-    return str(_registry().Unit(expression)).replace(" ", "")
+    known, unit = _UNIT_READINGS.get(f"unit:{expression}")
+    if not known:
+        try:
+            unit = str(_registry().Unit(expression)).replace(" ", "")
+        except Exception:
+            unit = None
+        _UNIT_READINGS.put(f"unit:{expression}", unit)
+    if unit is None:  # as pint raises for units it cannot combine (an offset unit in a product)
+        raise ValueError(f"pint cannot read {expression!r} as one unit")
+    return unit
 
 
 @functools.lru_cache(maxsize=8192)
@@ -439,6 +457,74 @@ def _remember_unit_words(reg: Any) -> None:
         os.replace(tmp, path)
     except OSError as exc:
         logging.getLogger(__name__).info("could not store pint's unit words in %s (%s)", path, exc)
+
+
+class _StoredReadings:
+    """What pint answered for a word or an expression, kept beside its unit words for later
+    processes: a corpus states the same units over and over, and a process that finds all of
+    its words here never imports pint. Keyed by pint's version (the folder), so an upgrade
+    starts afresh; read once, new readings merged into the file at exit, at most
+    ``_UNIT_READINGS_MAX`` of them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stored: dict[str, str | None] | None = None
+        self._new: dict[str, str | None] = {}
+
+    def _load(self) -> dict[str, str | None]:
+        if self._stored is None:
+            self._stored = self._read()
+        return self._stored
+
+    @staticmethod
+    def _read() -> dict[str, str | None]:
+        path = _unit_words_path()
+        if path is None:
+            return {}
+        try:
+            data = json.loads((path.parent / _UNIT_READINGS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(k, str) and (v is None or isinstance(v, str))}
+
+    def get(self, key: str) -> tuple[bool, str | None]:
+        with self._lock:
+            stored = self._load()
+            if key in self._new:
+                return True, self._new[key]
+            if key in stored:
+                return True, stored[key]
+            return False, None
+
+    def put(self, key: str, value: str | None) -> None:
+        with self._lock:
+            if not self._new:
+                atexit.register(self.flush)
+            if len(self._load()) + len(self._new) < _UNIT_READINGS_MAX:
+                self._new[key] = value
+
+    def flush(self) -> None:
+        """Merge this process's new readings into the file (best effort; atomic replace)."""
+        with self._lock:
+            new, self._new = self._new, {}
+        path = _unit_words_path()
+        if not new or path is None:
+            return
+        merged = {**self._read(), **new}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = path.parent / f".{_UNIT_READINGS_FILE}.{os.getpid()}.{threading.get_ident()}"
+            tmp.write_text(json.dumps(dict(list(merged.items())[:_UNIT_READINGS_MAX])), encoding="utf-8")
+            os.replace(tmp, path.parent / _UNIT_READINGS_FILE)
+        except OSError as exc:
+            logging.getLogger(__name__).info("could not store unit readings in %s (%s)", path.parent, exc)
+
+
+_UNIT_READINGS_FILE = "ragsieve-unit-readings.json"
+_UNIT_READINGS_MAX = 50_000
+_UNIT_READINGS = _StoredReadings()
 
 
 def _may_be_unit_name(word: str) -> bool:
