@@ -367,7 +367,7 @@ def _load_registry() -> Any:
 
 
 def _registry() -> Any:
-    # one load per process even when a preload is still running: a caller waits for it
+    # one load per process even when threads ask together: the others wait for it
     with _REGISTRY_LOCK:
         reg = _load_registry()
     _remember_unit_words(reg)
