@@ -552,9 +552,9 @@ class VerifyConfig(_Section):
     ``regenerate``: once, with only the supported evidence. ``min_confidence``: withdraw below
     this answer confidence.
 
-    ``tie_values`` (with ``value_grounding``): a date, number or quantity of the asked kind that
-    the cited evidence states only about another fact than the question asks (another sentence
-    states a value of that kind about what is asked; ragsieve.verify.grounding). "caveat" (the
+    ``tie_values`` (with ``value_grounding``): a date, number, quantity or name of the asked kind
+    that the cited evidence states only about another fact than the question asks (another
+    sentence states a rival value of that kind about what is asked; ragsieve.verify.grounding). "caveat" (the
     default): the signal ``verify.value_other_fact`` and a withdrawal left to the decide stage,
     which answers with a caveat naming the value and the clause that states it, or abstains when
     the confidence falls below its threshold; a veto only when ``decide.vetoes`` lists

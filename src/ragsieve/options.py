@@ -43,10 +43,10 @@ DecideMode = Literal["decide", "observe"]
 # The verify stage's withdrawals that may still end a run on their own when the ``decide`` stage
 # runs (``decide.vetoes``); any other withdrawal is a signal the decision weighs. "responsive":
 # the reply does not answer the question; "unsupported": no answer sentence is supported;
-# "min_confidence": below ``stages.verify.min_confidence``; "value_tie": the answer's date, number
-# or quantity is stated by the evidence only about another fact (``stages.verify.tie_values``).
+# "min_confidence": below ``stages.verify.min_confidence``; "value_tie": the answer's date, number,
+# quantity or name is stated by the evidence only about another fact (``stages.verify.tie_values``).
 VetoName = Literal["responsive", "unsupported", "min_confidence", "value_tie"]
-# verify.tie_values: what the verify stage does with a date, number or quantity of the asked kind
+# verify.tie_values: what the verify stage does with a date, number, quantity or name of the asked kind
 # that the evidence states only about another fact than the question asks
 # (ragsieve.verify.grounding): "off" ignores it (a value anywhere in the evidence counts),
 # "caveat" records a signal and asks the decide stage to withdraw the draft, which it answers

@@ -118,7 +118,8 @@ def test_a_name_variant_of_the_right_answer_is_supported(devices):
     ans = sieve(devices, fixed("The Walkman was made by Sony Corporation [1]."), judge).ask("Who made the Walkman?")
     assert not ans.abstained and "Sony Corporation" in ans.text
     assert all(c.supported and not c.value_failures for c in ans.claims)
-    # and through the default sieve, its decide stage included: no tie on a name, no caveat for it
+    # and through the default sieve, its decide stage included: the one sentence that names the
+    # maker is the one about making it, so no tie and no caveat
     reply = "The Walkman was made by Sony Corporation [1]."
     ans = default_sieve(devices, reply, "walkman").ask("Who made the Walkman?")
     assert not ans.abstained and "Sony Corporation" in ans.text
@@ -126,15 +127,19 @@ def test_a_name_variant_of_the_right_answer_is_supported(devices):
     assert "value tie" not in (ans.trace.stage("decide")[0].get("caveat") or "")
 
 
-def test_a_name_stated_elsewhere_in_the_evidence_is_not_tied_to_the_question(devices):
-    # names are not tied to the fact (an answer names things besides its answer): a prize
-    # claimed for a person the passage names in another sentence still passes value grounding,
-    # a known limit stated in the grounding module
+def test_a_name_stated_about_another_fact_is_marked_and_the_right_name_is_not(devices):
+    # a prize claimed for a person the passage names in another sentence (about cathode studies)
+    # is marked as stated about another fact; the laureate is not
     question = "Who was awarded the 2019 Nobel Prize in Chemistry?"
     judge = KeywordJudge(relevant=("nobel",))
     wrong = sieve(devices, fixed("The 2019 Nobel Prize in Chemistry was awarded to Rachid Yazami [1]."), judge,
                   responsive=False).ask(question)  # fmt: skip
-    assert all(not c.value_failures for c in wrong.claims)
+    [tie] = [f for c in wrong.claims for f in c.other_facts]
+    assert tie["text"] == "Rachid Yazami" and "cathode studies" in tie["other_fact"]
+    assert any("Rachid Yazami" in r.get("value_tie", "") for r in wrong.trace.stage("verify"))
+    right = sieve(devices, fixed("The 2019 Nobel Prize in Chemistry was awarded to Akira Yoshino [1]."), judge,
+                  responsive=False).ask(question)  # fmt: skip
+    assert all(not c.other_facts and not c.value_failures for c in right.claims)
 
 
 def test_without_the_question_a_value_anywhere_in_the_evidence_counts():

@@ -107,3 +107,17 @@ def test_apply_grounding_keeps_a_grounded_verdict_and_caps_a_failed_one() -> Non
     assert failed.to_dict()["value_failures"][0]["evidence_says"]["text"] == "1965"
     kept = apply_grounding(verdict, ground_values("It appeared in 1965.", "Dune appeared in 1965."), 0.5)
     assert kept.supported and kept.score == 0.9 and kept.values_checked == 1
+
+
+def test_a_date_question_ties_a_time_read_as_a_quantity() -> None:
+    # "the 10th century" and "300 years ago" are quantities of time to the value reader; asked
+    # when, they are dates, and one stated about another fact is marked
+    from ragsieve.text.kind import expected_kind
+
+    question = "When was the abbey built?"
+    evidence = "The abbey was built in the 10th century. Its library burned down 300 years ago."
+    assert expected_kind(question) == "date"
+    wrong = ground_values("It was built 300 years ago.", [evidence], given=question, tie_to_question=True)
+    assert not wrong.grounded and wrong.failed[0].other_fact == "Its library burned down 300 years ago."
+    right = ground_values("It was built in the 10th century.", [evidence], given=question, tie_to_question=True)
+    assert right.grounded and all(not c.other_fact for c in right.checks)

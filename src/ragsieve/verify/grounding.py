@@ -8,18 +8,21 @@ value of the same kind the evidence does state. :func:`apply_grounding` combines
 with a judge's verdict: a sentence with a value the evidence lacks is unsupported whatever its
 score (the check adds to the judge, it never replaces it).
 
-With the question (``given``), a date, number or quantity of the kind the question asks for
-(:func:`ragsieve.text.kind.expected_kind`) is also checked *against the fact the question asks
-about*: it is marked as stated about another fact (``ValueCheck.other_fact``, the clause that
-states it) when another evidence sentence stating a value of that kind holds more of the
-question's predicate terms than every sentence stating the value, and at least
-:data:`MIN_FACT_COVER` of them. A charge time answered with the time to 80 % (stated in the
-evidence, in the sentence about fast charging, while another sentence states the charge time)
-is marked. When no sentence is about what the question asks, or the best ones tie, nothing is
-marked: the evidence then does not say the value belongs to another fact. The mark is a signal;
+With the question (``given``), a value of the kind the question asks for
+(:func:`ragsieve.text.kind.expected_kind`; a date, number, quantity or name, :data:`TIED_KINDS`)
+is also checked *against the fact the question asks about*: it is marked as stated about another
+fact (``ValueCheck.other_fact``, the clause that states it) when another evidence sentence
+stating a rival value (one of that kind the question does not state; a quantity of the same
+dimension) holds more of the question's predicate terms than every sentence stating the value,
+and at least :data:`MIN_FACT_COVER` of them. A charge time answered with the time to 80 %
+(stated in the evidence, in the sentence about fast charging, while another sentence states the
+charge time) is marked, and so is a prize claimed for a person the evidence names for other work.
+When no sentence is about what the question asks, or the best ones tie, nothing is marked: the
+evidence then does not say the value belongs to another fact. The mark is a signal;
 ``tie_to_question`` makes it a failure.
-Names are not tied this way: an answer sentence names things besides its answer (a planet "in
-the Solar System"), and no question term tells those apart from the answer.
+A name is tied only when it is the one name of the answer sentence that the question does not
+state (the answer): beside others ("designed by Eiffel's firm in Paris") no question term tells
+the answer from the names that come with it, so none is tied.
 Names match in their variants (:func:`ragsieve.values.find_in`: a shorter form, initials).
 
 Example:
@@ -38,14 +41,40 @@ from typing import Any
 from ragsieve.text.kind import VALUE_KINDS_FOR, expected_kind
 from ragsieve.text.terms import key_terms, stem, stems, words
 from ragsieve.types import ClaimVerdict
-from ragsieve.values import VALUE_KINDS, Match, Value, extract_values, find_in, nearest, read_evidence
+from ragsieve.values import (
+    VALUE_KINDS,
+    EvidenceValues,
+    Match,
+    Value,
+    extract_values,
+    find_in,
+    nearest,
+    read_evidence,
+    same_measure,
+)
 
-# Share of the question's predicate terms the evidence sentence that states another value of the
-# asked kind must hold for the answer's value to count as stated about another fact. Chosen on the
-# training split of benchmarks/grounding_fact.py (``--split train``: every value from 0.05 to 0.34
-# gave 11 catches and 1 false flag there, 0.5 one catch fewer); reported on its held-out questions.
+# Share of the question's predicate terms the evidence sentence that states a rival value (another
+# value of the asked kind) must hold for the answer's value to count as stated about another fact.
+# Chosen on the training split of benchmarks/grounding_fact.py (``--split train``: every value
+# from 0.05 to 0.34 gave 11 catches and 1 false flag there, 0.5 one catch fewer); reported on its
+# held-out questions.
 MIN_FACT_COVER = 0.25
+# A name's rival sentence must hold at least this share of the predicate terms, and at least
+# :data:`NAME_COVER_RATIO` times the share of every sentence stating the name ("at least twice as
+# many"). Stricter than for dates and numbers: a name is what many sentences of a passage are
+# about, so the sentence that states the asked fact often says "he" or "it" instead of the name
+# (with the numbers' rule, 32 of 285 right names were marked on the training split). Chosen on
+# that split by a rule fixed before the held-out run: the most wrong-fact names caught with at
+# most 2.5 % of right names and name variants flagged (0.75 and 1/2: 56 of 242 caught, 14 of 617
+# flagged, 6 of them not found at all; 0.7 to 0.75 gave the same).
+MIN_NAME_FACT_COVER = 0.75
+NAME_COVER_RATIO = 0.5
 _NUMERIC = ("date", "number", "quantity")
+# The kinds tied to the question by default (``ground_values``'s ``tie_kinds``).
+TIED_KINDS: tuple[str, ...] = ("date", "number", "quantity", "name")
+# A time in history is often read as a quantity of time ("the 10th century", "3000 yr BP",
+# "11,700 years ago"): a date question ties those too.
+_ONE_YEAR = Value("quantity", "1 year", "1 year", (0, 0), number=1.0, unit="year")
 
 
 @dataclass
@@ -132,31 +161,41 @@ def ground_values(
     given: str | None = None,
     kinds: Iterable[str] = VALUE_KINDS,
     tie_to_question: bool = False,
+    tie_kinds: Iterable[str] = TIED_KINDS,
 ) -> GroundingResult:
     """Check each value ``sentence`` states against ``evidence`` (one text or several).
 
     ``given`` is text whose values need no evidence (the question: an answer may repeat the
     entity it was asked about even where a passage says "it"). ``kinds`` limits which kinds of
-    value are checked. With ``given``, a date, number or quantity of the asked kind that the
+    value are checked. With ``given``, a value of the asked kind (one of ``tie_kinds``) that the
     evidence states only about another fact is marked (``ValueCheck.other_fact``, a signal);
     ``tie_to_question`` makes such a value fail. Off here: the sieve's verify stage turns the mark
     into a caveat (``stages.verify.tie_values``), not a failure, as its measured precision as a
     veto on held-out questions is stated beside it (docs/results/verification.md).
     """
     wanted = tuple(kinds)
+    tie_kinds = tuple(tie_kinds)
     texts = [evidence] if isinstance(evidence, str) else list(evidence)
     read = read_evidence("\n\n".join(texts))
     given_read = read_evidence(given) if given else None
-    asked = VALUE_KINDS_FOR.get(expected_kind(given), ()) if given else ()
+    asked = _asked_kinds(given) if given else ()
+    values = extract_values(sentence, wanted)
+    # the names the sentence states that the question does not: a name is tied only when it is
+    # the one such name (the answer); beside others ("designed by Eiffel's firm in Paris") no
+    # question term tells the answer from the rest
+    new_names = [v for v in values if v.kind == "name" and (given_read is None or find_in(v, given_read) is None)]
     checks: list[ValueCheck] = []
-    for value in extract_values(sentence, wanted):
+    for value in values:
         match = find_in(value, read)
         if match is not None and given_read is not None and find_in(value, given_read) is not None:
             checks.append(ValueCheck(value, match, given=True))
         elif match is not None:
-            # numeric values only: an answer sentence names things besides its answer ("the
-            # largest planet in the Solar System"), which no question term ties to a sentence
-            tie = given and value.kind in asked and value.kind in _NUMERIC
+            tie = (
+                given
+                and (value.kind in asked or ("date" in asked and same_measure(value, _ONE_YEAR)))
+                and value.kind in tie_kinds
+                and (value.kind in _NUMERIC or len(new_names) == 1)
+            )
             other = _other_fact(value, texts, given) if tie and given else ""
             checks.append(ValueCheck(value, match, other_fact=other, tied=tie_to_question))
         elif given_read is not None and find_in(value, given_read) is not None:
@@ -206,16 +245,23 @@ def predicate_terms(question: str, value: Value | None = None) -> set[str]:
     return key_terms(question) - said - cue
 
 
+def _asked_kinds(question: str) -> tuple[str, ...]:
+    """The kinds of value that answer ``question`` (:data:`ragsieve.text.kind.VALUE_KINDS_FOR`)."""
+    return VALUE_KINDS_FOR.get(expected_kind(question), ())
+
+
 def _other_fact(value: Value, texts: Sequence[str], question: str) -> str:
     """The clause stating ``value`` when the evidence states it only about another fact than
-    ``question`` asks, else "": another sentence stating a value of the same kind holds at least
-    :data:`MIN_FACT_COVER` of the question's predicate terms (:func:`predicate_terms`) and more of
-    them than every sentence stating ``value``."""
+    ``question`` asks, else "": another sentence stating a rival value (:func:`_rival`) holds at
+    least :data:`MIN_FACT_COVER` of the question's predicate terms (:func:`predicate_terms`) and
+    more of them than every sentence stating ``value``; for a name at least
+    :data:`MIN_NAME_FACT_COVER` of them and at least 1 / :data:`NAME_COVER_RATIO` times as many."""
     from ragsieve.sentences import split_clauses, split_sentences
 
     terms = predicate_terms(question, value)
     if not terms:
         return ""  # nothing to tell one fact from another
+    asked = read_evidence(question)
     stating: list[tuple[float, str]] = []
     best_other = 0.0
     for text in texts:
@@ -223,11 +269,22 @@ def _other_fact(value: Value, texts: Sequence[str], question: str) -> str:
             cover = len(terms & set(stems(sent))) / len(terms)
             if find_in(value, sent) is not None:
                 stating.append((cover, sent))
-            elif extract_values(sent, (value.kind,)):
+            elif any(_rival(value, v, asked) for v in extract_values(sent, (value.kind,))):
                 best_other = max(best_other, cover)
     if not stating:
         return ""  # stated across sentences (a name split by a line break): not judged here
     cover, sent = max(stating)
-    if best_other < MIN_FACT_COVER or cover >= best_other:
+    if value.kind == "name":
+        if best_other < MIN_NAME_FACT_COVER or cover > NAME_COVER_RATIO * best_other:
+            return ""
+    elif best_other < MIN_FACT_COVER or cover >= best_other:
         return ""
     return next((c.strip() for c in split_clauses(sent) if find_in(value, c) is not None), sent)
+
+
+def _rival(value: Value, other: Value, question: EvidenceValues) -> bool:
+    """Whether ``other`` (stated in another sentence) could answer what ``value`` answers: a value
+    of its kind that the question does not state (a sentence naming only what the question asks
+    about states no rival answer), and for a quantity one of the same dimension (a length is no
+    rival to a duration)."""
+    return find_in(other, question) is None and same_measure(value, other)

@@ -45,7 +45,7 @@ def verify_answer(
     (:mod:`ragsieve.verify.grounding`); a sentence with a missing value is unsupported whatever
     the judge's score, and its verdict lists the failed values and the evidence's values.
     ``question``: its values count as given (an answer may name what it was asked about).
-    ``tie_values``: a date, number or quantity the evidence states only about another fact than
+    ``tie_values``: a date, number, quantity or name the evidence states only about another fact than
     the question asks fails too (:func:`ragsieve.verify.grounding.ground_values`'s
     ``tie_to_question``); without it such a value is listed in the verdict's ``other_facts``.
     ``value_grounding=False`` is the judge alone.
