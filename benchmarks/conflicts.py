@@ -249,8 +249,9 @@ def detector_alone(
         + verdict
         + ". A disagreement needs, on each side, a sentence holding the question's key terms "
         f"(`ragsieve.conflict.CONFLICT_TERM_COVER` = {CONFLICT_TERM_COVER:.0%} of them; a lower cover picked on "
-        "the training split: section *Conflict bar: key-term cover*), a clause stating one value of the kind the "
-        "question asks for "
+        "the training split: section *Conflict bar: key-term cover*; the passage's sentence closest to the question "
+        "by the embedder, off by default: section *Conflict bar: closest sentence by meaning*), a clause stating "
+        "one value of the kind the question asks for "
         "(`ragsieve.text.kind`), and independent documents; WikiContradict's questions are paraphrased from the "
         "passages and its claims are mostly free text, which the rule reader does not read. Before these bars "
         "(the previous reader: half the key terms, any kind for an open question, several values per clause), on "
@@ -451,6 +452,48 @@ def _rate(rates: dict[str, tuple[int, int]], key: str) -> float:
     return k / n if n else 0.0
 
 
+def passage_outcome(answer: Any) -> str:
+    """Why one passage's answer was or was not compared (the reader's reason, grouped)."""
+    if answer.states_answer:
+        return "compared"
+    reason = answer.reason
+    for start, label in (
+        ("does not name", "does not name every proper name of the question"),
+        ("does not mention", "lacks a key term of a question without a proper name"),
+        ("the question asks for a description", "the question asks for a description"),
+        ("states no", "states no value of the asked kind where it is read"),
+    ):
+        if reason.startswith(start):
+            return label
+    if answer.value is not None and not answer.clear:
+        return "several values of the asked kind in the answering clause"
+    if answer.value is not None:
+        return "a value, in a sentence under both bars"
+    return reason
+
+
+def wikicontradict_outcomes(detector: Any) -> tuple[dict[str, int], list[str]]:
+    """On WikiContradict's two-passage rows: how many passages each outcome has, and the flagged
+    questions whose groups are not the two claims."""
+    trust = SHARED_DATA / "trust"
+    corpus = {r["id"]: r for r in _read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
+    outcomes: dict[str, int] = {}
+    imprecise: list[str] = []
+    for q in _read_jsonl(trust / "wikicontradict" / "questions.jsonl"):
+        if q.get("same_passage"):
+            continue
+        hits = [make_hit(p, corpus[p]["text"], corpus[p]["url"]) for p in q["gold_passage_ids"] if p in corpus]
+        report = detector.detect(q["question"], hits)
+        for a in report.answers:
+            key = passage_outcome(a)
+            outcomes[key] = outcomes.get(key, 0) + 1
+        claims = [q["answers"][0], q["other_answers"][0]]
+        if report.conflict and not names_only(report, claims):
+            groups = " vs ".join(g.answer for g in report.groups)
+            imprecise.append(f'"{q["question"].strip()}" (claims {claims[0]!r} / {claims[1]!r}; groups {groups})')
+    return outcomes, imprecise
+
+
 def choose_meaning(args: argparse.Namespace) -> None:
     """The meaning bar (``ragsieve.conflict.MeaningBar``), chosen on the training split, then
     measured on the held-out sets; a section of its own."""
@@ -529,6 +572,13 @@ def choose_meaning(args: argparse.Namespace) -> None:
         adopt = false_ok and precision_ok
         ms_literal = literal_rates["seconds"][0] / max(1, literal_rates["seconds"][1])
         ms_meaning = rates["seconds"][0] / max(1, rates["seconds"][1])
+        outcomes, imprecise = wikicontradict_outcomes(ConflictDetector(embedder=fresh, meaning=bar))
+        literal_outcomes, _ = wikicontradict_outcomes(ConflictDetector(meaning=None))
+        n_passages = sum(outcomes.values())
+        outcome_rows: list[list[object]] = [
+            [k, pct(literal_outcomes.get(k, 0), n_passages), pct(outcomes.get(k, 0), n_passages)]
+            for k in sorted(set(outcomes) | set(literal_outcomes), key=lambda k: -outcomes.get(k, 0))
+        ]
         default = (
             f"cosine {CONFLICT_MEANING_BAR.cosine:.2f}, floor {CONFLICT_MEANING_BAR.floor:.0%}"
             if CONFLICT_MEANING_BAR is not None else "off (the literal bar alone)"
@@ -551,6 +601,15 @@ def choose_meaning(args: argparse.Namespace) -> None:
             "with the literal bar alone. In the sieve that is the most it adds: the stage reads the shared embedder, "
             "whose memo already holds the sentences the judge embedded where both split a passage alike (the judge "
             "splits with `ragsieve.ingest`'s splitter; plain prose gives the same strings)."
+            "\n\nWhat holds WikiContradict back with the pick: each passage of its two-passage rows, by what its "
+            "reader did with it (the reader's reason, grouped):\n\n"
+            + markdown_table(
+                ["passage (WikiContradict, two-passage rows)", "literal bar alone", f"with the pick ({reader})"],
+                outcome_rows,
+            )
+            + "\n\nFlagged without naming only the two claims: "
+            + ("; ".join(imprecise) if imprecise else "none")
+            + "."
         )
     print(body)
     if not args.no_write:
