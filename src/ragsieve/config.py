@@ -516,16 +516,11 @@ class ConflictConfig(_Section):
 
     def detector_options(self) -> dict[str, Any]:
         """Keyword arguments of :class:`ragsieve.conflict.ConflictDetector` besides the policy,
-        the weights, the model and the embedder (the detector's defaults where unset)."""
+        the weights, the model and the meaning bar (the detector's defaults where unset; the
+        conflict stage builds the meaning bar from ``meaning_cosine`` and ``meaning_floor``)."""
         options: dict[str, Any] = {"trusted_margin": self.trusted_margin}
         if self.near_duplicate is not None:
             options["near_duplicate"] = self.near_duplicate
-        if self.meaning_cosine is not None:
-            from ragsieve.conflict import CONFLICT_MEANING_BAR, MIN_TERM_COVER, MeaningBar
-
-            default_floor = CONFLICT_MEANING_BAR.floor if CONFLICT_MEANING_BAR is not None else MIN_TERM_COVER
-            floor = self.meaning_floor if self.meaning_floor is not None else default_floor
-            options["meaning"] = MeaningBar(self.meaning_cosine, floor)
         return options
 
 

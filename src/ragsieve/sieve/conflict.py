@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ragsieve.config import ConflictConfig
-from ragsieve.conflict import CONFLICT_MEANING_BAR, ConflictDetector, ConflictReport
+from ragsieve.conflict import CONFLICT_MEANING_BAR, MIN_TERM_COVER, ConflictDetector, ConflictReport, MeaningBar
 from ragsieve.index import Index
 from ragsieve.llm.base import LLM
 from ragsieve.sieve.state import Abstain, PipelineState, Ref, StageResult, compare
@@ -105,26 +105,32 @@ class ConflictStage:
         """A detector with the index's current source weights (read per request: ``importance
         fit`` may rewrite them while a server runs). Given ``weights`` (the check at build time),
         no index is read and no embedder asked for."""
-        options = self.config.detector_options()
+        meaning = self.meaning()
         embedder = None
         if weights is None:
             opened = self.index.value
             weights = (getattr(opened, "source_weights", None) if opened is not None else None) or {}
-            embedder = self._embedder(options)
+            # the literal bar embeds nothing: the embedder is asked for only when the bar is on
+            embedder = self.embedder() if meaning is not None and self.embedder is not None else None
         return ConflictDetector(
             policy=self.policy,
             source_weights=weights,
             llm=self.llm() if self.config.llm else None,
             embedder=embedder,
-            **options,
+            meaning=meaning,
+            **self.config.detector_options(),
         )
 
-    def _embedder(self, options: Mapping[str, Any]) -> Any:
-        """The shared embedder when the meaning bar is on (the configured one or the library's
-        default), else ``None``: the literal bar embeds nothing."""
-        if self.embedder is None or options.get("meaning", CONFLICT_MEANING_BAR) is None:
-            return None
-        return self.embedder()
+    def meaning(self) -> MeaningBar | None:
+        """The meaning bar: ``stages.conflict.meaning_cosine`` (with ``meaning_floor``, else the
+        default bar's floor, else :data:`ragsieve.conflict.MIN_TERM_COVER`) when set, else the
+        library's default :data:`ragsieve.conflict.CONFLICT_MEANING_BAR` (off)."""
+        cosine, floor = self.config.meaning_cosine, self.config.meaning_floor
+        if cosine is None:
+            return CONFLICT_MEANING_BAR
+        if floor is None:
+            floor = CONFLICT_MEANING_BAR.floor if CONFLICT_MEANING_BAR is not None else MIN_TERM_COVER
+        return MeaningBar(cosine, floor)
 
     def _min_relevance(self) -> float | None:
         given = self.config.min_relevance
