@@ -500,17 +500,24 @@ class ConflictConfig(_Section):
     ``near_duplicate``: the word Jaccard at which two passages count as one source (``None``:
     the detector's own). ``min_relevance``: the judge score a passage needs to be compared
     (``None``: the judge's lower threshold). ``llm = true`` asks the pipeline's model for each
-    passage's short answer instead of extracting it."""
+    passage's short answer instead of extracting it. ``meaning_cosine`` turns on the meaning bar
+    (:class:`ragsieve.conflict.MeaningBar`: a passage's sentence closest to the question by the
+    index's embedder, at or above this cosine and holding ``meaning_floor`` of the question's key
+    terms, counts as answering it); unset: the library's default
+    (:data:`ragsieve.conflict.CONFLICT_MEANING_BAR`)."""
 
     policy: ConflictPolicy = "both"
     trusted_margin: float = Field(1.5, ge=1.0)
     near_duplicate: float | None = Field(None, gt=0.0, le=1.0)
     min_relevance: float | None = Field(None, ge=0.0, le=1.0)
     llm: bool = False
+    meaning_cosine: float | None = Field(None, ge=-1.0, le=1.0)
+    meaning_floor: float | None = Field(None, ge=0.0, le=1.0)
 
     def detector_options(self) -> dict[str, Any]:
         """Keyword arguments of :class:`ragsieve.conflict.ConflictDetector` besides the policy,
-        the weights and the model (the detector's defaults where unset)."""
+        the weights, the model and the meaning bar (the detector's defaults where unset; the
+        conflict stage builds the meaning bar from ``meaning_cosine`` and ``meaning_floor``)."""
         options: dict[str, Any] = {"trusted_margin": self.trusted_margin}
         if self.near_duplicate is not None:
             options["near_duplicate"] = self.near_duplicate

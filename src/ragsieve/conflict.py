@@ -15,7 +15,10 @@ Selection that keeps one passage of a contradicting pair throws away the signal 
    only above a bar (:attr:`PassageAnswer.states_answer`): its sentence holds every key term of
    the question (:data:`CONFLICT_TERM_COVER`) and its clause states one value of the asked kind
    (a list of laureates, or two thresholds in one clause, is not one answer); below the bar it
-   is recorded in the report, not compared. An unclear case is not a conflict;
+   is recorded in the report, not compared. An unclear case is not a conflict. Optionally (a
+   :class:`MeaningBar` with the index's embedder; off by default, :data:`CONFLICT_MEANING_BAR`)
+   the passage's sentence closest in meaning to the question also meets the bar when its cosine
+   reaches the bar's: a paraphrased question misses the literal one;
 2. **aggregate** – passages are grouped by normalised answer (``"June 1931"`` and ``"1931"``
    are one answer), and each group counts *independent* sources
    (:func:`independent_sources`: passages from one site/host/document, or near-duplicate
@@ -82,6 +85,60 @@ MIN_TERM_COVER = 0.5
 CONFLICT_TERM_COVER = 1.0
 
 
+@dataclass(frozen=True)
+class MeaningBar:
+    """The meaning bar of :data:`CONFLICT_MEANING_BAR`: the cosine the passage's closest sentence
+    needs, and the share of the question's key terms it must still hold."""
+
+    cosine: float
+    floor: float = MIN_TERM_COVER
+
+    def __post_init__(self) -> None:
+        if not -1.0 <= self.cosine <= 1.0:
+            raise ConfigError(f"the meaning bar's cosine must be in [-1, 1], got {self.cosine}")
+        if not 0.0 <= self.floor <= 1.0:
+            raise ConfigError(f"the meaning bar's key-term floor must be in [0, 1], got {self.floor}")
+
+    def closest(self, cosines: Sequence[float]) -> int | None:
+        """The index of the sentence with the highest cosine when it reaches the bar (the first on
+        a tie), else ``None``."""
+        if not cosines:
+            return None
+        top = max(range(len(cosines)), key=lambda i: (cosines[i], -i))
+        return top if cosines[top] >= self.cosine else None
+
+
+# The meaning bar, beside the literal one: a sentence also meets the bar when it is its passage's
+# sentence closest in meaning to the question (cosine of the embedder's vectors of the question
+# and of each sentence), that cosine is at least ``cosine``, and it holds at least ``floor`` of
+# the question's key terms. A paraphrased question ("When was the base set up?" for a sentence
+# saying "established") misses the literal bar; the closest sentence of a passage that is about
+# the question's entities is what the passage says on it. Chosen on the training split only
+# (`python benchmarks/conflicts.py --choose-meaning`); ``None``: off, the literal bar alone.
+CONFLICT_MEANING_BAR: MeaningBar | None = None
+
+
+def sentence_cosines(embedder: Any, question: str, passages: Sequence[str]) -> list[list[float]]:
+    """Per passage, the cosine of each of its sentences (:func:`_sentences`, in order) with the
+    question, from one batch of ``embedder`` (vectors normalised here whatever the embedder does)."""
+    import numpy as np
+
+    from ragsieve.embed.base import l2_normalize
+
+    split = [[s for _, s in _sentences(text)] for text in passages]
+    flat = [s for sentences in split for s in sentences]
+    if not flat:
+        return [[] for _ in passages]
+    vectors = l2_normalize(np.asarray(embedder.embed([question, *flat]), dtype=np.float32))
+    sims = (vectors[1:] @ vectors[0]).tolist()
+    out: list[list[float]] = []
+    start = 0
+    for sentences in split:
+        out.append([float(x) for x in sims[start : start + len(sentences)]])
+        start += len(sentences)
+    return out
+
+
 # ----------------------------------------------------------------------------- question analysis
 def _stems(text: str) -> list[str]:
     return stems(text)
@@ -108,14 +165,19 @@ class PassageAnswer:
     cover: float = 0.0
     clear: bool = True
     stance: bool = False  # a yes/no stance rather than a value
+    # the answering sentence's cosine with the question (``None``: the meaning bar was off), and
+    # whether it meets the meaning bar (its passage's closest sentence, at or above the bar)
+    cosine: float | None = None
+    closest: bool = False
 
     @property
     def states_answer(self) -> bool:
         """Whether this answer may take part in a disagreement: a clear value in a sentence with
-        all the question's key terms; a model's yes/no stance reads the whole passage, which needs
-        a sentence with half of them (it is about the question)."""
+        all the question's key terms, or in the passage's sentence closest in meaning to the
+        question when the meaning bar is on (:class:`MeaningBar`); a model's yes/no stance reads
+        the whole passage, which needs a sentence with half of them (it is about the question)."""
         bar = MIN_TERM_COVER if self.stance and self.by == "llm" else CONFLICT_TERM_COVER
-        return self.value is not None and self.clear and self.cover >= bar
+        return self.value is not None and self.clear and (self.cover >= bar or self.closest)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,7 +192,7 @@ class PassageAnswer:
             "cover": round(self.cover, 3),
             "clear": self.clear,
             "compared": self.states_answer,
-        }
+        } | ({"cosine": round(self.cosine, 3), "closest": self.closest} if self.cosine is not None else {})
 
 
 def _sentences(text: str) -> list[tuple[int, str]]:
@@ -208,7 +270,14 @@ def _distinct(values: Sequence[Value]) -> list[Value]:
 
 
 def passage_answer(
-    question: str, text: str, *, position: int = 1, chunk_id: str = "", source: str = ""
+    question: str,
+    text: str,
+    *,
+    position: int = 1,
+    chunk_id: str = "",
+    source: str = "",
+    cosines: Sequence[float] | None = None,
+    meaning: MeaningBar | None = None,
 ) -> PassageAnswer:
     """The answer ``text`` gives to ``question`` on its own, by extraction (no model).
 
@@ -220,6 +289,11 @@ def passage_answer(
     question's terms inside the clause that holds them, never one the question states. ``cover``
     and ``clear`` say whether the answer is firm enough to be compared
     (:attr:`PassageAnswer.states_answer`).
+
+    ``cosines`` (one per sentence of the passage, :func:`sentence_cosines`) and ``meaning`` turn
+    the meaning bar on: the passage's sentence closest to the question, when its cosine reaches
+    ``meaning.cosine`` and it holds ``meaning.floor`` of the key terms, is read even without a
+    predicate term, is preferred to the other sentences, and its clear answer is compared.
     """
     kind = expected_kind(question)
     q_names = [v for v in extract_values(question, ("name",))]
@@ -234,22 +308,31 @@ def passage_answer(
     terms = key_terms(question)
     predicate = _predicate(terms, q_names)
     q_values = extract_values(question)
-    # (score, cover, value, sentence, clear)
-    best: tuple[float, float, Value, str, bool] | None = None
-    for _, sentence in _sentences(text):
+    sentences = _sentences(text)
+    if cosines is not None and len(cosines) != len(sentences):
+        raise ValueError(f"{len(cosines)} cosines for {len(sentences)} sentences")
+    top = meaning.closest(cosines) if meaning is not None and cosines is not None else None
+    # (closest, score, cover, value, sentence, clear, cosine): a sentence meeting the meaning bar
+    # first (never one while the bar is off), then the score
+    best: tuple[bool, float, float, Value, str, bool, float | None] | None = None
+    for i, (_, sentence) in enumerate(sentences):
         sentence_words = set(_stems(sentence))
         cover = len(terms & sentence_words) / max(1, len(terms))
+        cosine = cosines[i] if cosines is not None else None
+        closest = meaning is not None and i == top and cover >= meaning.floor
         # a sentence answers the question only if it is about what is asked, not merely about
         # the same entity: it holds a predicate term and at least half of the key terms
-        # (a fixed rule, chosen before any benchmark was run)
-        if cover < MIN_TERM_COVER or not predicate & sentence_words:
+        # (a fixed rule, chosen before any benchmark was run), or it is the passage's sentence
+        # closest in meaning to the question (the meaning bar)
+        if not closest and (cover < MIN_TERM_COVER or not predicate & sentence_words):
             continue
         clauses = split_clauses(sentence)
         clause = max(clauses, key=lambda c: (len(terms & set(_stems(c))), -clauses.index(c)))
         if kind == "yes/no":
-            if best is None or cover > best[1]:
+            if best is None or (closest, cover) > (best[0], best[2]):
                 stance = _polar_stance(clause)
-                best = (cover, cover, Value("name", stance, stance, (0, 0), tokens=(stance,)), sentence, True)
+                polar = Value("name", stance, stance, (0, 0), tokens=(stance,))
+                best = (closest, cover, cover, polar, sentence, True, cosine)
             continue
         clause_words = _stems(clause)
         positions = [i for i, w in enumerate(clause_words) if w in predicate] or [
@@ -274,20 +357,26 @@ def passage_answer(
             idx = len(words(clause[: v.span[0]]))
             dist = min((abs(idx - p) + (0.5 if idx < p else 0.0) for p in positions), default=50.0)
             score = cover - 0.01 * dist
-            if best is None or score > best[0]:
-                best = (score, cover, v, sentence, clear)
+            if best is None or (closest, score) > (best[0], best[1]):
+                best = (closest, score, cover, v, sentence, clear, cosine)
     if best is None:
         base.reason = f"states no {kind} near the question's terms"
+        base.cosine = max(cosines, default=None) if cosines is not None else None
         return base
-    _, cover, value, sentence, clear = best
+    closest, _, cover, value, sentence, clear, cosine = best
     reason = "extracted"
     if not clear:
         reason = "extracted; the answering clause states several values of the kind asked for (not compared)"
+    elif cover < CONFLICT_TERM_COVER and closest:
+        reason = (
+            f"extracted; the sentence holds {cover:.0%} of the question's key terms and is the passage's closest "
+            f"in meaning to the question (cosine {cosine:.2f})"
+        )
     elif cover < CONFLICT_TERM_COVER:
         reason = f"extracted; the sentence holds {cover:.0%} of the question's key terms (not compared)"
     return PassageAnswer(
         position, chunk_id, source, value, value.norm, sentence, reason,
-        cover=cover, clear=clear, stance=kind == "yes/no",
+        cover=cover, clear=clear, stance=kind == "yes/no", cosine=cosine, closest=closest,
     )  # fmt: skip
 
 
@@ -579,7 +668,10 @@ class ConflictDetector:
     importance stage's ``source_weights.json``. ``trusted_margin``: under ``"trusted"`` the
     heaviest group wins only when its weight exceeds every other group's by this factor
     (1.5: half again as much), else both answers are given. ``llm``: optional model for the
-    per-passage short answer.
+    per-passage short answer. ``meaning``: the meaning bar (:class:`MeaningBar`; default
+    :data:`CONFLICT_MEANING_BAR`), read only with an ``embedder`` (the index's; without one the
+    literal bar alone decides). The extraction reader embeds the question and every passage
+    sentence in one batch per question.
 
     Example:
         >>> detector = ConflictDetector(policy="abstain")
@@ -594,6 +686,8 @@ class ConflictDetector:
         trusted_margin: float = 1.5,
         near_duplicate: float = NEAR_DUPLICATE_JACCARD,
         llm: Any = None,
+        embedder: Any = None,
+        meaning: MeaningBar | None | str = "default",
     ) -> None:
         if policy not in CONFLICT_POLICIES:
             raise ConfigError(f"unknown conflict policy {policy!r}; use one of {', '.join(CONFLICT_POLICIES)}")
@@ -604,6 +698,12 @@ class ConflictDetector:
         self.trusted_margin = trusted_margin
         self.near_duplicate = near_duplicate
         self.llm = llm
+        self.embedder = embedder
+        if isinstance(meaning, str):
+            if meaning != "default":
+                raise ConfigError(f"meaning must be a MeaningBar, None or 'default', got {meaning!r}")
+            meaning = CONFLICT_MEANING_BAR
+        self.meaning: MeaningBar | None = meaning
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -612,11 +712,13 @@ class ConflictDetector:
             "source_weights": self.source_weights,
             "trusted_margin": self.trusted_margin,
             "near_duplicate": self.near_duplicate,
-        }
+        } | ({"meaning": {"cosine": self.meaning.cosine, "floor": self.meaning.floor}} if self.meaning else {})
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], llm: Any = None) -> ConflictDetector:
-        return cls(llm=llm, **{k: v for k, v in data.items() if k != "type"})
+    def from_dict(cls, data: dict[str, Any], llm: Any = None, embedder: Any = None) -> ConflictDetector:
+        options = {k: v for k, v in data.items() if k not in ("type", "meaning")}
+        meaning = MeaningBar(**data["meaning"]) if data.get("meaning") else None
+        return cls(llm=llm, embedder=embedder, meaning=meaning, **options)
 
     @classmethod
     def from_weights_file(cls, path: str, **kwargs: Any) -> ConflictDetector:
@@ -638,13 +740,25 @@ class ConflictDetector:
 
     def answers(self, question: str, hits: Sequence[SearchHit]) -> list[PassageAnswer]:
         out = []
+        meaning = self.meaning if self.embedder is not None and self.llm is None else None
+        cosines: list[list[float] | None] = [None] * len(hits)
+        if meaning is not None and hits and expected_kind(question) != "description":
+            # only the passages about the question's entities are read, so only theirs are embedded
+            q_names = list(extract_values(question, ("name",)))
+            about = [i for i, h in enumerate(hits) if not _not_about(question, q_names, h.chunk.text)]
+            rows = sentence_cosines(self.embedder, question, [hits[i].chunk.text for i in about])
+            for i, row in zip(about, rows, strict=True):
+                cosines[i] = row
         for i, h in enumerate(hits, 1):
             if self.llm is not None:
                 a = llm_passage_answer(
                     self.llm, question, h.chunk.text, position=i, chunk_id=h.chunk.id, source=source_of(h)
                 )
             else:
-                a = passage_answer(question, h.chunk.text, position=i, chunk_id=h.chunk.id, source=source_of(h))
+                a = passage_answer(
+                    question, h.chunk.text, position=i, chunk_id=h.chunk.id, source=source_of(h),
+                    cosines=cosines[i - 1], meaning=meaning,
+                )  # fmt: skip
             out.append(a)
         return out
 

@@ -215,6 +215,7 @@ def build_stages(
             index,
             lambda: llm.value,
             lambda: shared.relevance.thresholds()[1],
+            shared.embedder,
         ),
         "select": lambda: SelectStage(
             shared.selectors, st.select.method if sieve else config.select, config.retrieval.k, sieve=sieve

@@ -27,9 +27,10 @@ sources and weight, and the decision are in the ``conflict`` record.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from ragsieve.config import ConflictConfig
-from ragsieve.conflict import ConflictDetector, ConflictReport
+from ragsieve.conflict import CONFLICT_MEANING_BAR, MIN_TERM_COVER, ConflictDetector, ConflictReport, MeaningBar
 from ragsieve.index import Index
 from ragsieve.llm.base import LLM
 from ragsieve.sieve.state import Abstain, PipelineState, Ref, StageResult, compare
@@ -85,8 +86,11 @@ class ConflictStage:
         index: Ref[Index | Store],
         llm: Callable[[], LLM | None],
         lower_threshold: Callable[[], float | None],
+        embedder: Callable[[], Any] | None = None,
     ) -> None:
         self.config = config
+        # the shared embedder (the index's, behind the pipeline's memo): read by the meaning bar
+        self.embedder = embedder
         self.policy = config.policy
         self.index = index
         self.llm = llm
@@ -99,24 +103,40 @@ class ConflictStage:
 
     def detector(self, weights: Mapping[str, float] | None = None) -> ConflictDetector:
         """A detector with the index's current source weights (read per request: ``importance
-        fit`` may rewrite them while a server runs)."""
+        fit`` may rewrite them while a server runs). Given ``weights`` (the check at build time),
+        no index is read and no embedder asked for."""
+        meaning = self.meaning()
+        embedder = None
         if weights is None:
             opened = self.index.value
             weights = (getattr(opened, "source_weights", None) if opened is not None else None) or {}
+            # the literal bar embeds nothing: the embedder is asked for only when the bar is on
+            embedder = self.embedder() if meaning is not None and self.embedder is not None else None
         return ConflictDetector(
             policy=self.policy,
             source_weights=weights,
             llm=self.llm() if self.config.llm else None,
+            embedder=embedder,
+            meaning=meaning,
             **self.config.detector_options(),
         )
+
+    def meaning(self) -> MeaningBar | None:
+        """The meaning bar: ``stages.conflict.meaning_cosine`` (with ``meaning_floor``, else the
+        default bar's floor, else :data:`ragsieve.conflict.MIN_TERM_COVER`) when set, else the
+        library's default :data:`ragsieve.conflict.CONFLICT_MEANING_BAR` (off)."""
+        cosine, floor = self.config.meaning_cosine, self.config.meaning_floor
+        if cosine is None:
+            return CONFLICT_MEANING_BAR
+        if floor is None:
+            floor = CONFLICT_MEANING_BAR.floor if CONFLICT_MEANING_BAR is not None else MIN_TERM_COVER
+        return MeaningBar(cosine, floor)
 
     def _min_relevance(self) -> float | None:
         given = self.config.min_relevance
         return float(given) if given is not None else self.lower_threshold()
 
-    def run(
-        self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState
-    ) -> StageResult:
+    def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> StageResult:
         if not candidates:
             return candidates
         # the judge's threshold only when the judge ran (asking for it builds the judge)
