@@ -38,7 +38,6 @@ import functools
 import json
 import logging
 import math
-import os
 import re
 import shutil
 import threading
@@ -449,14 +448,19 @@ def _remember_unit_words(reg: Any) -> None:
     path = _unit_words_path()
     if path is None:
         return
-    data = _unit_words_data(reg)
+    _store_privately(path, _unit_words_data(reg))
+
+
+def _store_privately(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` atomically, in a folder only the user can read (best
+    effort: a cache that cannot be written is only slower next time)."""
+    from ragsieve.io import atomic_write_json
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_json(path, data)
     except OSError as exc:
-        logging.getLogger(__name__).info("could not store pint's unit words in %s (%s)", path, exc)
+        logging.getLogger(__name__).info("could not store %s (%s)", path, exc)
 
 
 class _StoredReadings:
@@ -470,6 +474,7 @@ class _StoredReadings:
         self._lock = threading.Lock()
         self._stored: dict[str, str | None] | None = None
         self._new: dict[str, str | None] = {}
+        self._flush_at_exit = False
 
     def _load(self) -> dict[str, str | None]:
         if self._stored is None:
@@ -500,7 +505,8 @@ class _StoredReadings:
 
     def put(self, key: str, value: str | None) -> None:
         with self._lock:
-            if not self._new:
+            if not self._flush_at_exit:
+                self._flush_at_exit = True
                 atexit.register(self.flush)
             if len(self._load()) + len(self._new) < _UNIT_READINGS_MAX:
                 self._new[key] = value
@@ -513,13 +519,7 @@ class _StoredReadings:
         if not new or path is None:
             return
         merged = {**self._read(), **new}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            tmp = path.parent / f".{_UNIT_READINGS_FILE}.{os.getpid()}.{threading.get_ident()}"
-            tmp.write_text(json.dumps(dict(list(merged.items())[:_UNIT_READINGS_MAX])), encoding="utf-8")
-            os.replace(tmp, path.parent / _UNIT_READINGS_FILE)
-        except OSError as exc:
-            logging.getLogger(__name__).info("could not store unit readings in %s (%s)", path.parent, exc)
+        _store_privately(path.parent / _UNIT_READINGS_FILE, dict(list(merged.items())[:_UNIT_READINGS_MAX]))
 
 
 _UNIT_READINGS_FILE = "ragsieve-unit-readings.json"
