@@ -22,9 +22,11 @@ random order, so a partial run is a random subset. The report (its own section o
 * the drafts ranked by the decision model's confidence and by plain RAG's own two signals of the
   same drafts (top retrieval score, answer token probability): AURC with 95% bootstrap intervals
   and paired differences;
-* the decision at the model's default threshold: answered drafts, accuracy on answerable
-  questions against keeping every draft and against plain RAG, right drafts withdrawn (and, on
-  the PoisonedRAG targets, answers stating the attacker's answer);
+* the decision at the model's default threshold (how its header says it was chosen): answered
+  drafts, accuracy on answerable questions against keeping every draft and against plain RAG
+  (Wilson intervals; the difference with plain RAG with a paired bootstrap interval), right
+  drafts withdrawn (Wilson interval) and, on the PoisonedRAG targets, answers stating the
+  attacker's answer;
 * the sieve against plain RAG ranked by its best confidence at the sieve's coverage: the
   finished questions split once, seeded, into a calibration and a test half
   (``ragsieve.eval.fair.split_indices``, as ``calibration.py`` does); the best of plain RAG's
@@ -339,6 +341,7 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
            args: argparse.Namespace) -> str:  # fmt: skip
     import numpy as np
 
+    from ragsieve.calibrate import wilson_interval
     from ragsieve.decision import DecisionModel
     from ragsieve.errors import InputError
     from ragsieve.eval.baselines import baseline_rows
@@ -398,11 +401,28 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
     def pct(k: float, d: int) -> str:
         return f"{100 * k / d:.1f}% ({k:.0f}/{d})" if d else "-"
 
+    def pct_ci(k: int, d: int) -> str:
+        if not d:
+            return "-"
+        lo, hi = wilson_interval(k, d)
+        return f"{100 * k / d:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({k}/{d})"
+
+    # answerable accuracy, decided minus plain RAG, paired over the answerable questions
+    ans_idx = np.flatnonzero(np.asarray(answerable, dtype=bool))
+    dec_ok = np.array([ok and a for ok, a in zip(q_right, answered, strict=True)], dtype=bool)[ans_idx]
+    plain_ok = np.asarray(plain_correct, dtype=bool)[ans_idx]
+    acc_diff = ""
+    if len(ans_idx):
+        dlo, dhi = paired_bootstrap_interval(len(ans_idx), lambda idx: float(dec_ok[idx].mean()),
+                                             lambda idx: float(plain_ok[idx].mean()), args.boot, args.seed)  # fmt: skip
+        acc_diff = (f" (difference {100 * (dec_ok.mean() - plain_ok.mean()):+.1f} pts, paired 95% bootstrap "
+                    f"interval [{100 * dlo:+.1f}, {100 * dhi:+.1f}])")  # fmt: skip
     decision_line = (
-        f"**At the model's default threshold** ({threshold:.3f}, the highest that withdraws at most 5% of the right "
-        f"training drafts): answered {sum(answered)} of {n} questions ({m} had a draft); accuracy on answerable "
-        f"questions {pct(acc_decided, n_ans)} vs {pct(right_drafts, n_ans)} keeping every draft and "
-        f"{pct(acc_plain, n_ans)} for plain RAG; right drafts withdrawn {pct(withdrawn_right, right_drafts)}."
+        f"**At the model's default threshold** ({threshold:.3f}, {threshold_rule_text(model.threshold_rule_)}): "
+        f"answered {sum(answered)} of {n} questions ({m} had a draft); accuracy on answerable "
+        f"questions {pct_ci(acc_decided, n_ans)} vs {pct(right_drafts, n_ans)} keeping every draft and "
+        f"{pct_ci(acc_plain, n_ans)} for plain RAG{acc_diff}; right drafts withdrawn "
+        f"{pct_ci(withdrawn_right, right_drafts)} (Wilson 95% intervals)."
     )
     if qs.poison_answers:
         attacked = [bool(r.get("attacked")) for r in rows]
@@ -488,6 +508,28 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
         "(plain RAG).",
     ]
     return "\n".join(lines)
+
+
+def threshold_rule_text(rule: Mapping[str, Any]) -> str:
+    """How the model's default threshold was chosen, from its header's ``threshold_rule``
+    (:func:`ragsieve.decision.withdrawn_right_threshold`), in a clause."""
+    kind, n = rule.get("rule"), rule.get("right_drafts")
+    share = f"{100 * float(rule.get('max_withdrawn_right', 0.05)):g}%"
+    conf = str(rule.get("confidences", "?"))
+    if kind == "upper bound":
+        return (f"the highest whose one-sided {100 * (1 - float(rule['delta'])):g}% upper bound on the share of right "
+                f"drafts withdrawn is at most {share}: {rule['withdrawn_right']} of the {n} right training drafts "
+                f"below it, {conf} confidences, bound {100 * float(rule['bound']):.1f}%")  # fmt: skip
+    if kind == "expected":
+        return (f"the highest whose expected share of right drafts withdrawn is at most {share}: "
+                f"{rule['withdrawn_right']} of the {n} right training drafts below it, {conf} confidences, expected "
+                f"share {100 * float(rule['bound']):.1f}%; {n} right drafts are too few for a "
+                f"{100 * (1 - float(rule['delta'])):g}% upper bound")  # fmt: skip
+    if kind == "none":
+        return f"none: {n} right training drafts are too few to bound the share withdrawn"
+    if kind == "given":
+        return "set when the model was trained"
+    return f"the highest that withdraws at most {share} of the right training drafts, in-sample"
 
 
 def _states(answer: str, wrong: str, answers: Sequence[str]) -> bool:

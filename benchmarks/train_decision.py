@@ -11,11 +11,20 @@ training part (:func:`trained_question_ids`).
 
 For each training question the sieve runs with ``decide.mode = "observe"`` (every check leaves
 its signals, no check withdraws the draft, the draft is always returned), and the row is the
-``decide`` record's signals with the label "the draft contains a gold answer" (an unanswerable
-question's draft is always wrong). Questions a check stopped before generation (every candidate
-irrelevant, or all poisoning) have no draft and give no row. Rows are cached in
+``decide`` record's signals with the label "the draft contains a gold answer" (citation markers
+aside, as ``decision_sets.py`` judges drafts; an unanswerable question's draft is always wrong).
+Questions a check stopped before generation (every candidate irrelevant, or all poisoning) have
+no draft and give no row. Rows are cached in
 ``runs/decision/`` (the run resumes). The model is then fitted on every row and written with
 the command, data, split, model and row counts in its header.
+
+The default threshold (``threshold_`` in the header, ``threshold_rule`` says how) is chosen by
+a rule fixed before any report set is looked at
+(:func:`ragsieve.decision.withdrawn_right_threshold`), on these training rows only: from the
+right drafts' out-of-fold confidences (5 stratified folds, seed 0), the highest threshold whose
+one-sided 95% Clopper-Pearson upper bound on the share of right drafts withdrawn is at most 5%;
+that needs at least 59 right drafts, and with fewer, the highest whose expected share is at most
+5% (at least 19 right drafts; with fewer, 0: no draft withdrawn on its confidence).
 
     python benchmarks/train_decision.py --n 300 --model smollm2 --max-minutes 40
 """
@@ -74,6 +83,7 @@ def training_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
     from ragsieve.eval.data import load_qa
     from ragsieve.io import read_jsonl
     from ragsieve.sieve.pipeline import Pipeline
+    from ragsieve.verify.claims import strip_markers
 
     out = RUNS / f"squad2-{args.n}-{args.seed}"
     out.mkdir(parents=True, exist_ok=True)
@@ -102,7 +112,7 @@ def training_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
             row |= {
                 "signals": decided[-1]["signals"],
                 "draft": draft,
-                "right": bool(item.answerable and item.answers and contains_answer(draft, item.answers)),
+                "right": bool(item.answerable and item.answers and contains_answer(strip_markers(draft), item.answers)),
             }
         else:
             row |= {"stopped_by": answer.abstain_reason}
@@ -143,6 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         date=time.strftime("%Y-%m-%d"),
     )
     print(f"wrote {args.out}")
+    print(f"default threshold {model.threshold_} ({json.dumps(model.threshold_rule_)})")
     weights = zip(model.signals, model.coef_[: len(model.signals)], strict=True)
     for name, coef in sorted(weights, key=lambda x: -abs(x[1])):
         print(f"  {name:28s} {coef:+.3f}")

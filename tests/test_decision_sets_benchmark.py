@@ -108,3 +108,18 @@ def test_calibration_table_reports_an_infeasible_alpha(bench: ModuleType) -> Non
     assert rows[0][0] == "0.1"
     assert rows[0][1].startswith("none")
     assert rows[0][3] == "0.0%"
+
+
+def test_the_threshold_rule_is_stated_as_the_model_header_records_it(bench: ModuleType) -> None:
+    from ragsieve.decision import withdrawn_right_threshold
+
+    _, bound = withdrawn_right_threshold([i / 100 for i in range(1, 101)])
+    _, expected = withdrawn_right_threshold([i / 30 for i in range(1, 30)])
+    _, none = withdrawn_right_threshold([0.5] * 10)
+    text = bench.threshold_rule_text(bound | {"confidences": "out-of-fold (5 folds)"})
+    assert "95% upper bound" in text and f"{bound['withdrawn_right']} of the 100 right training drafts" in text
+    assert "out-of-fold (5 folds) confidences" in text
+    text = bench.threshold_rule_text(expected | {"confidences": "out-of-fold (5 folds)"})
+    assert "expected share" in text and "29 right drafts are too few" in text
+    assert bench.threshold_rule_text(none).startswith("none: 10 right training drafts")
+    assert "in-sample" in bench.threshold_rule_text({})  # a model saved before the rule was recorded

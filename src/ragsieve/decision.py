@@ -93,9 +93,16 @@ class DecisionModel:
 
     ``signals``: the signal names used, in order; ``c``: inverse L2 strength of the fit;
     ``threshold``: the default abstention threshold on the probability; ``None`` learns it in
-    ``fit`` as the highest one that withdraws at most ``max_withdrawn_right`` of the training
-    drafts that were right (a stated goal, not a tuned number). ``ragsieve calibrate`` sets the
-    threshold a configuration uses (``calibration.abstain_below``), which overrides this one.
+    ``fit`` with :func:`withdrawn_right_threshold` (a stated rule, not a tuned number) from the
+    right training drafts' out-of-fold confidences (``folds`` stratified folds, seeded: each
+    draft's confidence from a model fitted without it, so that they are spread as a new draft's
+    would be, not as the fitted rows'): the highest threshold that, with probability at least
+    ``1 - delta``, withdraws at most ``max_withdrawn_right`` of new right drafts; with too few
+    right drafts for that, the highest whose expected share is at most ``max_withdrawn_right``;
+    with fewer still, 0 (no draft withdrawn on its confidence). ``threshold_rule_`` (in the
+    saved header) says which applied, over how many right drafts and with what bound.
+    ``ragsieve calibrate`` sets the threshold a configuration uses
+    (``calibration.abstain_below``), which overrides this one.
     """
 
     # learned by fit() or read by load()
@@ -104,6 +111,7 @@ class DecisionModel:
     intercept_: float
     n_train_: int
     threshold_: float
+    threshold_rule_: dict[str, Any]
     about_: dict[str, Any]
 
     def __init__(
@@ -112,11 +120,15 @@ class DecisionModel:
         c: float = 1.0,
         threshold: float | None = None,
         max_withdrawn_right: float = 0.05,
+        delta: float = 0.05,
+        folds: int = 5,
     ) -> None:
         self.signals = signals
         self.c = c
         self.threshold = threshold
         self.max_withdrawn_right = max_withdrawn_right
+        self.delta = delta
+        self.folds = folds
 
     # ----------------------------------------------------------------------------- features
     def _matrix(self, rows: Sequence[Mapping[str, float]], fill: np.ndarray) -> np.ndarray:
@@ -132,34 +144,53 @@ class DecisionModel:
                     x[r, len(names) + j] = 1.0
         return x
 
-    def fit(self, rows: Sequence[Mapping[str, float]], correct: Sequence[bool]) -> DecisionModel:
-        """Fit on one signal dict per draft and whether the draft was right."""
+    def _fit_arrays(self, rows: Sequence[Mapping[str, float]], y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """The fill values (each signal's mean where present), coefficients and intercept of one fit."""
         from sklearn.linear_model import LogisticRegression
 
-        if len(rows) != len(correct):
-            raise InputError(f"{len(rows)} signal rows but {len(correct)} labels; pass one label per row")
-        y = np.asarray([bool(c) for c in correct])
-        if len(set(y.tolist())) < 2:
-            raise InputError("the labels are all right or all wrong; the model needs both kinds of draft")
         names = list(self.signals)
         fill = np.zeros(len(names))
         for j, name in enumerate(names):
             seen = [float(r[name]) for r in rows if r.get(name) is not None and math.isfinite(float(r[name]))]
             fill[j] = float(np.mean(seen)) if seen else 0.0
-        x = self._matrix(rows, fill)
-        lr = LogisticRegression(C=self.c, max_iter=2000).fit(x, y)
-        self.fill_ = fill
-        self.coef_ = np.asarray(lr.coef_[0], dtype=np.float64)
-        self.intercept_ = float(lr.intercept_[0])
+        lr = LogisticRegression(C=self.c, max_iter=2000).fit(self._matrix(rows, fill), y)
+        return fill, np.asarray(lr.coef_[0], dtype=np.float64), float(lr.intercept_[0])
+
+    def _out_of_fold(self, rows: Sequence[Mapping[str, float]], y: np.ndarray) -> tuple[np.ndarray, int]:
+        """P(right) of every row from a model fitted without its fold (stratified ``folds`` folds,
+        seed 0; fewer when a kind of draft has fewer rows), and the number of folds used; 0 folds
+        (the fitted model's own confidences) when a kind has a single row."""
+        from sklearn.model_selection import StratifiedKFold
+
+        k = min(self.folds, int(y.sum()), int((~y).sum()))
+        if k < 2:
+            return self.predict_proba(rows)[:, 1], 0
+        out = np.zeros(len(rows))
+        for train, held in StratifiedKFold(n_splits=k, shuffle=True, random_state=0).split(np.zeros(len(y)), y):
+            fill, coef, intercept = self._fit_arrays([rows[i] for i in train], y[train])
+            z = self._matrix([rows[i] for i in held], fill) @ coef + intercept
+            out[held] = 1.0 / (1.0 + np.exp(-z))
+        return out, k
+
+    def fit(self, rows: Sequence[Mapping[str, float]], correct: Sequence[bool]) -> DecisionModel:
+        """Fit on one signal dict per draft and whether the draft was right."""
+        if len(rows) != len(correct):
+            raise InputError(f"{len(rows)} signal rows but {len(correct)} labels; pass one label per row")
+        y = np.asarray([bool(c) for c in correct])
+        if len(set(y.tolist())) < 2:
+            raise InputError("the labels are all right or all wrong; the model needs both kinds of draft")
+        self.fill_, self.coef_, self.intercept_ = self._fit_arrays(rows, y)
         self.n_train_ = len(rows)
         self.about_ = {}
         if self.threshold is not None:
             self.threshold_ = float(self.threshold)
+            self.threshold_rule_ = {"rule": "given"}
         else:
-            right = np.sort(self.predict_proba([r for r, ok in zip(rows, y, strict=True) if ok])[:, 1])
-            # withdraw (confidence < threshold) at most max_withdrawn_right of the right drafts
-            k = int(math.floor(self.max_withdrawn_right * len(right)))
-            self.threshold_ = round(float(right[k]), 6)
+            conf, folds = self._out_of_fold(rows, y)
+            self.threshold_, self.threshold_rule_ = withdrawn_right_threshold(
+                conf[y], self.max_withdrawn_right, self.delta
+            )
+            self.threshold_rule_["confidences"] = f"out-of-fold ({folds} folds)" if folds else "in-sample"
         return self
 
     def _check_fitted(self) -> None:
@@ -197,6 +228,8 @@ class DecisionModel:
             "c": self.c,
             "threshold": self.threshold,
             "max_withdrawn_right": self.max_withdrawn_right,
+            "delta": self.delta,
+            "folds": self.folds,
         }
 
     @classmethod
@@ -207,13 +240,20 @@ class DecisionModel:
             float(data.get("c", 1.0)),
             None if threshold is None else float(threshold),
             float(data.get("max_withdrawn_right", 0.05)),
+            float(data.get("delta", 0.05)),
+            int(data.get("folds", 5)),
         )
 
     def save(self, path: str | Path, **about: Any) -> Path:
         """Write the arrays and a JSON header (``about``: where the training data came from)."""
         self._check_fitted()
         header = {
-            "format": FORMAT, **self.to_dict(), "n_train": self.n_train_, "threshold_": self.threshold_, "about": about
+            "format": FORMAT,
+            **self.to_dict(),
+            "n_train": self.n_train_,
+            "threshold_": self.threshold_,
+            "threshold_rule": self.threshold_rule_,
+            "about": about,
         }
         arrays = {"fill": self.fill_, "coef": self.coef_, "intercept": np.asarray([self.intercept_])}
         return save_arrays(path, header, arrays)
@@ -236,6 +276,8 @@ class DecisionModel:
             raise ModelError(f"{path} has arrays of the wrong shape for its {n} signals; {retrain}")
         model.n_train_ = int(header.get("n_train", 0))
         model.threshold_ = float(header.get("threshold_", model.threshold if model.threshold is not None else 0.5))
+        # a model saved before the rule was recorded has none
+        model.threshold_rule_ = dict(header.get("threshold_rule") or {})
         model.about_ = dict(header.get("about") or {})
         return model
 
@@ -246,4 +288,56 @@ class DecisionModel:
         return cls.load(Path(str(path)))
 
 
-__all__ = ["DEFAULT_MODEL", "SIGNALS", "DecisionModel"]
+def withdrawn_right_threshold(
+    right: Sequence[float] | np.ndarray, max_share: float = 0.05, delta: float = 0.05
+) -> tuple[float, dict[str, Any]]:
+    """The default threshold from the confidences of ``n`` right drafts, and how it was chosen.
+
+    A draft is withdrawn when its confidence is below the threshold; with the threshold at the
+    ``(k+1)``-th lowest of the ``n`` confidences, ``k`` of them are withdrawn. Rule, in order:
+
+    * ``"upper bound"``: the largest ``k`` whose one-sided ``1 - delta`` Clopper-Pearson upper
+      bound on the share of right drafts withdrawn (``k`` of ``n``) is at most ``max_share``.
+      For right drafts exchangeable with these, the share of new right drafts below that
+      threshold is then at most ``max_share`` with probability at least ``1 - delta`` (the
+      share below the ``(k+1)``-th order statistic is Beta(k+1, n-k) distributed, and
+      ``P(Beta(k+1, n-k) > a) = P(Binomial(n, a) <= k)``, the bound's own test). It needs
+      ``(1 - max_share) ** n <= delta`` (59 right drafts at 5 % and 0.05).
+    * ``"expected"``, with fewer right drafts: the largest ``k`` with ``(k+1)/(n+1) <=
+      max_share``: a new right draft falls below the ``(k+1)``-th lowest with probability
+      ``(k+1)/(n+1)`` (its rank among ``n + 1`` is uniform), a bound on the expected share
+      only. It needs ``n + 1 >= 1 / max_share`` (19 right drafts at 5 %).
+    * ``"none"``, with fewer still: 0, no draft withdrawn on its confidence.
+
+    Example:
+        >>> withdrawn_right_threshold([0.1 * i for i in range(1, 11)])[1]["rule"]
+        'none'
+        >>> t, how = withdrawn_right_threshold([i / 100 for i in range(1, 26)])
+        >>> t, how["rule"], how["withdrawn_right"]
+        (0.01, 'expected', 0)
+    """
+    from ragsieve.calibrate import binomial_p_value, clopper_pearson_upper
+
+    conf = np.sort(np.asarray(right, dtype=np.float64))
+    n = len(conf)
+    how: dict[str, Any] = {"right_drafts": n, "max_withdrawn_right": max_share, "delta": delta}
+    # binomial_p_value(k, n, a) <= delta exactly when the upper bound on k/n is at most a; it
+    # grows with k, so the feasible k are 0..k_max
+    k = -1
+    while k + 1 < n and binomial_p_value(k + 1, n, max_share) <= delta:
+        k += 1
+    if k >= 0:
+        how |= {"rule": "upper bound", "withdrawn_right": k, "bound": round(clopper_pearson_upper(k, n, delta), 4)}
+    else:
+        k = math.floor(max_share * (n + 1) + 1e-9) - 1
+        if k < 0:
+            return 0.0, how | {"rule": "none", "withdrawn_right": 0}
+        how |= {"rule": "expected", "withdrawn_right": k, "bound": round((k + 1) / (n + 1), 4)}
+    # six places (as confidences are given), never above the k+1-th lowest: it is not withdrawn
+    threshold = round(float(conf[k]), 6)
+    if threshold > conf[k]:
+        threshold = round(threshold - 1e-6, 6)
+    return threshold, how
+
+
+__all__ = ["DEFAULT_MODEL", "SIGNALS", "DecisionModel", "withdrawn_right_threshold"]

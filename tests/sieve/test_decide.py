@@ -12,7 +12,7 @@ import pytest
 from tests.sieve.test_trust_acceptance import FakeLLM, KeywordJudge, build_index
 
 from ragsieve.config import validate_config
-from ragsieve.decision import SIGNALS, DecisionModel
+from ragsieve.decision import SIGNALS, DecisionModel, withdrawn_right_threshold
 from ragsieve.errors import InputError, ModelError
 from ragsieve.index import Index
 from ragsieve.sieve.pipeline import Pipeline
@@ -55,12 +55,79 @@ def test_the_model_is_an_estimator_stored_as_arrays(tmp_path: Path) -> None:
     assert np.allclose(loaded.predict_proba(rows), model.predict_proba(rows))
     assert model.confidence({"verify.support_mean": 0.9}) > 0.5 > model.confidence({"verify.support_mean": 0.1})
     assert list(model.contributions({"verify.support_mean": 0.9})) == ["verify.support_mean"]
-    # without a threshold it learns the highest one that withdraws at most 5% of the right drafts
+    # without a threshold it learns one by the stated rule; four right drafts are too few to bound
+    # the share of right drafts withdrawn, so it withdraws none on its confidence, and says so
     rows = [{"verify.support_mean": v} for v in (0.95, 0.9, 0.85, 0.8, 0.2, 0.15, 0.1, 0.05)]
     labels = [True, True, True, True, False, False, False, False]
     learned = DecisionModel(signals=("verify.support_mean",), c=100.0).fit(rows, labels)
-    right = learned.predict_proba(rows[:4])[:, 1]
-    assert learned.threshold_ == pytest.approx(min(right), abs=1e-6) and learned.threshold_ > 0.5
+    assert learned.threshold_ == 0.0 and learned.threshold_rule_["rule"] == "none"
+    assert learned.threshold_rule_["right_drafts"] == 4
+    assert support_model().threshold_rule_ == {"rule": "given"}
+
+
+def _noisy_rows(n: int, seed: int) -> tuple[list[dict[str, float]], list[bool]]:
+    """Drafts whose one informative signal is noisy, and six signals of pure noise to overfit."""
+    rng = np.random.default_rng(seed)
+    right = rng.random(n) < 0.5
+    rows = [
+        {"verify.support_mean": float(np.clip(0.5 + (0.15 if ok else -0.15) + rng.normal(0, 0.2), 0, 1)),
+         **{f"noise.{j}": float(rng.random()) for j in range(6)}}
+        for ok in right
+    ]  # fmt: skip
+    return rows, [bool(x) for x in right]
+
+
+def test_the_learned_threshold_follows_the_rule_on_out_of_fold_confidences(tmp_path: Path) -> None:
+    signals = ("verify.support_mean", *(f"noise.{j}" for j in range(6)))
+    rows, labels = _noisy_rows(400, 0)
+    model = DecisionModel(signals=signals).fit(rows, labels)
+    how = model.threshold_rule_
+    n_right = sum(labels)
+    assert how["rule"] == "upper bound" and how["right_drafts"] == n_right
+    assert how["confidences"] == "out-of-fold (5 folds)" and how["bound"] <= 0.05
+    # the threshold is one of the right drafts' out-of-fold confidences, with the recorded number below it
+    conf, folds = model._out_of_fold(rows, np.asarray(labels))
+    right_conf = conf[np.asarray(labels)]
+    assert folds == 5 and model.threshold_ == pytest.approx(
+        float(np.sort(right_conf)[how["withdrawn_right"]]), abs=1e-6
+    )
+    assert int((right_conf < model.threshold_).sum()) <= how["withdrawn_right"]
+    # on new drafts from the same distribution, at most 5% of the right ones are withdrawn
+    fresh, fresh_labels = _noisy_rows(4000, 1)
+    fresh_right = [r for r, ok in zip(fresh, fresh_labels, strict=True) if ok]
+    withdrawn = float(np.mean(model.predict_proba(fresh_right)[:, 1] < model.threshold_))
+    assert 0.0 < withdrawn <= 0.05
+    # the rule travels in the header
+    loaded = DecisionModel.load(model.save(tmp_path / "m.npz"))
+    assert loaded.threshold_ == model.threshold_ and loaded.threshold_rule_ == how
+    assert (loaded.delta, loaded.folds) == (0.05, 5)
+
+
+def test_the_threshold_rule_bounds_the_share_of_right_drafts_withdrawn() -> None:
+    from scipy import stats
+
+    # the bound rule: the largest k whose upper bound on k/n is at most 5%
+    for n in (59, 100, 300):
+        t, how = withdrawn_right_threshold(np.linspace(0.01, 0.99, n))
+        k = how["withdrawn_right"]
+        assert how["rule"] == "upper bound" and how["bound"] <= 0.05
+        assert stats.beta.ppf(0.95, k + 2, n - k - 1) > 0.05  # one more withdrawn breaks the bound
+        assert t == pytest.approx(np.linspace(0.01, 0.99, n)[k], abs=1e-6)
+    # too few right drafts for a bound: the expected share; fewer still: no threshold
+    assert withdrawn_right_threshold(np.linspace(0.01, 0.99, 58))[1]["rule"] == "expected"
+    t, how = withdrawn_right_threshold([0.3, 0.2, 0.9, *[0.5] * 16])  # 19 right drafts, unsorted
+    assert (t, how["rule"], how["withdrawn_right"], how["bound"]) == (0.2, "expected", 0, 0.05)
+    assert withdrawn_right_threshold([0.5] * 18) == (
+        0.0,
+        {"right_drafts": 18, "max_withdrawn_right": 0.05, "delta": 0.05, "rule": "none", "withdrawn_right": 0},
+    )
+    # the guarantee, simulated: right drafts' confidences uniform on [0, 1], so the share of new
+    # right drafts withdrawn is the threshold itself
+    rng = np.random.default_rng(0)
+    shares = np.array([withdrawn_right_threshold(rng.random(200))[0] for _ in range(2000)])
+    assert np.mean(shares > 0.05) <= 0.05 + 0.01  # at most delta, up to simulation noise
+    shares = np.array([withdrawn_right_threshold(rng.random(30))[0] for _ in range(4000)])
+    assert abs(np.mean(shares) - 1 / 31) < 0.003  # the expected share, (k + 1) / (n + 1)
 
 
 def test_bad_training_data_and_damaged_files_are_clear_errors(tmp_path: Path) -> None:
@@ -86,6 +153,10 @@ def test_the_bundled_model_names_its_training_split() -> None:
     assert set(SIGNALS) - set(model.signals) <= later
     assert "squad2" in model.about_["data"].lower() or "SQuAD" in model.about_["data"]
     assert model.about_["split"].startswith("calibration part of ragsieve.eval.fair.split_indices")
+    # its default threshold was chosen by the stated rule on the training drafts, and says how
+    assert model.threshold_rule_["rule"] in {"upper bound", "expected", "none"}
+    assert model.threshold_rule_["right_drafts"] == model.about_["right"]
+    assert model.threshold_rule_["confidences"].startswith("out-of-fold")
 
 
 def test_a_supported_draft_is_answered_as_written(moon_index: Index) -> None:
