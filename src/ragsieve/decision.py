@@ -71,6 +71,12 @@ SIGNALS: tuple[str, ...] = (
     "verify.responsive_retries",
     "verify.extracted",
     "verify.declined",
+    # which way the reply fails to answer (ragsieve.options.UnresponsiveReason); 0 when it answers
+    "verify.empty",
+    "verify.pasted_passage",
+    "verify.restated_question",
+    "verify.wrong_kind",
+    "verify.ungrounded",
     # support and value grounding
     "verify.support_mean",
     "verify.support_min",

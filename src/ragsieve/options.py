@@ -45,7 +45,17 @@ DecideMode = Literal["decide", "observe"]
 # the reply does not answer the question; "unsupported": no answer sentence is supported;
 # "min_confidence": below ``stages.verify.min_confidence``; "value_tie": the answer's date, number,
 # quantity or name is stated by the evidence only about another fact (``stages.verify.tie_values``).
-VetoName = Literal["responsive", "unsupported", "min_confidence", "value_tie"]
+# "responsive.<reason>" vetoes one way of not answering only (ragsieve.verify.responsive): "empty",
+# "pasted_passage" (a passage pasted whole), "restated_question", "wrong_kind" (no value of the kind
+# asked for), "ungrounded" (values of that kind, none in the cited evidence).
+VetoName = Literal[
+    "responsive", "unsupported", "min_confidence", "value_tie",
+    "responsive.empty", "responsive.pasted_passage", "responsive.restated_question",
+    "responsive.wrong_kind", "responsive.ungrounded",
+]  # fmt: skip
+# The responsiveness check's reasons for a reply that does not answer (each a ``verify.<reason>``
+# signal for the decide stage); a reply that says it cannot answer is the decline check's.
+UnresponsiveReason = Literal["empty", "pasted_passage", "restated_question", "wrong_kind", "ungrounded"]
 # verify.tie_values: what the verify stage does with a date, number, quantity or name of the asked kind
 # that the evidence states only about another fact than the question asks
 # (ragsieve.verify.grounding): "off" ignores it (a value anywhere in the evidence counts),

@@ -34,6 +34,9 @@ def fired_checks(trace: Trace) -> tuple[list[str], str | None]:
             if name in ("verify", "decide") and ":" in reason:
                 # the verify stage's reasons name the sub-check: "responsive: ...", "verify: ..."
                 name = reason.split(":", 1)[0] if name == "verify" else "decide"
+                if name == "responsive":
+                    # and the responsiveness check's way of not answering: "responsive: wrong_kind"
+                    name += "." + reason.split(":", 1)[1].split()[0]
         elif event.get("stage") == "verify" and event.get("withdraw"):
             name = f"verify.{event['withdraw']}"
         if name and name not in fired:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from ragsieve.config import VerifyConfig
+from ragsieve.options import UnresponsiveReason
 from ragsieve.sieve.conflict import announce_conflict, conflict_statement
 from ragsieve.sieve.generate import Generator
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult, compare
@@ -28,6 +29,7 @@ _DECLINE_RE = re.compile(
 # The ``responsive`` record's ``attempt`` for an answer extracted from a pasted passage, and the
 # streamed generation name (``Token.attempt``) under which that answer replaces the paste.
 EXTRACTED = "extracted"
+UNRESPONSIVE_REASONS: tuple[str, ...] = get_args(UnresponsiveReason)
 EXTRACTED_ATTEMPT = "responsive_extract"
 
 
@@ -117,6 +119,9 @@ class VerifyStage:
             verdict = self.checker.check(question, state.text, state.evidence, opened_with_label=labelled)
             trace.record("responsive", attempt=attempt, **verdict.to_dict())
             state.signal("verify.responsive", verdict.ok)
+            for reason in UNRESPONSIVE_REASONS:
+                # which way the reply fails to answer: the decision weighs each on its own
+                state.signal(f"verify.{reason}", verdict.reason == reason)
             state.signal("verify.responsive_retries", attempt / max(self.config.responsive_retries, 1))
             if verdict.ok or verdict.reason == "abstention":
                 # a reply that says it cannot answer is the decline check's, not a retry's
@@ -137,7 +142,8 @@ class VerifyStage:
             state.signal("verify.extracted", True)
             return None
         state.claims, state.confidence = [], 0.0
-        return self._withdraw("responsive", state, trace, self._abstain(state, f"responsive: {verdict.reason}", []))
+        abstain = self._abstain(state, f"responsive: {verdict.reason}", [])
+        return self._withdraw("responsive", state, trace, abstain, reason=verdict.reason)
 
     def _extract(self, question: str, trace: Trace, state: PipelineState) -> bool:
         """After every attempt pasted a passage: answer with the evidence sentence that states
@@ -223,14 +229,17 @@ class VerifyStage:
             text += " It does support: " + " ".join(supported)
         return Abstain("verify", reason, text, state.confidence)
 
-    def _withdraw(self, kind: str, state: PipelineState, trace: Trace, abstain: Abstain) -> Abstain | None:
-        """``abstain`` when ``kind`` is a veto; otherwise record it for the decide stage (the
-        draft stays) and return ``None``."""
+    def _withdraw(
+        self, kind: str, state: PipelineState, trace: Trace, abstain: Abstain, reason: str | None = None
+    ) -> Abstain | None:
+        """``abstain`` when ``kind`` (or ``kind.reason``, e.g. ``responsive.wrong_kind``) is a
+        veto; otherwise record it for the decide stage (the draft stays) and return ``None``."""
         state.signal("verify.withdraw", True)
-        if self.vetoes is None or kind in self.vetoes:
+        if self.vetoes is None or kind in self.vetoes or (reason and f"{kind}.{reason}" in self.vetoes):
             return abstain
         state.withdrawal = abstain
-        trace.record("verify", withdraw=kind, reason=abstain.reason, vetoed=False)
+        fired = f"{kind}.{reason}" if reason else kind
+        trace.record("verify", withdraw=fired, reason=abstain.reason, vetoed=False)
         return None
 
     def _tie(self, state: PipelineState, trace: Trace, claims: Sequence[ClaimVerdict]) -> Abstain | None:
