@@ -26,6 +26,7 @@ python benchmarks/conflicts.py          # well under a minute
 python benchmarks/conflicts.py --llm-reader --llm-n 40 [--model gemma]   # the per-passage LLM reader, bounded
 python benchmarks/conflicts.py --choose-cover   # the conflict bar's key-term cover, on the training split
 python benchmarks/conflicts.py --choose-meaning   # the meaning bar (closest sentence by the embedder), same split
+python benchmarks/conflicts.py --choose-name-forms   # the shortest trailing form of a name, same split
 
 Through the sieve (``--through-sieve``; bundled embedder and SmolLM2, llama.cpp; an LLM run):
 for WikiContradict and ConflictQA, a seeded sample of ``--n`` questions per set; one index per
@@ -247,7 +248,9 @@ def detector_alone(
         "conflicts surfaced on at least 60% of ConflictQA and WikiContradict questions with conflict precision at "
         "least 90%. With the rule reader: "
         + verdict
-        + ". A disagreement needs, on each side, a sentence holding the question's key terms "
+        + ". A disagreement needs, on each side, a passage that names each proper name of the question in one "
+        "of its forms (`ragsieve.values.find_entity`: section *Conflict bar: name forms*), a sentence holding the "
+        "question's key terms (a name's words held where the sentence names it in another form) "
         f"(`ragsieve.conflict.CONFLICT_TERM_COVER` = {CONFLICT_TERM_COVER:.0%} of them; a lower cover picked on "
         "the training split: section *Conflict bar: key-term cover*; the passage's sentence closest to the question "
         "by the embedder, off by default: section *Conflict bar: closest sentence by meaning*), a clause stating "
@@ -438,6 +441,114 @@ def choose_cover(args: argparse.Namespace) -> None:
     print(body)
     if not args.no_write:
         write_section("results/conflicts.md", "conflict-cover", "Conflict bar: key-term cover (training split)", body)
+
+
+# The trailing-name-form grid (ragsieve.values.NAME_TAIL_MIN_CHARS), fixed before the run: the
+# least letters the longest word of a name's trailing form needs; None: trailing forms not read.
+NAME_TAIL_MINS: tuple[int | None, ...] = (3, 4, 5, 6, 8, None)
+
+
+def unnamed_share(split: dict[str, list[tuple[str, list[Any]]]], named: Any) -> tuple[int, int]:
+    """Passages of the split that do not name every proper name of their question by ``named``
+    (value, text -> match or None), of the passages of questions that have one."""
+    from ragsieve.values import extract_values
+
+    miss = total = 0
+    for rows in split.values():
+        for question, hits in rows:
+            q_names = extract_values(question, ("name",))
+            if not q_names:
+                continue
+            for h in hits:
+                total += 1
+                miss += int(any(named(v, h.chunk.text) is None for v in q_names))
+    return miss, total
+
+
+def previous_name_test(value: Any, evidence: Any, *, within: Any = None, tail_min: Any = "default") -> Any:
+    """The conflict stage's name test before name forms (``find_entity``'s signature): the name as
+    ``find_in`` matches it."""
+    from ragsieve.values import find_in
+
+    return find_in(value, evidence)
+
+
+def choose_name_forms(args: argparse.Namespace) -> None:
+    """The shortest trailing form of a name that names its entity (``ragsieve.values``
+    ``NAME_TAIL_MIN_CHARS``), chosen on the training split; then the pick on the held-out sets,
+    and the previous test (the name as ``find_in`` matches it) beside it."""
+    import ragsieve.conflict as conflict_module
+    import ragsieve.values as values_module
+
+    split = training_split()
+    detector = conflict_module.ConflictDetector()
+    chosen_default = values_module.NAME_TAIL_MIN_CHARS
+
+    def row(label: str) -> tuple[list[object], dict[str, tuple[int, int]]]:
+        c = training_counts(detector, split)
+        named = pct(*unnamed_share(split, conflict_module.find_entity))
+        return [label, named, pct(*c["flagged"]), pct(*c["precise"]), pct(*c["squad2"]), pct(*c["hotpotqa"])], c
+
+    rows: list[list[object]] = []
+    clean: list[int | None] = []
+    find_entity = conflict_module.find_entity
+    try:
+        conflict_module.find_entity = previous_name_test
+        before, _ = row("previous test: the name as `find_in` matches it")
+        conflict_module.find_entity = find_entity
+        rows.append(before)
+        for tail in NAME_TAIL_MINS:
+            values_module.NAME_TAIL_MIN_CHARS = tail
+            r, c = row("no trailing forms" if tail is None else f"{tail} letters")
+            rows.append(r)
+            precise, flagged = c["precise"]
+            if c["squad2"][0] == 0 and c["hotpotqa"][0] == 0 and (not flagged or precise / flagged >= 0.9):
+                clean.append(tail)
+    finally:
+        conflict_module.find_entity = find_entity
+        values_module.NAME_TAIL_MIN_CHARS = chosen_default
+    chosen = min((t for t in clean if t is not None), default=None)
+    quiet = argparse.Namespace(limit=None, no_write=True)
+    values_module.NAME_TAIL_MIN_CHARS = chosen
+    try:
+        held_out_tables, _ = detector_alone(quiet)
+        conflict_module.find_entity = previous_name_test
+        before_tables, _ = detector_alone(quiet, reader="the previous test")
+    finally:
+        conflict_module.find_entity = find_entity
+        values_module.NAME_TAIL_MIN_CHARS = chosen_default
+    counts = {k: len(v) for k, v in split.items()}
+    body = (
+        "When a passage names the question's entity (`ragsieve.values.find_entity`, used by the conflict stage's "
+        "test that a passage is about the question and by its key-term cover): the name as `find_in` matches it, the "
+        "name with more words between its first and last, or its trailing words alone as a name when their longest "
+        "word has at least the letters below (`ragsieve.values.NAME_TAIL_MIN_CHARS`); a shortened form counts only "
+        "where the passage names nothing else with it. Tried on the training split only "
+        f"(`training_split`: {counts['conflictqa']} ConflictQA, {counts['squad2']} SQuAD 2.0 and "
+        f"{counts['hotpotqa']} HotpotQA questions). Rule, fixed before the run: the shortest length tried at which "
+        "no ordinary question of the split (SQuAD 2.0, HotpotQA) shows a conflict and ConflictQA's precision stays "
+        "at least 90%; none: no trailing forms. "
+        f"The rule's pick: {chosen if chosen is not None else 'no trailing forms'}. WikiContradict and the held-out "
+        "questions were not used to pick it.\n\n"
+        + markdown_table(
+            [
+                "name forms",
+                "passages not naming a question name (train)",
+                "ConflictQA (train) flagged",
+                "precision (yes and no)",
+                "SQuAD 2.0 (train) false",
+                "HotpotQA (train) false",
+            ],
+            rows,
+        )
+        + "\n\nThe pick on the held-out sets (the sets and definitions of section *Conflicting sources*):\n\n"
+        + held_out_tables
+        + "\n\nThe previous test (the name as `find_in` matches it) on the same held-out sets:\n\n"
+        + before_tables
+    )
+    print(body)
+    if not args.no_write:
+        write_section("results/conflicts.md", "conflict-names", "Conflict bar: name forms (training split)", body)
 
 
 # The meaning bar's grid (ragsieve.conflict.MeaningBar), fixed before the run: the cosine the
@@ -1222,8 +1333,15 @@ def main() -> None:
         action="store_true",
         help="the conflict bar's meaning bar (closest sentence by the embedder), chosen on the training split",
     )
+    parser.add_argument(
+        "--choose-name-forms",
+        action="store_true",
+        help="the shortest trailing form of a name that names its entity, chosen on the training split",
+    )
     args = parser.parse_args()
-    if args.choose_meaning:
+    if args.choose_name_forms:
+        choose_name_forms(args)
+    elif args.choose_meaning:
         choose_meaning(args)
     elif args.choose_cover:
         choose_cover(args)

@@ -223,3 +223,37 @@ def test_llm_short_answers_are_kept_only_where_the_passage_states_them() -> None
     polar = ConflictDetector(llm=ShortAnswerLLM({"1931": "yes", "1947": "no"}))
     r = polar.detect("Did the Kessel Bridge open before 1940?", bridge_hits()[:2])
     assert r.conflict and {g.answer for g in r.groups} == {"yes", "no"}
+
+
+# A person named in full by one site and by the surname alone by the other.
+VARNUM_Q = "When was Henrik Aldous Varnum born?"
+VARNUM_FULL = "Henrik Aldous Varnum was a Danish engineer. Henrik Aldous Varnum was born in 1871 in Aarhus."
+VARNUM_SURNAME = "The Ober canal was his work. Varnum was born in 1874, the son of a miller."
+
+
+def test_a_passage_naming_the_entity_by_its_surname_answers_and_conflicts() -> None:
+    answer = passage_answer(VARNUM_Q, VARNUM_SURNAME)
+    assert answer.answer == "1874" and answer.cover == 1.0 and answer.states_answer
+    report = ConflictDetector().detect(
+        VARNUM_Q, [hit("a", VARNUM_FULL, "a.example"), hit("b", VARNUM_SURNAME, "b.example")]
+    )
+    assert report.conflict and sorted(g.answer for g in report.groups) == ["1871", "1874"]
+
+
+def test_a_surname_shared_with_another_person_is_not_the_entity() -> None:
+    # the passage names another Varnum: "Varnum" alone may be either, so it answers nothing
+    brother = "Peter Varnum ran the mill. Varnum was born in 1874, the son of a miller."
+    # a different person with the same given name
+    namesake = "Henrik Solberg was a Danish engineer born in 1874."
+    assert passage_answer(VARNUM_Q, brother).reason.startswith("does not name")
+    assert passage_answer(VARNUM_Q, namesake).reason.startswith("does not name")
+    for other in (brother, namesake):
+        report = ConflictDetector().detect(VARNUM_Q, [hit("a", VARNUM_FULL, "a.example"), hit("b", other, "b.example")])
+        assert not report.conflict
+
+
+def test_the_entity_in_another_form_is_not_its_own_answer() -> None:
+    # "Who" asked of a passage naming the entity with a middle name: the entity is not the answer
+    question = "Who trained Mari Fitzduff?"
+    text = "Owen Laird trained Mari Christine Fitzduff in Dublin."
+    assert passage_answer(question, text).answer == "owen laird"

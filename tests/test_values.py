@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.values import Value, extract_values, find_in, fold, nearest
+from ragsieve.values import Value, extract_values, find_entity, find_in, fold, nearest
 
 
 def kinds(text: str) -> list[tuple[str, str]]:
@@ -274,3 +274,67 @@ def test_a_damaged_unit_definition_cache_is_parsed_again(tmp_path, monkeypatch) 
         assert str(registry.parse_units("km")) == "kilometer" and str(registry.parse_units("mg")) == "milligram"
     finally:
         values._load_registry.cache_clear()
+
+
+def _name(text: str) -> Value:
+    return extract_values(text, ("name",))[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "evidence", "form"),
+    [
+        # the surname alone
+        ("John Henry Seadlund", "Seadlund was executed in 1938.", "Seadlund"),
+        # more words between the first and the last
+        ("Mari Fitzduff", "Mari Christine Fitzduff (born 1947) is an Irish writer.", "Mari Christine Fitzduff"),
+        # the trailing words of a title
+        ("Sir Charles Doyly", "Charles Doyly sketched incessantly.", "Charles Doyly"),
+        # what find_in already reads: a leading form, an acronym
+        ("Sony Corporation", "Sony released it in 1979.", "Sony"),
+        ("International Business Machines", "IBM built it.", "IBM"),
+        # the name as written
+        ("Walther Meissner", "Walther Meissner found it.", "walther meissner"),
+        # a three-letter surname is long enough (NAME_TAIL_MIN_CHARS)
+        ("Ang Lee", "Lee directed the film in 2000.", "Lee"),
+    ],
+)
+def test_find_entity_reads_a_name_in_its_other_forms(name: str, evidence: str, form: str) -> None:
+    match = find_entity(_name(name), evidence)
+    assert match is not None and match.evidence.text == form
+
+
+@pytest.mark.parametrize(
+    ("name", "evidence"),
+    [
+        # a different person sharing the given name
+        ("Walther Meissner", "Walther Ochsenfeld found it."),
+        # the given name alone, beside a different person with that given name
+        ("Walther Meissner", "Walther Ochsenfeld found it; Walther wrote it up."),
+        # the surname alone, beside a different person with that surname (in the same text, or
+        # elsewhere in the passage the sentence belongs to)
+        ("Kasper Schmeichel", "Peter Bolesław Schmeichel MBE is a former goalkeeper. Schmeichel won in 1992."),
+        ("John Henry Seadlund", "Paul Seadlund was his brother. Seadlund was executed."),
+        # a different bridge sharing the generic last word
+        ("Street Bridge", "The Williams Bridge was damaged in 1982."),
+        # a trailing form shorter than three letters
+        ("Minh Ho", "Ho arrived in 1950."),
+        # a different surname
+        ("Mari Fitzduff", "Mari Christine Baker is an Irish writer."),
+    ],
+)
+def test_find_entity_does_not_read_another_entity(name: str, evidence: str) -> None:
+    assert find_entity(_name(name), evidence) is None
+
+
+def test_find_entity_reads_a_sentence_against_its_passage() -> None:
+    passage = "Peter Schmeichel was a goalkeeper. Schmeichel won in 1992."
+    kasper = _name("Kasper Schmeichel")
+    assert find_entity(kasper, "Schmeichel won in 1992.") is not None
+    assert find_entity(kasper, "Schmeichel won in 1992.", within=passage) is None
+
+
+def test_find_entity_trailing_forms_can_be_turned_off() -> None:
+    v = _name("John Henry Seadlund")
+    assert find_entity(v, "Seadlund was executed.", tail_min=None) is None
+    assert find_entity(v, "Seadlund was executed.", tail_min=9) is None  # "seadlund" has 8 letters
+    assert find_entity(v, "Seadlund was executed.", tail_min=8) is not None

@@ -60,7 +60,7 @@ from ragsieve.sentences import split_clauses
 from ragsieve.text.kind import VALUE_KINDS_FOR, AnswerKind, expected_kind  # noqa: F401  (re-exported)
 from ragsieve.text.terms import NEGATIONS, key_terms, stems, words
 from ragsieve.types import SearchHit
-from ragsieve.values import Value, extract_values, find_in, same_measure
+from ragsieve.values import Value, extract_values, find_entity, find_in, same_measure
 
 logger = logging.getLogger(__name__)
 
@@ -214,8 +214,11 @@ def _polar_stance(clause: str) -> str:
 
 def _not_about(question: str, q_names: Sequence[Value], text: str) -> str:
     """Why ``text`` is not about what ``question`` asks ("" when it is): it must name every
-    proper name of the question; a question without one must have all its key terms in it."""
-    missing = [v.text for v in q_names if find_in(v, text) is None]
+    proper name of the question, in any of the name's forms (:func:`ragsieve.values.find_entity`:
+    "Seadlund" for "John Henry Seadlund", "Mari Christine Fitzduff" for "Mari Fitzduff", "IBM" for
+    "International Business Machines"; not a shortened form that the text also uses for another
+    name); a question without one must have all its key terms in it."""
+    missing = [v.text for v in q_names if find_entity(v, text) is None]
     if missing:
         return f"does not name {', '.join(missing)}"
     if not q_names:
@@ -226,6 +229,26 @@ def _not_about(question: str, q_names: Sequence[Value], text: str) -> str:
         if absent:
             return f"does not mention {', '.join(absent)}"
     return ""
+
+
+def _cover(terms: set[str], q_names: Sequence[Value], sentence: str, passage: str) -> float:
+    """The share of the question's key terms ``sentence`` (of ``passage``) holds; the words of a
+    question's name count as held where the sentence names its entity in another form
+    (:func:`ragsieve.values.find_entity`, read against the whole passage's names): "Seadlund was
+    executed in 1938" holds "John Henry Seadlund"."""
+    held = terms & set(_stems(sentence))
+    for v in q_names:
+        own = (terms - held) & set(_stems(v.text))
+        if own and find_entity(v, sentence, within=passage) is not None:
+            held |= own
+    return len(held) / max(1, len(terms))
+
+
+def _is_form_of(v: Value, name: Value) -> bool:
+    # the whole of ``v`` is another form of the question's ``name`` ("Mari Christine Fitzduff" of
+    # "Mari Fitzduff"), not a name that merely holds it ("Walther Meissner" holds "Meissner")
+    match = find_entity(name, v.text)
+    return match is not None and match.evidence.tokens == v.tokens
 
 
 def _predicate(terms: set[str], q_names: Sequence[Value]) -> set[str]:
@@ -255,7 +278,7 @@ def answering_sentence(question: str, text: str) -> str | None:
     best: tuple[float, str] | None = None
     for _, sentence in _sentences(text):
         sentence_words = set(_stems(sentence))
-        cover = len(terms & sentence_words) / max(1, len(terms))
+        cover = _cover(terms, q_names, sentence, text)
         if cover >= MIN_TERM_COVER and predicate & sentence_words and (best is None or cover > best[0]):
             best = (cover, sentence)
     return best[1] if best else None
@@ -317,7 +340,7 @@ def passage_answer(
     best: tuple[bool, float, float, Value, str, bool, float | None] | None = None
     for i, (_, sentence) in enumerate(sentences):
         sentence_words = set(_stems(sentence))
-        cover = len(terms & sentence_words) / max(1, len(terms))
+        cover = _cover(terms, q_names, sentence, text)
         cosine = cosines[i] if cosines is not None else None
         closest = meaning is not None and i == top and cover >= meaning.floor
         # a sentence answers the question only if it is about what is asked, not merely about
@@ -344,6 +367,7 @@ def passage_answer(
             # the question's own entity or value is not its answer
             if not any(find_in(v, qv.text) is not None for qv in q_values if qv.kind == v.kind)
             and not (v.kind == "name" and set(_stems(v.text)) <= terms)
+            and not (v.kind == "name" and any(_is_form_of(v, qv) for qv in q_names))
         ]
         # values of the kind asked for first: for "how long", a length, not the count of piers
         # beside it ("312 metres long and stands on nine piers")
@@ -419,9 +443,10 @@ def llm_passage_answer(
     if not answer or answer.lower() == "unknown":
         return PassageAnswer(position, chunk_id, source, None, "", reason="the model found no answer", by="llm")
     terms = key_terms(question)
+    q_names = extract_values(question, ("name",))
     if polar:
         low = answer.lower()
-        cover = max((len(terms & set(_stems(s))) / max(1, len(terms)) for _, s in _sentences(text)), default=0.0)
+        cover = max((_cover(terms, q_names, s, text) for _, s in _sentences(text)), default=0.0)
         return PassageAnswer(
             position,
             chunk_id,
@@ -439,8 +464,8 @@ def llm_passage_answer(
         # sentence that holds the question's terms (as an extracted one)
         v = grounded[0]
         stating = [s for _, s in _sentences(text) if find_in(v, s) is not None]
-        cover = max((len(terms & set(_stems(s))) / max(1, len(terms)) for s in stating), default=0.0)
-        sentence = max(stating, key=lambda s: len(terms & set(_stems(s))), default="")
+        cover = max((_cover(terms, q_names, s, text) for s in stating), default=0.0)
+        sentence = max(stating, key=lambda s: _cover(terms, q_names, s, text), default="")
         return PassageAnswer(
             position, chunk_id, source, v, v.norm, sentence, "model answer, found in the passage", "llm", cover=cover
         )

@@ -1021,6 +1021,105 @@ def _name_variant(value: Value, evidence_values: Sequence[Value]) -> Match | Non
     return None
 
 
+# The shortest trailing form of a name that names it on its own (:func:`find_entity`): its
+# longest word has at least this many letters. Chosen on the conflict stage's training split
+# (`python benchmarks/conflicts.py --choose-name-forms`; tried 3, 4, 5, 6, 8 and none; rule: the
+# shortest at which no ordinary question of the split shows a false conflict and ConflictQA's
+# precision stays at least 90%): 3, every length tried was clean. ``None``: trailing forms are
+# not read.
+NAME_TAIL_MIN_CHARS: int | None = 3
+
+
+def _subsequence(short: Sequence[str], long: Sequence[str]) -> bool:
+    it = iter(long)
+    return all(any(_tok_matches(s, t) for t in it) for s in short)
+
+
+def _names_another(toks: Sequence[str], part: Sequence[str], ev: Sequence[str]) -> bool:
+    """Whether evidence name ``ev`` holds ``part`` (a shorter form of the name ``toks``) beside
+    words that are not the name's: it names something else ("Peter Schmeichel" beside "Kasper
+    Schmeichel", "Walther Ochsenfeld" beside "Walther Meissner", "Williams Bridge" beside "Street
+    Bridge")."""
+    k = len(part)
+    if len(ev) <= k:
+        return False
+    for i in range(len(ev) - k + 1):
+        if tuple(ev[i : i + k]) == tuple(part):
+            rest = [*ev[:i], *ev[i + k :]]
+            if not all(any(_tok_matches(t, e) or _tok_matches(e, t) for t in toks) for e in rest):
+                return True
+    return False
+
+
+def _named(evidence_values: Sequence[Value]) -> list[tuple[Value, tuple[str, ...]]]:
+    return [(ev, tuple(t.rstrip(".") for t in ev.tokens)) for ev in evidence_values if ev.kind == "name" and ev.tokens]
+
+
+def _entity_form(
+    value: Value, evidence_values: Sequence[Value], tail_min: int | None, others: Sequence[tuple[str, ...]]
+) -> Match | None:
+    toks = tuple(t.rstrip(".") for t in value.tokens)
+    if len(toks) < 2:
+        return None
+    named = _named(evidence_values)
+    for ev, etoks in named:
+        # the same first and last word with more words between ("Mari Christine Fitzduff")
+        if len(etoks) > len(toks) and etoks[0] == toks[0] and etoks[-1] == toks[-1] and _subsequence(toks, etoks):
+            return Match(value, ev, "variant", f"{value.text} with more words")
+    if tail_min is None:
+        return None
+    for k in range(len(toks) - 1, 0, -1):
+        tail = toks[-k:]
+        if max(len(t) for t in tail) < tail_min or any(_names_another(toks, tail, o) for o in others):
+            continue
+        for ev, etoks in named:
+            if etoks == tail:
+                return Match(value, ev, "variant", f"the last words of {value.text}")
+    return None
+
+
+def find_entity(
+    value: Value,
+    evidence: str | EvidenceValues,
+    *,
+    within: str | EvidenceValues | None = None,
+    tail_min: int | None | Literal["default"] = "default",
+) -> Match | None:
+    """Where ``evidence`` names the entity a name ``value`` names, in any of its written forms, or
+    ``None`` (for a value of another kind: :func:`find_in`). The forms: the name as :func:`find_in`
+    matches it (as written, initials, its leading words, acronym, another spelling); the name with
+    more words between its first and last ("Mari Christine Fitzduff" names "Mari Fitzduff"); its
+    trailing words standing alone as a name ("Seadlund" names "John Henry Seadlund") when the
+    longest of them has at least ``tail_min`` letters (default :data:`NAME_TAIL_MIN_CHARS`;
+    ``None``: trailing forms are not read). A shortened form (leading or trailing words) names
+    the entity only where no name of the evidence holds it beside words that are not the name's:
+    "Schmeichel" beside "Peter Schmeichel" does not name "Kasper Schmeichel", and "Walther"
+    beside "Walther Ochsenfeld" does not name "Walther Meissner". ``within``: the whole text
+    ``evidence`` is part of (a sentence of a passage); a shortened form is read against the names
+    of both.
+
+    >>> v = extract_values("John Henry Seadlund", ("name",))[0]
+    >>> find_entity(v, "Seadlund was executed in 1938.").how
+    'variant'
+    >>> find_entity(v, "Peter Seadlund met him; Seadlund was executed.") is None
+    True
+    """
+    ev = evidence if isinstance(evidence, EvidenceValues) else read_evidence(evidence)
+    found = find_in(value, ev)
+    if value.kind != "name":
+        return found
+    toks = tuple(t.rstrip(".") for t in value.tokens)
+    context = [] if within is None else (within if isinstance(within, EvidenceValues) else read_evidence(within)).values
+    others = [etoks for _, etoks in _named([*ev.values, *context])]
+    if found is not None:
+        lead = tuple(t.rstrip(".") for t in found.evidence.tokens)
+        shorter = found.how == "variant" and 0 < len(lead) < len(toks) and toks[: len(lead)] == lead
+        if not (shorter and any(_names_another(toks, lead, o) for o in others)):
+            return found
+        return None  # its leading words also name another thing here
+    return _entity_form(value, ev.values, NAME_TAIL_MIN_CHARS if tail_min == "default" else tail_min, others)
+
+
 def phrase_pattern(*phrases: str, ignore_case: bool = False, possessive: bool = False) -> re.Pattern[str]:
     """A pattern for any of ``phrases`` written as whole words (no letter, digit or underscore
     just before or after), the longest first; ``possessive`` takes a following "'s" with it.

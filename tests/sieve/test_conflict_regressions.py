@@ -113,3 +113,31 @@ def test_two_sites_that_disagree_among_unrelated_passages_are_named_and_nothing_
         r"290 metres \(site-b\.example/tarn-viaduct\.txt(?: \[\d\])?\)\.",
         statement,
     ), statement
+
+
+# One site names the engineer in full, the other by his surname alone; a third passage names
+# another Varnum, so its "Varnum" may be either man.
+VARNUM_DOCS = {
+    "site-a.example/varnum.txt": (
+        "Henrik Aldous Varnum was a Danish engineer. Henrik Aldous Varnum was born in 1871 in Aarhus."
+    ),
+    "site-b.example/ober-canal.txt": "The Ober canal was his work. Varnum was born in 1874, the son of a miller.",
+}
+VARNUM_Q = "When was Henrik Aldous Varnum born?"
+
+
+@pytest.mark.parametrize(
+    ("second", "groups"),
+    [
+        (VARNUM_DOCS["site-b.example/ober-canal.txt"], ["1871", "1874"]),
+        # the second site answers nothing: one answer, no conflict
+        ("Peter Varnum ran the mill. Varnum was born in 1874, the son of a miller.", ["1871"]),
+    ],
+    ids=["surname-alone-is-compared", "surname-shared-with-another-person-is-not"],
+)
+def test_a_site_naming_the_entity_by_its_surname(tmp_path, second, groups):
+    index = build_index(tmp_path, VARNUM_DOCS | {"site-b.example/ober-canal.txt": second})
+    ans = sieve(index, FakeLLM(first_passage_sentence), KeywordJudge(relevant=("varnum",))).ask(VARNUM_Q)
+    record = ans.trace.stage("conflict")[0]
+    assert record["conflict"] is (len(groups) == 2)
+    assert sorted(g["answer"] for g in record["groups"]) == groups
