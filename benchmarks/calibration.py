@@ -273,7 +273,11 @@ def main() -> None:
     elif args.set == "hotpotqa":
         data, index_dir, desc = prepare_hotpotqa(out, cfg, args.n, args.seed)
     else:
-        data, index_dir, desc = prepare_squad2(out, cfg, args.n, args.seed)
+        # the sieve's decide stage weighs its signals with the bundled decision model, trained on
+        # SQuAD 2.0 questions: those are never drawn here
+        from train_decision import bundled_model_training_ids
+
+        data, index_dir, desc = prepare_squad2(out, cfg, args.n, args.seed, exclude=bundled_model_training_ids())
     items = load_qa(data, args.limit)
     print(
         f"{args.set}: {len(items)} questions ({sum(not i.answerable for i in items)} unanswerable), index {index_dir}"

@@ -342,11 +342,12 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
     import numpy as np
 
     from ragsieve.calibrate import wilson_interval
+    from ragsieve.config import DecideConfig
     from ragsieve.decision import DecisionModel
     from ragsieve.errors import InputError
     from ragsieve.eval.baselines import baseline_rows
     from ragsieve.eval.calibrate_cli import calibration_labels
-    from ragsieve.eval.checks import check_table
+    from ragsieve.eval.checks import check_table, vetoed
     from ragsieve.eval.fair import split_indices
     from ragsieve.eval.scoring import ItemScores
     from ragsieve.eval.selective import aurc, bootstrap_interval, paired_bootstrap_interval, rank_scores
@@ -388,7 +389,12 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
 
     # --- the decision at the default threshold, over every finished question
     threshold = model.threshold_
-    conf: list[float | None] = [model.confidence(r["signals"]) if r.get("signals") is not None else None for r in rows]
+    vetoes = DecideConfig().vetoes  # the default configuration's: a fired veto withdraws the draft
+    conf: list[float | None] = [
+        model.confidence(r["signals"]) if r.get("signals") is not None and not vetoed(r.get("fired") or [], vetoes)
+        else None
+        for r in rows
+    ]  # fmt: skip
     answered = [c is not None and c >= threshold for c in conf]
     q_right = [bool(r["right"]) for r in rows]
     answerable = [bool(i.answerable) for i in items]
@@ -418,7 +424,8 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
         acc_diff = (f" (difference {100 * (dec_ok.mean() - plain_ok.mean()):+.1f} pts, paired 95% bootstrap "
                     f"interval [{100 * dlo:+.1f}, {100 * dhi:+.1f}])")  # fmt: skip
     decision_line = (
-        f"**At the model's default threshold** ({threshold:.3f}, {threshold_rule_text(model.threshold_rule_)}): "
+        f"**At the model's default threshold** ({threshold:.3f}, {threshold_rule_text(model.threshold_rule_)}; "
+        f"default vetoes: {', '.join(vetoes) if vetoes else 'none'}): "
         f"answered {sum(answered)} of {n} questions ({m} had a draft); accuracy on answerable "
         f"questions {pct_ci(acc_decided, n_ans)} vs {pct(right_drafts, n_ans)} keeping every draft and "
         f"{pct_ci(acc_plain, n_ans)} for plain RAG{acc_diff}; right drafts withdrawn "
@@ -547,7 +554,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--max-minutes", type=float, default=30.0, help="stop answering after this long (resumable)")
     ap.add_argument("--boot", type=int, default=1000)
-    ap.add_argument("--train-n", type=int, default=300, help="train_decision.py's --n of the bundled model")
+    ap.add_argument("--train-n", type=int, default=800, help="train_decision.py's --n of the bundled model")
     ap.add_argument("--train-seed", type=int, default=0, help="train_decision.py's --seed of the bundled model")
     ap.add_argument("--report-only", action="store_true", help="report what the caches hold; answer nothing")
     ap.add_argument("--no-report", action="store_true", help="answer, then stop without a report")

@@ -26,7 +26,7 @@ one-sided 95% Clopper-Pearson upper bound on the share of right drafts withdrawn
 that needs at least 59 right drafts, and with fewer, the highest whose expected share is at most
 5% (at least 19 right drafts; with fewer, 0: no draft withdrawn on its confidence).
 
-    python benchmarks/train_decision.py --n 300 --model smollm2 --max-minutes 40
+    python benchmarks/train_decision.py --n 800 --model smollm2 --max-minutes 40
 """
 
 from __future__ import annotations
@@ -73,6 +73,18 @@ def trained_question_ids(n: int, seed: int) -> list[str]:
 
     sample = squad2_sample(list(read_jsonl(SQUAD2 / "questions.jsonl")), n, seed)
     return training_split([q["id"] for q in sample], seed)
+
+
+def bundled_model_training_ids() -> list[str]:
+    """The SQuAD 2.0 question ids the bundled decision model was trained on, from the split its
+    header names (:func:`split_description`); none when the header names no such split."""
+    import re
+
+    from ragsieve.decision import DecisionModel
+
+    found = re.fullmatch(r"calibration part of ragsieve\.eval\.fair\.split_indices\((\d+), 0\.5, (\d+)\)",
+                         str(DecisionModel.default().about_.get("split", "")))  # fmt: skip
+    return trained_question_ids(int(found.group(1)), int(found.group(2))) if found else []
 
 
 def training_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
@@ -124,7 +136,7 @@ def training_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("--n", type=int, default=300, help="size of the SQuAD 2.0 sample (calibration.py's --n)")
+    ap.add_argument("--n", type=int, default=800, help="size of the SQuAD 2.0 sample (calibration.py's --n)")
     ap.add_argument("--seed", type=int, default=0, help="sample and split seed (calibration.py's --seed)")
     ap.add_argument("--model", choices=("smollm2", "gemma"), default="smollm2")
     ap.add_argument("--threads", type=int, default=1)

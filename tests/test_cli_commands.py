@@ -295,13 +295,19 @@ def own(ws: Workspace) -> dict[str, Run]:
     every command, the bundled models' included): ingest, search on both scales, an answer the
     sieve withdraws at 80 columns, and eval on two questions."""
     idx, fake = ws.path("own-idx"), ("--llm-url", ws.chat_url, "--model", "fake")
+    # the default threshold bounds the right drafts withdrawn and keeps this non-answer (with a
+    # caveat) at its confidence of about 0.1; a stricter one shows how a withdrawn draft reads
+    strict = Path(ws.path("strict.yaml"))
+    strict.write_text("decide:\n  threshold: 0.5\n", encoding="utf-8")
     return {
         "ingest": ws.run("ingest", ws.path("corpus"), "--index", idx, "--threads", "1"),
         "search": ws.run("search", "Apollo moon landing", "--index", idx, "-k", "3"),
         "search raw": ws.run("search", "Apollo moon landing", "--index", idx, "-k", "3", "--raw-scores"),
         "search json": ws.run("search", "Apollo moon landing", "--index", idx, "-k", "3", "--json"),
         # the fake server answers "The passages state it [1].": no date, so the sieve refuses it
-        "ask sieve": ws.run("ask", "When did Apollo 11 land on the Moon?", "--index", idx, *fake),
+        "ask sieve": ws.run("ask", "When did Apollo 11 land on the Moon?", "--index", idx, *fake,
+                            "--config", str(strict)),
+        "ask default": ws.run("ask", "When did Apollo 11 land on the Moon?", "--index", idx, *fake),
         "eval": ws.run("eval", "--data", ws.path("qa.jsonl"), "--index", idx, *fake, "--only", "plain,no-retrieval",
                        "--judge", "none", "--bootstrap", "20", "--cache", ws.path("own-eval-cache.jsonl")),
     }
@@ -331,6 +337,17 @@ def test_an_80_column_answer_shows_the_withdrawn_draft(own: dict[str, Run]) -> N
     assert "withdrawn draft (responsive: wrong_kind" in flat and "replaced by the abstention" in flat, out
     assert "The passages state it [1]." in flat
     assert "…" not in "\n".join(lines[: lines.index(next(x for x in lines if x.startswith("candidates")))])
+
+
+def test_a_kept_non_answer_carries_its_caveat(own: dict[str, Run]) -> None:
+    # at the default threshold the decision keeps the draft the responsiveness check asked to
+    # withdraw; the reader is told, beside the answer, that the checks did not confirm it and why
+    out = own["ask default"].out
+    _fits(out)
+    lines = out.splitlines()
+    assert lines[1].startswith("A: The passages state it [1]."), out
+    flat = " ".join(out.split())
+    assert "caveat: not fully confirmed by the checks: verify: none of 1 answer sentences" in flat, out
 
 
 def test_ingest_summary_and_progress_line_give_one_rate(own: dict[str, Run]) -> None:

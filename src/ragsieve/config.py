@@ -890,9 +890,10 @@ class DecideConfig(_Section):
     ``calibration.abstain_below`` (what ``ragsieve calibrate`` certified), else the model's own
     default. ``caveat_margin``: an answer within this of the threshold, or one a check asked to
     withdraw but the combined confidence keeps, says it is not fully confirmed. ``vetoes``: the
-    verify stage's withdrawals that still end a run on their own (none by default: a veto
-    stays only where its measured precision on outside data is at least 0.9, and none of these
-    has been measured there yet)."""
+    verify stage's withdrawals that still end a run on their own: ``responsive`` every way a reply
+    fails to answer, ``responsive.wrong_kind`` (and the other ways) one only. None by default: a
+    veto stays only where its measured precision on outside data is at least 0.9, and none has
+    reached it (``benchmarks/decision_sets.py``, docs/results/calibration.md)."""
 
     mode: DecideMode = "decide"
     model: str | None = None

@@ -3,7 +3,7 @@ withdrawing was right (the gold answer shows the draft wrong, or the question is
 
 from __future__ import annotations
 
-from ragsieve.eval.checks import check_table, check_table_lines, fired_checks
+from ragsieve.eval.checks import check_table, check_table_lines, fired_checks, vetoed
 from ragsieve.eval.data import QAItem
 from ragsieve.types import Trace
 
@@ -23,7 +23,9 @@ def test_fired_checks_reads_stops_and_withdrawals() -> None:
     weighed = trace_with({"stage": "verify", "withdraw": "unsupported", "reason": "verify: none"}, draft="Tom Newman.")
     assert fired_checks(weighed) == (["verify.unsupported"], "Tom Newman.")
     vetoed = trace_with({"stage": "abstain", "check": "verify", "reason": "responsive: wrong_kind"})
-    assert fired_checks(vetoed)[0] == ["responsive"]
+    assert fired_checks(vetoed)[0] == ["responsive.wrong_kind"]
+    one_way = trace_with({"stage": "verify", "withdraw": "responsive.restated_question", "reason": "responsive: x"})
+    assert fired_checks(one_way)[0] == ["verify.responsive.restated_question"]
     assert fired_checks(trace_with(draft="Paris."))[0] == []
 
 
@@ -51,3 +53,10 @@ def test_precision_counts_a_withdrawal_right_only_when_the_gold_shows_the_draft_
     lines = check_table_lines(list(table.values()))
     assert lines[0].startswith("check") and any(line.startswith("verify.unsupported") for line in lines)
     assert check_table_lines([]) == ["no check fired on these questions"]
+
+
+def test_a_report_replays_a_configuration_s_vetoes() -> None:
+    fired = ["verify.unsupported", "verify.responsive.wrong_kind"]
+    assert vetoed(fired, ["responsive"]) and vetoed(fired, ["responsive.wrong_kind"]) and vetoed(fired, ["unsupported"])
+    assert not vetoed(fired, ["responsive.restated_question"]) and not vetoed(fired, ["value_tie"])
+    assert not vetoed([], ["responsive"]) and not vetoed(fired, [])

@@ -182,6 +182,20 @@ def test_an_unsupported_draft_is_withdrawn_by_the_decision_not_by_a_veto(moon_in
     assert not vetoed.trace.stage("decide")
 
 
+def test_a_veto_may_name_one_way_of_not_answering(moon_index: Index) -> None:
+    reply = "The passages state it [1]."  # the question asks for a date; the reply gives none
+    ans = pipe(moon_index, reply, support_model(), decide={"threshold": 0.0}).ask(MOON_Q)
+    decided = ans.trace.stage("decide")[-1]
+    # the way it fails is a signal of its own, the others read 0
+    assert decided["signals"]["verify.wrong_kind"] == 1.0 and decided["signals"]["verify.restated_question"] == 0.0
+    assert any(e.get("withdraw") == "responsive.wrong_kind" for e in ans.trace.stage("verify"))
+    vetoed = pipe(moon_index, reply, support_model(), decide={"vetoes": ["responsive.wrong_kind"]}).ask(MOON_Q)
+    assert vetoed.abstained and vetoed.trace.stage("abstain")[0]["check"] == "verify"
+    other = pipe(moon_index, reply, support_model(), decide={"vetoes": ["responsive.restated_question"],
+                                                             "threshold": 0.0}).ask(MOON_Q)  # fmt: skip
+    assert not other.abstained and other.trace.stage("decide")
+
+
 def test_a_withdrawal_the_confidence_overrules_is_answered_with_a_caveat(moon_index: Index) -> None:
     reply = "Apollo 11 landed on the Moon in 1975 [1]."
     ans = pipe(moon_index, reply, support_model(threshold=0.0), decide={"threshold": 0.0}).ask(MOON_Q)

@@ -14,7 +14,7 @@ was not tuned on, is at least 0.9.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ragsieve.answers import contains_answer
@@ -44,6 +44,18 @@ def fired_checks(trace: Trace) -> tuple[list[str], str | None]:
     decided = trace.stage("decide")
     draft = str(decided[-1]["draft"]) if decided and decided[-1].get("draft") is not None else None
     return fired, draft
+
+
+def vetoed(fired: Sequence[str], vetoes: Collection[str]) -> bool:
+    """Whether a check in ``fired`` (:func:`fired_checks`'s names) is one of ``vetoes`` (the
+    ``decide.vetoes`` names): ``verify.responsive.wrong_kind`` is vetoed by ``responsive`` and by
+    ``responsive.wrong_kind``, ``verify.value_tie`` by ``value_tie``. Lets a report replay a
+    run made with ``decide.mode = "observe"`` under a configuration's vetoes."""
+    for check in fired:
+        name = check.removeprefix("verify.")
+        if name in vetoes or name.split(".", 1)[0] in vetoes:
+            return True
+    return False
 
 
 def check_table(items: Sequence[QAItem], records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
