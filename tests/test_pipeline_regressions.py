@@ -60,11 +60,6 @@ def test_a_right_draft_worded_unlike_the_evidence_is_kept(
     assert ans.trace.stage("decide")[-1]["draft"] == reply
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the decision model retrained on 362 SQuAD 2.0 drafts gives this wrong name 0.508 (the model before it: "
-    "under 0.5): the cited passage states Tom Newman, so value grounding supports the name, and the name tie "
-    "does not mark it (no other fact recorded for it); no check reads which prize each name claimed, so only "
-    "the model's weights kept it under 0.5 before, and they are not tuned to this case"))
 def test_a_wrong_name_from_the_same_passage_is_not_accepted_with_high_confidence(demo_index: Index) -> None:
     # the passage gives William McLellan the motor prize and Tom Newman the text prize
     question = "Who claimed Feynman's prize for a working electric motor only 1/64 inch on each side?"

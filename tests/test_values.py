@@ -86,6 +86,11 @@ def test_identifiers_are_exact_tokens() -> None:
     assert find_in(one("use os.path.join()"), "call os.path.join(a, b)") is not None
     assert kinds("Use ASN1_DEN[1].") == [("identifier", "ASN1_DEN")]  # the citation marker is not a value
     assert all(k != "identifier" for k, _ in kinds("e.g. the U.S. team"))
+    # a surname with an inner capital after a given name inside a sentence is a name; alone, or
+    # after a sentence's first word, it stays a code name
+    assert kinds("claimed by William McLellan in 1960") == [("name", "william mclellan"), ("date", "1960")]
+    assert kinds("Call HttpClient now.") == [("identifier", "HttpClient")]  # a verb opens the sentence
+    assert kinds("the class HttpClient opens it") == [("identifier", "HttpClient")]
 
 
 @pytest.mark.parametrize(

@@ -762,6 +762,21 @@ def _plausible_unit(number: Value, unit: str) -> bool:
     return not (number.number is not None and number.number == int(number.number) and 1000 <= number.number <= 2099)
 
 
+def _is_surname_after_given_name(word: str, before: str) -> bool:
+    """Whether ``word``, a capitalised word with one inner capital ("McLellan", "DeVito"), comes
+    right after a capitalised word inside a sentence ("claimed by William McLellan"): a name
+    then, as code names are not written after a given name. Not after a sentence's first word,
+    which may be a verb ("Call HttpClient")."""
+    if not (word.isalpha() and word[0].isupper() and word[1].islower() and sum(c.isupper() for c in word) == 2):
+        return False
+    if not before.endswith(" ") or before.endswith("  "):
+        return False
+    head, _, given = before[:-1].rpartition(" ")
+    if not (len(given) > 1 and given.isalpha() and given[0].isupper() and given[1:].islower()):
+        return False
+    return bool(head) and _SENTENCE_START_RE.search(head + " ") is None
+
+
 def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]:
     """Every value ``text`` states, in order of position; each character belongs to one value.
 
@@ -782,6 +797,8 @@ def extract_values(text: str, kinds: Iterable[str] = VALUE_KINDS) -> list[Value]
             continue  # "Mr.Smith"-like joins of capitalised words
         if "." in s and all(p[:1].isupper() and p[1:].islower() for p in s.split(".")):
             continue  # capitalised words joined by a full stop: prose missing a space, not a code name
+        if _is_surname_after_given_name(s, text[: m.start()]):
+            continue  # "William McLellan", "Danny DeVito": a surname, not a CamelCase code name
         taken.append(m.span())
         if "identifier" in wanted:
             out.append(Value("identifier", s, s, m.span(), tokens=(s.removesuffix("()"),)))

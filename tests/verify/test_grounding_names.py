@@ -76,3 +76,33 @@ def test_a_name_needs_a_rival_sentence_with_most_of_the_terms_and_twice_its_own(
     rival = evidence.replace("were later painted", "were designed")
     marked = ground_values("Anna Varga", [rival], given=question, tie_to_question=True)
     assert not marked.grounded and marked.failed[0].other_fact == "Anna Varga designed the bridge."
+
+
+AWARDS = (
+    "The guild gave two medals in 1990: the medal for the restored harbour crane was won by Lena Hartig, "
+    "and the medal for the printed river atlas was won by Omar Castell."
+)
+AWARDS_Q = "Who won the medal for the restored harbour crane?"
+
+
+def test_a_name_in_another_clause_of_the_same_sentence_is_marked() -> None:
+    # one sentence, two facts: the clause about the crane names Lena Hartig, the clause about the
+    # atlas Omar Castell; the atlas's name is stated about another fact
+    assert expected_kind(AWARDS_Q) == "name"
+    wrong = ground_values("Omar Castell", [AWARDS], given=AWARDS_Q, tie_to_question=True)
+    assert not wrong.grounded
+    assert wrong.failed[0].other_fact == "and the medal for the printed river atlas was won by Omar Castell."
+    for answer in ("Lena Hartig", "L. Hartig", "Hartig"):
+        right = ground_values(answer, [AWARDS], given=AWARDS_Q, tie_to_question=True)
+        assert right.grounded and not right.checks[0].other_fact, answer
+
+
+def test_clauses_are_not_split_for_numbers_or_without_a_rival() -> None:
+    # dates and numbers are judged by sentence (chosen on the training split): the year of the other
+    # clause is not marked
+    question = "In which year did the harbour crane reopen?"
+    evidence = "The harbour crane reopened in 1990, and the river atlas was printed in 1994."
+    assert ground_values("1994", [evidence], given=question, tie_to_question=True).grounded
+    # a sentence with one name only is judged whole, whichever clause holds the terms
+    alone = "The medal for the restored harbour crane was given in 1990, and it was won by Lena Hartig."
+    assert ground_values("Lena Hartig", [alone], given=AWARDS_Q, tie_to_question=True).grounded
