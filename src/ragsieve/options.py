@@ -8,6 +8,7 @@ pydantic and building every config model.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Literal
 
 # The stage list every pipeline preset is drawn from, in execution order.
@@ -53,6 +54,16 @@ VetoName = Literal[
     "responsive.empty", "responsive.pasted_passage", "responsive.restated_question",
     "responsive.wrong_kind", "responsive.ungrounded",
 ]  # fmt: skip
+
+
+def is_veto(kind: str, reason: str | None, vetoes: Collection[str]) -> bool:
+    """Whether a withdrawal of ``kind`` (``responsive``, ``value_tie``, ...) for ``reason`` (a way
+    of not answering, or ``None``) is one of ``vetoes`` (``decide.vetoes``): ``responsive`` vetoes
+    every reason, ``responsive.wrong_kind`` that one only. The verify stage asks it at run time and
+    ``ragsieve.eval.checks.vetoed`` when a report replays a run made in observe mode."""
+    return kind in vetoes or (reason is not None and f"{kind}.{reason}" in vetoes)
+
+
 # The responsiveness check's reasons for a reply that does not answer (each a ``verify.<reason>``
 # signal for the decide stage); a reply that says it cannot answer is the decline check's.
 UnresponsiveReason = Literal["empty", "pasted_passage", "restated_question", "wrong_kind", "ungrounded"]
@@ -130,4 +141,5 @@ __all__ = [
     "TaskLabel",
     "ValueTie",
     "VetoName",
+    "is_veto",
 ]

@@ -19,6 +19,7 @@ from typing import Any
 
 from ragsieve.answers import contains_answer
 from ragsieve.eval.data import QAItem
+from ragsieve.options import is_veto
 from ragsieve.types import Trace
 
 
@@ -52,8 +53,8 @@ def vetoed(fired: Sequence[str], vetoes: Collection[str]) -> bool:
     ``responsive.wrong_kind``, ``verify.value_tie`` by ``value_tie``. Lets a report replay a
     run made with ``decide.mode = "observe"`` under a configuration's vetoes."""
     for check in fired:
-        name = check.removeprefix("verify.")
-        if name in vetoes or name.split(".", 1)[0] in vetoes:
+        kind, _, reason = check.removeprefix("verify.").partition(".")
+        if is_veto(kind, reason or None, vetoes):
             return True
     return False
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any, get_args
 
 from ragsieve.config import VerifyConfig
-from ragsieve.options import UnresponsiveReason
+from ragsieve.options import UnresponsiveReason, is_veto
 from ragsieve.sieve.conflict import announce_conflict, conflict_statement
 from ragsieve.sieve.generate import Generator
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult, compare
@@ -235,7 +235,7 @@ class VerifyStage:
         """``abstain`` when ``kind`` (or ``kind.reason``, e.g. ``responsive.wrong_kind``) is a
         veto; otherwise record it for the decide stage (the draft stays) and return ``None``."""
         state.signal("verify.withdraw", True)
-        if self.vetoes is None or kind in self.vetoes or (reason and f"{kind}.{reason}" in self.vetoes):
+        if self.vetoes is None or is_veto(kind, reason, self.vetoes):
             return abstain
         state.withdrawal = abstain
         fired = f"{kind}.{reason}" if reason else kind
