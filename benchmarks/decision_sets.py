@@ -362,6 +362,26 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
         for r in table
     ]  # fmt: skip
 
+    # --- stops before any draft: the table counts one on an answerable question as wrong; with
+    # plain RAG's answer (the same retrieved passages, no stop) as the draft it stopped
+    _, plain_correct = calibration_labels(items, plain)
+    stopped: dict[str, list[int]] = {}
+    for item, rec, ok in zip(items, rows, plain_correct, strict=True):
+        if rec.get("draft") is None:
+            for check in rec.get("fired") or []:
+                tally = stopped.setdefault(check, [0, 0])
+                tally[0] += int(not item.answerable or not ok)
+                tally[1] += 1
+    stop_line = (
+        "**Stops before any draft, judged by the answer they stopped**: plain RAG's answer to the same question (from "
+        "the same retrieved passages, with nothing stopping it) taken as the draft each stop withdrew; a stop is "
+        "right on an unanswerable question or where that answer lacks the gold answer: "
+        + "; ".join(f"`{c}` {k}/{d} = {k / d:.2f}" for c, (k, d) in sorted(stopped.items()))
+        + "."
+        if stopped
+        else "**Stops before any draft**: none on this set."
+    )
+
     # --- the drafts ranked by each confidence (every finished question with a draft)
     drafted = [r for r in rows if r.get("signals") is not None]
     right = np.array([r["right"] for r in drafted], dtype=bool)
@@ -401,7 +421,6 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
     right_drafts = sum(q_right)
     withdrawn_right = sum(1 for ok, a in zip(q_right, answered, strict=True) if ok and not a)
     acc_decided = sum(1 for ok, a in zip(q_right, answered, strict=True) if ok and a)
-    _, plain_correct = calibration_labels(items, plain)
     acc_plain = int(plain_correct[np.asarray(answerable, dtype=bool)].sum())
 
     def pct(k: float, d: int) -> str:
@@ -501,6 +520,8 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
         "any draft on an answerable question counts as wrong):",
         "",
         markdown_table(["check", "fired on answerable", "fired on unanswerable", "veto precision"], check_rows),
+        "",
+        stop_line,
         "",
         f"**Ranking the {m} drafts** (AURC, lower is better, 95% bootstrap interval; paired difference decision "
         "model minus the baseline, below 0 favours the decision model):",
