@@ -76,16 +76,26 @@ def test_fifty_clients_see_three_reingests_atomically(tmp_path: Path) -> None:
     """50 concurrent clients on /v1/search while the index is re-ingested 3 times."""
     corpus, index_dir, embedder = tmp_path / "corpus", tmp_path / "idx", HashEmbedder()
     _write_version(corpus, 0, with_gone=False)
-    version_of = {_build(corpus, index_dir, embedder): 0}
+    first = _build(corpus, index_dir, embedder)
+    version_of = {first: 0}
     started: dict[int, float] = {0: 0.0}  # version -> when its ingest began
     published: dict[int, float] = {0: 0.0}  # version -> when its ingest had returned
     engine = _engine(index_dir, embedder)
     app = create_app(engine, ServeSettings(search_threads=2))
     stop = threading.Event()
     failures: list[BaseException] = []
+    answered: set[Any] = set()  # the index generations the clients have been answered from
+
+    def until_answered(generation: Any) -> None:
+        # a loaded machine may answer nothing in a fixed pause: each version is re-ingested over
+        # only once some client has been answered from the one before (at most 30 s)
+        end = time.monotonic() + 30
+        while generation not in answered and time.monotonic() < end:
+            time.sleep(0.05)
 
     def reingest() -> None:
         try:
+            until_answered(first)
             for version in (1, 2, 3):
                 time.sleep(1.0)
                 _write_version(corpus, version, with_gone=False)
@@ -93,6 +103,7 @@ def test_fifty_clients_see_three_reingests_atomically(tmp_path: Path) -> None:
                 generation = _build(corpus, index_dir, embedder)
                 version_of[generation] = version
                 published[version] = time.monotonic()
+                until_answered(generation)
             time.sleep(0.6)
         except BaseException as exc:  # surfaced by the assertions below
             failures.append(exc)
@@ -108,6 +119,8 @@ def test_fifty_clients_see_three_reingests_atomically(tmp_path: Path) -> None:
                 resp = await client.post("/v1/search", json={"query": "alpha beta", "k": 4})
                 body: dict[str, Any] | str = resp.json() if resp.status_code == 200 else resp.text
                 results.append((t0, time.monotonic(), resp.status_code, body))
+                if isinstance(body, dict):
+                    answered.add(body.get("index_generation"))
             except httpx.HTTPError as exc:
                 results.append((t0, time.monotonic(), 0, repr(exc)))
 
