@@ -79,7 +79,7 @@ BEFORE = (
     "a rival value is one the question does not state (a quantity: of the same dimension). Kept as a caveat, not "
     "a default veto. Names are also judged clause by clause in a sentence that states both the name and a rival "
     "(`CLAUSE_KINDS`, chosen on the training split: 8 more wrong-fact names caught there, no more right answers "
-    "flagged; dates and numbers were not, one catch more and three right answers more flagged); before it, here: "
+    "flagged; dates and numbers were not, 2 catches more and 1 right answer more flagged); before it, here: "
     "54/241 wrong-fact values caught (6/55 in the same sentence), 4/454 right answers and variants flagged."
 )
 
