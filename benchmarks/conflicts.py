@@ -23,7 +23,7 @@ Percentages with 95% Wilson intervals. The detector's only threshold (near-dupli
 0.6) was set on the unit-test fixtures; nothing is tuned on these sets.
 
 python benchmarks/conflicts.py          # well under a minute
-python benchmarks/conflicts.py --llm-reader --llm-n 40 [--model gemma]   # the per-passage LLM reader, bounded
+python benchmarks/conflicts.py --llm-reader --llm-n 200 [--model gemma]   # the per-passage LLM reader; resumable
 python benchmarks/conflicts.py --choose-cover   # the conflict bar's key-term cover, on the training split
 python benchmarks/conflicts.py --choose-meaning   # the meaning bar (closest sentence by the embedder), same split
 python benchmarks/conflicts.py --choose-name-forms   # the shortest trailing form of a name, same split
@@ -737,65 +737,127 @@ def choose_meaning(args: argparse.Namespace) -> None:
         )
 
 
-def llm_reader(args: argparse.Namespace) -> None:
-    """The detector with the per-passage LLM reader (``ConflictDetector(llm=...)``) on the first
-    ``--llm-n`` questions of WikiContradict (two-passage rows), of held-out ConflictQA and of
-    held-out SQuAD 2.0 answerable (false conflicts), for one bundled model."""
-    from benchmarks.answer_kind import held_out
-    from ragsieve.config import LLMConfig
-    from ragsieve.conflict import ConflictDetector
-    from ragsieve.llm import load_llm
+class CountingLLM:
+    """The model, counting the calls the reader makes of it."""
 
-    settings = eval_sieve_module().model_settings(args.model)
-    llm = load_llm(LLMConfig(**{**settings, "n_threads": args.threads}))
-    llm.warm_up()
-    detector = ConflictDetector(llm=llm)
+    def __init__(self, llm: Any) -> None:
+        self.llm, self.calls = llm, 0
+
+    def generate_json(self, prompt: Any, schema: dict[str, Any], *, max_tokens: int = 256) -> dict[str, Any]:
+        self.calls += 1
+        reply: dict[str, Any] = self.llm.generate_json(prompt, schema, max_tokens=max_tokens)
+        return reply
+
+
+def llm_reader_questions(n: int) -> dict[str, list[tuple[str, str, list[Any], Any]]]:
+    """The LLM reader's questions: per set, the first ``n`` of WikiContradict's two-passage rows,
+    of held-out ConflictQA and of held-out SQuAD 2.0 answerable (gold paragraph and the next of
+    its article, on two hosts), as (id, question, passages, what a precise statement names)."""
+    from benchmarks.answer_kind import held_out
+
     trust = SHARED_DATA / "trust"
-    t0 = time.perf_counter()
-    rows: list[list[object]] = []
+    out: dict[str, list[tuple[str, str, list[Any], Any]]] = {"wikicontradict": [], "conflictqa": [], "squad2": []}
     corpus = {r["id"]: r for r in _read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
-    flagged = precise = n = 0
     for q in _read_jsonl(trust / "wikicontradict" / "questions.jsonl"):
-        if q.get("same_passage") or n >= args.llm_n:
-            continue
-        hits = [make_hit(p, corpus[p]["text"], corpus[p]["url"]) for p in q["gold_passage_ids"] if p in corpus]
-        report = detector.detect(q["question"], hits)
-        flagged += int(report.conflict)
-        precise += int(report.conflict and names_only(report, [q["answers"][0], q["other_answers"][0]]))
-        n += 1
-    rows.append(["WikiContradict, claims in two passages", pct(flagged, n), pct(precise, flagged)])
+        if not q.get("same_passage") and len(out["wikicontradict"]) < n:
+            hits = [make_hit(p, corpus[p]["text"], corpus[p]["url"]) for p in q["gold_passage_ids"] if p in corpus]
+            out["wikicontradict"].append((q["id"], q["question"], hits, [q["answers"][0], q["other_answers"][0]]))
     corpus = {r["id"]: r for r in _read_jsonl(trust / "conflictqa" / "corpus.jsonl")}
-    flagged = precise = n = 0
     for q in _read_jsonl(trust / "conflictqa" / "questions.jsonl"):
-        if not held_out(q["id"]) or n >= args.llm_n:
-            continue
-        hits = [make_hit(p, corpus[p]["text"], corpus[p]["url"]) for p in q["gold_passage_ids"] if p in corpus]
-        report = detector.detect(q["question"], hits)
-        flagged += int(report.conflict)
-        precise += int(report.conflict and {g.answer for g in report.groups} == {"yes", "no"})
-        n += 1
-    rows.append(["ConflictQA, held out", pct(flagged, n), pct(precise, flagged)])
+        if held_out(q["id"]) and len(out["conflictqa"]) < n:
+            hits = [make_hit(p, corpus[p]["text"], corpus[p]["url"]) for p in q["gold_passage_ids"] if p in corpus]
+            out["conflictqa"].append((q["id"], q["question"], hits, None))
     paragraphs = list(_read_jsonl(trust / "squad2" / "corpus.jsonl"))
     index = {p["id"]: k for k, p in enumerate(paragraphs)}
-    false = n = 0
     for q in _read_jsonl(trust / "squad2" / "questions.jsonl"):
-        if not q.get("answerable") or not held_out(q["id"]) or n >= args.llm_n:
-            continue
-        pair = squad_pair(paragraphs, index, q)
-        if pair is None:
-            continue
-        false += int(detector.detect(q["question"], pair).conflict)
-        n += 1
-    rows.append(["SQuAD 2.0 answerable, held out (false conflicts)", pct(false, n), "–"])
+        if q.get("answerable") and held_out(q["id"]) and len(out["squad2"]) < n:
+            pair = squad_pair(paragraphs, index, q)
+            if pair is not None:
+                out["squad2"].append((q["id"], q["question"], pair, None))
+    return out
+
+
+def _reader_outcome(name: str, report: Any, claims: Any) -> tuple[bool, bool]:
+    """(conflict flagged, and the statement names only the set's two claims)."""
+    if not report.conflict:
+        return False, False
+    if name == "conflictqa":
+        return True, {g.answer for g in report.groups} == {"yes", "no"}
+    if name == "wikicontradict":
+        return True, names_only(report, claims)
+    return True, False
+
+
+def llm_reader(args: argparse.Namespace) -> None:
+    """The detector with the per-passage LLM reader (``ConflictDetector(llm=...)``) beside the rule
+    reader on the same questions: the first ``--llm-n`` of WikiContradict (two-passage rows), of
+    held-out ConflictQA and of held-out SQuAD 2.0 answerable (false conflicts), for one bundled
+    model. Resumable: each question's outcome goes to ``runs/conflicts/llm-reader/<model>.jsonl``."""
+    from ragsieve.conflict import ConflictDetector
+
+    questions = llm_reader_questions(args.llm_n)
+    cache = AnswerCache(RUNS / "llm-reader" / f"{args.model}.jsonl")
+    rule = ConflictDetector()
+    if not args.report_only:
+        from ragsieve.config import LLMConfig
+        from ragsieve.llm import load_llm
+
+        settings = eval_sieve_module().model_settings(args.model)
+        llm = CountingLLM(load_llm(LLMConfig(**{**settings, "n_threads": args.threads})))
+        llm.llm.warm_up()
+        detector = ConflictDetector(llm=llm)
+        for name, rows in questions.items():
+            for qid, question, hits, claims in rows:
+                key = f"{name}:{qid}"
+                if key in cache.records:
+                    continue
+                llm.calls = 0
+                t0 = time.perf_counter()
+                flagged, precise = _reader_outcome(name, detector.detect(question, hits), claims)
+                cache.put({
+                    "key": key, "flagged": flagged, "precise": precise, "calls": llm.calls,
+                    "passages": len(hits), "seconds": round(time.perf_counter() - t0, 2),
+                })  # fmt: skip
+    labels = {
+        "wikicontradict": "WikiContradict, claims in two passages",
+        "conflictqa": "ConflictQA, held out",
+        "squad2": "SQuAD 2.0 answerable, held out (false conflicts)",
+    }
+    table: list[list[object]] = []
+    seconds = calls = passages = 0.0
+    for name, rows in questions.items():
+        done = [(cache.records[f"{name}:{qid}"], question, hits, claims)
+                for qid, question, hits, claims in rows if f"{name}:{qid}" in cache.records]  # fmt: skip
+        n = len(done)
+        flagged = sum(r["flagged"] for r, *_ in done)
+        precise = sum(r["precise"] for r, *_ in done)
+        rule_out = [_reader_outcome(name, rule.detect(question, hits), claims) for _, question, hits, claims in done]
+        rule_flagged, rule_precise = sum(f for f, _ in rule_out), sum(p for _, p in rule_out)
+        seconds += sum(r["seconds"] for r, *_ in done)
+        calls += sum(r["calls"] for r, *_ in done)
+        passages += sum(r["passages"] for r, *_ in done)
+        false_set = name == "squad2"
+        table.append([
+            labels[name], n, pct(flagged, n), "–" if false_set else pct(precise, flagged),
+            pct(rule_flagged, n), "–" if false_set else pct(rule_precise, rule_flagged),
+        ])  # fmt: skip
     label = model_label(args.model)
     body = (
         f"ConflictDetector with the per-passage LLM reader ({label}, llama.cpp, {args.threads} thread(s); short "
         "constrained JSON per passage, an answer kept only where the passage states it in a sentence holding the "
-        f"question's key terms), policy `both`, passages given directly; the first {args.llm_n} questions of each "
-        f"set (bounded: an LLM run on a shared CPU). {time.perf_counter() - t0:.0f} s in all. Percentages with "
-        "95% Wilson intervals; conflict precision as in the section above.\n\n"
-        + markdown_table(["set", "conflict flagged", "conflict precision"], rows)
-    )
+        "question's key terms; a passage with no such sentence is not put to the model, since its answer could "
+        f"not count), policy `both`, passages given directly; the first {args.llm_n} questions of each set, beside "
+        "the rule reader (no model) on the same questions. On SQuAD 2.0 every flagged conflict is a false one. "
+        f"The model was asked about {calls:.0f} of {passages:.0f} passages; {seconds:.0f} s of reading in all "
+        "(shared 2-core CPU). Percentages with 95% Wilson intervals; conflict precision as in the section above "
+        "(WikiContradict: the statement names the two claims and nothing else; ConflictQA: it names yes and "
+        "no).\n\n"
+        + markdown_table(
+            ["set", "n", "LLM reader: conflict flagged", "LLM reader: precision", "rule reader: flagged",
+             "rule reader: precision"],
+            table,
+        )
+    )  # fmt: skip
     print(body)
     if not args.no_write:
         write_section(
@@ -1312,7 +1374,9 @@ def main() -> None:
         "--sets", nargs="+", choices=CONFLICT_SETS, default=list(CONFLICT_SETS), help="through the sieve: sets to ask"
     )
     parser.add_argument(
-        "--report-only", action="store_true", help="through the sieve: report what the caches hold; answer nothing"
+        "--report-only",
+        action="store_true",
+        help="through the sieve and LLM reader: report what the caches hold; answer nothing",
     )
     parser.add_argument(
         "--model",

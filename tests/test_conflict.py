@@ -225,6 +225,24 @@ def test_llm_short_answers_are_kept_only_where_the_passage_states_them() -> None
     assert r.conflict and {g.answer for g in r.groups} == {"yes", "no"}
 
 
+def test_the_model_is_not_asked_about_a_passage_whose_answer_could_not_count() -> None:
+    # the Marren Bridge passage has no sentence with the question's terms, so whatever the model
+    # read from it could not take part in a disagreement: no call is spent on it
+    asked: list[str] = []
+
+    class RecordingLLM(ShortAnswerLLM):
+        def generate_json(self, prompt: Any, schema: dict[str, Any], *, max_tokens: int = 256) -> dict[str, Any]:
+            asked.append(prompt[-1]["content"])
+            return super().generate_json(prompt, schema, max_tokens=max_tokens)
+
+    report = ConflictDetector(llm=RecordingLLM({"four years": "1931", "finally": "1947"})).detect(
+        QUESTION, bridge_hits()
+    )
+    assert len(asked) == 2 and not any("Marren" in a for a in asked)
+    assert "not asked" in report.answers[2].reason and report.answers[2].value is None
+    assert report.conflict and sorted(g.answer for g in report.groups) == ["1931", "1947"]
+
+
 # A person named in full by one site and by the surname alone by the other.
 VARNUM_Q = "When was Henrik Aldous Varnum born?"
 VARNUM_FULL = "Henrik Aldous Varnum was a Danish engineer. Henrik Aldous Varnum was born in 1871 in Aarhus."

@@ -426,6 +426,17 @@ def llm_passage_answer(
         return PassageAnswer(
             position, chunk_id, source, None, "", reason="the question asks for a description, not one value", by="llm"
         )
+    terms = key_terms(question)
+    q_names = extract_values(question, ("name",))
+    # an answer counts in a disagreement only from a sentence that holds the question's terms
+    # (:attr:`PassageAnswer.states_answer`), so a passage without one is not worth a model call
+    reach = max((_cover(terms, q_names, s, text) for _, s in _sentences(text)), default=0.0)
+    if reach < (MIN_TERM_COVER if polar else CONFLICT_TERM_COVER):
+        return PassageAnswer(
+            position, chunk_id, source, None, "",
+            reason=f"no sentence holds the question's key terms ({reach:.0%} at most); the model was not asked",
+            by="llm", cover=reach,
+        )  # fmt: skip
     prompt = [
         {
             "role": "system",
@@ -442,11 +453,8 @@ def llm_passage_answer(
     answer = str(reply.get("answer", "")).strip()
     if not answer or answer.lower() == "unknown":
         return PassageAnswer(position, chunk_id, source, None, "", reason="the model found no answer", by="llm")
-    terms = key_terms(question)
-    q_names = extract_values(question, ("name",))
     if polar:
         low = answer.lower()
-        cover = max((_cover(terms, q_names, s, text) for _, s in _sentences(text)), default=0.0)
         return PassageAnswer(
             position,
             chunk_id,
@@ -454,7 +462,7 @@ def llm_passage_answer(
             Value("name", low, low, (0, 0), tokens=(low,)),
             low,
             by="llm",
-            cover=cover,
+            cover=reach,
             stance=True,
         )
     values = extract_values(answer, VALUE_KINDS_FOR[kind])
