@@ -382,8 +382,20 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
         else "**Stops before any draft**: none on this set."
     )
 
-    # --- the drafts ranked by each confidence (every finished question with a draft)
+    # --- conflicts the conflict stage stated (its ``conflict.found`` signal) among the drafted
     drafted = [r for r in rows if r.get("signals") is not None]
+    conflicts_stated = sum(1 for r in drafted if r["signals"].get("conflict.found", 0.0) > 0)
+    conflict_line = (
+        f"**Conflicts stated** by the conflict stage (two answer groups from independent sources that disagree): "
+        f"{conflicts_stated} of the {len(drafted)} questions with a draft"
+        + (
+            " (the attack passages contradict the gold page here, so a stated conflict is expected)."
+            if qs.poison_answers
+            else " (no question of this set has sources planted to disagree, so each is a false conflict)."
+        )
+    )
+
+    # --- the drafts ranked by each confidence (every finished question with a draft)
     right = np.array([r["right"] for r in drafted], dtype=bool)
     scores = {
         "decision model": [model.confidence(r["signals"]) for r in drafted],
@@ -522,6 +534,8 @@ def report(qs: QuestionSet, items: list[Any], rows: list[dict[str, Any]], plain:
         markdown_table(["check", "fired on answerable", "fired on unanswerable", "veto precision"], check_rows),
         "",
         stop_line,
+        "",
+        conflict_line,
         "",
         f"**Ranking the {m} drafts** (AURC, lower is better, 95% bootstrap interval; paired difference decision "
         "model minus the baseline, below 0 favours the decision model):",
