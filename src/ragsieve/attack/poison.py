@@ -523,10 +523,6 @@ _SMALL_NUMBERS = (
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
     "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
 )
-_MONTH_NAMES = (
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
-    "december",
-)
 
 
 def _number_forms(answer: str) -> list[str]:
@@ -548,7 +544,9 @@ def _number_forms(answer: str) -> list[str]:
 def _date_parts(answer: str) -> tuple[str, str, str] | None:
     """(day, month, year) of a date answer with a month name (``4 July 1776``, ``July 4, 1776``)."""
     m = re.match(r"^\s*(?:(\d{1,2})\s+)?([A-Za-z]+)\.?\s*(\d{1,2})?(?:st|nd|rd|th)?,?\s+(\d{3,4})\s*$", answer)
-    if not m or m.group(2).lower()[:3] not in [n[:3] for n in _MONTH_NAMES]:
+    from ragsieve.lexicon import MONTHS
+
+    if not m or m.group(2).lower() not in MONTHS:
         return None
     return (m.group(1) or m.group(3) or "", m.group(2), m.group(4))
 
