@@ -751,12 +751,15 @@ class CountingLLM:
 
 def llm_reader_questions(n: int) -> dict[str, list[tuple[str, str, list[Any], Any]]]:
     """The LLM reader's questions: per set, the first ``n`` of WikiContradict's two-passage rows,
-    of held-out ConflictQA and of held-out SQuAD 2.0 answerable (gold paragraph and the next of
-    its article, on two hosts), as (id, question, passages, what a precise statement names)."""
+    of held-out ConflictQA, of held-out SQuAD 2.0 answerable (gold paragraph and the next of its
+    article, on two hosts) and of held-out HotpotQA (the two supporting paragraphs, on two hosts),
+    as (id, question, passages, what a precise statement names)."""
     from benchmarks.answer_kind import held_out
 
     trust = SHARED_DATA / "trust"
-    out: dict[str, list[tuple[str, str, list[Any], Any]]] = {"wikicontradict": [], "conflictqa": [], "squad2": []}
+    out: dict[str, list[tuple[str, str, list[Any], Any]]] = {
+        "wikicontradict": [], "conflictqa": [], "squad2": [], "hotpotqa": []
+    }
     corpus = {r["id"]: r for r in _read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
     for q in _read_jsonl(trust / "wikicontradict" / "questions.jsonl"):
         if not q.get("same_passage") and len(out["wikicontradict"]) < n:
@@ -774,6 +777,14 @@ def llm_reader_questions(n: int) -> dict[str, list[tuple[str, str, list[Any], An
             pair = squad_pair(paragraphs, index, q)
             if pair is not None:
                 out["squad2"].append((q["id"], q["question"], pair, None))
+    for q in _read_jsonl(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"):
+        if held_out(q["id"]) and len(out["hotpotqa"]) < n:
+            sup = [c for c in q["contexts"] if c["is_supporting"]]
+            hits = [
+                make_hit(f"{q['id']}-{j}", c["paragraph_text"], f"https://site-{j}.example/{q['id']}", c["title"])
+                for j, c in enumerate(sup)
+            ]
+            out["hotpotqa"].append((q["id"], q["question"], hits, None))
     return out
 
 
@@ -791,7 +802,7 @@ def _reader_outcome(name: str, report: Any, claims: Any) -> tuple[bool, bool]:
 def llm_reader(args: argparse.Namespace) -> None:
     """The detector with the per-passage LLM reader (``ConflictDetector(llm=...)``) beside the rule
     reader on the same questions: the first ``--llm-n`` of WikiContradict (two-passage rows), of
-    held-out ConflictQA and of held-out SQuAD 2.0 answerable (false conflicts), for one bundled
+    held-out ConflictQA, and of held-out SQuAD 2.0 answerable and HotpotQA (false conflicts), for one bundled
     model. Resumable: each question's outcome goes to ``runs/conflicts/llm-reader/<model>.jsonl``."""
     from ragsieve.conflict import ConflictDetector
 
@@ -822,6 +833,7 @@ def llm_reader(args: argparse.Namespace) -> None:
         "wikicontradict": "WikiContradict, claims in two passages",
         "conflictqa": "ConflictQA, held out",
         "squad2": "SQuAD 2.0 answerable, held out (false conflicts)",
+        "hotpotqa": "HotpotQA, held out (false conflicts)",
     }
     table: list[list[object]] = []
     seconds = calls = passages = 0.0
@@ -836,7 +848,7 @@ def llm_reader(args: argparse.Namespace) -> None:
         seconds += sum(r["seconds"] for r, *_ in done)
         calls += sum(r["calls"] for r, *_ in done)
         passages += sum(r["passages"] for r, *_ in done)
-        false_set = name == "squad2"
+        false_set = name in ("squad2", "hotpotqa")
         table.append([
             labels[name], n, pct(flagged, n), "–" if false_set else pct(precise, flagged),
             pct(rule_flagged, n), "–" if false_set else pct(rule_precise, rule_flagged),
@@ -847,7 +859,8 @@ def llm_reader(args: argparse.Namespace) -> None:
         "constrained JSON per passage, an answer kept only where the passage states it in a sentence holding the "
         "question's key terms; a passage with no such sentence is not put to the model, since its answer could "
         f"not count), policy `both`, passages given directly; the first {args.llm_n} questions of each set, beside "
-        "the rule reader (no model) on the same questions. On SQuAD 2.0 every flagged conflict is a false one. "
+        "the rule reader (no model) on the same questions. On SQuAD 2.0 and HotpotQA every flagged conflict is a false "
+        "one. "
         f"The model was asked about {calls:.0f} of {passages:.0f} passages; {seconds:.0f} s of reading in all "
         "(shared 2-core CPU). Percentages with 95% Wilson intervals; conflict precision as in the section above "
         "(WikiContradict: the statement names the two claims and nothing else; ConflictQA: it names yes and "

@@ -10,6 +10,12 @@ written to agree with itself), so every stated conflict is a false one; each is 
 it names.
 
 python benchmarks/demo_conflicts.py [--index runs/demo-conflicts/index]
+
+``--llm-reader --model smollm2|gemma``: the same, with the conflict stage's per-passage LLM
+reader (``stages.conflict.llm = true``) and that bundled model (llama.cpp, 1 thread); its own
+section per model.
+
+python benchmarks/demo_conflicts.py --llm-reader --model gemma
 """
 
 from __future__ import annotations
@@ -34,16 +40,28 @@ def questions() -> list[str]:
     return list(dict.fromkeys([*asked, *DEMO_SHOWCASE, MICROSCOPE]))
 
 
-def conflict_records(index_dir: Path, asked: list[str]) -> list[tuple[str, dict[str, Any]]]:
+def conflict_records(
+    index_dir: Path, asked: list[str], llm_model: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """Each question's conflict record; ``llm_model``: read each passage with that bundled model
+    (the conflict stage's LLM reader) instead of the rule reader."""
     from benchmarks.conflicts import stages_through
     from ragsieve.config import PipelineConfig
     from ragsieve.demo import demo_corpus_dir
     from ragsieve.index import Index
     from ragsieve.sieve.pipeline import Pipeline
 
-    cfg = PipelineConfig(index_dir=str(index_dir))
+    settings: dict[str, Any] = {"index_dir": str(index_dir)}
+    if llm_model is not None:
+        from benchmarks.conflicts import eval_sieve_module
+
+        llm = {**eval_sieve_module().model_settings(llm_model), "n_threads": 1}
+        settings |= {"llm": llm, "stages": {"conflict": {"llm": True}}}
+    cfg = PipelineConfig.model_validate(settings)
     built = Index.build(demo_corpus_dir(), index_dir, config=cfg)
     pipe = Pipeline(cfg, index=built)
+    if llm_model is not None:
+        pipe.warm_up()  # loads the model: the stages below run without the pipeline's own warm-up
     out = []
     for q in asked:
         record: dict[str, Any] = next(
@@ -57,29 +75,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", type=Path, default=ROOT / "runs" / "demo-conflicts" / "index")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--llm-reader", action="store_true", help="read each passage with --model (an LLM run)")
+    parser.add_argument("--model", choices=("smollm2", "gemma"), default="smollm2")
     args = parser.parse_args()
 
-    from benchmarks.conflicts import pct
+    from benchmarks.conflicts import model_label, pct
 
     t0 = time.perf_counter()
     asked = questions()
-    records = conflict_records(args.index, asked)
+    records = conflict_records(args.index, asked, args.model if args.llm_reader else None)
     stated = [(q, r) for q, r in records if r.get("conflict")]
     below = sum(
         1 for _, r in records for p in r.get("passages", []) if p.get("answer") and not p.get("compared", True)
     )
     rows: list[list[object]] = [[q, str(r.get("message", ""))] for q, r in stated] or [["(none)", ""]]
+    reader = (
+        f"the conflict stage's per-passage LLM reader (`stages.conflict.llm = true`) with {model_label(args.model)} "
+        "(llama.cpp, 1 thread)"
+        if args.llm_reader
+        else "no LLM"
+    )
     body = (
         f"The default sieve up to its conflict stage on {len(asked)} questions about the bundled demo corpus "
         "(the 52 bundled demo questions, `ragsieve demo`'s default questions and a question about the scanning "
-        "tunnelling microscope), bundled embedder and judge, no LLM; "
+        f"tunnelling microscope), bundled embedder and judge, {reader}; "
         f"{time.perf_counter() - t0:.0f} s. False conflicts (none of these questions has sources that disagree): "
         f"{pct(len(stated), len(asked))}. Passage answers read but below the bar for a disagreement (recorded "
         f"in the trace, not compared): {below}.\n\n" + markdown_table(["question", "stated conflict"], rows)
     )
     print(body)
     if not args.no_write:
-        write_section("results/conflicts.md", "demo-conflicts", "False conflicts on the demo corpus", body)
+        if args.llm_reader:
+            title = f"False conflicts on the demo corpus, the LLM reader ({model_label(args.model)})"
+            write_section("results/conflicts.md", f"demo-conflicts-llm-{args.model}", title, body)
+        else:
+            write_section("results/conflicts.md", "demo-conflicts", "False conflicts on the demo corpus", body)
 
 
 if __name__ == "__main__":

@@ -431,10 +431,12 @@ def llm_passage_answer(
     # an answer counts in a disagreement only from a sentence that holds the question's terms
     # (:attr:`PassageAnswer.states_answer`), so a passage without one is not worth a model call
     reach = max((_cover(terms, q_names, s, text) for _, s in _sentences(text)), default=0.0)
-    if reach < (MIN_TERM_COVER if polar else CONFLICT_TERM_COVER):
+    bar = MIN_TERM_COVER if polar else CONFLICT_TERM_COVER
+    if reach < bar:
         return PassageAnswer(
             position, chunk_id, source, None, "",
-            reason=f"no sentence holds the question's key terms ({reach:.0%} at most); the model was not asked",
+            reason=f"no sentence holds enough of the question's key terms ({reach:.0%} at most, {bar:.0%} needed); "
+            "the model was not asked",
             by="llm", cover=reach,
         )  # fmt: skip
     prompt = [
