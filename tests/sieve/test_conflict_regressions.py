@@ -14,6 +14,7 @@ from tests.sieve.test_trust_acceptance import FakeLLM, KeywordJudge, build_index
 
 from ragsieve.demo import demo_corpus_dir
 
+MICROSCOPE_Q = "Who invented the scanning tunnelling microscope, and where?"
 # question -> (demo files whose passages are all kept, words the keyword judge finds relevant)
 DEMO_CASES = {
     "What is graphene made of?": (
@@ -47,7 +48,7 @@ DEMO_CASES = {
         ["nanoscience/044-lotus-effect.txt", "nanoscience/063-glossary.jsonl"],
         ("hydrophobic", "contact angle"),
     ),
-    "Who invented the scanning tunnelling microscope, and where?": (
+    MICROSCOPE_Q: (
         [
             "physics/015-quantum-tunnelling.md",
             "nanoscience/011-scanning-tunnelling-microscope.md",
@@ -74,6 +75,34 @@ def test_no_false_conflict_on_the_demo_corpus(tmp_path, question):
     # what each passage was read to answer is still in the trace
     assert len(record["passages"]) == len(record["compared"]) >= len(files)
 
+
+
+class StreamingFakeLLM(FakeLLM):
+    """The extractive fake, streaming its reply word by word (as ``Pipeline.stream`` asks)."""
+
+    def generate_stream(self, prompt, *, max_tokens=256, temperature=0.0, stop=None, seed=None):
+        generation = self.generate(prompt)
+        words = generation.text.split(" ")
+        for n, word in enumerate(words):
+            yield word if n == len(words) - 1 else word + " "
+        return generation
+
+
+@pytest.mark.parametrize("question", ["What is graphene made of?", MICROSCOPE_Q])
+def test_streaming_keeps_the_streamed_answer_where_no_sources_disagree(tmp_path, question):
+    # a false conflict once retracted the streamed answer and put "The sources disagree" in its place
+    from ragsieve.sieve.events import Final, Retracted, Token
+
+    files, relevant = DEMO_CASES[question]
+    root = demo_corpus_dir()
+    index = build_index(tmp_path, {f: (root / f).read_text(encoding="utf-8") for f in files})
+    pipe = sieve(index, StreamingFakeLLM(first_passage_sentence), KeywordJudge(relevant=relevant))
+    events = list(pipe.stream(question))
+    final = events[-1]
+    assert isinstance(final, Final) and "disagree" not in final.answer.text
+    assert not [e for e in events if isinstance(e, Retracted)]
+    streamed = "".join(e.text for e in events if isinstance(e, Token))
+    assert streamed and "disagree" not in streamed and final.streamed_is_final
 
 # Two sites give the viaduct's length differently; the other passages are on other subjects, or
 # about the viaduct but not its length, and state numbers and dates of their own.
