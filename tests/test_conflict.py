@@ -226,8 +226,9 @@ def test_llm_short_answers_are_kept_only_where_the_passage_states_them() -> None
 
 
 def test_the_model_is_not_asked_about_a_passage_whose_answer_could_not_count() -> None:
-    # the Marren Bridge passage has no sentence with the question's terms, so whatever the model
-    # read from it could not take part in a disagreement: no call is spent on it
+    # the painted-bridge passage names the bridge but has no sentence about its opening, so
+    # whatever the model read from it could not take part in a disagreement: no call is spent on
+    # it (nor on the Marren Bridge passage, which is about another bridge)
     asked: list[str] = []
 
     class RecordingLLM(ShortAnswerLLM):
@@ -235,12 +236,41 @@ def test_the_model_is_not_asked_about_a_passage_whose_answer_could_not_count() -
             asked.append(prompt[-1]["content"])
             return super().generate_json(prompt, schema, max_tokens=max_tokens)
 
-    report = ConflictDetector(llm=RecordingLLM({"four years": "1931", "finally": "1947"})).detect(
-        QUESTION, bridge_hits()
+    painted = hit("d", "The Kessel Bridge was painted green in 1990 by the town of Hallstadt.", "site-d.example")
+    report = ConflictDetector(llm=RecordingLLM({"four years": "1931", "finally": "1947", "green": "1990"})).detect(
+        QUESTION, [*bridge_hits(), painted]
     )
-    assert len(asked) == 2 and not any("Marren" in a for a in asked)
-    assert "not asked" in report.answers[2].reason and report.answers[2].value is None
+    assert len(asked) == 2 and not any("Marren" in a or "green" in a for a in asked)
+    assert "does not name" in report.answers[2].reason and report.answers[2].value is None
+    assert "not asked" in report.answers[3].reason and report.answers[3].value is None
     assert report.conflict and sorted(g.answer for g in report.groups) == ["1931", "1947"]
+
+
+def test_the_model_reads_only_passages_about_every_entity_the_question_names() -> None:
+    # a yes/no question about two people, each page about one of them: neither page answers it,
+    # so the model's "yes" from one and "no" from the other are no disagreement
+    asked: list[str] = []
+
+    class RecordingLLM(ShortAnswerLLM):
+        def generate_json(self, prompt: Any, schema: dict[str, Any], *, max_tokens: int = 256) -> dict[str, Any]:
+            asked.append(prompt[-1]["content"])
+            return super().generate_json(prompt, schema, max_tokens=max_tokens)
+
+    q = "Were Henrik Varnum and Anna Keller both engineers?"
+    pages = [
+        hit("a", "Henrik Varnum was a Danish engineer who built the Ober canal.", "a.example"),
+        hit("b", "Anna Keller was a Swiss painter; she was never an engineer.", "b.example"),
+    ]
+    report = ConflictDetector(llm=RecordingLLM({"Danish": "yes", "Swiss": "no"})).detect(q, pages)
+    assert not report.conflict and asked == []
+    assert all("does not name" in a.reason for a in report.answers)
+
+
+def test_the_question_s_own_entity_is_not_the_model_s_answer() -> None:
+    llm = ShortAnswerLLM({"Hallstadt": "the Kessel Bridge"})
+    report = ConflictDetector(llm=llm).detect("Where is the Kessel Bridge?", [hit("a", BRIDGE_A, "a.example")])
+    [answer] = report.answers
+    assert answer.value is None and "what the question asks about" in answer.reason and not report.conflict
 
 
 # A person named in full by one site and by the surname alone by the other.

@@ -419,7 +419,12 @@ _LLM_SCHEMA_POLAR = {
 def llm_passage_answer(
     llm: Any, question: str, text: str, *, position: int, chunk_id: str, source: str
 ) -> PassageAnswer:
-    """The model's short answer from this passage alone, kept only where the passage states it."""
+    """The model's short answer from this passage alone, kept only where the passage states it.
+
+    Read as the rule reader reads (:func:`passage_answer`): a passage that does not name every
+    proper name of the question (in any of its forms) answers nothing, and a value the question
+    states is not its answer; a passage without a sentence that holds the question's key terms is
+    not put to the model, since its answer could not take part in a disagreement."""
     kind = expected_kind(question)
     polar = kind == "yes/no"
     if kind == "description":
@@ -428,6 +433,11 @@ def llm_passage_answer(
         )
     terms = key_terms(question)
     q_names = extract_values(question, ("name",))
+    # as for the rule reader: a passage that does not name each entity the question asks about
+    # answers nothing ("Are Verdi and Thomas both opera composers?" from a page on Verdi alone)
+    off_topic = _not_about(question, q_names, text)
+    if off_topic:
+        return PassageAnswer(position, chunk_id, source, None, "", reason=off_topic, by="llm")
     # an answer counts in a disagreement only from a sentence that holds the question's terms
     # (:attr:`PassageAnswer.states_answer`), so a passage without one is not worth a model call
     reach = max((_cover(terms, q_names, s, text) for _, s in _sentences(text)), default=0.0)
@@ -467,7 +477,15 @@ def llm_passage_answer(
             cover=reach,
             stance=True,
         )
-    values = extract_values(answer, VALUE_KINDS_FOR[kind])
+    # the question's own entity or value is not its answer ("Where is the Rhine?" -> "Rhine")
+    q_values = extract_values(question)
+    read = extract_values(answer, VALUE_KINDS_FOR[kind])
+    values = [v for v in read if not any(find_in(v, qv.text) is not None for qv in q_values if qv.kind == v.kind)]
+    if read and not values:
+        return PassageAnswer(
+            position, chunk_id, source, None, "",
+            reason=f"the model's answer {answer!r} is what the question asks about, not an answer", by="llm",
+        )  # fmt: skip
     grounded = [v for v in values if find_in(v, text) is not None]
     if grounded:
         # the model's value counts in a disagreement only where the passage states it in a
