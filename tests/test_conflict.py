@@ -215,6 +215,18 @@ class ShortAnswerLLM:
         return {"answer": next((a for k, a in self.replies.items() if k in text), "unknown")}
 
 
+class RecordingLLM(ShortAnswerLLM):
+    """Records each passage prompt it is asked about."""
+
+    def __init__(self, replies: dict[str, str]) -> None:
+        super().__init__(replies)
+        self.asked: list[str] = []
+
+    def generate_json(self, prompt: Any, schema: dict[str, Any], *, max_tokens: int = 256) -> dict[str, Any]:
+        self.asked.append(prompt[-1]["content"])
+        return super().generate_json(prompt, schema, max_tokens=max_tokens)
+
+
 def test_llm_short_answers_are_kept_only_where_the_passage_states_them() -> None:
     llm = ShortAnswerLLM({"four years": "1931", "steel arch": "1950"})  # the second is not in its passage
     report = ConflictDetector(llm=llm).detect(QUESTION, bridge_hits())
@@ -229,18 +241,10 @@ def test_the_model_is_not_asked_about_a_passage_whose_answer_could_not_count() -
     # the painted-bridge passage names the bridge but has no sentence about its opening, so
     # whatever the model read from it could not take part in a disagreement: no call is spent on
     # it (nor on the Marren Bridge passage, which is about another bridge)
-    asked: list[str] = []
-
-    class RecordingLLM(ShortAnswerLLM):
-        def generate_json(self, prompt: Any, schema: dict[str, Any], *, max_tokens: int = 256) -> dict[str, Any]:
-            asked.append(prompt[-1]["content"])
-            return super().generate_json(prompt, schema, max_tokens=max_tokens)
-
     painted = hit("d", "The Kessel Bridge was painted green in 1990 by the town of Hallstadt.", "site-d.example")
-    report = ConflictDetector(llm=RecordingLLM({"four years": "1931", "finally": "1947", "green": "1990"})).detect(
-        QUESTION, [*bridge_hits(), painted]
-    )
-    assert len(asked) == 2 and not any("Marren" in a or "green" in a for a in asked)
+    llm = RecordingLLM({"four years": "1931", "finally": "1947", "green": "1990"})
+    report = ConflictDetector(llm=llm).detect(QUESTION, [*bridge_hits(), painted])
+    assert len(llm.asked) == 2 and not any("Marren" in a or "green" in a for a in llm.asked)
     assert "does not name" in report.answers[2].reason and report.answers[2].value is None
     assert "not asked" in report.answers[3].reason and report.answers[3].value is None
     assert report.conflict and sorted(g.answer for g in report.groups) == ["1931", "1947"]
@@ -249,20 +253,14 @@ def test_the_model_is_not_asked_about_a_passage_whose_answer_could_not_count() -
 def test_the_model_reads_only_passages_about_every_entity_the_question_names() -> None:
     # a yes/no question about two people, each page about one of them: neither page answers it,
     # so the model's "yes" from one and "no" from the other are no disagreement
-    asked: list[str] = []
-
-    class RecordingLLM(ShortAnswerLLM):
-        def generate_json(self, prompt: Any, schema: dict[str, Any], *, max_tokens: int = 256) -> dict[str, Any]:
-            asked.append(prompt[-1]["content"])
-            return super().generate_json(prompt, schema, max_tokens=max_tokens)
-
     q = "Were Henrik Varnum and Anna Keller both engineers?"
     pages = [
         hit("a", "Henrik Varnum was a Danish engineer who built the Ober canal.", "a.example"),
         hit("b", "Anna Keller was a Swiss painter; she was never an engineer.", "b.example"),
     ]
-    report = ConflictDetector(llm=RecordingLLM({"Danish": "yes", "Swiss": "no"})).detect(q, pages)
-    assert not report.conflict and asked == []
+    llm = RecordingLLM({"Danish": "yes", "Swiss": "no"})
+    report = ConflictDetector(llm=llm).detect(q, pages)
+    assert not report.conflict and llm.asked == []
     assert all("does not name" in a.reason for a in report.answers)
 
 
