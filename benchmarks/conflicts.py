@@ -141,9 +141,7 @@ def detector_alone(
     for i, q in enumerate(_read_jsonl(trust / "wikicontradict" / "questions.jsonl")):
         if args.limit is not None and i >= args.limit:
             break
-        hits = [
-            make_hit(pid, corpus[pid]["text"], corpus[pid]["url"]) for pid in q["gold_passage_ids"] if pid in corpus
-        ]
+        hits = gold_hits(corpus, q)
         report = detector.detect(q["question"], hits)
         key = "same" if q.get("same_passage") else "two"
         both = surfaced(report, q["answers"][0]) and surfaced(report, q["other_answers"][0])
@@ -168,9 +166,7 @@ def detector_alone(
     for i, q in enumerate(held):
         if args.limit is not None and i >= args.limit:
             break
-        hits = [
-            make_hit(pid, corpus[pid]["text"], corpus[pid]["url"]) for pid in q["gold_passage_ids"] if pid in corpus
-        ]
+        hits = gold_hits(corpus, q)
         report = detector.detect(q["question"], hits)
         flagged += int(report.conflict)
         precise += int(report.conflict and {g.answer for g in report.groups} == {"yes", "no"})
@@ -207,12 +203,7 @@ def detector_alone(
     for i, q in enumerate(hotpot):
         if args.limit is not None and i >= args.limit:
             break
-        sup = [c for c in q["contexts"] if c["is_supporting"]]
-        hits = [
-            make_hit(f"{q['id']}-{j}", c["paragraph_text"], f"https://site-{j}.example/{q['id']}", c["title"])
-            for j, c in enumerate(sup)
-        ]
-        report = detector.detect(q["question"], hits)
+        report = detector.detect(q["question"], hotpot_pair(q))
         false += int(report.conflict)
         total += 1
         if report.conflict:
@@ -309,6 +300,20 @@ def goal_verdict(rates: dict[str, tuple[int, int]]) -> str:
 COVERS_TRIED = (1.0, 0.8, 0.75, 0.67, 0.6, 0.5)
 
 
+def gold_hits(corpus: dict[str, dict[str, Any]], q: dict[str, Any]) -> list[Any]:
+    """A trust-set question's gold passages (each on its own host, the set's url)."""
+    return [make_hit(p, corpus[p]["text"], corpus[p]["url"]) for p in q["gold_passage_ids"] if p in corpus]
+
+
+def hotpot_pair(q: dict[str, Any]) -> list[Any]:
+    """A HotpotQA question's supporting paragraphs, each on its own host (no conflict)."""
+    sup = [c for c in q["contexts"] if c["is_supporting"]]
+    return [
+        make_hit(f"{q['id']}-{j}", c["paragraph_text"], f"https://site-{j}.example/{q['id']}", c["title"])
+        for j, c in enumerate(sup)
+    ]
+
+
 def squad_pair(paragraphs: list[dict[str, Any]], index: dict[str, int], q: dict[str, Any]) -> list[Any] | None:
     """A SQuAD question's gold paragraph and the next of its article, on two hosts (no conflict)."""
     k = index.get(q.get("gold_passage_id", ""))
@@ -347,23 +352,13 @@ def training_split() -> dict[str, list[tuple[str, list[Any]]]]:
     ]
     split: dict[str, list[tuple[str, list[Any]]]] = {"conflictqa": [], "squad2": [], "hotpotqa": []}
     for q in cqa:
-        hits = [
-            make_hit(pid, cqa_corpus[pid]["text"], cqa_corpus[pid]["url"])
-            for pid in q["gold_passage_ids"]
-            if pid in cqa_corpus
-        ]
-        split["conflictqa"].append((q["question"], hits))
+        split["conflictqa"].append((q["question"], gold_hits(cqa_corpus, q)))
     for q in squad:
         pair = squad_pair(paragraphs, index, q)
         if pair is not None:
             split["squad2"].append((q["question"], pair))
     for q in hotpot:
-        sup = [c for c in q["contexts"] if c["is_supporting"]]
-        hits = [
-            make_hit(f"{q['id']}-{j}", c["paragraph_text"], f"https://site-{j}.example/{q['id']}", c["title"])
-            for j, c in enumerate(sup)
-        ]
-        split["hotpotqa"].append((q["question"], hits))
+        split["hotpotqa"].append((q["question"], hotpot_pair(q)))
     return split
 
 
@@ -598,8 +593,7 @@ def wikicontradict_outcomes(detector: Any) -> tuple[dict[str, int], list[str]]:
     for q in _read_jsonl(trust / "wikicontradict" / "questions.jsonl"):
         if q.get("same_passage"):
             continue
-        hits = [make_hit(p, corpus[p]["text"], corpus[p]["url"]) for p in q["gold_passage_ids"] if p in corpus]
-        report = detector.detect(q["question"], hits)
+        report = detector.detect(q["question"], gold_hits(corpus, q))
         for a in report.answers:
             key = passage_outcome(a)
             outcomes[key] = outcomes.get(key, 0) + 1
@@ -763,13 +757,12 @@ def llm_reader_questions(n: int) -> dict[str, list[tuple[str, str, list[Any], An
     corpus = {r["id"]: r for r in _read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
     for q in _read_jsonl(trust / "wikicontradict" / "questions.jsonl"):
         if not q.get("same_passage") and len(out["wikicontradict"]) < n:
-            hits = [make_hit(p, corpus[p]["text"], corpus[p]["url"]) for p in q["gold_passage_ids"] if p in corpus]
-            out["wikicontradict"].append((q["id"], q["question"], hits, [q["answers"][0], q["other_answers"][0]]))
+            claims = [q["answers"][0], q["other_answers"][0]]
+            out["wikicontradict"].append((q["id"], q["question"], gold_hits(corpus, q), claims))
     corpus = {r["id"]: r for r in _read_jsonl(trust / "conflictqa" / "corpus.jsonl")}
     for q in _read_jsonl(trust / "conflictqa" / "questions.jsonl"):
         if held_out(q["id"]) and len(out["conflictqa"]) < n:
-            hits = [make_hit(p, corpus[p]["text"], corpus[p]["url"]) for p in q["gold_passage_ids"] if p in corpus]
-            out["conflictqa"].append((q["id"], q["question"], hits, None))
+            out["conflictqa"].append((q["id"], q["question"], gold_hits(corpus, q), None))
     paragraphs = list(_read_jsonl(trust / "squad2" / "corpus.jsonl"))
     index = {p["id"]: k for k, p in enumerate(paragraphs)}
     for q in _read_jsonl(trust / "squad2" / "questions.jsonl"):
@@ -779,12 +772,7 @@ def llm_reader_questions(n: int) -> dict[str, list[tuple[str, str, list[Any], An
                 out["squad2"].append((q["id"], q["question"], pair, None))
     for q in _read_jsonl(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"):
         if held_out(q["id"]) and len(out["hotpotqa"]) < n:
-            sup = [c for c in q["contexts"] if c["is_supporting"]]
-            hits = [
-                make_hit(f"{q['id']}-{j}", c["paragraph_text"], f"https://site-{j}.example/{q['id']}", c["title"])
-                for j, c in enumerate(sup)
-            ]
-            out["hotpotqa"].append((q["id"], q["question"], hits, None))
+            out["hotpotqa"].append((q["id"], q["question"], hotpot_pair(q), None))
     return out
 
 

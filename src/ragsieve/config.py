@@ -504,8 +504,9 @@ class ConflictConfig(_Section):
     ``near_duplicate``: the word Jaccard at which two passages count as one source (``None``:
     the detector's own). ``min_relevance``: the judge score a passage needs to be compared
     (``None``: the judge's lower threshold). ``llm = true`` asks the pipeline's model for each
-    passage's short answer instead of extracting it (only of passages with a sentence that holds
-    the question's key terms: no other passage's answer could count). ``meaning_cosine`` turns on the meaning bar
+    passage's short answer instead of extracting it, of the passages the rule reader reads (those
+    naming every entity of the question, with a sentence that holds its key terms: no other
+    passage's answer could count). ``meaning_cosine`` turns on the meaning bar
     (:class:`ragsieve.conflict.MeaningBar`: a passage's sentence closest to the question by the
     index's embedder, at or above this cosine and holding ``meaning_floor`` of the question's key
     terms, counts as answering it); unset: the library's default

@@ -284,6 +284,12 @@ def answering_sentence(question: str, text: str) -> str | None:
     return best[1] if best else None
 
 
+def _asked_about(v: Value, q_values: Sequence[Value]) -> bool:
+    """Whether ``v`` is one of the question's own values (``q_values``, of its kind): what a
+    question asks about is not its answer ("Where is the Rhine?" is not answered by "Rhine")."""
+    return any(find_in(v, qv.text) is not None for qv in q_values if qv.kind == v.kind)
+
+
 def _distinct(values: Sequence[Value]) -> list[Value]:
     out: list[Value] = []
     for v in values:
@@ -365,7 +371,7 @@ def passage_answer(
             v
             for v in extract_values(clause, VALUE_KINDS_FOR[kind])
             # the question's own entity or value is not its answer
-            if not any(find_in(v, qv.text) is not None for qv in q_values if qv.kind == v.kind)
+            if not _asked_about(v, q_values)
             and not (v.kind == "name" and set(_stems(v.text)) <= terms)
             and not (v.kind == "name" and any(_is_form_of(v, qv) for qv in q_names))
         ]
@@ -480,7 +486,7 @@ def llm_passage_answer(
     # the question's own entity or value is not its answer ("Where is the Rhine?" -> "Rhine")
     q_values = extract_values(question)
     read = extract_values(answer, VALUE_KINDS_FOR[kind])
-    values = [v for v in read if not any(find_in(v, qv.text) is not None for qv in q_values if qv.kind == v.kind)]
+    values = [v for v in read if not _asked_about(v, q_values)]
     if read and not values:
         return PassageAnswer(
             position, chunk_id, source, None, "",
