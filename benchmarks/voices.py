@@ -19,7 +19,9 @@ of its own), so only meaning can group them: the strictest setting for the clean
 pairwise cosine (bundled MiniLM) is at or above ``t``, spanning at least ``m`` documents, are
 coordinated. ``(linkage, t, m)`` is chosen on training only: among the settings with coordinated clusters in
 at most 1 % of the training clean sets (half the 2 % goal), the one that catches the most training
-attacks, ties to the higher ``t``. Attack writers without an LLM (templates, the assertion
+attacks, ties to the higher ``t``. Then, with it fixed, the lower bar for passages that read one
+answer to the question (``ragsieve.voices.claim_clusters``) is chosen the same way. Attack writers
+without an LLM (templates, the assertion
 templates, the spread-out writer) are compared by how tight their passages for one target are.
 
     python benchmarks/voices.py                 # about 10-20 minutes on a busy 2-core machine
@@ -63,11 +65,15 @@ GRID_LINKAGE = ("complete", "average")
 
 
 class Rule(NamedTuple):
-    """One setting of the cluster rule: tightness, documents a cluster spans, linkage."""
+    """One setting of the cluster rule: tightness, documents a cluster spans, linkage, whether
+    passages that read different answers are kept apart (``read``), and the lower bar for passages
+    that read one answer (``claim``; ``None``: no clusters by claim)."""
 
     t: float
     m: int
     linkage: str = "complete"
+    claim: float | None = None
+    read: bool = False
 N_PASSAGES = 5
 
 
@@ -101,18 +107,18 @@ def upper(cos: np.ndarray) -> list[float]:
 # ---------------------------------------------------------------- sets
 def poisonedrag() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, dict[str, Any]]]:
     """Attack passages per target: MS MARCO (training), HotpotQA with a HotpotQA row (held out),
-    and the held-out targets' rows."""
+    and every target's row (its question)."""
     texts = {r["id"]: r["text"] for r in read_jsonl(POISON / "corpus.jsonl")}
     train: dict[str, list[str]] = {}
     test: dict[str, list[str]] = {}
     rows: dict[str, dict[str, Any]] = {}
     for r in read_jsonl(POISON / "questions.jsonl"):
         passages = [texts[p] for p in r["poison_passage_ids"][:N_PASSAGES]]
+        rows[r["id"]] = r
         if r["dataset"] == "msmarco":
             train[r["id"]] = passages
         elif r.get("hotpotqa_500_id"):
             test[r["id"]] = passages
-            rows[r["id"]] = r
     return train, test, rows
 
 
@@ -146,16 +152,31 @@ def retrieved_sets(index: Any, questions: Sequence[str]) -> list[list[Any]]:
 
 
 # ---------------------------------------------------------------- rule
-def coordinated(cos: np.ndarray, docs: Sequence[str], rule: Rule) -> list[list[int]]:
-    """The clusters the rule calls coordinated (``linkage`` at ``t``, >= ``m`` documents)."""
-    from ragsieve.voices import tight_clusters
+class Prepared(NamedTuple):
+    """One retrieved set as the rule sees it: pairwise cosines, each passage's document (its
+    series, :func:`ragsieve.voices.series_of`: yearly pages of one series count once), and the
+    answer each passage reads to the question (:func:`ragsieve.voices.read_claims`)."""
 
-    return [c for c in tight_clusters(cos, rule.t, rule.linkage) if len({docs[i] for i in c}) >= rule.m]
+    cos: np.ndarray
+    docs: list[str]
+    claims: list[Any]
 
 
-def attack_caught(cos: np.ndarray, docs: Sequence[str], attack: set[int], rule: Rule) -> bool:
+def coordinated(s: Prepared, rule: Rule) -> list[list[int]]:
+    """The clusters the rule calls coordinated (``linkage`` at ``t``, and by claim at ``claim``;
+    >= ``m`` documents), as :class:`ragsieve.voices.VoiceGrouper` finds them (before joining
+    clusters that share a member)."""
+    from ragsieve.voices import claim_clusters, disagreeing, tight_clusters
+
+    found = tight_clusters(disagreeing(s.cos, s.claims) if rule.read else s.cos, rule.t, rule.linkage)
+    if rule.claim is not None:
+        found += claim_clusters(s.cos, s.claims, rule.claim, rule.linkage)
+    return [c for c in found if len({s.docs[i] for i in c}) >= rule.m]
+
+
+def attack_caught(s: Prepared, attack: set[int], rule: Rule) -> bool:
     """A coordinated cluster holds at least ``m`` attack passages."""
-    return any(len(attack & set(c)) >= rule.m for c in coordinated(cos, docs, rule))
+    return any(len(attack & set(c)) >= rule.m for c in coordinated(s, rule))
 
 
 def wilson_text(k: int, n: int) -> str:
@@ -179,18 +200,24 @@ def writer_tightness(rows: dict[str, dict[str, Any]], emb: Embeddings, rule: Rul
     out: list[list[object]] = []
     _, gpt4, _ = poisonedrag()
     groups: dict[str, list[list[str]]] = {"GPT-4 (PoisonedRAG)": list(gpt4.values())}
+    questions = {"GPT-4 (PoisonedRAG)": [rows[tid]["question"] for tid in gpt4]}
     for name, writer in writers.items():
         written = [[p.text for p in writer.write(Target(r["id"], r["question"], list(r["answers"]),
                                                         r["poison_answer"]), N_PASSAGES)] for r in rows.values()]
-        groups[name] = [texts for texts in written if len(texts) >= 2]  # a skipped target wrote none
+        kept = [(r["question"], texts) for r, texts in zip(rows.values(), written, strict=True) if len(texts) >= 2]
+        groups[name] = [texts for _, texts in kept]  # a skipped target wrote none
+        questions[name] = [q for q, _ in kept]
+    from ragsieve.voices import read_claims
+
     for name, sets in groups.items():
         means, mins, caught = [], [], 0
-        for texts in sets:
+        for q, texts in zip(questions[name], sets, strict=True):
             cos = emb.cosines(texts)
             pairs = upper(cos)
             means.append(float(np.mean(pairs)))
             mins.append(float(np.min(pairs)))
-            caught += attack_caught(cos, [str(i) for i in range(len(texts))], set(range(len(texts))), rule)
+            alone = Prepared(cos, [str(i) for i in range(len(texts))], read_claims(q, texts))
+            caught += attack_caught(alone, set(range(len(texts))), rule)
         out.append([name, len(sets), f"{np.median(means):.2f}", f"{np.percentile(means, 10):.2f}",
                     f"{np.median(mins):.2f}", wilson_text(caught, len(sets))])
     return out
@@ -204,7 +231,8 @@ def coordination_signal(rule: Rule, emb: Embeddings, attack: dict[str, list[str]
     from ragsieve.sieve.poison import PoisonJudge
     from ragsieve.types import Chunk, SearchHit
 
-    judge = PoisonJudge(coordination=True, embedder=emb.embedder, voice_tightness=rule.t, voice_members=rule.m)
+    judge = PoisonJudge(coordination=True, embedder=emb.embedder, voice_tightness=rule.t, voice_members=rule.m,
+                        voice_claim_tightness=rule.claim)
 
     def grades(scores: list[float]) -> list[object]:
         return [len(scores), *(sum(abs(x - g) < 1e-9 for x in scores) for g in (1.0, 0.75, 0.5, 0.0))]
@@ -214,7 +242,8 @@ def coordination_signal(rule: Rule, emb: Embeddings, attack: dict[str, list[str]
         contexts = hotpot_by_id[rows[tid]["hotpotqa_500_id"]]["contexts"]
         hits = [SearchHit(Chunk(f"a{i}", t, f"a{i}", f"poison{i}.example/{tid}"), 1.0, i, {})
                 for i, t in enumerate(texts)]
-        hits += [SearchHit(Chunk(f"c{i}", c["paragraph_text"], f"c{i}", f"en.wikipedia.org/{c['title']}"), 0.5,
+        hits += [SearchHit(Chunk(f"c{i}", c["paragraph_text"], f"c{i}", f"en.wikipedia.org/{c['title']}",
+                                 title=c["title"]), 0.5,
                            len(texts) + i, {}) for i, c in enumerate(contexts)]
         verdicts = judge.judge(rows[tid]["question"], hits)
         attacked.append(max(v.coordination for v in verdicts[: len(texts)]))
@@ -235,7 +264,8 @@ def run(args: argparse.Namespace) -> None:
     RUNS.mkdir(parents=True, exist_ok=True)
     start = time.time()
     emb = Embeddings()
-    train_attack, test_attack, test_rows = poisonedrag()
+    train_attack, test_attack, target_rows = poisonedrag()
+    test_rows = {tid: target_rows[tid] for tid in test_attack}
     hotpot_by_id, hotpot_train, hotpot_test = hotpot_rows()
     hotpot_train, hotpot_test = hotpot_train[: args.hotpot], hotpot_test[: args.hotpot]
 
@@ -303,60 +333,78 @@ def run(args: argparse.Namespace) -> None:
     asked["demo questions (held out)"] = demo_q
     print(f"retrieval done in {time.time() - start:.0f}s", flush=True)
 
-    from ragsieve.conflict import document_of
+    from ragsieve.types import Chunk, SearchHit
+    from ragsieve.voices import read_claims, series_of
 
-    def prepared(sets: list[list[Any]]) -> list[tuple[np.ndarray, list[str]]]:
-        return [(emb.cosines([h.chunk.text for h in hits]), [document_of(h) for h in hits]) for hits in sets if hits]
+    def prepared(questions: list[str], sets: list[list[Any]]) -> list[Prepared]:
+        return [Prepared(emb.cosines([h.chunk.text for h in hits]), [series_of(h) for h in hits],
+                         read_claims(q, [h.chunk.text for h in hits]))
+                for q, hits in zip(questions, sets, strict=True) if hits]
 
-    clean = {name: prepared(sets) for name, sets in clean_sets.items()}
+    clean = {name: prepared(asked[name], sets) for name, sets in clean_sets.items()}
     # what each clean set holds, to read the clusters the rule finds (runs/voices/clean-sets.json)
     (RUNS / "clean-sets.json").write_text(json.dumps({
         name: [[{"id": h.chunk.id, "text": h.chunk.text[:160]} for h in hits] for hits in sets if hits]
         for name, sets in clean_sets.items()}), encoding="utf-8")
     (RUNS / "clean-cosines.json").write_text(json.dumps({
-        name: [[c.round(4).tolist(), d] for c, d in sets] for name, sets in clean.items()}), encoding="utf-8")
+        name: [[s.cos.round(4).tolist(), s.docs] for s in sets] for name, sets in clean.items()}), encoding="utf-8")
     # attack sets: training = the MS MARCO passages alone (no clean passages in the release);
     # held out = the 5 passages beside the question's 10 HotpotQA contexts
-    train_sets = [(emb.cosines(texts), [f"a{i}" for i in range(len(texts))], set(range(len(texts))))
-                  for texts in train_attack.values()]
+    train_sets = [(Prepared(emb.cosines(texts), [f"a{i}" for i in range(len(texts))],
+                            read_claims(target_rows[tid]["question"], texts)), set(range(len(texts))))
+                  for tid, texts in train_attack.items()]
     test_sets = []
     gold_of: list[set[int]] = []  # positions of the gold (supporting) paragraphs in each held-out set
     for tid, texts in test_attack.items():
         contexts = hotpot_by_id[test_rows[tid]["hotpotqa_500_id"]]["contexts"]
         ctx = [c["paragraph_text"] for c in contexts]
-        docs = [f"a{i}" for i in range(len(texts))] + [f"c{i}" for i in range(len(ctx))]
-        test_sets.append((emb.cosines(texts + ctx), docs, set(range(len(texts)))))
+        docs = [f"a{i}" for i in range(len(texts))] + [
+            series_of(SearchHit(Chunk(f"c{i}", t, f"c{i}", f"en.wikipedia.org/c{i}", title=c["title"]), 0.5, i, {}))
+            for i, (t, c) in enumerate(zip(ctx, contexts, strict=True))]
+        claims = read_claims(test_rows[tid]["question"], texts + ctx)
+        test_sets.append((Prepared(emb.cosines(texts + ctx), docs, claims), set(range(len(texts)))))
         gold_of.append({len(texts) + i for i, c in enumerate(contexts) if c["is_supporting"]})
 
-    def clean_rate(sets: list[tuple[np.ndarray, list[str]]], rule: Rule) -> tuple[int, int]:
-        return sum(bool(coordinated(c, d, rule)) for c, d in sets), len(sets)
+    def clean_rate(sets: list[Prepared], rule: Rule) -> tuple[int, int]:
+        return sum(bool(coordinated(s, rule)) for s in sets), len(sets)
 
     train_clean = [s for name, sets in clean.items() if "training" in name for s in sets]
     grid: list[tuple[Rule, float, float]] = []
     for linkage in GRID_LINKAGE:
         for m in GRID_M:
             for t in GRID_T:
-                rule = Rule(t, m, linkage)
+                rule = Rule(t, m, linkage, read=True)
                 k_clean, n_clean = clean_rate(train_clean, rule)
-                caught = sum(attack_caught(c, d, a, rule) for c, d, a in train_sets)
+                caught = sum(attack_caught(p, a, rule) for p, a in train_sets)
                 grid.append((rule, k_clean / n_clean, caught / len(train_sets)))
     allowed = [g for g in grid if g[1] <= CLEAN_BUDGET]
-    best, clean_best, recall_best = max(allowed, key=lambda g: (g[2], g[0].t))
-    print(f"chosen {best}: training clean {clean_best:.3f}, training recall {recall_best:.3f}", flush=True)
+    tight, clean_best, recall_best = max(allowed, key=lambda g: (g[2], g[0].t))
+    print(f"chosen {tight}: training clean {clean_best:.3f}, training recall {recall_best:.3f}", flush=True)
+    # then, with that rule fixed, the bar for passages that read one answer: the same budget,
+    # the most training attacks caught, ties to the higher bar
+    claim_grid: list[tuple[Rule, float, float]] = []
+    for c in [x for x in GRID_T if x <= tight.t]:
+        rule = tight._replace(claim=c)
+        k_clean, n_clean = clean_rate(train_clean, rule)
+        caught = sum(attack_caught(p, a, rule) for p, a in train_sets)
+        claim_grid.append((rule, k_clean / n_clean, caught / len(train_sets)))
+    best = max([g for g in claim_grid if g[1] <= CLEAN_BUDGET], key=lambda g: (g[2], g[0].claim or 0.0))[0]
+    print(f"chosen claim bar {best.claim}", flush=True)
 
     # the signal's precision on held-out sets: coordinated clusters that are attack passages
-    attack_clusters = sum(bool(coordinated(c, d, best)) for c, d, _ in test_sets)
+    attack_clusters = sum(bool(coordinated(p, best)) for p, _ in test_sets)
     clean_clusters = sum(k for name, sets in clean.items() if "held out" in name for k in [clean_rate(sets, best)[0]])
 
     # a gold paragraph inside the attack's cluster would be counted as part of the attacker's voice
-    swallowed = sum(any(gold & set(c) for c in coordinated(cos, d, best))
-                    for (cos, d, _), gold in zip(test_sets, gold_of, strict=True))
+    swallowed = {rule: sum(any(gold & set(c) for c in coordinated(p, rule))
+                           for (p, _), gold in zip(test_sets, gold_of, strict=True))
+                 for rule in (best._replace(claim=None, read=False), best)}
 
     signal_rows = coordination_signal(best, emb, test_attack, test_rows, hotpot_by_id, clean_sets, asked)
 
     if not args.no_write:
         plot(pairs, best.t)
-    report(args, pairs, clean, train_sets, test_sets, grid, best, attack_clusters, clean_clusters,
+    report(args, pairs, clean, train_sets, test_sets, grid, claim_grid, best, attack_clusters, clean_clusters,
            swallowed, writer_tightness(test_rows, emb, best), signal_rows, time.time() - start)
 
 
@@ -384,19 +432,24 @@ def plot(pairs: dict[str, list[float]], threshold: float) -> None:
 
 
 def report(args: argparse.Namespace, pairs: dict[str, list[float]], clean: dict[str, Any], train_sets: list[Any],
-           test_sets: list[Any], grid: list[tuple[Rule, float, float]], chosen: Rule,
-           attack_clusters: int, clean_clusters: int, swallowed: int, writers: list[list[object]],
-           signal_rows: list[list[object]], seconds: float) -> None:
-    t, m, linkage = chosen
+           test_sets: list[Any], grid: list[tuple[Rule, float, float]], claim_grid: list[tuple[Rule, float, float]],
+           chosen: Rule, attack_clusters: int, clean_clusters: int, swallowed: dict[Rule, int],
+           writers: list[list[object]], signal_rows: list[list[object]], seconds: float) -> None:
+    t, m, linkage, claim, _ = chosen
+    tight = chosen._replace(claim=None, read=False)
     cqa_pairs = next(v for name, v in pairs.items() if "ConflictQA" in name)
     dist_rows = [[name, len(v), f"{np.percentile(v, 10):.2f}", f"{np.median(v):.2f}", f"{np.percentile(v, 90):.2f}",
                   f"{np.percentile(v, 99):.2f}", f"{np.mean(np.asarray(v) >= t):.1%}"] for name, v in pairs.items()]
     clean_rows: list[list[object]] = []
     for name, sets in clean.items():
-        k = sum(bool(coordinated(c, d, chosen)) for c, d in sets)
-        clean_rows.append([name, wilson_text(k, len(sets))])
-    train_caught = sum(attack_caught(c, d, a, chosen) for c, d, a in train_sets)
-    test_caught = sum(attack_caught(c, d, a, chosen) for c, d, a in test_sets)
+        clean_rows.append([name, *(wilson_text(sum(bool(coordinated(s, r)) for s in sets), len(sets))
+                                   for r in (tight, chosen))])
+
+    def caught(sets: list[Any], rule: Rule) -> str:
+        return wilson_text(sum(attack_caught(p, a, rule) for p, a in sets), len(sets))
+
+    claim_rows: list[list[object]] = [[f"{g[0].claim:.2f}", f"{g[1]:.1%}", f"{g[2]:.1%}"] for g in claim_grid
+                                      if g[0].claim is not None and abs(g[0].claim - (claim or 0.0)) <= 0.08 + 1e-9]
     # per linkage and member count: the best setting within the clean budget, and the grid near the choice
     best_of: list[list[object]] = []
     for lk in GRID_LINKAGE:
@@ -425,9 +478,24 @@ positions; the bundled demo questions. Each SQuAD/HotpotQA paragraph is its own 
 every paragraph sat on a site of its own), so only meaning can group them. HotpotQA questions per
 part: {args.hotpot} at most.
 
-**Threshold**: among the (t, m) with a coordinated cluster in at most {CLEAN_BUDGET:.0%} of the training
+**Threshold** (passages that read different answers to the question, `ragsieve.voices.read_claims`,
+kept apart; the pages of one series on one site counting as one document, `ragsieve.voices.series_of`):
+among the (t, m) with a coordinated cluster in at most {CLEAN_BUDGET:.0%} of the training
 clean sets (half the 2 % goal), the one that catches the most training attacks (ties to the higher t):
 **{linkage} linkage, t = {t:.2f}, m = {m}** (`ragsieve.voices.LINKAGE`, `TIGHTNESS`, `MIN_MEMBERS`).
+
+**Clusters by claim**: embeddings are mostly topic, so an honest page about the event an attack
+retells sits as close to the attacker's paraphrases as they sit to each other. What sets them
+apart is what they answer. `ragsieve.voices.claim_clusters` reads each passage's answer to the
+question without a model (`ragsieve.voices.read_claims`: the conflict stage's rule reader, however
+firm; a yes/no stance is no claim), never lets two passages that read different answers join, and
+clusters the passages that read one answer at a lower bar (a passage that reads none joins a voice
+only by the meaning bar); such a cluster spanning `m` documents is coordinated too. Its bar, with the rule above fixed: among the
+bars with the training clean sets within the same {CLEAN_BUDGET:.0%}, the one that catches the most training
+attacks (ties to the higher bar): **claim bar {claim:.2f}** (`ragsieve.voices.CLAIM_TIGHTNESS`).
+Training grid near it:
+
+{markdown_table(["claim bar", "training clean sets flagged", "training attacks caught"], claim_rows)}
 
 The best setting of each linkage and member count within the budget (training):
 
@@ -444,21 +512,26 @@ Tightness is not agreement: passages an LLM writes about one question are tight 
 {np.mean(np.asarray(cqa_pairs) >= t):.1%} at or above t), so a tight cluster says "written alike,
 probably by one hand", not "states one answer"; the coordination signal below reads what the members state.
 
-Attacks caught (a coordinated cluster holds at least {m} of the target's 5 passages), 95 % Wilson intervals:
+Attacks caught (a coordinated cluster holds at least {m} of the target's 5 passages), 95 % Wilson
+intervals, by meaning alone (t = {t:.2f}, answers not read) and as `VoiceGrouper` groups them given the
+question (passages reading different answers kept apart, and the clusters by claim at {claim:.2f}):
 
-{markdown_table(["attack set", "caught"], [
-    ["MS MARCO, GPT-4 passages alone (training)", wilson_text(train_caught, len(train_sets))],
-    ["HotpotQA, GPT-4 passages beside the 10 contexts (held out)", wilson_text(test_caught, len(test_sets))],
+{markdown_table(["attack set", "by meaning alone", "reading the answers"], [
+    ["MS MARCO, GPT-4 passages alone (training)", caught(train_sets, tight), caught(train_sets, chosen)],
+    ["HotpotQA, GPT-4 passages beside the 10 contexts (held out)", caught(test_sets, tight),
+     caught(test_sets, chosen)],
 ])}
 
 A gold paragraph inside a coordinated cluster (it would count as part of the attacker's voice) in
-{wilson_text(swallowed, len(test_sets))} of the held-out attacked sets.
+{wilson_text(swallowed[tight], len(test_sets))} of the held-out attacked sets by meaning alone,
+{wilson_text(swallowed[chosen], len(test_sets))} reading the answers.
 
 Clean cost: questions without an attack whose top {K} hold a coordinated cluster (goal: at most 2 %):
 
-{markdown_table(["clean questions", "with a coordinated cluster"], clean_rows)}
+{markdown_table(["clean questions", "by meaning alone", "reading the answers"], clean_rows)}
 
-Precision of the signal on the held-out sets as assembled here ({len(test_sets)} attacked sets, {sum(
+Precision of the signal (with the clusters by claim) on the held-out sets as assembled here
+({len(test_sets)} attacked sets, {sum(
     len(s) for n, s in clean.items() if "held out" in n)} clean ones): {wilson_text(attack_clusters, flagged)} of
 the sets with a coordinated cluster are attacked sets. That depends on how common attacks are, so
 the check stays a graded signal (`PoisonVerdict.coordination`), not a veto.
@@ -476,7 +549,7 @@ The training grid near the choice ({linkage} linkage, m = {m}):
 {markdown_table(["t", "training clean sets flagged", "training attacks caught"], grid_rows)}
 
 Writers without an LLM, on the held-out HotpotQA targets (5 passages per target): how tight one
-target's passages are, and how many the rule catches (passages alone, t = {t:.2f}, m = {m}):
+target's passages are, and how many the rule catches (passages alone, t = {t:.2f}, m = {m}, claim bar {claim:.2f}):
 
 {markdown_table(["writer", "targets", "mean cosine, median", "mean cosine, p10", "min cosine, median",
                  "caught"], writers)}

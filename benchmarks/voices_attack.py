@@ -59,7 +59,7 @@ from benchmarks._report import ROOT, eval_sieve_module, markdown_table, write_se
 
 RUNS = ROOT / "runs" / "voices-attack"
 PAGE = "results/knowledge-poisoning.md"
-VERSION = 1
+VERSION = 2  # 2: the cluster rule also groups passages that read one answer (clusters by claim)
 WRITERS = ("gpt4", "spread", "mirror")
 CORPORA = ("gpt4", "clean", "spread", "mirror")  # asked in this order per target
 PLAIN, SIEVE, VOICES = "plain RAG", "sieve", "sieve + cluster rule"

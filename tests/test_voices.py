@@ -8,6 +8,7 @@ from ragsieve.errors import ConfigError, InputError
 from ragsieve.sieve.poison import PoisonJudge
 from ragsieve.types import Chunk, SearchHit, Trace
 from ragsieve.voices import (
+    CLAIM_TIGHTNESS,
     MIN_MEMBERS,
     TIGHTNESS,
     VoiceGrouper,
@@ -107,21 +108,88 @@ def test_voices_join_meaning_host_and_linked_copies():
     assert first.to_dict()["voice"] == "a"
 
 
+def test_claim_clusters_join_only_passages_that_read_one_answer():
+    from ragsieve.values import extract_values
+    from ragsieve.voices import claim_clusters, read_claims
+
+    aldrin, armstrong = extract_values("Buzz Aldrin and Neil Armstrong")
+    # four passages at cosine 0.8: too loose for the meaning rule; three read Aldrin, one Armstrong
+    cos = np.full((4, 4), 0.8)
+    np.fill_diagonal(cos, 1.0)
+    assert claim_clusters(cos, [aldrin, aldrin, aldrin, armstrong], 0.75) == [[0, 1, 2]]
+    # a passage that reads nothing has shown no agreement: it is left to the meaning bar
+    assert claim_clusters(cos, [aldrin, None, aldrin, armstrong], 0.75) == [[0, 2]]
+    assert claim_clusters(cos, [aldrin, None, None, None], 0.75) == []
+    assert claim_clusters(cos, [aldrin, aldrin, aldrin, armstrong], 0.85) == []  # below the bar
+    with pytest.raises(InputError, match="one claim per passage"):
+        claim_clusters(cos, [aldrin], 0.75)
+    # the reader: a value the passage answers with, no yes/no stance
+    assert [c.text if c else None for c in read_claims(Q, [STATED[0], GOLD_STATED, "Bread rises."])] == [
+        "Buzz Aldrin", "Neil Armstrong", None]
+    assert read_claims("Was Buzz Aldrin the first person to walk on the Moon?", [STATED[0]]) == [None]
+
+
+def test_the_grouper_joins_a_claim_only_when_it_spans_enough_documents():
+    from ragsieve.values import extract_values
+
+    aldrin, armstrong = extract_values("Buzz Aldrin and Neil Armstrong")
+    hits = attack_hits()[:3] + [attack_hits()[5]]
+    cos = np.full((4, 4), 0.8)
+    np.fill_diagonal(cos, 1.0)
+    claims = [aldrin, aldrin, aldrin, armstrong]
+    [first, gold] = VoiceGrouper(tightness=0.9, min_members=3, claim_tightness=0.75).group(
+        hits, cosines=cos, claims=claims)
+    assert first.members == ("p0", "p1", "p2") and first.coordinated and first.by == ("claim",)
+    assert gold.members == ("gold",)
+    # two documents reading one answer are what honest sources look like: not joined
+    assert all(v.size == 1 for v in VoiceGrouper(tightness=0.9, min_members=4, claim_tightness=0.75).group(
+        hits, cosines=cos, claims=claims))
+    # switched off, or not given the question: meaning alone
+    assert all(v.size == 1 for v in VoiceGrouper(tightness=0.9, claim_tightness=None).group(
+        hits, cosines=cos, claims=claims))
+    assert all(v.size == 1 for v in VoiceGrouper(tightness=0.9, claim_tightness=0.75).group(hits, cosines=cos))
+
+
+def test_pages_of_one_series_on_one_site_count_once():
+    from ragsieve.voices import series_of
+
+    def page(cid: str, title: str, source: str) -> SearchHit:
+        return SearchHit(Chunk(cid, "text", cid, source, title=title), 1.0, 1, {})
+
+    seasons = [page(f"s{y}", f"{y}\u201314 Colorado Buffaloes men's basketball team", f"wiki.example/s{y}")
+               for y in (2014, 2015, 2016)]
+    assert len({series_of(h) for h in seasons}) == 1
+    # the same title on other hosts is another series; no title: the document
+    elsewhere = [page(f"e{i}", "2010 Ms. Olympia", f"site{i}.example/olympia") for i in range(3)]
+    assert len({series_of(h) for h in elsewhere}) == 3
+    assert series_of(page("x", "", "wiki.example/x")) == "x" and series_of(page("y", "2010", "w.example/y")) == "y"
+    # three tight pages of one series are one voice (one host) but not a coordinated one
+    vecs = [[1.0, 0.0], [0.99, 0.1], [0.98, -0.1]]
+    [voice] = VoiceGrouper(tightness=0.9, min_members=3).group(seasons, vectors=vecs)
+    assert voice.size == 3 and not voice.coordinated and voice.documents == 3
+    assert VoiceGrouper(tightness=0.9, min_members=3).group(elsewhere, vectors=vecs)[0].coordinated
+
+
 def test_voice_grouper_errors_and_round_trip():
     hits = [hit("a", "x", "s", 1), hit("b", "y", "t", 2)]
     with pytest.raises(ConfigError, match="tightness"):
         VoiceGrouper(tightness=1.5).group(hits, vectors=[[1, 0], [0, 1]])
     with pytest.raises(ConfigError, match="min_members"):
         VoiceGrouper(min_members=1).group(hits, vectors=[[1, 0], [0, 1]])
+    with pytest.raises(ConfigError, match="claim_tightness"):
+        VoiceGrouper(claim_tightness=0.0).group(hits, vectors=[[1, 0], [0, 1]])
+    with pytest.raises(InputError, match="one claim per passage"):
+        VoiceGrouper().group(hits, vectors=[[1, 0], [0, 1]], claims=[None])
     with pytest.raises(ConfigError, match="needs an embedder"):
         VoiceGrouper().group(hits)
     with pytest.raises(InputError, match="one vector"):
         VoiceGrouper().group(hits, vectors=[[1, 0]])
     with pytest.raises(InputError, match="outside"):
         VoiceGrouper().group(hits, vectors=[[1, 0], [0, 1]], linked=[(0, 5)])
-    g = VoiceGrouper.from_dict(VoiceGrouper(tightness=0.8, min_members=2).to_dict())
-    assert (g.tightness, g.min_members, g.same_host) == (0.8, 2, True)
+    g = VoiceGrouper.from_dict(VoiceGrouper(tightness=0.8, min_members=2, claim_tightness=None).to_dict())
+    assert (g.tightness, g.min_members, g.same_host, g.claim_tightness) == (0.8, 2, True, None)
     assert (VoiceGrouper().tightness, VoiceGrouper().min_members) == (TIGHTNESS, MIN_MEMBERS)
+    assert VoiceGrouper().claim_tightness == CLAIM_TIGHTNESS
 
 
 def test_coordination_grades_what_the_cluster_asserts():
@@ -175,15 +243,10 @@ def test_poison_stage_takes_the_voice_options():
 
 # ---------------------------------------------------------------- the bundled embedder
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "the rule chosen on training (complete linkage, cosine 0.91) misses these hand-written paraphrases: "
-    "their pairwise cosine is 0.74-0.90 (GPT-4's held-out attack passages: median 0.92), and the gold page "
-    "sits at 0.75-0.82 from them, so no lower threshold separates the five from it either. Removing the "
-    "question's direction first (cosine of what is left after projecting the question out) keeps the overlap: "
-    "0.42-0.77 among the five, 0.47-0.59 to the gold page; under average linkage the gold page and the last "
-    "paraphrase join at the same mean cosine (0.79). No rule on the embeddings alone tells them apart: the "
-    "gold page is about the same event in the same words; only what the passages assert differs, and the "
-    "gold page names the cluster's value (Aldrin) too"))
+# The five are 0.74-0.90 apart and the gold page 0.75-0.82 from them: no bar on the embeddings alone
+# separates them. What does is reading what each passage answers: four of the five read "Buzz
+# Aldrin" and cluster at the claim bar, the fifth (no answer read: it says "lunar surface", not
+# "Moon") joins them by the meaning bar, and the gold page reads another answer, so it never joins.
 def test_five_paraphrases_on_five_hosts_are_one_voice_against_the_gold_page(embedder):
     hits = attack_hits()
     verdicts = PoisonJudge(coordination=True, embedder=embedder).judge(Q, hits)

@@ -409,8 +409,9 @@ class PoisonConfig(_Section):
     it are near duplicates too (an attacker who paraphrases; off when ``None``).
     ``restatement = false`` switches the restated-question signal off (still recorded).
     ``coordination = true`` groups the candidates into voices (:mod:`ragsieve.voices`,
-    ``voice_tightness`` and ``voice_members``; ``None`` takes the grouper's defaults, chosen on a
-    training split) and records each member's coordination signal; it drops nothing."""
+    ``voice_tightness``, ``voice_members`` and ``voice_claim_tightness``, the lower bar for
+    passages that read one answer; ``None`` takes the grouper's defaults, chosen on a training
+    split) and records each member's coordination signal; it drops nothing."""
 
     restate_share: float = Field(0.6, gt=0.0, le=1.0)
     duplicate_jaccard: float = Field(0.95, gt=0.0, le=1.0)
@@ -422,6 +423,7 @@ class PoisonConfig(_Section):
     coordination: bool = False
     voice_tightness: float | None = Field(None, gt=0.0, le=1.0)
     voice_members: int | None = Field(None, ge=2)
+    voice_claim_tightness: float | None = Field(None, gt=0.0, le=1.0)
 
     def judge_options(self) -> dict[str, Any]:
         """Keyword arguments of :class:`~ragsieve.sieve.poison.PoisonJudge` (the grouper's own

@@ -704,19 +704,18 @@ class ConflictReport:
         }
 
 
+def same_answer(a: Value, b: Value) -> bool:
+    """Whether two answers read from passages are one answer: either states the other
+    (:func:`ragsieve.values.find_in`), or, for names, one's tokens are among the other's
+    ("Meissner" and "Walther Meissner"; "W. Meissner" and the full name)."""
+    if a.kind == "name" and b.kind == "name":
+        ta, tb = set(a.tokens), set(b.tokens)
+        return find_in(a, b.text) is not None or find_in(b, a.text) is not None or ta <= tb or tb <= ta
+    return find_in(a, b.text) is not None or find_in(b, a.text) is not None
+
+
 def _same_answer(a: PassageAnswer, b: PassageAnswer) -> bool:
-    if a.value is None or b.value is None:
-        return False
-    if a.value.kind == "name" and b.value.kind == "name":
-        ta, tb = set(a.value.tokens), set(b.value.tokens)
-        # "Meissner" and "Walther Meissner" are one answer; so are "W. Meissner" and the full name
-        return (
-            find_in(a.value, b.value.text) is not None
-            or find_in(b.value, a.value.text) is not None
-            or ta <= tb
-            or tb <= ta
-        )
-    return find_in(a.value, b.value.text) is not None or find_in(b.value, a.value.text) is not None
+    return a.value is not None and b.value is not None and same_answer(a.value, b.value)
 
 
 class ConflictDetector:

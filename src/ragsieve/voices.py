@@ -9,9 +9,16 @@ first stage on the same observation).
 
 :class:`VoiceGrouper` groups the retrieved passages into :class:`Voice` objects:
 
-* **by meaning**: passages whose embeddings form a tight cluster under complete linkage (every
-  pair at or above ``tightness`` cosine) are one voice; such a cluster spanning at least
-  ``min_members`` documents is *coordinated* (a suspicious cluster);
+* **by meaning**: passages whose embeddings form a tight cluster (average linkage: groups join
+  when their mean pairwise cosine reaches ``tightness``) are one voice; such a cluster spanning
+  at least ``min_members`` documents (the pages of one series on one site counting once,
+  :func:`series_of`) is *coordinated* (a suspicious cluster);
+* **by claim**: given the question, each passage's answer is read without a model
+  (:func:`read_claims`); passages that read different answers are never one voice, and passages
+  that read one answer cluster at a lower bar, ``claim_tightness`` (:func:`claim_clusters`),
+  coordinated on the same terms. Embeddings are mostly topic: an honest page retelling the event
+  a planted claim is about sits as close to the paraphrases as they sit to each other; what it
+  answers sets it apart;
 * **by host**: passages from one site are one voice (:func:`host_of`);
 * **by copy**: pairs another check links (``linked``; the poisoning check passes its
   near-duplicate clusters, word Jaccard and paraphrase cosine) are one voice.
@@ -21,13 +28,15 @@ A voice records its members, their hosts, and its tightness (mean and minimum pa
 a value no passage outside it states is the shape of a planted claim. It is a signal, not a
 veto: the poison check reports it and the conflict stage counts the cluster once.
 
-The defaults (complete linkage, ``tightness`` 0.91, ``min_members`` 3) were chosen on a training
-split (PoisonedRAG's MS MARCO attack passages against SQuAD 2.0 paragraphs of the article
-"Normans" and HotpotQA contexts of the even-numbered non-target questions) and reported on other
-sets (``benchmarks/voices.py``, docs/results/knowledge-poisoning.md): on the held-out PoisonedRAG
-HotpotQA targets the rule groups 63 % of the GPT-4 passage sets, on clean questions it finds a
-coordinated cluster in at most 1 %; an attacker who spreads one claim over registers far apart
-(:class:`ragsieve.attack.poison.SpreadWriter`) escapes it entirely.
+The defaults (average linkage, ``tightness`` 0.80, ``claim_tightness`` 0.72, ``min_members`` 3)
+were chosen on a training split (PoisonedRAG's MS MARCO attack passages against SQuAD 2.0
+paragraphs of the article "Normans" and HotpotQA contexts of the even-numbered non-target
+questions) and reported on other sets (``benchmarks/voices.py``, docs/results/knowledge-poisoning.md):
+on the held-out PoisonedRAG HotpotQA targets the rule groups 99 % of the GPT-4 passage sets (a gold
+paragraph joins the attack's cluster in 4 %); on clean questions it finds a coordinated cluster in
+0 % of SQuAD 2.0 and demo questions but 3 % of HotpotQA's (above the 2 % goal); an attacker who
+spreads one claim over registers far apart (:class:`ragsieve.attack.poison.SpreadWriter`) escapes
+it entirely.
 
 Example:
     >>> import numpy as np
@@ -43,6 +52,7 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,8 +61,10 @@ import numpy as np
 
 from ragsieve.errors import ConfigError, InputError
 from ragsieve.types import SearchHit
+from ragsieve.values import Value
 
 __all__ = [
+    "CLAIM_TIGHTNESS",
     "LINKAGE",
     "LINKAGES",
     "MIN_MEMBERS",
@@ -61,21 +73,32 @@ __all__ = [
     "Voice",
     "VoiceGrouper",
     "answer_coordination",
+    "claim_clusters",
     "coordination",
+    "disagreeing",
     "host_of",
     "one_per_voice",
     "pairwise_cosine",
+    "read_claims",
+    "series_of",
     "tight_clusters",
 ]
 
 # Chosen on the training split by benchmarks/voices.py: among the settings (linkage, cosine,
 # member count) with a coordinated cluster in at most 1 % of the training clean sets, the one that
-# catches the most training attacks (PoisonedRAG's MS MARCO passages: 35 %). What stops it lower:
-# yearly pages of one series ("2013-14 Vermont Catamounts men's basketball team", ...) retrieved
-# together are as tight as paraphrases. Held-out figures: docs/results/knowledge-poisoning.md.
-TIGHTNESS = 0.91
+# catches the most training attacks (PoisonedRAG's MS MARCO passages: 92 %), passages that read
+# different answers kept apart and the pages of one series on one site counting once
+# (:func:`series_of`: yearly pages of one series retrieved together, "2014-15 Colorado Buffaloes
+# men's basketball team" and its next seasons, are as tight as paraphrases and were the only
+# clusters found in the training clean sets). Held-out figures: docs/results/knowledge-poisoning.md.
+TIGHTNESS = 0.80
 MIN_MEMBERS = 3
-LINKAGE = "complete"
+LINKAGE = "average"
+# The bar for passages that read one answer to the question (:func:`claim_clusters`), chosen on the
+# same training split with TIGHTNESS, MIN_MEMBERS and LINKAGE fixed: among the bars that keep the
+# training clean sets with a coordinated voice within the same 1 %, the one that catches the most
+# training attacks.
+CLAIM_TIGHTNESS = 0.72
 
 
 def pairwise_cosine(vectors: Any) -> np.ndarray:
@@ -120,6 +143,57 @@ def tight_clusters(cosines: Any, tightness: float, linkage: str = "complete") ->
     return sorted(groups.values(), key=lambda g: g[0])
 
 
+def read_claims(question: str, texts: Sequence[str]) -> list[Value | None]:
+    """The answer each passage gives ``question`` on its own, read without a model
+    (:func:`ragsieve.conflict.passage_answer`, however firm), or ``None`` where it reads none.
+    A yes/no stance is not a claim here: any two passages on one question share one of two."""
+    from ragsieve.conflict import passage_answer
+
+    out: list[Value | None] = []
+    for text in texts:
+        answer = passage_answer(question, text)
+        out.append(None if answer.stance else answer.value)
+    return out
+
+
+def disagreeing(cosines: Any, claims: Sequence[Value | None]) -> np.ndarray:
+    """``cosines`` with -1 for every pair of passages that read different answers (``claims``,
+    :func:`read_claims`): under either linkage such a pair never ends in one cluster."""
+    from ragsieve.conflict import same_answer
+
+    cos = np.array(cosines, dtype=np.float64)
+    n = cos.shape[0]
+    if len(claims) != n:
+        raise InputError(f"voices need one claim per passage: {n} passages, {len(claims)} claims")
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = claims[i], claims[j]
+            if a is not None and b is not None and not same_answer(a, b):
+                cos[i, j] = cos[j, i] = -1.0
+    return cos
+
+
+def claim_clusters(
+    cosines: Any, claims: Sequence[Value | None], tightness: float, linkage: str = "complete"
+) -> list[list[int]]:
+    """Clusters of passages that assert one answer: among the passages that read an answer to the
+    question (``claims``, :func:`read_claims`), :func:`tight_clusters` at ``tightness`` where two
+    passages reading different answers never join; only clusters of two or more come back
+    (positions among all the passages).
+
+    Embeddings are mostly topic: an honest page about the event a planted claim retells sits as
+    close to the attacker's paraphrases as they sit to each other. What sets them apart is what
+    they answer, so passages that agree on the answer need a lower bar than ``tight_clusters``
+    alone. A passage that reads no answer has shown no agreement: it joins a voice only by the
+    meaning bar."""
+    cos = disagreeing(cosines, claims)
+    readers = [i for i, c in enumerate(claims) if c is not None]
+    if len(readers) < 2:
+        return []
+    sub = cos[np.ix_(readers, readers)]
+    return [[readers[i] for i in c] for c in tight_clusters(sub, tightness, linkage) if len(c) >= 2]
+
+
 @dataclass(frozen=True)
 class Voice:
     """Passages that speak as one: a tight cluster by meaning, one host, or linked copies.
@@ -128,9 +202,11 @@ class Voice:
     order the hits were given) list every member best-ranked first; ``hosts`` their sites;
     ``documents`` how many documents they come from; ``mean_cosine``/``min_cosine`` the
     tightness of the members' embeddings (1.0 for a single passage); ``by`` the rules that joined
-    them (``meaning``, ``host``, ``copy``); ``coordinated`` whether a cluster by meaning alone
-    spans at least the grouper's ``min_members`` documents (the suspicious shape); ``cluster``
-    the members of that cluster (empty when not coordinated)."""
+    them (``meaning``, ``claim``, ``host``, ``copy``); ``coordinated`` whether a cluster by meaning
+    (or by meaning and one answer, ``claim``) spans at least the grouper's ``min_members``
+    documents, the pages of one series counting once (:func:`series_of`; the suspicious shape);
+    ``cluster`` the members of that cluster (empty when not
+    coordinated)."""
 
     id: str
     members: tuple[str, ...]
@@ -164,6 +240,22 @@ def host_of(hit: SearchHit) -> str:
     return source_of(hit).split("://", 1)[-1].split("/", 1)[0].lower()
 
 
+_SERIES_NUMBERS = re.compile(r"[\d\u2010-\u2015/-]+")
+
+
+def series_of(hit: SearchHit) -> str:
+    """The series a passage's document belongs to: its host with its title, numbers taken out
+    ("2010 Ms. Olympia" and "2011 Ms. Olympia" on one site are one series), or its document when
+    it has no title (:func:`ragsieve.conflict.document_of`). The yearly pages of one series agree
+    with each other, and are written alike, as no independent sources do: the only clusters either
+    rule found in the training clean sets were such pages. They count as one document towards
+    ``min_members``; the same title on other hosts is another series."""
+    from ragsieve.conflict import document_of
+
+    title = " ".join(_SERIES_NUMBERS.sub(" ", hit.chunk.title or "").lower().split())
+    return f"{host_of(hit)}|{title}" if title else document_of(hit)
+
+
 def _tightness(cos: np.ndarray | None, idx: Sequence[int]) -> tuple[float, float]:
     if cos is None or len(idx) < 2:
         return 1.0, 1.0
@@ -176,8 +268,12 @@ class VoiceGrouper:
     """Group retrieved passages into voices (see the module docstring).
 
     ``tightness``: the cosine every pair of a cluster by meaning reaches (``linkage="complete"``)
-    or its groups reach on average (``"average"``, see :func:`tight_clusters`); ``min_members``: the
-    number of documents a cluster by meaning must span to be coordinated; ``same_host``: passages
+    or its groups reach on average (``"average"``, see :func:`tight_clusters`); ``claim_tightness``:
+    the lower bar for passages that read one answer to the question (:func:`claim_clusters`; used
+    when :meth:`group` is given the question or the claims; ``None`` switches it off);
+    ``min_members``: the number of documents a cluster must span to be coordinated, the pages of
+    one series counting once (:func:`series_of`; only a coordinated cluster by claim joins its
+    members); ``same_host``: passages
     from one site are one voice; ``embedder``: embeds the passages when :meth:`group` gets no
     ``vectors`` (the index's embedder, so the vectors match the index's).
 
@@ -195,8 +291,10 @@ class VoiceGrouper:
         same_host: bool = True,
         embedder: Any = None,
         linkage: str = LINKAGE,
+        claim_tightness: float | None = CLAIM_TIGHTNESS,
     ) -> None:
         self.tightness = tightness
+        self.claim_tightness = claim_tightness
         self.min_members = min_members
         self.linkage = linkage
         self.same_host = same_host
@@ -207,6 +305,11 @@ class VoiceGrouper:
         if isinstance(self.tightness, bool) or not isinstance(self.tightness, (int, float)) \
                 or not 0.0 < float(self.tightness) <= 1.0:
             raise ConfigError(f"voice tightness must be a cosine in (0, 1], got {self.tightness!r}; fix the config")
+        claim = self.claim_tightness
+        if claim is not None and (isinstance(claim, bool) or not isinstance(claim, (int, float))
+                                  or not 0.0 < float(claim) <= 1.0):
+            raise ConfigError(f"voice claim_tightness must be a cosine in (0, 1] or unset, got {claim!r}; "
+                              "fix the config")
         if isinstance(self.min_members, bool) or not isinstance(self.min_members, int) or self.min_members < 2:
             raise ConfigError(f"voice min_members must be an integer of at least 2, got {self.min_members!r}; "
                               "fix the config")
@@ -233,12 +336,15 @@ class VoiceGrouper:
         vectors: Any = None,
         cosines: Any = None,
         linked: Iterable[tuple[int, int]] = (),
+        question: str | None = None,
+        claims: Sequence[Value | None] | None = None,
     ) -> list[Voice]:
         """The voices among ``hits`` (best-ranked first), in order of their best-ranked member.
 
         Pass the passages' ``vectors`` or their pairwise ``cosines`` when you have them (else the
         ``embedder`` embeds the texts); ``linked``: pairs of positions another check found to be
-        copies of each other."""
+        copies of each other; ``question`` (or the passages' ``claims``, :func:`read_claims`)
+        turns on clusters by claim (``claim_tightness``)."""
         from ragsieve.conflict import document_of
 
         self.check()
@@ -255,6 +361,7 @@ class VoiceGrouper:
             raise InputError(f"voices need one vector (or cosine row) per passage: {n} passages, "
                              f"cosines of shape {cos.shape}")
         docs = [document_of(h) for h in hits]
+        series = [series_of(h) for h in hits]
         hosts = [host_of(h) for h in hits]
         parent = list(range(n))
         rules: list[set[str]] = [set() for _ in range(n)]
@@ -272,14 +379,27 @@ class VoiceGrouper:
                 rules[min(a, b)] |= rules[max(a, b)]
             rules[find(i)].add(rule)
 
+        if claims is None and question is not None:
+            claims = read_claims(question, [h.chunk.text for h in hits])
+        if claims is not None and len(claims) != n:
+            raise InputError(f"voices need one claim per passage: {n} passages, {len(claims)} claims")
+        # passages that read different answers say different things, however alike their words
+        apart = disagreeing(cos, claims) if claims is not None else cos
         coordinated_of: dict[int, list[int]] = {}
-        for cluster in tight_clusters(cos, float(self.tightness), self.linkage):
+        for cluster in tight_clusters(apart, float(self.tightness), self.linkage):
             if len(cluster) < 2:
                 continue
             for j in cluster[1:]:
                 join(cluster[0], j, "meaning")
-            if len({docs[i] for i in cluster}) >= self.min_members:
+            if len({series[i] for i in cluster}) >= self.min_members:
                 coordinated_of[cluster[0]] = cluster
+        if self.claim_tightness is not None and claims is not None:
+            for cluster in claim_clusters(cos, claims, float(self.claim_tightness), self.linkage):
+                if len({series[i] for i in cluster}) < self.min_members:
+                    continue  # agreeing on an answer is what honest sources do; only a spread is suspicious
+                for j in cluster[1:]:
+                    join(cluster[0], j, "claim")
+                coordinated_of[cluster[0]] = sorted(set(coordinated_of.get(cluster[0], [])) | set(cluster))
         if self.same_host:
             first_of_host: dict[str, int] = {}
             for i, host in enumerate(hosts):
@@ -298,7 +418,7 @@ class VoiceGrouper:
         out = []
         for root, idx in sorted(groups.items(), key=lambda kv: kv[1][0]):
             clusters = [c for first, c in coordinated_of.items() if find(first) == root]
-            cluster = sorted(i for c in clusters for i in c)
+            cluster = sorted({i for c in clusters for i in c})
             mean, low = _tightness(cos, cluster or idx)
             out.append(Voice(
                 id=hits[idx[0]].chunk.id, members=tuple(hits[i].chunk.id for i in idx), positions=tuple(idx),
@@ -309,7 +429,7 @@ class VoiceGrouper:
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "voice-grouper", "tightness": self.tightness, "min_members": self.min_members,
-                "same_host": self.same_host, "linkage": self.linkage}
+                "same_host": self.same_host, "linkage": self.linkage, "claim_tightness": self.claim_tightness}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], embedder: Any = None) -> VoiceGrouper:

@@ -17,8 +17,9 @@ Two signals, both cheap and both visible in the trace (a third, optional, uses t
   embedding for the same reason).
 
 With ``coordination`` on, the candidates are also grouped into voices (:mod:`ragsieve.voices`):
-a tight cluster by meaning (complete linkage on the embeddings' cosine) spanning several
-documents is one *coordinated* voice, whatever its size and however many hosts it spans. Each
+a tight cluster by meaning (average linkage on the embeddings' cosine; passages that read
+different answers to the question kept apart, passages that read one answer clustered at a lower
+bar) spanning several documents is one *coordinated* voice, whatever its size and however many hosts it spans. Each
 member's verdict carries the voice and a graded coordination signal (higher when the cluster
 asserts a value no passage outside it states); it drops nothing (a signal for the decision, not a
 veto), and the voice's id becomes the members' ``cluster_id`` so the conflict stage counts the
@@ -51,7 +52,7 @@ from ragsieve.config import DuplicateAction, PoisonConfig
 from ragsieve.errors import ConfigError
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult
 from ragsieve.types import SearchHit, Trace, Verdict
-from ragsieve.voices import MIN_MEMBERS, TIGHTNESS
+from ragsieve.voices import CLAIM_TIGHTNESS, MIN_MEMBERS, TIGHTNESS
 
 __all__ = [
     "DUPLICATE_ACTIONS",
@@ -174,8 +175,10 @@ class PoisonJudge:
     measured and recorded, but drops nothing), leaving the near-duplicate signals alone: the
     ablation that shows what the defence does against attacks that never restate the question.
     ``coordination``: group the candidates into voices (:class:`ragsieve.voices.VoiceGrouper`,
-    ``voice_tightness`` and ``voice_members``, defaults chosen on a training split) and give each
-    member of a coordinated voice its coordination signal; needs the ``embedder``; drops nothing.
+    ``voice_tightness``, ``voice_members`` and ``voice_claim_tightness``, defaults chosen on a
+    training split; ``voice_claim_tightness = None`` leaves out the clusters by claim) and give
+    each member of a coordinated voice its coordination signal; needs the ``embedder``; drops
+    nothing.
 
     Example:
         >>> PoisonJudge(k=3).to_dict()["type"]
@@ -197,6 +200,7 @@ class PoisonJudge:
         coordination: bool = False,
         voice_tightness: float = TIGHTNESS,
         voice_members: int = MIN_MEMBERS,
+        voice_claim_tightness: float | None = CLAIM_TIGHTNESS,
     ) -> None:
         self.k = k
         self.restate_share = restate_share
@@ -211,6 +215,7 @@ class PoisonJudge:
         self.coordination = coordination
         self.voice_tightness = voice_tightness
         self.voice_members = voice_members
+        self.voice_claim_tightness = voice_claim_tightness
 
     @property
     def needs_embedder(self) -> bool:
@@ -220,7 +225,8 @@ class PoisonJudge:
     def _voices(self) -> Any:
         from ragsieve.voices import VoiceGrouper
 
-        return VoiceGrouper(tightness=self.voice_tightness, min_members=self.voice_members, embedder=self.embedder)
+        return VoiceGrouper(tightness=self.voice_tightness, min_members=self.voice_members, embedder=self.embedder,
+                            claim_tightness=self.voice_claim_tightness)
 
     def _check(self) -> None:
         if not 0.0 < self.restate_share <= 1.0 or not 0.0 < self.duplicate_jaccard <= 1.0:
@@ -357,7 +363,7 @@ class PoisonJudge:
         trace record (members, hosts, tightness, claims, reason)."""
         from ragsieve.voices import coordination
 
-        voices = self._voices().group(hits, cosines=cos, linked=linked)
+        voices = self._voices().group(hits, cosines=cos, linked=linked, question=query)
         signals = {c.voice: c for c in coordination(query, hits, voices)}
         out: dict[int, tuple[str, float, dict[str, Any]]] = {}
         for voice in voices:
@@ -417,6 +423,7 @@ class PoisonJudge:
             "coordination": self.coordination,
             "voice_tightness": self.voice_tightness,
             "voice_members": self.voice_members,
+            "voice_claim_tightness": self.voice_claim_tightness,
             "inner": self.inner.to_dict() if self.inner is not None else None,
         }
 
