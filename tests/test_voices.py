@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -254,6 +256,56 @@ def test_five_paraphrases_on_five_hosts_are_one_voice_against_the_gold_page(embe
     assert all(v.coordination >= 0.75 for v in verdicts[:5]) and not any(v.dropped for v in verdicts)
     same = {v.id: v.cluster_id for v in verdicts if v.cluster_id}
     assert len(independent_sources(hits, same_source=same)) == 2
+
+
+@pytest.fixture(scope="module")
+def moon_index_bundled(tmp_path_factory, embedder):
+    """The five paraphrases on five hosts, the gold page and an unrelated page, indexed with the
+    bundled embedder as ``ragsieve ingest`` writes an index."""
+    from ragsieve.index import Index
+
+    root = tmp_path_factory.mktemp("voices-bundled")
+    corpus = root / "corpus"
+    docs = {f"news-{i}/moon.txt": t for i, t in enumerate(PARAPHRASES)}
+    docs["wiki/neil_armstrong.txt"] = GOLD
+    docs["wiki/bread.txt"] = "Bread rises because yeast ferments the sugars in the dough."
+    for rel, text in docs.items():
+        (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / rel).write_text(text, encoding="utf-8")
+    return Index.build(corpus, root / "idx", embedder=embedder)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", [3, 5])
+def test_the_answer_names_the_gold_value_not_the_voice_s_alone(moon_index_bundled, k):
+    """Retrieval, the poison stage, selection and generation with the bundled embedder: a
+    generator that names every person the passages it is given name. Without voices the
+    paraphrases fill its evidence (an answer naming Aldrin alone); with them it sees one paraphrase
+    beside the gold page. (The verify stage is left out: it would withdraw this draft, because the
+    rule reader reads the gold page's "he became ... the first person" as "Apollo".)"""
+    from tests.sieve.test_trust_acceptance import FakeLLM
+
+    from ragsieve.values import extract_values
+
+    def names(question: str, passages: list[str]) -> str:
+        people = [v.text for p in passages for v in extract_values(p, ("name",)) if len(v.tokens) >= 2
+                  and v.text in ("Buzz Aldrin", "Neil Armstrong")]
+        return ", ".join(dict.fromkeys(people)) + " [1]."
+
+    def answer(coordination: bool) -> Any:
+        return voices_pipeline(moon_index_bundled, FakeLLM(names), coordination, ablate=["decide", "verify"],
+                               retrieval={"k": k}).ask(Q)
+
+    plain = answer(False)
+    assert sum("Aldrin" in h.chunk.text for h in plain.evidence) >= 2
+    ans = answer(True)
+    assert "Neil Armstrong" in ans.text
+    assert sum(h.chunk.text in PARAPHRASES for h in ans.evidence) <= 1
+    # every paraphrase among the candidates is in the one voice, the gold page is not
+    candidates = {d["id"] for d in ans.trace.decisions if d["check"] == "poison"}
+    planted = {c.id for c in moon_index_bundled.chunks if c.text in PARAPHRASES}
+    [voice] = ans.trace.stage("poison")[-1]["voices"]
+    assert set(voice["members"]) == planted & candidates and len(voice["members"]) >= 3
 
 
 @pytest.mark.slow
