@@ -490,9 +490,10 @@ apart is what they answer. `ragsieve.voices.claim_clusters` reads each passage's
 question without a model (`ragsieve.voices.read_claims`: the conflict stage's rule reader, however
 firm; a yes/no stance is no claim), never lets two passages that read different answers join, and
 clusters the passages that read one answer at a lower bar (a passage that reads none joins a voice
-only by the meaning bar); such a cluster spanning `m` documents is coordinated too. Its bar, with the rule above fixed: among the
-bars with the training clean sets within the same {CLEAN_BUDGET:.0%}, the one that catches the most training
-attacks (ties to the higher bar): **claim bar {claim:.2f}** (`ragsieve.voices.CLAIM_TIGHTNESS`).
+only by the meaning bar); such a cluster spanning `m` documents is coordinated too. Its bar, with
+the rule above fixed: among the bars with the training clean sets within the same {CLEAN_BUDGET:.0%}, the one
+that catches the most training attacks (ties to the higher bar): **claim bar {claim:.2f}**
+(`ragsieve.voices.CLAIM_TIGHTNESS`).
 Training grid near it:
 
 {markdown_table(["claim bar", "training clean sets flagged", "training attacks caught"], claim_rows)}

@@ -262,17 +262,7 @@ def test_five_paraphrases_on_five_hosts_are_one_voice_against_the_gold_page(embe
 def moon_index_bundled(tmp_path_factory, embedder):
     """The five paraphrases on five hosts, the gold page and an unrelated page, indexed with the
     bundled embedder as ``ragsieve ingest`` writes an index."""
-    from ragsieve.index import Index
-
-    root = tmp_path_factory.mktemp("voices-bundled")
-    corpus = root / "corpus"
-    docs = {f"news-{i}/moon.txt": t for i, t in enumerate(PARAPHRASES)}
-    docs["wiki/neil_armstrong.txt"] = GOLD
-    docs["wiki/bread.txt"] = "Bread rises because yeast ferments the sugars in the dough."
-    for rel, text in docs.items():
-        (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
-        (corpus / rel).write_text(text, encoding="utf-8")
-    return Index.build(corpus, root / "idx", embedder=embedder)
+    return moon_index(tmp_path_factory.mktemp("voices-bundled"), GOLD, embedder)
 
 
 @pytest.mark.slow
@@ -418,17 +408,21 @@ class ClaimEmbedder:
 
 @pytest.fixture(scope="module")
 def moon_attack_index(tmp_path_factory):
+    return moon_index(tmp_path_factory.mktemp("voices"), GOLD_WITHOUT_ALDRIN, ClaimEmbedder())
+
+
+def moon_index(root: Any, gold: str, embedder: Any) -> Any:
+    """An index of the five paraphrases on five hosts, ``gold`` and an unrelated page."""
     from ragsieve.index import Index
 
-    root = tmp_path_factory.mktemp("voices")
     corpus = root / "corpus"
     docs = {f"news-{i}/moon.txt": t for i, t in enumerate(PARAPHRASES)}
-    docs["wiki/neil_armstrong.txt"] = GOLD_WITHOUT_ALDRIN
+    docs["wiki/neil_armstrong.txt"] = gold
     docs["wiki/bread.txt"] = "Bread rises because yeast ferments the sugars in the dough."
     for rel, text in docs.items():
         (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
         (corpus / rel).write_text(text, encoding="utf-8")
-    return Index.build(corpus, root / "idx", embedder=ClaimEmbedder())
+    return Index.build(corpus, root / "idx", embedder=embedder)
 
 
 def voices_pipeline(index, llm, coordination: bool, **config):
