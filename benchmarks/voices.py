@@ -488,7 +488,7 @@ clean sets (half the 2 % goal), the one that catches the most training attacks (
 retells sits as close to the attacker's paraphrases as they sit to each other. What sets them
 apart is what they answer. `ragsieve.voices.claim_clusters` reads each passage's answer to the
 question without a model (`ragsieve.voices.read_claims`: the conflict stage's rule reader, however
-firm; a yes/no stance is no claim), never lets two passages that read different answers join, and
+firm; a yes/no stance is no claim), sets apart two passages that read different answers, and
 clusters the passages that read one answer at a lower bar (a passage that reads none joins a voice
 only by the meaning bar); such a cluster spanning `m` documents is coordinated too. Its bar, with
 the rule above fixed: among the bars with the training clean sets within the same {CLEAN_BUDGET:.0%}, the one

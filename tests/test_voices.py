@@ -248,7 +248,7 @@ def test_poison_stage_takes_the_voice_options():
 # The five are 0.74-0.90 apart and the gold page 0.75-0.82 from them: no bar on the embeddings alone
 # separates them. What does is reading what each passage answers: four of the five read "Buzz
 # Aldrin" and cluster at the claim bar, the fifth (no answer read: it says "lunar surface", not
-# "Moon") joins them by the meaning bar, and the gold page reads another answer, so it never joins.
+# "Moon") joins them by the meaning bar, and the gold page reads another answer, which keeps it apart.
 def test_five_paraphrases_on_five_hosts_are_one_voice_against_the_gold_page(embedder):
     hits = attack_hits()
     verdicts = PoisonJudge(coordination=True, embedder=embedder).judge(Q, hits)

@@ -14,8 +14,8 @@ first stage on the same observation).
   at least ``min_members`` documents (the pages of one series on one site counting once,
   :func:`series_of`) is *coordinated* (a suspicious cluster);
 * **by claim**: given the question, each passage's answer is read without a model
-  (:func:`read_claims`); passages that read different answers are never one voice, and passages
-  that read one answer cluster at a lower bar, ``claim_tightness`` (:func:`claim_clusters`),
+  (:func:`read_claims`); passages that read different answers are set apart (:func:`disagreeing`),
+  and passages that read one answer cluster at a lower bar, ``claim_tightness`` (:func:`claim_clusters`),
   coordinated on the same terms. Embeddings are mostly topic: an honest page retelling the event
   a planted claim is about sits as close to the paraphrases as they sit to each other; what it
   answers sets it apart;
@@ -158,7 +158,9 @@ def read_claims(question: str, texts: Sequence[str]) -> list[Value | None]:
 
 def disagreeing(cosines: Any, claims: Sequence[Value | None]) -> np.ndarray:
     """``cosines`` with -1 for every pair of passages that read different answers (``claims``,
-    :func:`read_claims`): under either linkage such a pair never ends in one cluster."""
+    :func:`read_claims`): under complete linkage such a pair never ends in one cluster; under
+    average linkage the -1 counts against the two groups joining (two large groups that agree
+    everywhere else may still join)."""
     from ragsieve.conflict import same_answer
 
     cos = np.array(cosines, dtype=np.float64)
@@ -177,8 +179,8 @@ def claim_clusters(
     cosines: Any, claims: Sequence[Value | None], tightness: float, linkage: str = "complete"
 ) -> list[list[int]]:
     """Clusters of passages that assert one answer: among the passages that read an answer to the
-    question (``claims``, :func:`read_claims`), :func:`tight_clusters` at ``tightness`` where two
-    passages reading different answers never join; only clusters of two or more come back
+    question (``claims``, :func:`read_claims`), :func:`tight_clusters` at ``tightness`` with the
+    pairs reading different answers set apart (:func:`disagreeing`); only clusters of two or more come back
     (positions among all the passages).
 
     Embeddings are mostly topic: an honest page about the event a planted claim retells sits as
