@@ -188,11 +188,17 @@ def claim_clusters(
     they answer, so passages that agree on the answer need a lower bar than ``tight_clusters``
     alone. A passage that reads no answer has shown no agreement: it joins a voice only by the
     meaning bar."""
-    cos = disagreeing(cosines, claims)
+    return _reader_clusters(disagreeing(cosines, claims), claims, tightness, linkage)
+
+
+def _reader_clusters(
+    apart: np.ndarray, claims: Sequence[Value | None], tightness: float, linkage: str
+) -> list[list[int]]:
+    """:func:`claim_clusters` on cosines already passed through :func:`disagreeing`."""
     readers = [i for i, c in enumerate(claims) if c is not None]
     if len(readers) < 2:
         return []
-    sub = cos[np.ix_(readers, readers)]
+    sub = apart[np.ix_(readers, readers)]
     return [[readers[i] for i in c] for c in tight_clusters(sub, tightness, linkage) if len(c) >= 2]
 
 
@@ -396,7 +402,7 @@ class VoiceGrouper:
             if len({series[i] for i in cluster}) >= self.min_members:
                 coordinated_of[cluster[0]] = cluster
         if self.claim_tightness is not None and claims is not None:
-            for cluster in claim_clusters(cos, claims, float(self.claim_tightness), self.linkage):
+            for cluster in _reader_clusters(apart, claims, float(self.claim_tightness), self.linkage):
                 if len({series[i] for i in cluster}) < self.min_members:
                     continue  # agreeing on an answer is what honest sources do; only a spread is suspicious
                 for j in cluster[1:]:

@@ -19,8 +19,8 @@ Two signals, both cheap and both visible in the trace (a third, optional, uses t
 With ``coordination`` on, the candidates are also grouped into voices (:mod:`ragsieve.voices`):
 a tight cluster by meaning (average linkage on the embeddings' cosine; passages that read
 different answers to the question kept apart, passages that read one answer clustered at a lower
-bar) spanning several documents is one *coordinated* voice, whatever its size and however many hosts it spans. Each
-member's verdict carries the voice and a graded coordination signal (higher when the cluster
+bar) spanning several documents is one *coordinated* voice, whatever its size and however many
+hosts it spans. Each member's verdict carries the voice and a graded coordination signal (higher when the cluster
 asserts a value no passage outside it states); it drops nothing (a signal for the decision, not a
 veto), and the voice's id becomes the members' ``cluster_id`` so the conflict stage counts the
 cluster as one source.
