@@ -462,6 +462,52 @@ def test_the_generator_is_given_one_passage_per_voice(moon_attack_index, ablate)
     assert len(dropped) >= 1 and all(d["verdict"] == "dropped" for d in dropped)
 
 
+@pytest.mark.parametrize("veto", [True, False])
+def test_an_answer_only_the_voice_states_is_vetoed_when_listed_and_a_caveat_otherwise(moon_attack_index, veto):
+    from tests.sieve.test_trust_acceptance import FakeLLM
+
+    def aldrin(question, passages):
+        return "Buzz Aldrin was the first person to walk on the Moon [1]."
+
+    pipe = voices_pipeline(moon_attack_index, FakeLLM(aldrin), True,
+                           decide={"vetoes": ["coordinated"] if veto else []})
+    ans = pipe.ask(Q)
+    [record] = ans.trace.stage("decide")
+    assert record["signals"]["poison.answer_cluster_only"] == 1.0
+    assert "only by a coordinated voice" in record["coordinated"]
+    assert "passages from" in record["coordinated"] and "news-" in record["coordinated"]
+    if veto:
+        assert ans.abstained and record.get("vetoed") == "coordinated"
+        assert "decide: vetoed: the answer is stated only by a coordinated voice" in ans.abstain_reason
+        assert "Aldrin" not in ans.text
+    else:
+        # not listed: a signal the model weighs; an answer that stands says it is not confirmed
+        assert "vetoed" not in record
+        assert ans.abstained or "coordinated voice" in record["caveat"]
+
+
+def test_an_answer_an_independent_page_states_is_not_the_voice_s(moon_attack_index):
+    from tests.sieve.test_trust_acceptance import FakeLLM
+
+    def armstrong(question, passages):
+        return "Neil Armstrong was the first person to walk on the Moon [1]."
+
+    ans = voices_pipeline(moon_attack_index, FakeLLM(armstrong), True, decide={"vetoes": ["coordinated"]}).ask(Q)
+    [record] = ans.trace.stage("decide")
+    assert record["signals"].get("poison.answer_cluster_only") == 0.0
+    assert "vetoed" not in record and "coordinated" not in record
+
+
+def test_the_coordinated_veto_needs_the_cluster_rule(moon_attack_index):
+    from tests.sieve.test_trust_acceptance import FakeLLM
+
+    from ragsieve.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="stages.poison.coordination = true or remove the veto"):
+        voices_pipeline(moon_attack_index, FakeLLM(lambda q, p: "x"), False,
+                        decide={"vetoes": ["coordinated"]}).ask(Q)
+
+
 def test_the_generate_stage_gives_one_passage_per_voice_whatever_chose_the_evidence():
     from ragsieve.sieve.generate import GenerateStage
     from ragsieve.sieve.state import PipelineState
@@ -514,3 +560,6 @@ def test_answer_coordination_reads_which_passages_state_the_answer():
     assert answer_coordination(Q, "I do not know.", evidence, members) == {}
     assert answer_coordination(Q, "Buzz Aldrin.", [], members) == {}
     assert answer_coordination(Q, "Yuri Gagarin.", evidence, members) == {}
+    # a yes/no answer is its yes or no: the names around it are not what it answers
+    polar = "Was Buzz Aldrin the first person to walk on the Moon?"
+    assert answer_coordination(polar, "No, Buzz Aldrin walked second.", evidence, members) == {}

@@ -899,9 +899,12 @@ class DecideConfig(_Section):
     default. ``caveat_margin``: an answer within this of the threshold, or one a check asked to
     withdraw but the combined confidence keeps, says it is not fully confirmed. ``vetoes``: the
     verify stage's withdrawals that still end a run on their own: ``responsive`` every way a reply
-    fails to answer, ``responsive.wrong_kind`` (and the other ways) one only. None by default: a
-    veto stays only where its measured precision on outside data is at least 0.9, and none has
-    reached it (``benchmarks/decision_sets.py``, docs/results/calibration.md)."""
+    fails to answer, ``responsive.wrong_kind`` (and the other ways) one only; ``coordinated`` the
+    decide stage's own: an answer stated, among its evidence, only by a coordinated voice (needs
+    ``stages.poison.coordination``). None by default: a veto stays only where its measured
+    precision on outside data is at least 0.9, and none has reached it as a default
+    (``benchmarks/decision_sets.py``, docs/results/calibration.md; ``coordinated`` in
+    docs/results/knowledge-poisoning.md)."""
 
     mode: DecideMode = "decide"
     model: str | None = None

@@ -48,9 +48,11 @@ DecideMode = Literal["decide", "observe"]
 # quantity or name is stated by the evidence only about another fact (``stages.verify.tie_values``).
 # "responsive.<reason>" vetoes one way of not answering only (ragsieve.verify.responsive): "empty",
 # "pasted_passage" (a passage pasted whole), "restated_question", "wrong_kind" (no value of the kind
-# asked for), "ungrounded" (values of that kind, none in the cited evidence).
+# asked for), "ungrounded" (values of that kind, none in the cited evidence). "coordinated" (the
+# decide stage's own, with ``stages.poison.coordination`` on): the answer is stated, among its
+# evidence, only by members of coordinated voices (ragsieve.voices.answer_coordination).
 VetoName = Literal[
-    "responsive", "unsupported", "min_confidence", "value_tie",
+    "responsive", "unsupported", "min_confidence", "value_tie", "coordinated",
     "responsive.empty", "responsive.pasted_passage", "responsive.restated_question",
     "responsive.wrong_kind", "responsive.ungrounded",
 ]  # fmt: skip

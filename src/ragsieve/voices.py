@@ -555,9 +555,15 @@ def answer_coordination(
     chunk ids of coordinated voices' members. Returns ``coordinated_share`` (the share of the
     supporting passages that are members; with one passage per voice, the share of the voices)
     and ``cluster_only`` (1 when every supporting passage is a member: the answer is asserted
-    only inside a cluster), or nothing when no evidence passage states a value of the answer."""
+    only inside a cluster), or nothing when no evidence passage states a value of the answer.
+
+    A yes/no question's answer is its yes or no, not the values of the words around it (as
+    :func:`read_claims` reads no claim from a stance): nothing comes back for one."""
+    from ragsieve.generate.polar import is_polar_question
     from ragsieve.values import extract_values, find_in, read_evidence
 
+    if is_polar_question(question):
+        return {}
     q_ev = read_evidence(question)
     values = [v for v in extract_values(text) if find_in(v, q_ev) is None]
     if not values or not evidence:

@@ -232,6 +232,13 @@ def build_stages(
     unknown = [n for n in names if n not in factories]
     if unknown:
         raise ConfigError(f"no stage is named {unknown[0]!r}; stages: {', '.join(factories)}")
+    if "decide" in names and "coordinated" in config.decide.vetoes and not st.poison.coordination:
+        # a veto that can never fire is a configuration mistake, not a choice
+        raise ConfigError(
+            "decide.vetoes lists 'coordinated', but stages.poison.coordination is off, so no "
+            "coordinated voice is ever found; set stages.poison.coordination = true or remove "
+            "the veto"
+        )
     stages = [factories[n]() for n in names]
     if "select" not in names and "retrieve" in names and "generate" in names:
         # Without a selection step the generator still gets only the top k.

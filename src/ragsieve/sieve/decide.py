@@ -12,9 +12,16 @@ that the draft is right.
 * below the threshold (``decide.threshold``, else ``calibration.abstain_below`` as ``ragsieve
   calibrate`` certified it, else the model's default): abstain, with the verify stage's
   explanation when it asked to withdraw the draft;
-* otherwise answer; when a check asked to withdraw the draft, or the confidence is within
-  ``decide.caveat_margin`` of the threshold, the ``decide`` record's ``caveat`` says the answer
-  is not fully confirmed and why (the answer's text is left as the model wrote it).
+* otherwise answer; when a check asked to withdraw the draft, the answer is stated only inside
+  a coordinated voice (below), or the confidence is within ``decide.caveat_margin`` of the
+  threshold, the ``decide`` record's ``caveat`` says the answer is not fully confirmed and why
+  (the answer's text is left as the model wrote it).
+
+With ``stages.poison.coordination`` on, a draft whose value is stated, among its evidence, only by
+members of coordinated voices (:func:`ragsieve.voices.answer_coordination`: ``cluster_only``) is
+"asserted only by a coordinated voice": a signal the model weighs, a caveat, and a veto (abstain
+whatever the confidence) only when ``decide.vetoes`` lists ``"coordinated"`` (its measured
+precision is in docs/results/knowledge-poisoning.md; off by default).
 
 The draft is never replaced by another answer here: it is kept or withdrawn. The ``decide``
 record holds every signal, the confidence, the threshold, the decision and the signals that
@@ -102,13 +109,37 @@ class DecideStage:
             for name, value in answer_coordination(question, state.text, state.evidence, members).items():
                 state.signal(f"poison.answer_{name}", value)
 
+    @staticmethod
+    def _coordinated_only(trace: Trace, state: PipelineState) -> str | None:
+        """Why the draft is asserted only by a coordinated voice (its value stated, among the
+        evidence, only by members of coordinated voices), or ``None``."""
+        if state.signals.get("poison.answer_cluster_only") != 1.0:
+            return None
+        poison = trace.stage("poison")
+        evidence = {h.chunk.id for h in state.evidence}
+        voices = [v for v in (poison[-1].get("voices") or []) if evidence & set(v.get("cluster", ()))]
+        if not voices:
+            return None
+        parts = []
+        for v in voices:
+            hosts = sorted(set(v["hosts"]))
+            named = ", ".join(hosts[:3]) + (f" and {len(hosts) - 3} more" if len(hosts) > 3 else "")
+            parts.append(
+                f"{len(v['cluster'])} passages from {v['documents']} documents on {len(hosts)} hosts ({named}) "
+                f"in one tight cluster (cosine mean {v['mean_cosine']:.2f})"
+            )
+        said = "; ".join(parts)
+        return f"the answer is stated only by a coordinated voice, no independent source: {said}"
+
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> StageResult:
         self._signals(question, trace, state)
         signals = dict(sorted(state.signals.items()))
         withdrawal = state.withdrawal
+        coordinated = self._coordinated_only(trace, state)
         if self.config.mode == "observe":
             trace.record("decide", mode="observe", signals=signals, draft=state.text,
-                         withdrawal=withdrawal.reason if withdrawal else None)  # fmt: skip
+                         withdrawal=withdrawal.reason if withdrawal else None,
+                         coordinated=coordinated)  # fmt: skip
             return candidates
         model = self.model()
         confidence = model.confidence(state.signals)
@@ -122,6 +153,16 @@ class DecideStage:
             "moved_by": dict(list(model.contributions(state.signals).items())[:5]),
         }
         state.confidence = confidence
+        if coordinated is not None:
+            record["coordinated"] = coordinated
+        if coordinated is not None and "coordinated" in self.config.vetoes:
+            # listed in decide.vetoes: it ends the run whatever the confidence
+            trace.record("decide", decision="abstain", vetoed="coordinated", **record)
+            text = (
+                f"I can't answer this with confidence: {coordinated}. Passages written together to "
+                "look like several sources are how knowledge poisoning works."
+            )
+            return Abstain("decide", f"decide: vetoed: {coordinated}", text, confidence)
         if confidence < threshold:
             trace.record("decide", decision="abstain", **record)
             reason = f"decide: confidence {compare(confidence, threshold)}"
@@ -132,10 +173,11 @@ class DecideStage:
                 f"of {confidence:.2f}, below the threshold {threshold:.2f}."
             )
             return Abstain("decide", reason, text, confidence)
-        caveat = withdrawal is not None or confidence < threshold + self.config.caveat_margin
+        caveat = withdrawal is not None or coordinated is not None or confidence < threshold + self.config.caveat_margin
         if caveat:
             # the answer stands; the caveat travels in the record (the presenter shows it)
-            why = withdrawal.reason if withdrawal is not None else f"confidence {compare(confidence, threshold, '>=')}"
+            reasons = [r for r in (withdrawal.reason if withdrawal else None, coordinated) if r is not None]
+            why = "; ".join(reasons) or f"confidence {compare(confidence, threshold, '>=')}"
             record["caveat"] = f"not fully confirmed by the checks: {why}"
         trace.record("decide", decision="caveat" if caveat else "answer", **record)
         return candidates
