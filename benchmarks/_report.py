@@ -131,6 +131,11 @@ RESULT_PAGES: dict[str, ReportPage] = {
         "Decoding",
         "The generate stage: repetition in the bundled model's answers and the cut at the first repeat.",
     ),
+    "results/reader.md": ReportPage(
+        "Extractive reader",
+        "The extractive QA reader (`ragsieve.text.reader`): the span of a passage that answers the question, or "
+        "no answer; fine-tuned here from the bundled MiniLM, scored under domain shift against the rule reader.",
+    ),
     "results/verification.md": ReportPage(
         "Verification",
         "The verify stage: how well each claim judge separates supported from unsupported claims.",

@@ -231,8 +231,9 @@ def coordination_signal(rule: Rule, emb: Embeddings, attack: dict[str, list[str]
     from ragsieve.sieve.poison import PoisonJudge
     from ragsieve.types import Chunk, SearchHit
 
+    # the duplicate options this was measured with (stages.attack's; the judge's own are stages.poison's)
     judge = PoisonJudge(coordination=True, embedder=emb.embedder, voice_tightness=rule.t, voice_members=rule.m,
-                        voice_claim_tightness=rule.claim)
+                        voice_claim_tightness=rule.claim, duplicate_jaccard=0.5, duplicates="drop")
 
     def grades(scores: list[float]) -> list[object]:
         return [len(scores), *(sum(abs(x - g) < 1e-9 for x in scores) for g in (1.0, 0.75, 0.5, 0.0))]

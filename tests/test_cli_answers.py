@@ -151,7 +151,13 @@ def test_the_view_is_json_and_shows_the_withdrawn_draft_with_its_reason() -> Non
     data = json.loads(json.dumps(view.to_dict()))
     assert data == present_answer(_withdrawn_answer().to_dict()).to_dict()  # the object and its JSON agree
     [draft] = data["withdrawn"]
-    assert draft["text"].startswith("The restocking fee") and draft["reason"].startswith("verify: none")
+    assert draft["text"].startswith("The restocking fee")
+    # the reason in words; its code and kind kept beside it for programs
+    assert draft["reason"] == "No sentence of the answer is backed by the passage it cites (1 checked)."
+    assert draft["code"] == "verify: none of 1 answer sentences is supported" and draft["kind"] == "unsupported"
+    assert data["abstain_reason"] == draft["reason"] and data["abstain_code"] == draft["code"]
+    assert [(r["about"], r["kind"], r["numbers"]) for r in data["reasons"]] == [
+        ("abstention", "unsupported", {"n": 1.0}), ("withdrawn draft", "unsupported", {"n": 1.0})]
     assert [s["status"] for s in data["statuses"]] == list(STATUSES)
     assert [c["status"] for c in data["candidates"]] == ["selected", "dropped"]
     assert data["candidates"][0]["score"] == 1.0 and data["candidates"][1]["score"] == pytest.approx(0.4909, 1e-3)
@@ -164,7 +170,9 @@ def test_terminal_answer_at_80_columns_shows_the_whole_withdrawn_draft() -> None
     lines = cli.render_answer(_withdrawn_answer(), 80)
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
     text = " ".join(" ".join(lines).split())
-    assert "withdrawn draft (verify: none of 1 answer sentences is supported" in text
+    assert ("withdrawn draft, replaced by the abstention: No sentence of the answer is backed by the passage it "
+            "cites (1 checked).") in text
+    assert "verify:" not in text and "answer sentences is supported" not in text
     assert "charged once per order and deducted from the refund [1]." in text  # wrapped, not cut
     assert "…" not in "\n".join(lines[:12])
     assert any(line.startswith("*selected") for line in lines) and any(line.startswith(" dropped") for line in lines)

@@ -192,6 +192,7 @@ def results(ws: Workspace) -> dict[str, Run]:
                                 "plain", "--config", ws.path("fake-llm.toml"))
     out["importance apply"] = ws.run("importance", "apply", ws.path("w.json"), "--index", idx)
     out["serve"] = _serve(ws, idx)
+    out["mcp"] = ws.run("mcp", "--index", idx, *fake)  # stdio: stdin at its end, the server stops at once
     out["demo"] = ws.run("demo", "--index", ws.path("demo-idx"), "-q", "What is graphene?", "--pipeline", "plain",
                          "--threads", "1", timeout=900)
     return out
@@ -334,7 +335,10 @@ def test_an_80_column_answer_shows_the_withdrawn_draft(own: dict[str, Run]) -> N
     assert lines[1].startswith("A (abstained): "), out
     flat = " ".join(out.split())
     # the reply the checks refused, whole, with why and what replaced it
-    assert "withdrawn draft (responsive: wrong_kind" in flat and "replaced by the abstention" in flat, out
+    # why, in words: what the reply lacks (the code stays in --json)
+    assert ("withdrawn draft, replaced by the abstention: The answer does not give the kind of answer the question "
+            "asks for (the question asks for a date or year; the answer gives none)") in flat, out
+    assert "responsive:" not in flat and "wrong_kind" not in flat, out
     assert "The passages state it [1]." in flat
     assert "…" not in "\n".join(lines[: lines.index(next(x for x in lines if x.startswith("candidates")))])
 
@@ -347,7 +351,9 @@ def test_a_kept_non_answer_carries_its_caveat(own: dict[str, Run]) -> None:
     lines = out.splitlines()
     assert lines[1].startswith("A: The passages state it [1]."), out
     flat = " ".join(out.split())
-    assert "caveat: not fully confirmed by the checks: verify: none of 1 answer sentences" in flat, out
+    # why, in words: the check that asked to withdraw it, and what it found
+    assert "caveat: The checks could not confirm this answer: the answer does not give the kind of answer" in flat, out
+    assert "responsive:" not in flat and "verify:" not in flat and ">=" not in flat.split("candidates (")[0], out
 
 
 def test_ingest_summary_and_progress_line_give_one_rate(own: dict[str, Run]) -> None:

@@ -265,7 +265,7 @@ def test_answer_lines_read_right_for_a_newcomer():
     assert any(line.startswith(" dropped") and "irrelevant" not in line for line in lines)
     assert "0-1 scale" in " ".join(text.split()) and " 1.00 manual.pdf:3" in text and " 0.50 " in text
     assert "0.414 " in text or "0.4142" in text  # the two thresholds differ on the page
-    assert "relevant >= 0.41, irrelevant < 0.41" not in text
+    assert "relevant at or above 0.41, irrelevant below 0.41" not in text and ">=" not in text
     assert long_id in text.replace("\n" + " " * 17, "")  # the id whole (wrapped, never cut with "…")
     assert "verify 55" in text  # the timing line is not cut before the verify time
 

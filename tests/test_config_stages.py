@@ -377,14 +377,17 @@ def test_dict_style_input_to_the_components_still_works():
 
 
 def test_the_attack_section_builds_the_judge_the_harness_measured():
-    from ragsieve.config import AttackConfig
+    from ragsieve.config import AttackConfig, PoisonConfig
     from ragsieve.sieve.poison import PoisonJudge
 
     def settings(judge: PoisonJudge) -> dict[str, Any]:
         return {k: v for k, v in vars(judge).items() if k not in ("inner", "embedder")}
 
-    # at its defaults the section is PoisonJudge's own defaults (not the sieve stage's)
-    assert settings(PoisonJudge(k=3, **AttackConfig().judge_options())) == settings(PoisonJudge(k=3))
+    # at its defaults the section is the defence as the harness measured it (Jaccard 0.5, "drop"),
+    # not the sieve stage's (PoisonJudge's own defaults are stages.poison's)
+    measured = PoisonJudge(k=3, duplicate_jaccard=0.5, duplicates="drop")
+    assert settings(PoisonJudge(k=3, **AttackConfig().judge_options())) == settings(measured)
+    assert settings(PoisonJudge(k=3, **PoisonConfig().judge_options())) == settings(PoisonJudge(k=3))
     assert "judge" not in AttackConfig(judge=True).judge_options()
     options = AttackConfig(duplicates="keep", voice_members=4).judge_options()
     assert (options["duplicates"], options["voice_members"]) == ("keep", 4)

@@ -24,7 +24,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "ground": (
         "types", "errors", "config", "io", "http", "text", "answers", "extras", "safe_models",
         "console", "sentences", "values", "citations", "cluster", "demo", "array_models", "cancel",
-        "telemetry", "options", "present", "lexicon",
+        "telemetry", "options", "present", "lexicon", "signals",
     ),
     # the parts a stage is made of: models, indexes, and each check's own component
     "components": (
@@ -34,7 +34,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # the question's path: one module per stage, and the pipeline that runs them
     "sieve": ("sieve",),
     # what runs the pipeline: evaluation, the red-team harness, the server
-    "harnesses": ("eval", "attack", "serve", "adapters"),
+    "harnesses": ("eval", "attack", "serve", "adapters", "mcp"),
     # the command line
     "cli": ("cli",),
     # ``import ragsieve``: the public names, re-exported
@@ -287,7 +287,7 @@ def test_no_any_typed_state():
 
 
 def test_every_stage_declares_what_it_reads_and_writes():
-    """Each stage class (or its base) declares ``reads``, ``uses`` and ``writes``, and no stage
+    """Each stage class (or its base) declares ``reads``, ``uses``, ``writes`` and ``emits``, and no stage
     module outside the runner records an abstention or builds an Answer itself."""
     declared = {}
     for module, cls in _stage_classes():
@@ -305,9 +305,9 @@ def test_every_stage_declares_what_it_reads_and_writes():
         have = set(names)
         for base in bases:
             have |= declared.get(base, ("", set(), []))[1]
-        if not {"reads", "uses", "writes"} <= have:
+        if not {"reads", "uses", "writes", "emits"} <= have:
             missing.append(f"{module}:{name}")
-    assert not missing, f"stages without reads/uses/writes: {missing}"
+    assert not missing, f"stages without reads/uses/writes/emits: {missing}"
     for path in sorted(SIEVE_DIR.glob("*.py")):
         if path.name in {"runner.py"}:
             continue

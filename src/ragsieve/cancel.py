@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 from ragsieve.errors import RagsieveError
@@ -113,5 +114,52 @@ def check_cancelled() -> None:
         token.check()
 
 
-__all__ = ["CancelToken", "GenerationCancelledError", "cancel_scope", "check_cancelled", "current_token",
-           "is_cancelled"]
+class DeadlinePassedError(GenerationCancelledError):
+    """Work run under :func:`time_limit` went past its bound and was stopped."""
+
+    def __init__(self, what: str, seconds: float, elapsed: float, fix: str) -> None:
+        RagsieveError.__init__(
+            self, f"{what} ran past its {seconds:g} s time limit and was stopped after {elapsed:.0f} s; {fix}"
+        )
+        self.reason = f"past the {seconds:g} s time limit"
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str, fix: str) -> Iterator[CancelToken]:
+    """Run the block under a token that is cancelled ``seconds`` after it starts, so the work in it
+    stops at its next check (an LLM call between tokens, the pipeline between stages); the
+    cancellation then surfaces as :class:`DeadlinePassedError`, naming ``what`` and ``fix``.
+    A token already around the block (a service job's) still cancels it.
+
+    Example:
+        >>> with time_limit(120, "the question", "ask again later"):  # doctest: +SKIP
+        ...     answer = pipeline.ask("What is graphene?")
+    """
+    token = CancelToken()
+    outer = current_token()
+    start = time.monotonic()
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        token.cancel(f"past the {seconds:g} s time limit")
+
+    timer = threading.Timer(max(float(seconds), 0.0), expire)
+    timer.daemon = True
+    remove = outer.on_cancel(lambda: token.cancel(outer.reason or "cancelled")) if outer is not None else None
+    timer.start()
+    try:
+        with cancel_scope(token):
+            yield token
+    except GenerationCancelledError as exc:
+        if expired.is_set() and not isinstance(exc, DeadlinePassedError):
+            raise DeadlinePassedError(what, seconds, time.monotonic() - start, fix) from None
+        raise
+    finally:
+        timer.cancel()
+        if remove is not None:
+            remove()
+
+
+__all__ = ["CancelToken", "DeadlinePassedError", "GenerationCancelledError", "cancel_scope", "check_cancelled",
+           "current_token", "is_cancelled", "time_limit"]

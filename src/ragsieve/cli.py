@@ -8,6 +8,7 @@ console from :mod:`ragsieve.console` and its config from :func:`ragsieve.config.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -100,6 +101,7 @@ def mount_subcommands(root: typer.Typer) -> None:
     from ragsieve.filtering.cli import app as filters_app
     from ragsieve.importance.cli import app as importance_app
     from ragsieve.index.cli import app as router_app
+    from ragsieve.mcp.cli import mcp_command
     from ragsieve.serve.cli import app as trace_app
     from ragsieve.serve.cli import serve as serve_command
     from ragsieve.tasks.cli import app as tasks_app
@@ -116,6 +118,7 @@ def mount_subcommands(root: typer.Typer) -> None:
     for name, group in groups.items():
         root.add_typer(group, name=name)
     root.command("serve")(serve_command)
+    root.command("mcp")(mcp_command)
     root.command("eval")(eval_command)
     root.command("calibrate")(calibrate_command)
 
@@ -461,6 +464,11 @@ def _wrap_full(text: str, width: int, first: str, rest: str) -> list[str]:
     return out
 
 
+def _says(text: str, reason: str) -> bool:
+    """Whether ``text`` (an abstention) already says ``reason`` (a sentence), whatever its case."""
+    return reason.strip().rstrip(".").lower() in " ".join(text.split()).lower()
+
+
 def answer_lines(answer: Any, width: int = 80, raw_scores: bool = False) -> list[tuple[str, str | None]]:
     """The answer and its trace as ``(line, chunk id)`` pairs: the chunk id on a line that
     cites that chunk (so a terminal can make it a link), else None. See :func:`render_answer`.
@@ -495,10 +503,10 @@ def answer_lines(answer: Any, width: int = 80, raw_scores: bool = False) -> list
         for s in view.sentences:
             if s.uncited:
                 add(wrap(s.text, "     no source: ", " " * 7))
-    if view.outcome == "abstained" and view.abstain_reason:
+    if view.outcome == "abstained" and view.abstain_reason and not _says(view.text, view.abstain_reason):
         add(wrap(f"why: {view.abstain_reason}"))
     for draft in view.withdrawn:
-        add(wrap(f"withdrawn draft ({draft.reason}; replaced by the {draft.replaced_by}):"))
+        add(wrap(f"withdrawn draft, replaced by the {draft.replaced_by}: {draft.reason}"))
         # The draft's sentences with the verifier's verdicts when it checked them, else its text.
         for sentence in draft.sentences or [{"text": draft.text, "supported": None, "support": None}]:
             support = sentence.get("support")
@@ -506,8 +514,8 @@ def answer_lines(answer: Any, width: int = 80, raw_scores: bool = False) -> list
             tag = "" if verdict is None else ("supported" if verdict else "unsupported")
             score = f" {support:.2f}" if isinstance(support, float) else ""
             add(wrap(f"{tag}{score} {sentence['text']}".strip(), "     ", " " * 7))
-    if view.confidence is not None:
-        add(wrap(f"confidence {view.confidence:.2f} (0-1)"))
+    if view.confidence_note:
+        add(wrap(view.confidence_note))
     if view.route:
         add(wrap(view.route))
     for fact in view.facts:
@@ -523,8 +531,8 @@ def answer_lines(answer: Any, width: int = 80, raw_scores: bool = False) -> list
             if "upper" in ev:
                 digits = distinct_digits(float(ev["upper"]), float(ev["lower"]))
                 add(textwrap.wrap(
-                    f" judge {ev['judge']} (0-1): relevant >= {ev['upper']:.{digits}f}, "
-                    f"irrelevant < {ev['lower']:.{digits}f}", width, subsequent_indent="   ",
+                    f" judge {ev['judge']} (0-1): relevant at or above {ev['upper']:.{digits}f}, "
+                    f"irrelevant below {ev['lower']:.{digits}f}", width, subsequent_indent="   ",
                 ))
         # Status, score and the full id (wrapped, never cut); then why (for a removed, flagged or
         # unneeded one) and the first line of its text.
@@ -609,6 +617,9 @@ def _print_answer(answer: Any, root: Any = None, raw_scores: bool = False) -> No
 
 # One question's total time in `ragsieve ask` (every LLM and embedding call, retries included).
 ASK_DEADLINE_S = 120.0
+ASK_DEADLINE_FIX = (
+    "ask again when the machine is less busy, or use a faster model (--model, --llm-url) or fewer checks (--ablate)"
+)
 
 
 def _ablate_list(ablate: str | None) -> list[str] | None:
@@ -645,12 +656,16 @@ def ask(
 ) -> None:
     """Answer a question from the index, checking the evidence and the answer (the sieve).
 
-    One question takes at most 2 minutes in all: every LLM and embedding call it makes shares
-    one 120 s deadline (retries included), after which it stops with an error saying so.
+    One question takes at most 2 minutes in all: past 120 s the model stops at its next token (the
+    pipeline at its next stage) and the command ends with an error saying so; every LLM and
+    embedding call over HTTP shares the same deadline, retries included.
     """
+    from ragsieve.cancel import time_limit
+    from ragsieve.errors import check_question
     from ragsieve.http import question_deadline
     from ragsieve.sieve.pipeline import build_pipeline
 
+    check_question(question)  # before any model loads: a byte that is not UTF-8 fails here, by name
     overrides: dict[str, Any] = {
         "index_dir": str(index) if index else None,
         "retrieval.k": k,
@@ -668,13 +683,18 @@ def ask(
     cfg = load_with_overrides(config, overrides)
     if not no_retrieval:
         cfg = apply_overrides(cfg, {"index_dir": str(resolve_index_dir(index, cfg.index_dir))})
-    pipe = build_pipeline(cfg)
-    with question_deadline(ASK_DEADLINE_S):
+    with time_limit(ASK_DEADLINE_S, "the question", ASK_DEADLINE_FIX), question_deadline(ASK_DEADLINE_S):
+        pipe = build_pipeline(cfg)
         answer = pipe.ask(question, no_retrieval=no_retrieval, k=k, route=route)
     if as_json:
-        console.print_json(json.dumps(answer.to_dict(), default=str))
+        from ragsieve.present import present_answer
+
+        # the checks' reasons in words beside their codes (kind, numbers), as the terminal shows them
+        reasons = present_answer(answer).reasons
+        console.print_json(json.dumps({**answer.to_dict(), "reasons": reasons}, default=str))
     else:
         _print_answer(answer, None if no_retrieval else _corpus_root(pipe), raw_scores)
+    _flush_output()  # on its way now, whatever the model loading on its thread does next
 
 
 @app.command()
@@ -807,9 +827,12 @@ def demo(
 ) -> None:
     """Build an index of the bundled demo corpus and answer questions with the bundled models."""
     from ragsieve.demo import DEMO_SHOWCASE, demo_corpus_dir
+    from ragsieve.errors import check_question
     from ragsieve.index import BuildReport, Index
     from ragsieve.sieve.pipeline import Pipeline
 
+    for q in question:
+        check_question(q)  # before the demo index is built
     index_dir = index or default_demo_index()
     from ragsieve.config import PipelineConfig, apply_overrides
     cfg = apply_overrides(
@@ -852,6 +875,32 @@ def _metavar(param: Any) -> str | None:
     return _TYPE_METAVARS.get(annotation) if isinstance(annotation, type) else None
 
 
+def _whole_option_names() -> None:
+    """Keep option names whole in every command's ``--help``, however narrow the terminal.
+
+    typer lays each option out as a row of a rich table (its names, then its type, then its
+    help) without column settings, and rich narrows every wrappable column of a table too wide
+    for the terminal, cutting a long name with an ellipsis (``--max-connections-per-cli…``). The
+    options table typer builds gets its name columns marked ``no_wrap`` (rich then narrows only
+    the type and help columns, which fold and wrap); the commands table already is.
+    """
+    import typer.rich_utils as rich_utils
+    from rich.table import Table
+
+    if getattr(rich_utils.Table, "_ragsieve_whole_names", False):
+        return
+
+    class HelpTable(Table):
+        _ragsieve_whole_names = True
+
+        def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+            super().add_row(*renderables, **kwargs)
+            for column in self.columns[:-2]:  # an option row ends with its type and its help
+                column.no_wrap = True
+
+    rich_utils.Table = HelpTable  # type: ignore[misc]
+
+
 def readable_help(command: Any) -> Any:
     """Give every parameter of ``command`` and its sub-commands a real metavar.
 
@@ -859,6 +908,7 @@ def readable_help(command: Any) -> Any:
     metavar; this names the value instead (``TEXT``, ``PATH``, the choices of an enum) and
     shows nothing for flags. Arguments are named by their metavar alone.
     """
+    _whole_option_names()
     for param in command.params:
         if param.metavar is None:
             metavar = _metavar(param)
@@ -906,6 +956,9 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
                "Knowledge-poisoning attacks: poison a copy of an index, measure each defence."),
     "serve": ("ragsieve.serve.cli", "serve",
               "Serve the index over HTTP: OpenAI-compatible chat, /v1/ask, /v1/search, /metrics and a trace page."),
+    "mcp": ("ragsieve.mcp.cli", "mcp_command",
+            "Serve the index to assistants over the Model Context Protocol: tools ask (the checked answer) and "
+            "search."),
     "eval": ("ragsieve.eval.cli", "eval_command",
              "Score the sieve, plain RAG, no retrieval and ablations: accuracy, coverage, AURC, faithfulness, cost."),
     "calibrate": ("ragsieve.eval.calibrate_cli", "calibrate_command",
@@ -969,6 +1022,13 @@ def cli_command(lazy: bool = False) -> Any:
     return _COMMAND
 
 
+def _flush_output() -> None:
+    """Hand what the command printed to the OS now (a closed pipe is no error here)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: usage errors show usage, ragsieve errors one line, never a traceback.
 
@@ -1000,6 +1060,8 @@ def main(argv: list[str] | None = None) -> None:
             highlight=False, soft_wrap=True,
         )
         raise SystemExit(1) from None
+    finally:
+        _flush_output()
 
 
 if __name__ == "__main__":

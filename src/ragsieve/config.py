@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from ragsieve.errors import ConfigError
+from ragsieve.options import DEFAULT_VETOES
 
 # The option sets and the stage names are declared once, in ragsieve.options (light, so the
 # command line lists its choices without pydantic); the config fields below are typed by them
@@ -571,16 +572,29 @@ class VerifyConfig(_Section):
     that the cited evidence states only about another fact than the question asks (another
     sentence states a rival value of that kind about what is asked; ragsieve.verify.grounding). "caveat" (the
     default): the signal ``verify.value_other_fact`` and a withdrawal left to the decide stage,
-    which answers with a caveat naming the value and the clause that states it, or abstains when
-    the confidence falls below its threshold; a veto only when ``decide.vetoes`` lists
-    "value_tie" (its precision as a veto is measured in docs/results/verification.md, not yet on
-    enough rows to make it one). "fail": the value fails value grounding (the sentence is
-    unsupported). "off": a value anywhere in the cited evidence counts."""
+    which answers with a caveat naming both values ("the cited passage [1] says 1999 for this, and
+    gives 1931 only about ..."), or abstains when the confidence falls below its threshold; a veto
+    only when ``decide.vetoes`` lists "value_tie" (its precision as a veto on outside sets,
+    docs/results/verification.md: 85.8 % for dates, numbers and quantities, 79.4 % for names, below
+    the 0.9 a default veto needs). "fail": the value fails value grounding (the sentence is
+    unsupported). "off": a value anywhere in the cited evidence counts.
+
+    ``contradiction`` (with ``value_grounding``): where a cited passage answers the question with a
+    value of the asked kind (ragsieve.conflict's passage_answer) and the answer states another value
+    of that kind and not the passage's (ragsieve.verify.grounding.find_contradiction), the draft is
+    withdrawn saying what the passage says ("the cited passage [1] says 1999, not 2014"). A veto for
+    the families ``decide.vetoes`` lists (``contradiction.numeric``, ``contradiction.name``; the
+    default is ragsieve.options.DEFAULT_VETOES, by measured precision): a contradicted name is then
+    replaced by the passage's sentence that states the passage's name, cited, when it answers the
+    question, else withdrawn; a contradicted date, number or quantity is withdrawn. For a family not
+    listed, a signal (``verify.contradiction``) and a withdrawal left to the decide stage, whose
+    caveat names both values. Without a decide stage every contradiction withdraws."""
 
     claim_judge: ClaimJudgeName = "lexical-embedding"
     support_threshold: float = Field(0.5, ge=0.0, le=1.0)
     value_grounding: bool = True
     tie_values: ValueTie = "caveat"
+    contradiction: bool = True
     responsive: bool = True
     responsive_retries: int = Field(1, ge=0, le=3)
     extract_on_paste: bool = True
@@ -692,8 +706,8 @@ class AttackConfig(PoisonConfig):
     ``judge = true`` puts the poisoning-aware judge (:class:`ragsieve.sieve.poison.PoisonJudge`)
     in front of plain RAG's selector (the ``poison-judge`` defence); the sieve has it as its
     own ``poison`` stage (``stages.poison``) instead. The other keys are the judge's, as in
-    ``stages.poison``, with the judge's own defaults: the harness measured the defence with
-    them (``duplicate_jaccard`` 0.5, ``duplicates = "drop"``)."""
+    ``stages.poison``, with two defaults of their own, the ones the harness measured the defence
+    with (``duplicate_jaccard`` 0.5, ``duplicates = "drop"``: stricter than the sieve's)."""
 
     judge: bool = False
     duplicate_jaccard: float = Field(0.5, gt=0.0, le=1.0)
@@ -901,16 +915,22 @@ class DecideConfig(_Section):
     verify stage's withdrawals that still end a run on their own: ``responsive`` every way a reply
     fails to answer, ``responsive.wrong_kind`` (and the other ways) one only; ``coordinated`` the
     decide stage's own: an answer stated, among its evidence, only by a coordinated voice (needs
-    ``stages.poison.coordination``). None by default: a veto stays only where its measured
-    precision on outside data is at least 0.9, and none has reached it as a default
-    (``benchmarks/decision_sets.py``, docs/results/calibration.md; ``coordinated`` in
-    docs/results/knowledge-poisoning.md)."""
+    ``stages.poison.coordination``); ``contradiction`` (``.numeric``, ``.name``): the cited evidence
+    answers the asked fact with another value than the answer's (``stages.verify.contradiction``);
+    ``value_tie``: the answer's value is stated by the evidence only about another fact
+    (``stages.verify.tie_values``).
+    The default is :data:`ragsieve.options.DEFAULT_VETOES`: a veto is a default only where its
+    measured precision on at least 100 outside cases is at least 0.9 (``benchmarks/decision_sets.py``,
+    docs/results/calibration.md; ``coordinated`` in docs/results/knowledge-poisoning.md;
+    ``contradiction`` and ``value_tie`` in docs/results/verification.md: ``contradiction.numeric``
+    is one; ``value_tie``, 85.8 % on dates, numbers and quantities and 79.4 % on names, is not).
+    A list given here replaces the default."""
 
     mode: DecideMode = "decide"
     model: str | None = None
     threshold: float | None = Field(None, ge=0.0, le=1.0)
     caveat_margin: float = Field(0.1, ge=0.0, le=1.0)
-    vetoes: list[VetoName] = Field(default_factory=list)
+    vetoes: list[VetoName] = Field(default_factory=lambda: list(DEFAULT_VETOES))
 
 
 class CalibrationConfig(_Section):

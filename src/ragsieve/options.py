@@ -51,11 +51,24 @@ DecideMode = Literal["decide", "observe"]
 # asked for), "ungrounded" (values of that kind, none in the cited evidence). "coordinated" (the
 # decide stage's own, with ``stages.poison.coordination`` on): the answer is stated, among its
 # evidence, only by members of coordinated voices (ragsieve.voices.answer_coordination).
+# "contradiction": the cited evidence answers the asked fact with another value than the answer's
+# (``stages.verify.contradiction``; ragsieve.verify.grounding.find_contradiction); "contradiction.numeric"
+# (a date, number or quantity) and "contradiction.name" one family only.
 VetoName = Literal[
     "responsive", "unsupported", "min_confidence", "value_tie", "coordinated",
     "responsive.empty", "responsive.pasted_passage", "responsive.restated_question",
     "responsive.wrong_kind", "responsive.ungrounded",
+    "contradiction", "contradiction.numeric", "contradiction.name",
 ]  # fmt: skip
+# The vetoes ``decide.vetoes`` holds by default: the one place the default is stated. A withdrawal
+# is a default veto only where its measured precision as a veto is at least 0.9 on at least 100
+# outside cases it was not tuned on (docs/results/verification.md, "Verification: an answer that
+# contradicts its evidence"; benchmarks/grounding_contradiction.py). "contradiction.numeric":
+# 653 of 671 fired drafts wrong, 97.3 % [95.8, 98.3], on 2,234 outside pairs; names (180 of 217,
+# 82.9 % [77.4, 87.4]) stay a signal and a caveat. "value_tie", measured on the same pairs, is not
+# one: dates, numbers and quantities 519 of 605, 85.8 % [82.8, 88.3]; names 529 of 666, 79.4 %
+# [76.2, 82.3].
+DEFAULT_VETOES: tuple[VetoName, ...] = ("contradiction.numeric",)
 
 
 def is_veto(kind: str, reason: str | None, vetoes: Collection[str]) -> bool:
@@ -74,7 +87,8 @@ UnresponsiveReason = Literal["empty", "pasted_passage", "restated_question", "wr
 # (ragsieve.verify.grounding): "off" ignores it (a value anywhere in the evidence counts),
 # "caveat" records a signal and asks the decide stage to withdraw the draft, which it answers
 # with a caveat naming where the evidence states the value (a veto only when ``decide.vetoes``
-# lists "value_tie"), "fail" makes the value fail value grounding (the sentence is unsupported).
+# lists "value_tie"; its measured precision as a veto is below 0.9: DEFAULT_VETOES), "fail" makes
+# the value fail value grounding (the sentence is unsupported).
 ValueTie = Literal["off", "caveat", "fail"]
 # The stage sections' option sets (``stages.<stage>`` of the config; docs/stages/sieve.md).
 # need.mode: "auto" asks the task router (then a probe's best judge score), "always" retrieves.
@@ -142,6 +156,7 @@ __all__ = [
     "TaskEvaluatorKind",
     "TaskLabel",
     "ValueTie",
+    "DEFAULT_VETOES",
     "VetoName",
     "is_veto",
 ]

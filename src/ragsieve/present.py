@@ -18,7 +18,11 @@ What the view fixes for every renderer:
   scores (``raw_scores``) for a renderer to show behind a flag;
 * **citations**: each answer sentence with the evidence it cites (``[n]`` = the n-th source) or
   marked as citing none, and the answer's note when a sentence cites nothing;
-* the **route** and the retrieval decision as words.
+* the **route** and the retrieval decision as words;
+* **reasons in words**: every abstention, withdrawn draft and caveat says in a plain sentence what
+  the evidence says and why it matters (:data:`REASON_TEMPLATES`, one sentence per kind of reason,
+  the one place they are worded; :func:`explain_reason`), while the JSON keeps each check's own
+  reason code, its kind and its numbers (:class:`Reason`).
 
 Example:
     >>> from ragsieve.types import Answer, Trace
@@ -44,8 +48,9 @@ from ragsieve.citations import (
 )
 
 __all__ = [
-    "STATUSES", "STATUS_MEANINGS", "AnswerView", "CandidateView", "SearchView", "SentenceView", "SourceView",
-    "TimingView", "WithdrawnDraft", "present_answer", "present_search", "relative_scores", "scaled_scores",
+    "REASON_TEMPLATES", "STATUSES", "STATUS_MEANINGS", "AnswerView", "CandidateView", "Reason", "SearchView",
+    "SentenceView", "SourceView", "TimingView", "WithdrawnDraft", "explain_reason", "present_answer", "present_search",
+    "reason_text", "relative_scores", "scaled_scores",
 ]
 
 # Every candidate has one of these statuses; legends list them in this order.
@@ -104,9 +109,11 @@ class WithdrawnDraft:
     """Text the checks withdrew and why; ``sentences`` with their support (0-1) where verified."""
 
     text: str
-    reason: str
+    reason: str  # in words (REASON_TEMPLATES)
     replaced_by: str  # "abstention", "regenerated answer", "the answer without these sentences"
     sentences: list[dict[str, Any]] = field(default_factory=list)
+    code: str = ""  # the check's own reason, as the trace records it
+    kind: str = ""  # a key of REASON_TEMPLATES
 
 
 @dataclass(frozen=True)
@@ -144,15 +151,21 @@ class AnswerView:
     question: str
     outcome: str  # "answered" or "abstained"
     text: str
-    abstain_reason: str | None = None
+    abstain_reason: str | None = None  # in words (REASON_TEMPLATES); the check's code: abstain_code
+    abstain_code: str | None = None
     confidence: float | None = None
+    threshold: float | None = None  # the decide stage's: answers below it are withheld
+    confidence_note: str | None = None  # the confidence in words, with the threshold when known
     pipeline: str | None = None
     index_generation: str | None = None
     sentences: list[SentenceView] = field(default_factory=list)
     citation_note: str | None = None
     # the decide stage answered but a check, or a confidence near the threshold, leaves the answer
     # not fully confirmed: why (e.g. where the evidence states the answer's value instead)
-    caveat: str | None = None
+    caveat: str | None = None  # in words; the decide record's own text: caveat_code
+    caveat_code: str | None = None
+    # every reason shown above (abstention, caveat, withdrawn drafts) with its code, kind and numbers
+    reasons: list[dict[str, Any]] = field(default_factory=list)
     sources: list[SourceView] = field(default_factory=list)
     withdrawn: list[WithdrawnDraft] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)  # the retrieval decision
@@ -231,6 +244,252 @@ def _number(value: Any) -> float:
         return float(value or 0.0)
     except (TypeError, ValueError):
         return 0.0
+
+
+# ---------------------------------------------------------------------- reasons in words
+# One sentence (a clause: the renderer starts it with a capital and ends it with a full stop) per
+# kind of reason a check gives for an abstention, a withdrawn draft or a caveat: what the evidence
+# says and why that matters. The only place these are worded; the checks record their own codes
+# ("decide: confidence 0.05 < 0.08"), which the JSON keeps beside the words.
+REASON_TEMPLATES: dict[str, str] = {
+    "no_relevant_passage": (
+        "none of the {n} retrieved passages is relevant to the question (the best scores {best} on the relevance "
+        "judge's 0-1 scale; a passage needs {lower} to count), so there is no evidence to answer from"
+    ),
+    "all_poisoned": (
+        "every one of the {n} relevant passages restates the question or copies another passage, the pattern of "
+        "planted text, so none of them is trusted as evidence"
+    ),
+    "sources_disagree": (
+        "the sources give {n} different answers to the question, and this configuration withholds an answer "
+        "rather than pick one"
+    ),
+    "declined": "the model found no answer to the question in the passages it was given",
+    "declined_after_regeneration": (
+        "asked again with only the passages that backed its first draft, the model found no answer in them"
+    ),
+    "empty": "the model's answer was empty",
+    "unsupported": "no sentence of the answer is backed by the passage it cites ({n} checked)",
+    "weak_support": (
+        "the evidence backs the answer only weakly (support {confidence}; the verifier withholds answers "
+        "below {threshold})"
+    ),
+    "value_elsewhere": "the answer's value appears in the evidence only about something else: {detail}",
+    "contradiction": "{detail}, so the answer contradicts its own evidence",
+    "pasted_passage": "the answer pasted a passage instead of answering the question",
+    "restated_question": "the answer restates the question instead of answering it",
+    "wrong_kind": "the answer does not give the kind of answer the question asks for",
+    "ungrounded": "the value the answer gives is not in the passage it cites",
+    "no_words": "the answer has no words",
+    "low_confidence": (
+        "the checks' confidence in this answer is too low to give it ({confidence}; answers below {threshold} "
+        "are withheld)"
+    ),
+    "near_threshold": (
+        "the checks' confidence in this answer is low ({confidence}; answers below {threshold} are withheld)"
+    ),
+    "coordinated": (
+        "the answer is stated only by passages that look written together, with no independent source: {detail}"
+    ),
+    "calibrated_threshold": (
+        "the answer's confidence ({confidence}) is below the threshold calibrated for this configuration "
+        "({threshold})"
+    ),
+    "no_confidence": "the answer has no confidence to compare with the threshold calibrated for it ({threshold})",
+    "regenerated": (
+        "{unsupported} of the draft's {sentences} sentences are not backed by the passages they cite, so the "
+        "answer was written again from the passages that backed the rest"
+    ),
+    "sentences_removed": "these sentences are not backed by the passages they cite, so they were removed",
+    "other": "{detail}",
+}
+# The responsiveness check's ways of not answering (ragsieve.verify.responsive) and their kinds.
+_RESPONSIVE_KINDS = {"pasted_passage": "pasted_passage", "restated_question": "restated_question",
+                     "wrong_kind": "wrong_kind", "ungrounded": "ungrounded", "empty": "no_words"}
+# Kinds whose check left a detail worth a parenthesis (which value, which words were copied).
+_WITH_DETAIL = ("pasted_passage", "restated_question", "wrong_kind", "ungrounded", "no_words")
+_NUM = r"(\d+(?:\.\d+)?(?:e-?\d+)?)"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """A check's reason as the reader gets it: ``text``, one plain sentence
+    (:data:`REASON_TEMPLATES`), and for programs the check's own ``code``, the reason's ``kind``
+    (a key of :data:`REASON_TEMPLATES`) and its ``numbers``; ``parts``: the reasons it combines.
+
+    >>> r = explain_reason("decide: confidence 0.05 < 0.08")
+    >>> r.kind, r.numbers, r.text
+    ('low_confidence', {'confidence': 0.05, 'threshold': 0.08}, \
+"The checks' confidence in this answer is too low to give it (0.05; answers below 0.08 are withheld).")
+    """
+
+    code: str
+    kind: str
+    text: str
+    numbers: dict[str, float] = field(default_factory=dict)
+    parts: list[Reason] = field(default_factory=list)
+    about: str = ""  # where it is shown: "abstention", "caveat", "withdrawn draft"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"about": self.about, "kind": self.kind, "code": self.code, "numbers": dict(self.numbers),
+                "text": self.text, "parts": [p.to_dict() for p in self.parts]}
+
+
+def _pair(a: float, b: float) -> tuple[str, str]:
+    """Two numbers with enough decimals that they differ (never "0.41; below 0.41")."""
+    for d in range(2, 7):
+        x, y = f"{a:.{d}f}", f"{b:.{d}f}"
+        if x != y:
+            return x, y
+    return f"{a:.2f}", f"{b:.2f}"
+
+
+def _sentence(clause: str) -> str:
+    clause = clause.strip()
+    if not clause:
+        return clause
+    clause = clause[0].upper() + clause[1:]
+    return clause if clause.endswith((".", "!", "?")) else clause + "."
+
+
+def reason_text(kind: str, detail: str = "", **numbers: Any) -> str:
+    """The sentence for a reason of ``kind`` (a key of :data:`REASON_TEMPLATES`) with its numbers;
+    ``confidence``/``threshold`` and ``best``/``lower`` are printed with enough decimals to differ.
+
+    >>> reason_text("near_threshold", confidence=0.15, threshold=0.08)
+    "The checks' confidence in this answer is low (0.15; answers below 0.08 are withheld)."
+    """
+    return _sentence(_clause(kind, detail, numbers))
+
+
+def _clause(kind: str, detail: str, numbers: Mapping[str, Any]) -> str:
+    values: dict[str, Any] = dict(numbers)
+    for a, b in (("confidence", "threshold"), ("best", "lower")):
+        if isinstance(values.get(a), float) and isinstance(values.get(b), float):
+            values[a], values[b] = _pair(values[a], values[b])
+    for k, v in values.items():
+        if isinstance(v, float):
+            values[k] = f"{v:.2f}" if k not in ("n", "sentences", "unsupported") else f"{v:g}"
+    template = REASON_TEMPLATES.get(kind, "{detail}")
+    text = template.format(detail=detail.strip().rstrip("."), **values)
+    if detail and "{detail}" not in template and kind in _WITH_DETAIL:
+        text += f" ({detail.strip().rstrip('.')})"
+    return text
+
+
+def _reason(code: str, kind: str, detail: str = "", about: str = "", parts: Sequence[Reason] = (),
+            **numbers: Any) -> Reason:
+    clause = _clause(kind, detail, numbers)
+    if parts:
+        clause = ", and ".join([*(p.text.rstrip(".") for p in parts), clause])
+    nums = {k: float(v) for k, v in numbers.items() if isinstance(v, (int, float))}
+    return Reason(code=code, kind=kind, text=_sentence(clause), numbers=nums, parts=list(parts), about=about)
+
+
+def _responsive_detail(reason: str, events: Sequence[Mapping[str, Any]]) -> str:
+    """The responsiveness check's own detail for its last verdict of ``reason`` (which value was
+    missing, how many words were copied)."""
+    for e in reversed(events):
+        if e.get("stage") == "responsive" and e.get("reason") == reason and e.get("ok") is False:
+            return str(e.get("detail") or "")
+    return ""
+
+
+def explain_reason(code: str | None, events: Sequence[Mapping[str, Any]] = (), about: str = "") -> Reason:
+    """``code`` (a check's reason as the trace and ``Answer.abstain_reason`` record it) as a
+    :class:`Reason`: its kind, its numbers and a plain sentence. ``events``: the trace's records,
+    for the details a code leaves out. A reason of no known kind keeps its words, without the
+    name of the check that gave it.
+
+    >>> explain_reason("responsive: pasted_passage").text
+    'The answer pasted a passage instead of answering the question.'
+    >>> explain_reason("verify: none of 1 answer sentences is supported").text
+    'No sentence of the answer is backed by the passage it cites (1 checked).'
+    """
+    code = str(code or "").strip()
+    r = _explain(code, list(events))
+    return Reason(r.code, r.kind, r.text, r.numbers, r.parts, about)
+
+
+def _explain(code: str, events: list[Mapping[str, Any]]) -> Reason:  # noqa: C901 - one branch per code
+    m = re.match(rf"^judge: all (\d+) candidates irrelevant \(best {_NUM} < {_NUM}\)", code)
+    if m:
+        return _reason(code, "no_relevant_passage", n=int(m[1]), best=float(m[2]), lower=float(m[3]))
+    m = re.match(r"^poison: all (\d+) candidates look like poisoning", code)
+    if m:
+        return _reason(code, "all_poisoned", n=int(m[1]))
+    m = re.match(r"^conflict: the sources give (\d+) different answers", code)
+    if m:
+        return _reason(code, "sources_disagree", n=int(m[1]))
+    if code.startswith("generate: the model found no answer"):
+        return _reason(code, "declined")
+    if code.startswith("regenerate: the model found no answer"):
+        return _reason(code, "declined_after_regeneration")
+    if code == "verify: the answer is empty":
+        return _reason(code, "empty")
+    m = re.match(r"^verify: none of (\d+) answer sentences? (?:is|are) supported", code)
+    if m:
+        return _reason(code, "unsupported", n=int(m[1]))
+    m = re.match(rf"^verify: confidence {_NUM} < {_NUM}$", code)
+    if m:
+        return _reason(code, "weak_support", confidence=float(m[1]), threshold=float(m[2]))
+    m = re.match(r"^(?:verify: )?(.+), so the answer contradicts its own evidence$", code)
+    if m:
+        return _reason(code, "contradiction", detail=m[1])
+    m = re.match(r"^(?:verify: )?value tie: (.*?)(?:, not about what the question asks)?$", code)
+    if m:
+        return _reason(code, "value_elsewhere", detail=m[1] + ", not about what the question asks")
+    m = re.match(r"^responsive: (\w+)(?: \((.*)\))?$", code)
+    if m and m[1] in _RESPONSIVE_KINDS:
+        return _reason(code, _RESPONSIVE_KINDS[m[1]], detail=m[2] or _responsive_detail(m[1], events))
+    m = re.match(rf"^decide: confidence {_NUM} < {_NUM}(?: \((.*)\))?$", code)
+    if m:
+        parts = [_explain(m[3], events)] if m[3] else []
+        return _reason(code, "low_confidence", parts=parts, confidence=float(m[1]), threshold=float(m[2]))
+    m = re.match(r"^(?:decide: vetoed: )?the answer is stated only by a coordinated voice, no independent source: "
+                 r"(.*)$", code)
+    if m:
+        return _reason(code, "coordinated", detail=m[1])
+    m = re.match(rf"^calibration: confidence {_NUM} < threshold {_NUM}", code)
+    if m:
+        return _reason(code, "calibrated_threshold", confidence=float(m[1]), threshold=float(m[2]))
+    m = re.match(rf"^calibration: no confidence to compare with the threshold {_NUM}", code)
+    if m:
+        return _reason(code, "no_confidence", threshold=float(m[1]))
+    m = re.match(r"^(?:regenerate: )?(\d+) of (\d+) sentences unsupported", code)
+    if m:
+        return _reason(code, "regenerated", unsupported=int(m[1]), sentences=int(m[2]))
+    if code == "unsupported sentences removed from the answer":
+        return _reason(code, "sentences_removed")
+    m = re.match(rf"^confidence {_NUM} >= {_NUM}$", code)
+    if m:
+        return _reason(code, "near_threshold", confidence=float(m[1]), threshold=float(m[2]))
+    # a reason in words already (or one this catalogue does not know): its words, without the check's name
+    words = re.sub(r"^(?:[a-z_]+: )+", "", code) or "the checks gave no reason"
+    return _reason(code, "other", detail=words)
+
+
+def _caveat_reason(record: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Reason:
+    """The decide record's caveat in words: the withdrawal it answered despite, the coordinated
+    voice, else a confidence within the margin of the threshold (its numbers from the record)."""
+    code = str(record.get("caveat") or "")
+    parts: list[Reason] = []
+    if record.get("withdrawal"):
+        parts.append(_explain(str(record["withdrawal"]), list(events)))
+    if record.get("coordinated"):
+        parts.append(_explain(str(record["coordinated"]), list(events)))
+    confidence, threshold = record.get("confidence"), record.get("threshold")
+    if not parts and isinstance(confidence, (int, float)) and isinstance(threshold, (int, float)):
+        parts.append(_reason(f"confidence {confidence} >= {threshold}", "near_threshold",
+                             confidence=float(confidence), threshold=float(threshold)))
+    if not parts:  # a record without its numbers: read its text
+        parts.append(_explain(code.removeprefix("not fully confirmed by the checks: "), list(events)))
+    clause = ", and ".join(p.text.rstrip(".") for p in parts)
+    if parts[0].kind != "near_threshold":  # why it matters: the answer stands unconfirmed
+        clause = "the checks could not confirm this answer: " + clause[0].lower() + clause[1:]
+    if len(parts) == 1:
+        return Reason(code, parts[0].kind, _sentence(clause), parts[0].numbers, parts[0].parts, "caveat")
+    return Reason(code, "combined", _sentence(clause), {}, parts, "caveat")
 
 
 # ---------------------------------------------------------------------- answer
@@ -318,9 +577,49 @@ def _route_words(events: list[dict[str, Any]]) -> str | None:
         words = f"searched {where}: the router chose it" + (f" ({odds})" if odds else "")
         if route.get("fallback"):
             words = f"searched {where}: the router was unsure" + (f" ({odds})" if odds else "")
-        reason = str(route.get("reason") or "").strip()
+        reason = _route_reason(str(route.get("reason") or "").strip())
         return words + (f"; {reason}" if reason else "")
     return f"searched {where}"
+
+
+def _route_reason(reason: str) -> str:
+    """The router's reason (``top 2 domains hold 0.96 >= 0.9 of the probability``) in words."""
+    m = re.match(rf"^top (\d+) domains hold {_NUM} >= {_NUM} of the probability$", reason)
+    if m:
+        return (f"together the top {m[1]} hold {round(100 * float(m[2]))}% of the probability, and "
+                f"{round(100 * float(m[3]))}% is enough to search them alone")
+    m = re.match(rf"^top (\d+) domains \(max_domains\) hold {_NUM} of the probability$", reason)
+    if m:
+        return (f"the top {m[1]}, the most it may search (max_domains), hold {round(100 * float(m[2]))}% of "
+                "the probability")
+    m = re.match(rf"^top domain (\S+) has p={_NUM}(?: >= {_NUM}| \(max_domains=(\d+)\))?$", reason)
+    if m:
+        words = f"{m[1]} alone holds {round(100 * float(m[2]))}% of the probability"
+        if m[3]:
+            return words + f", and {round(100 * float(m[3]))}% is enough to search it alone"
+        return words + (", and it may search only one (max_domains)" if m[4] else "")
+    return reason
+
+
+def _need_words(reason: str) -> str:
+    """The retrieval decision's reason (the ``need`` record's) in words."""
+    m = re.match(rf"^task router says answer directly, but the index has a relevant passage \({_NUM} >= {_NUM}\)$",
+                 reason)
+    if m:
+        return (f"the task router would answer from the model alone, but the index has a relevant passage "
+                f"(relevance {m[1]}; {m[2]} counts as relevant)")
+    m = re.match(rf"^task router says answer directly and no passage is relevant \({_NUM} < {_NUM}\)(.*)$", reason)
+    if m:
+        words = (f"the task router would answer from the model alone and no passage looked relevant (the best "
+                 f"{m[1]}; {m[2]} counts as relevant)")
+        if "closed_book=never" in m[3]:
+            words += ", but the sieve answers only from evidence (stages.need.closed_book = never): the relevance " \
+                     "judge decides"
+        return words
+    m = re.match(r"^task router: (\S+)$", reason)
+    if m:
+        return f"the task router classed the question as {m[1].replace('_', ' ')}, which is answered from the documents"
+    return reason
 
 
 # Trace records of a generation (the generator records what it said as ``draft``).
@@ -332,15 +631,19 @@ def _verified(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
              "support": _number(r.get("score"))} for r in rows]
 
 
-def _why_replaced(later: list[dict[str, Any]]) -> str:
+def _why_replaced(later: list[dict[str, Any]]) -> Reason:
     """Why a generation was followed by another: the first refusal among the records after it."""
     for e in later:
         if e.get("stage") == "responsive" and e.get("ok") is False:
             detail = str(e.get("detail") or "").strip()
-            return f"responsive: {e.get('reason')}" + (f" ({detail})" if detail else "")
+            return explain_reason(f"responsive: {e.get('reason')}" + (f" ({detail})" if detail else ""))
         if e.get("stage") == "regenerate" and not e.get("skipped"):
-            return f"regenerate: {e.get('reason', '')}"
-    return "the checks asked for another answer"
+            return explain_reason(f"regenerate: {e.get('reason', '')}")
+    return explain_reason("the checks asked for another answer")
+
+
+def _draft(text: str, why: Reason, replaced_by: str, sentences: list[dict[str, Any]]) -> WithdrawnDraft:
+    return WithdrawnDraft(text, why.text, replaced_by, sentences, code=why.code, kind=why.kind)
 
 
 def _withdrawn(data: dict[str, Any], events: list[dict[str, Any]]) -> list[WithdrawnDraft]:
@@ -356,25 +659,25 @@ def _withdrawn(data: dict[str, Any], events: list[dict[str, Any]]) -> list[Withd
         rows = [e for e in between if e.get("stage") == "verify" and "sentence" in e]
         draft = str(events[i].get("draft") or "")
         if n + 1 < len(at):
-            out.append(WithdrawnDraft(draft, _why_replaced(between), "regenerated answer", _verified(rows)))
+            out.append(_draft(draft, _why_replaced(between), "regenerated answer", _verified(rows)))
         elif abstained:
             claims = [{"sentence": c.get("sentence"), "supported": c.get("supported"), "score": c.get("score")}
                       for c in data.get("claims") or []]
-            out.append(WithdrawnDraft(draft, str(data.get("abstain_reason") or "no reason given"), "abstention",
-                                      _verified(claims or rows)))
+            out.append(_draft(draft, explain_reason(data.get("abstain_reason"), events), "abstention",
+                              _verified(claims or rows)))
         elif any(e.get("stage") == "responsive" and e.get("attempt") == "extracted" and e.get("ok") for e in between):
-            out.append(WithdrawnDraft(draft, _why_replaced(between), "sentence extracted from the pasted passage",
-                                      _verified(rows)))
+            out.append(_draft(draft, _why_replaced(between), "sentence extracted from the pasted passage",
+                              _verified(rows)))
     if not at:  # a trace from before generations recorded their drafts: what the verifier saw
         out += _withdrawn_from_claims(data, events)
     for e in events:
         if e.get("stage") == "verify" and e.get("removed"):
             removed = [str(s) for s in e["removed"]]
             rows = [r for r in events if r.get("stage") == "verify" and str(r.get("sentence")) in removed]
-            out.append(WithdrawnDraft(" ".join(removed), str(e.get("reason", "unsupported sentences removed")),
-                                      "the answer without these sentences",
-                                      _verified(rows) or [{"text": s, "supported": False, "support": None}
-                                                          for s in removed]))
+            out.append(_draft(" ".join(removed),
+                              explain_reason(str(e.get("reason") or "unsupported sentences removed from the answer")),
+                              "the answer without these sentences",
+                              _verified(rows) or [{"text": s, "supported": False, "support": None} for s in removed]))
     return out
 
 
@@ -387,23 +690,23 @@ def _withdrawn_from_claims(data: dict[str, Any], events: list[dict[str, Any]]) -
     regen = next((e for e in events if e.get("stage") == "regenerate" and not e.get("skipped")), None)
     if regen is not None and 0 in attempts and 1 in attempts:
         rows = attempts[0]
-        out.append(WithdrawnDraft(" ".join(str(r.get("sentence", "")) for r in rows),
-                                  f"regenerate: {regen.get('reason', '')}", "regenerated answer", _verified(rows)))
+        out.append(_draft(" ".join(str(r.get("sentence", "")) for r in rows),
+                          explain_reason(f"regenerate: {regen.get('reason', '')}"), "regenerated answer",
+                          _verified(rows)))
     if data.get("abstained"):
         rows = [{"sentence": c.get("sentence"), "supported": c.get("supported"), "score": c.get("score")}
                 for c in data.get("claims") or []] or attempts.get(max(attempts, default=0), [])
         if rows:
-            out.append(WithdrawnDraft(" ".join(str(r.get("sentence", "")) for r in rows),
-                                      str(data.get("abstain_reason") or "no reason given"), "abstention",
-                                      _verified(rows)))
+            out.append(_draft(" ".join(str(r.get("sentence", "")) for r in rows),
+                              explain_reason(data.get("abstain_reason"), events), "abstention", _verified(rows)))
     return out
 
 
 def _facts(data: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:
     """What decided how the answer was made: the retrieval decision."""
     need = [e for e in events if e.get("stage") == "need"][:1]
-    return [("retrieved" if ev.get("retrieve") else "no retrieval") + (f": {ev['reason']}" if ev.get("reason") else "")
-            for ev in need]
+    return [("retrieved" if ev.get("retrieve") else "no retrieval")
+            + (f": {_need_words(str(ev['reason']))}" if ev.get("reason") else "") for ev in need]
 
 
 def _notes(events: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> list[str]:
@@ -432,11 +735,27 @@ def _notes(events: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> list
     return notes
 
 
-def _caveat(events: list[dict[str, Any]]) -> str | None:
-    """The decide stage's caveat on the answer it kept (the last decision's), if any."""
+def _caveat(events: list[dict[str, Any]]) -> Reason | None:
+    """The decide stage's caveat on the answer it kept (the last decision's) in words, if any."""
     decided = [e for e in events if e.get("stage") == "decide" and "decision" in e]
-    caveat = decided[-1].get("caveat") if decided else None
-    return str(caveat) if caveat else None
+    if not decided or not decided[-1].get("caveat"):
+        return None
+    return _caveat_reason(decided[-1], events)
+
+
+def _threshold(events: list[dict[str, Any]]) -> float | None:
+    """The decide stage's threshold (answers below it are withheld), when it decided."""
+    decided = [e for e in events if e.get("stage") == "decide" and isinstance(e.get("threshold"), (int, float))]
+    return float(decided[-1]["threshold"]) if decided else None
+
+
+def _confidence_note(confidence: Any, threshold: float | None) -> str | None:
+    if not isinstance(confidence, (int, float)):
+        return None
+    note = f"confidence {float(confidence):.2f} on a 0-1 scale"
+    if threshold is not None:
+        note += f" (answers below {_pair(float(confidence), threshold)[1]} are withheld)"
+    return note
 
 
 def _key(sentence: str) -> str:
@@ -525,17 +844,23 @@ def present_answer(answer: Any) -> AnswerView:
         for i, h in enumerate(evidence, 1)
     ]
     claims = data.get("claims") or []
+    abstention = explain_reason(data.get("abstain_reason"), events, "abstention") if abstained else None
+    caveat = None if abstained else _caveat(events)
     view = AnswerView(
         question=str(data.get("question") or trace.get("query") or ""),
         outcome="abstained" if abstained else "answered",
         text=text,
-        abstain_reason=data.get("abstain_reason"),
+        abstain_reason=abstention.text if abstention else None,
+        abstain_code=data.get("abstain_reason"),
         confidence=data.get("confidence"),
+        threshold=_threshold(events),
+        confidence_note=_confidence_note(data.get("confidence"), _threshold(events)),
         pipeline=data.get("pipeline"),
         index_generation=data.get("index_generation"),
         sentences=sentences,
         citation_note=_citation_note(sentences, abstained),
-        caveat=None if abstained else _caveat(events),
+        caveat=caveat.text if caveat else None,
+        caveat_code=caveat.code if caveat else None,
         sources=sources,
         withdrawn=_withdrawn(data, events),
         facts=_facts(data, events),
@@ -543,6 +868,11 @@ def present_answer(answer: Any) -> AnswerView:
         route=_route_words(events),
         claim_judge=str(claims[0].get("judge")) if claims and isinstance(claims[0], Mapping) else None,
     )
+    view.reasons = [r.to_dict() for r in (abstention, caveat) if r is not None] + [
+        {"about": "withdrawn draft", "kind": w.kind, "code": w.code, "text": w.reason,
+         **{k: v for k, v in explain_reason(w.code, events).to_dict().items() if k in ("numbers", "parts")}}
+        for w in view.withdrawn
+    ]
     judge = next((e for e in events if e.get("stage") == "judge" and "upper" in e), None)
     if judge is not None:
         view.judge = (f"judge {judge.get('judge')} (0-1): relevant at or above {_number(judge.get('upper')):.2f}, "
@@ -564,8 +894,13 @@ def _add_values_and_conflicts(view: AnswerView, data: dict[str, Any], events: li
         for f in c.get("value_failures") or []:
             view.value_failures.append({"sentence": c.get("sentence", ""), **f})
     for e in events:
-        if e.get("stage") == "conflict" and isinstance(e.get("groups"), list):
-            view.conflicts.append({k: e.get(k) for k in ("message", "decision", "groups") if e.get(k) is not None})
+        # The conflict stage records its verdict with every check ("the sources agree", "no passage
+        # states an answer"): only a check that found a conflict is one to show (a record without
+        # the verdict, from an older trace, still is).
+        if e.get("stage") == "conflict" and isinstance(e.get("groups"), list) and e.get("conflict") is not False:
+            view.conflicts.append(
+                {k: e.get(k) for k in ("message", "decision", "groups", "conflict") if e.get(k) is not None}
+            )
 
 
 def _add_trace(view: AnswerView, data: dict[str, Any], events: list[dict[str, Any]]) -> None:

@@ -191,8 +191,9 @@ def test_plain_rags_poison_judge_takes_its_options_from_stages_attack(attacked):
     clean, *_ = attacked
     judge = make_pipeline(defence_config("poison-judge", PipelineConfig(retrieval={"k": 3})), clean, EchoLLM()).selector
     assert isinstance(judge, PoisonJudge) and judge.k == 3
-    # the defence as measured: the judge's own defaults, not the sieve stage's
-    assert (judge.duplicate_jaccard, judge.duplicates) == (PoisonJudge().duplicate_jaccard, PoisonJudge().duplicates)
+    # the defence as measured (stages.attack's defaults), not the sieve stage's
+    assert (judge.duplicate_jaccard, judge.duplicates) == (0.5, "drop")
+    assert (PoisonJudge().duplicate_jaccard, PoisonJudge().duplicates) == (0.95, "dedupe")
     attack = {"judge": True, "duplicates": "keep", "min_cluster": 3}
     judge = make_pipeline(PipelineConfig(pipeline="plain", stages={"attack": attack}), clean, EchoLLM()).selector
     assert (judge.duplicates, judge.min_cluster) == ("keep", 3)

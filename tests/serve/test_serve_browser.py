@@ -121,7 +121,7 @@ def test_trace_view_page_renders_a_real_sieve_trace(tmp_path: Path) -> None:
             assert not_needed >= 1 and not_needed + page.locator("tr[data-status=flagged]").count() == 9
             assert page.locator("#candidates .badge.flagged").count() >= 1
             assert page.locator(".claim.supported").count() == 1
-            assert "top 2 domains" in page.inner_text("#route")
+            assert "together the top 2 hold" in page.inner_text("#route")
             widths = _bar_widths(page)
             assert len(widths) == 10 and len({round(w) for w in widths}) >= 3 and errors == []
             shot = ARTEFACTS / "trace-page-sieve.png"

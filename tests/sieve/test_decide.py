@@ -172,8 +172,10 @@ def test_a_supported_draft_is_answered_as_written(moon_index: Index) -> None:
 
 def test_an_unsupported_draft_is_withdrawn_by_the_decision_not_by_a_veto(moon_index: Index) -> None:
     reply = "Apollo 11 landed on the Moon in 1975 [1]."  # the evidence says 1969
-    ans = pipe(moon_index, reply, support_model()).ask(MOON_Q)
+    # without the default contradiction veto, which would withdraw this draft itself
+    ans = pipe(moon_index, reply, support_model(), decide={"vetoes": []}).ask(MOON_Q)
     assert ans.abstained and ans.abstain_reason.startswith("decide: confidence")
+    assert "says 20 July 1969, not 1975" in ans.abstain_reason  # the contradiction is the withdrawal's reason
     assert [e["check"] for e in ans.trace.stage("abstain")] == ["decide"]
     assert any(e.get("withdraw") for e in ans.trace.stage("verify"))  # verify asked, the decision decided
     # as a veto (decide.vetoes) the verify stage stops the run itself
@@ -198,7 +200,7 @@ def test_a_veto_may_name_one_way_of_not_answering(moon_index: Index) -> None:
 
 def test_a_withdrawal_the_confidence_overrules_is_answered_with_a_caveat(moon_index: Index) -> None:
     reply = "Apollo 11 landed on the Moon in 1975 [1]."
-    ans = pipe(moon_index, reply, support_model(threshold=0.0), decide={"threshold": 0.0}).ask(MOON_Q)
+    ans = pipe(moon_index, reply, support_model(threshold=0.0), decide={"threshold": 0.0, "vetoes": []}).ask(MOON_Q)
     assert not ans.abstained and ans.text == reply  # kept as written, never replaced
     decided = ans.trace.stage("decide")[-1]
     assert decided["decision"] == "caveat" and decided["caveat"].startswith("not fully confirmed")

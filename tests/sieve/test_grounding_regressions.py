@@ -53,20 +53,25 @@ def test_through_the_default_sieve_the_time_to_80_percent_is_answered_with_a_cav
     ans = default_sieve(devices, WRONG_CHARGE, "zephyr").ask(CHARGE_Q)
     [tie] = [f for c in ans.claims for f in c.other_facts]
     assert tie["text"] == "35 minutes" and tie["other_fact"] == "With the fast charger it reaches 80 % in 35 minutes"
+    assert tie["evidence_answer"] == "90 minutes"
     [decided] = ans.trace.stage("decide")
     assert decided["signals"]["verify.value_other_fact"] == 1.0
     if ans.abstained:  # the combined confidence fell below the threshold: the abstention says why
         assert decided["decision"] == "abstain" and "value tie" in ans.abstain_reason
         assert "35 minutes" in ans.text and "80 %" in ans.text
         return
-    # not a veto: the answer stands, with a caveat that names the value and where it is stated
+    # not a veto: the answer stands, with a caveat that names both values: what the passage says
+    # for the charge time, and what it gives the draft's value about
     assert "35 minutes" in ans.text and decided["decision"] == "caveat"
-    expected = 'the evidence states 35 minutes about "With the fast charger it reaches 80 % in 35 minutes"'
+    expected = ('the cited passage [1] says 90 minutes for this, and gives 35 minutes only about '
+                '"With the fast charger it reaches 80 % in 35 minutes"')  # fmt: skip
     assert expected in decided["caveat"]
     view = present_answer(ans)  # what the terminal, the service and the page show
     assert view.caveat is not None and expected in view.caveat
     assert expected in answer_content(ans.to_dict())
-    assert any(line.strip().startswith("caveat: not fully confirmed") for line in render_answer(ans, 200))
+    assert any(line.strip().startswith("caveat: The checks could not confirm this answer: the answer's value "
+                                       "appears in the evidence only about something else")
+               for line in render_answer(ans, 200))
 
 
 def test_through_the_default_sieve_the_right_charge_time_has_no_tie_caveat(devices):
@@ -85,6 +90,7 @@ def test_the_tie_is_a_veto_only_when_listed_and_off_when_switched_off(devices):
         claim_judge=LexicalEmbeddingJudge(embedding_weight=0.0),
     ).ask(CHARGE_Q)  # fmt: skip
     assert vetoed.abstained and "value tie" in vetoed.abstain_reason and "80 %" in vetoed.text
+    assert vetoed.text.startswith("I can't give the draft answer 35 minutes: the cited passage [1] says 90 minutes")
     off = default_sieve(devices, WRONG_CHARGE, "zephyr", tie_values="off").ask(CHARGE_Q)
     assert "verify.value_other_fact" not in off.trace.stage("decide")[0]["signals"]
     assert "value tie" not in (off.trace.stage("decide")[0].get("withdrawal") or "")
@@ -147,3 +153,30 @@ def test_without_the_question_a_value_anywhere_in_the_evidence_counts():
     assert ground_values("It reaches full charge in 35 minutes.", [CHARGER]).grounded
     tied = ground_values("It reaches full charge in 35 minutes.", [CHARGER], given=CHARGE_Q, tie_to_question=True)
     assert not tied.grounded and "stated about something else" in tied.explain()
+
+
+def test_a_tied_value_records_what_the_evidence_states_for_the_asked_fact_and_where():
+    # the value the sentence about the charge time states, and which of the texts states it: the
+    # verify stage names both values and the passage's number from them
+    [check] = ground_values("35 minutes", [WALKMAN, CHARGER], given=CHARGE_Q).checks
+    assert check.found and check.rival == "90 minutes" and check.rival_in == 1
+    assert check.to_dict()["evidence_answer"] == "90 minutes" and check.to_dict()["evidence_index"] == 1
+    [right] = ground_values("90 minutes", [WALKMAN, CHARGER], given=CHARGE_Q).checks
+    assert not right.other_fact and not right.rival and right.rival_in is None
+
+
+def test_the_tie_names_the_passage_by_its_number_in_the_evidence():
+    from ragsieve.sieve.state import PipelineState
+    from ragsieve.sieve.verify import VerifyStage
+    from ragsieve.types import Chunk, SearchHit
+    from ragsieve.verify import verify_answer
+
+    hits = [SearchHit(Chunk(f"c{i}", t, f"d{i}", f"s{i}"), 1.0, i, {}) for i, t in enumerate((WALKMAN, CHARGER))]
+    state = PipelineState(question=CHARGE_Q)
+    state.evidence = hits
+    judge = LexicalEmbeddingJudge(embedding_weight=0.0)
+    for reply in ("The Zephyr X2 battery takes 35 minutes to charge [2].", "It takes 35 minutes to charge."):
+        [claim] = verify_answer(reply, hits, judge, question=CHARGE_Q)
+        [tie] = claim.other_facts
+        said = VerifyStage._tie_statement(state, claim, tie)
+        assert said.startswith("the cited passage [2] says 90 minutes for this, and gives 35 minutes only about"), said

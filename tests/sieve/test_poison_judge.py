@@ -8,6 +8,9 @@ from ragsieve.sieve.poison import PoisonJudge, longest_common_run, question_anch
 from ragsieve.types import Chunk, SearchHit, Trace
 
 Q = "Who was the first person to walk on the Moon?"
+# the strict defence the red-team harness measured (stages.attack's defaults): looser copies
+# cluster, and a whole cluster is dropped; the judge's own defaults are the sieve's stages.poison
+STRICT = {"duplicate_jaccard": 0.5, "duplicates": "drop"}
 
 
 def hit(cid: str, text: str, source: str = "web", rank: int = 1) -> SearchHit:
@@ -48,10 +51,12 @@ def test_near_duplicate_cluster_is_dropped():
              "Records confirm Buzz Aldrin was the first to step onto the lunar surface in July 1969.",
              "Apollo 11 landed in the Sea of Tranquility."]
     hits = [hit(f"h{i}", t, f"s{i}", i + 1) for i, t in enumerate(texts)]
-    v = PoisonJudge().judge(Q, hits)
+    v = PoisonJudge(**STRICT).judge(Q, hits)
     assert [x.dropped for x in v] == [True, True, False]
     assert v[0].cluster == 2 and v[0].duplicate >= 0.5
-    assert PoisonJudge(min_cluster=3).judge(Q, hits)[0].dropped is False
+    assert PoisonJudge(min_cluster=3, **STRICT).judge(Q, hits)[0].dropped is False
+    # at the sieve's bar (near-exact copies only) these two are not copies
+    assert not any(x.dropped for x in PoisonJudge().judge(Q, hits))
 
 
 def test_inner_selector_and_round_trip():
@@ -70,12 +75,12 @@ def test_dedupe_keeps_the_best_ranked_copy_flagged_and_drops_the_rest():
              "Apollo 11 landed in the Sea of Tranquility."]
     hits = [hit(f"h{i}", t, f"s{i}", i + 1) for i, t in enumerate(texts)]
     trace = Trace(Q)
-    kept = PoisonJudge(k=3, duplicates="dedupe").select(Q, hits, trace)
+    kept = PoisonJudge(k=3, duplicate_jaccard=0.5, duplicates="dedupe").select(Q, hits, trace)
     assert [h.chunk.id for h in kept] == ["h0", "h2"]
     verdicts = {d["id"]: d["verdict"] for d in trace.decisions}
     assert verdicts == {"h0": "flagged", "h1": "dropped", "h2": "kept"}
     assert "a copy of h0" in next(d["reason"] for d in trace.decisions if d["id"] == "h1")
-    assert [v.dropped for v in PoisonJudge(duplicates="keep").judge(Q, hits)] == [False, False, False]
+    assert [v.dropped for v in PoisonJudge(duplicate_jaccard=0.5, duplicates="keep").judge(Q, hits)] == [False] * 3
     with pytest.raises(ConfigError, match="duplicates"):
         PoisonJudge(duplicates="merge").judge(Q, hits)
 
@@ -122,7 +127,7 @@ def test_paraphrase_signal_clusters_what_the_lexical_signals_miss():
             hit("g", g, "space.org", 3)]
     off = PoisonJudge(duplicate_jaccard=0.95).judge(Q, hits)
     assert not any(v.dropped for v in off) and all(v.paraphrase == 0.0 for v in off) and emb.calls == 0
-    judge = PoisonJudge(duplicate_jaccard=0.95, semantic_duplicate=0.9, embedder=emb)
+    judge = PoisonJudge(duplicate_jaccard=0.95, duplicates="drop", semantic_duplicate=0.9, embedder=emb)
     on = judge.judge(Q, hits)
     assert [v.dropped for v in on] == [True, True, False]
     assert on[0].cluster == 2 and on[0].paraphrase > 0.99 and on[2].paraphrase < 0.5

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragsieve.errors import InputError
+from ragsieve.errors import InputError, check_unicode
 
 __all__ = ["QAItem", "load_qa"]
 
@@ -59,6 +59,7 @@ class QAItem:
         question = row.get("question", row.get("question_text"))
         if not isinstance(question, str) or not question.strip():
             raise InputError(f"{where}:{lineno} has no 'question' string; every row needs a non-empty question")
+        check_unicode(question, f"the question at {where}:{lineno}")
         answerable = row.get("answerable", True)
         if not isinstance(answerable, bool):
             raise InputError(f"{where}:{lineno} has answerable={answerable!r}; use true or false")

@@ -15,7 +15,9 @@ rules about the shape of the reply, never about its words' topic, and says what 
 * leading filler (:data:`FILLER_PATTERNS`), repeated until none is left;
 * lists rewritten as prose (:func:`ragsieve.sentences.normalize_lists`);
 * trailing citation debris: a ``Sources:``/``References:`` label before markers is dropped and
-  its markers kept, unfinished markers (``[1``, ``[``) and empty brackets are removed.
+  its markers kept, unfinished markers (``[1``, ``[``) and empty brackets are removed;
+* a value the model wrote twice, glued by punctuation without a space (``1997.1997``,
+  ``Leiden,Leiden``), written once (:func:`collapse_glued_repeats`).
 
 Example:
     >>> from ragsieve.generate.cleanup import clean_answer
@@ -34,7 +36,10 @@ from typing import Any
 from ragsieve.lexicon import CITATION_MARKER_RE, citation_markers
 from ragsieve.sentences import first_sentence_end, normalize_lists
 
-__all__ = ["FILLER_PATTERNS", "LABEL_OPEN_RE", "SECTION_LABELS", "CleanAnswer", "clean_answer", "opened_with_label"]
+__all__ = [
+    "FILLER_PATTERNS", "LABEL_OPEN_RE", "SECTION_LABELS", "CleanAnswer", "clean_answer", "collapse_glued_repeats",
+    "opened_with_label",
+]
 
 # The labels of the answer prompt's sections (ragsieve.generate.answer.build_answer_messages)
 # and their common variants, as a model echoes them at a line start.
@@ -75,6 +80,37 @@ _SENTENCE_END = ".!?…"
 # A reply that opens with a citation marker or an evidence label pastes what follows; cleanup
 # removes the label, so whether the raw reply had one is kept for the responsiveness check.
 LABEL_OPEN_RE = re.compile(r"^\s*(?:\[\d{1,3}\]|(?:evidence|context|passage|source)s?\s*:)", re.IGNORECASE)
+
+
+# A value written twice with one punctuation mark between and no space ("1997.1997", "Leiden,Leiden",
+# "14 May 1997.14 May 1997"): a small model's stutter, since nothing written that way is one value.
+_GLUED_REPEAT_RE = re.compile(r"(?<![\w.,;:])(?P<value>\w(?:[\w ]*\w)?)(?P<glue>[.,;:])(?P=value)(?![\w])")
+# All-digit values shorter than this are left alone: "2.2" and "10.10" are decimals, "100,100" a
+# grouped thousand; four digits glued to the same four digits are no number anyone writes.
+_MIN_GLUED_DIGITS = 4
+
+
+def collapse_glued_repeats(text: str) -> str:
+    """``text`` with each value repeated at once and glued by one punctuation mark written once.
+
+    >>> collapse_glued_repeats("1997.1997 [1].")
+    '1997 [1].'
+    >>> collapse_glued_repeats("It weighs 2.2 kg; it opened in 1931,1931.")
+    'It weighs 2.2 kg; it opened in 1931.'
+    """
+
+    def one(m: re.Match[str]) -> str:
+        value = m.group("value")
+        if value.replace(" ", "").isdigit() and len(value) < _MIN_GLUED_DIGITS:
+            return m.group(0)
+        if not any(ch.isdigit() for ch in value) and len(value) < 2:
+            return m.group(0)  # "a.a", an abbreviation's letters
+        return value
+
+    previous = None
+    while previous != text:  # "1997.1997.1997"
+        previous, text = text, _GLUED_REPEAT_RE.sub(one, text)
+    return text
 
 
 # Inline pieces whose source markdown-it's tokens give back: text, code spans, line breaks,
@@ -271,6 +307,10 @@ def clean_answer(text: str, question: str | None = None) -> CleanAnswer:
         out.changes.append("rewrote a list as prose")
         body = listed
     body = _strip_debris(body, out)
+    collapsed = collapse_glued_repeats(body)
+    if collapsed != body:
+        out.changes.append("wrote a value repeated without a space once")
+        body = collapsed
     body = re.sub(r"[ \t]+", " ", body).strip()
     body = re.sub(r"\s+([.,;:!?])", r"\1", body)
     # markers a removed filler carried ("According to the context [1], ...") move to the end of

@@ -36,7 +36,7 @@ import numpy as np
 
 from ragsieve.config import EmbedderConfig, IngestConfig, PipelineConfig, RetrievalConfig
 from ragsieve.embed import Embedder, load_embedder
-from ragsieve.errors import IndexStoreError, InputError
+from ragsieve.errors import IndexStoreError, InputError, check_unicode
 from ragsieve.index import storage
 from ragsieve.index.backends import DenseBackend, SparseBackend, bm25_tokenize
 from ragsieve.index.filters import check_where, known_fields, where_mask
@@ -1102,10 +1102,7 @@ def _check_domains(chunks: Sequence[Chunk]) -> None:
 def _check_query(query: str, max_chars: int) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InputError("the query is empty; pass a question or search text")
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputError("the query holds characters that are not valid Unicode text (lone surrogates)") from None
+    check_unicode(query, "the query")
     if len(query) > max_chars:
         raise InputError(
             f"the query has {len(query)} characters, over the limit of {max_chars}; "
@@ -1146,7 +1143,8 @@ def chunk_documents(
         position = 0
         for segment in parts:
             pieces = chunk_text(
-                segment.text, config.chunking.max_tokens, config.chunking.overlap_tokens, config.chunking.unit
+                segment.text, config.chunking.max_tokens, config.chunking.overlap_tokens, config.chunking.unit,
+                heading_chars=getattr(segment, "heading_chars", 0),
             )
             for piece in pieces:
                 metadata = dict(doc.metadata)

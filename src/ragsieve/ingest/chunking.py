@@ -83,14 +83,16 @@ class _Locator:
 
 
 def chunk_text(
-    text: str, max_tokens: int = 200, overlap_tokens: int = 0, unit: str = "window"
+    text: str, max_tokens: int = 200, overlap_tokens: int = 0, unit: str = "window", heading_chars: int = 0
 ) -> list[TextChunk]:
     """Split ``text`` into chunks that never cut a sentence unless it alone exceeds ``max_tokens``.
 
     ``unit="sentence"`` yields one chunk per sentence. ``unit="window"`` packs whole
     sentences up to ``max_tokens`` and starts the next chunk with trailing sentences of
     the previous one totalling at most ``overlap_tokens``. Each chunk carries its span
-    (``start``, ``end``) in ``text``.
+    (``start``, ``end``) in ``text``. The first ``heading_chars`` characters are headings
+    (a section's, :attr:`ragsieve.ingest.loaders.Segment.heading_chars`): they go with the
+    sentence after them, as its context, and never form a chunk of their own.
     """
     if max_tokens < 1:
         raise ValueError("max_tokens must be at least 1")
@@ -117,6 +119,8 @@ def chunk_text(
             joined = " ".join(current)
             pieces.append((joined, current_n, *locate.span(joined)))
 
+    if heading_chars > 0:
+        pieces = _with_headings_joined(pieces, heading_chars, max_tokens)
     if unit == "sentence":
         return [TextChunk(t, i, n, a, b) for i, (t, n, a, b) in enumerate(pieces)]
 
@@ -144,3 +148,18 @@ def chunk_text(
     if window:
         chunks.append(close(window, len(chunks), size))
     return chunks
+
+
+def _with_headings_joined(
+    pieces: list[tuple[str, int, int, int]], heading_chars: int, max_tokens: int
+) -> list[tuple[str, int, int, int]]:
+    """The leading pieces that lie within the first ``heading_chars`` characters (headings) joined
+    to the piece after them, when the whole fits ``max_tokens``."""
+    k = 0
+    while k < len(pieces) and pieces[k][3] <= heading_chars:
+        k += 1
+    group = pieces[: k + 1]
+    if len(group) < 2 or sum(p[1] for p in group) > max_tokens:
+        return pieces
+    joined = (" ".join(p[0] for p in group), sum(p[1] for p in group), group[0][2], group[-1][3])
+    return [joined, *pieces[k + 1 :]]

@@ -56,6 +56,9 @@ class Segment:
     page: int | None = None
     page_label: str | None = None
     heading: list[str] = field(default_factory=list)
+    # How many characters at the start of ``text`` are headings: chunking keeps them with the
+    # sentence after them, as its context, never as a chunk of their own.
+    heading_chars: int = 0
 
 
 @dataclass
@@ -451,7 +454,9 @@ def markdown_sections(markdown: str) -> tuple[str, list[Segment]]:
     or code block) and its sections: one :class:`Segment` per heading, with the heading path.
 
     Headings stay in the text, each opening its section; text before the first heading has an
-    empty heading path.
+    empty heading path. A heading with no text of its own before the next heading (``# Graphene``
+    straight above ``## Properties``) joins the next section, as context of its text, so it never
+    becomes a chunk of its own; a last heading with no text joins the section before it.
     """
     from markdown_it import MarkdownIt
 
@@ -481,21 +486,32 @@ def markdown_sections(markdown: str) -> tuple[str, list[Segment]]:
         elif token.type in ("fence", "code_block", "html_block") and token.content.strip():
             blocks.append((token.content.rstrip("\n"), None))
     text_parts: list[str] = []
-    starts: list[tuple[int, list[str]]] = [(0, [])]
+    # each section: [start, heading path, where its headings end, whether it has text of its own]
+    sections: list[list[Any]] = [[0, [], 0, False]]
     offset = 0
     for content, opens in blocks:
         if text_parts:
             offset += 2  # the blank line between blocks
         if opens is not None:
-            starts.append((offset, opens))
+            last = sections[-1]
+            if len(sections) > 1 and not last[3]:
+                last[1], last[2] = opens, offset + len(content)  # a heading-only section: this one continues it
+            else:
+                sections.append([offset, opens, offset + len(content), False])
+        else:
+            sections[-1][3] = True
         text_parts.append(content)
         offset += len(content)
     text = "\n\n".join(text_parts)
+    if len(sections) > 2 and not sections[-1][3]:
+        sections.pop()  # a last heading with no text: the end of the section before it
     segments = []
-    for n, (start, heading) in enumerate(starts):
-        end = starts[n + 1][0] if n + 1 < len(starts) else len(text)
+    for n, (start, heading, headings_end, _) in enumerate(sections):
+        end = sections[n + 1][0] if n + 1 < len(sections) else len(text)
         if end > start:
-            segments.append(Segment(text[start:end].rstrip(), start, heading=heading))
+            segments.append(
+                Segment(text[start:end].rstrip(), start, heading=heading, heading_chars=headings_end - start)
+            )
     return text, segments
 
 

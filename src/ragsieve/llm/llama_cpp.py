@@ -21,6 +21,15 @@ interleaved with other prompts for every query). So before a call discards at le
 call whose prompt shares a longer prefix with a saved state than with the live cache
 restores it and decodes from there. ``prefix_states`` bounds how many are kept (least
 recently used go first); 0 turns this off.
+
+Quiet loading without touching the process's streams: llama-cpp-python's own quiet mode
+(``verbose=False``) silences a load by pointing file descriptors 1 and 2 at ``/dev/null`` for
+its duration, which loses whatever any other thread writes meanwhile (an answer printed while
+the model loads on a worker thread). So the model is built with ``verbose=True`` (no
+redirection), llama.cpp's and ggml's native log lines go to the ``ragsieve.llm.llama_cpp.native``
+logger at DEBUG through ``llama_log_set``, the Python-side messages the constructor prints go
+there too (only those the loading thread prints inside ``llama_cpp.llama``: other threads keep
+the real ``sys.stderr``), and ``verbose`` is turned off once the model is built.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import ctypes
 import json
 import logging
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +60,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from llama_cpp import Llama
 
 logger = logging.getLogger(__name__)
+# llama.cpp's and ggml's own log lines, and what llama-cpp-python prints while a model is built.
+native_logger = logging.getLogger(f"{__name__}.native")
 
 # Named chat formats, for GGUF files without a usable ``tokenizer.chat_template``.
 ChatFormatName = Literal["chatml", "llama-2", "llama-3", "mistral-instruct", "gemma", "zephyr", "qwen"]
@@ -208,16 +220,20 @@ class LlamaCppLLM:
             Llama = require("llama_cpp", "local-llm", "the local LLM (llm.backend = 'llama-cpp')").Llama  # noqa: N806
             threads = self.n_threads or default_threads()
             try:
-                llama = Llama(
-                    model_path=str(path),
-                    n_ctx=self.n_ctx,
-                    n_threads=threads,
-                    n_threads_batch=threads,
-                    n_batch=self.n_batch,
-                    seed=self.seed,
-                    logits_all=False,
-                    verbose=False,
-                )
+                # verbose=True: llama-cpp-python's quiet mode redirects fds 1 and 2 while it loads
+                # (see the module docstring); quiet_llama_load sends what it would print to the log.
+                with quiet_llama_load():
+                    llama = Llama(
+                        model_path=str(path),
+                        n_ctx=self.n_ctx,
+                        n_threads=threads,
+                        n_threads_batch=threads,
+                        n_batch=self.n_batch,
+                        seed=self.seed,
+                        logits_all=False,
+                        verbose=True,
+                    )
+                llama.verbose = False  # no timings or cache notes printed on every call
             except (ValueError, RuntimeError, OSError) as exc:
                 raise ModelError(
                     f"could not load GGUF model {path}: {exc}; check that the file is a complete, valid "
@@ -688,6 +704,8 @@ class LlamaCppLLM:
         from llama_cpp import LlamaGrammar
 
         try:
+            # Compiling a grammar touches no stream (``verbose`` at most prints it, and no file
+            # descriptor is redirected for it), so it needs none of the model load's care.
             grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
         except Exception as exc:
             raise InputError(f"JSON schema cannot be compiled to a grammar: {exc}; simplify the schema") from exc
@@ -749,6 +767,98 @@ def _repetition_stop(
         return len(words) > ngram and trim_repetition(head, ngram) != head
 
     return repeated
+
+
+class _LineLog:
+    """A text stream that logs each whole line at DEBUG on ``native_logger`` (llama.cpp writes a
+    line in pieces, ``print`` its text and its newline apart); blank lines are dropped."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            lines = (self._pending + text).split("\n")
+            self._pending = lines.pop()
+        for line in lines:
+            if line.strip():
+                native_logger.debug("%s", line.rstrip())
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            line, self._pending = self._pending, ""
+        if line.strip():
+            native_logger.debug("%s", line.rstrip())
+
+
+# llama.cpp's native log, and what llama-cpp-python prints while a model is built.
+_NATIVE_LOG = _LineLog()
+_PRINTED_LOG = _LineLog()
+_building = threading.local()  # .active: this thread is inside quiet_llama_load
+_callback_lock = threading.Lock()
+_log_callback: Any = None  # the ctypes callback, kept alive while llama.cpp may call it
+
+
+class _BuildingThreadSys:
+    """Stands in for ``sys`` inside ``llama_cpp.llama`` (whose prints name ``sys.stderr``):
+    ``stderr`` is the log on a thread inside :func:`quiet_llama_load` and the real ``sys.stderr``
+    on every other thread, so no other thread's writes go anywhere else. Put in place by the first
+    load and left there: outside a load it is ``sys`` itself."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys, name)
+
+    @property
+    def stderr(self) -> Any:
+        return _PRINTED_LOG if getattr(_building, "active", False) else sys.stderr
+
+
+def _forward_native_log(level: int, text: bytes | None, user_data: Any) -> None:
+    try:
+        if text:
+            _NATIVE_LOG.write(text.decode("utf-8", errors="replace"))
+    except Exception:  # noqa: BLE001 - an exception must never cross back into llama.cpp
+        pass
+
+
+def install_native_log() -> None:
+    """Send llama.cpp's and ggml's log lines to ``native_logger`` (DEBUG) for the whole process,
+    in place of llama-cpp-python's callback, which writes them to stderr. Set again on every call
+    (something else may have set its own since)."""
+    global _log_callback
+    import llama_cpp
+
+    with _callback_lock:
+        if _log_callback is None:
+            _log_callback = llama_cpp.llama_log_callback(_forward_native_log)
+        llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
+
+
+@contextlib.contextmanager
+def quiet_llama_load() -> Iterator[None]:
+    """Build a ``llama_cpp.Llama(..., verbose=True)`` inside this block: nothing reaches the
+    terminal and nothing redirects the process's standard streams (see the module docstring).
+
+    llama.cpp's native log goes to ``native_logger``; what ``Llama.__init__`` prints to
+    ``sys.stderr`` on this thread goes there too, while other threads' writes to ``sys.stderr``
+    stay where they were; the level ``verbose=True`` gives llama-cpp-python's own logger is
+    put back afterwards."""
+    import llama_cpp.llama as llama_module
+
+    install_native_log()
+    if getattr(llama_module, "sys", None) is sys:
+        llama_module.sys = _BuildingThreadSys()  # type: ignore[assignment]
+    library_logger = logging.getLogger("llama-cpp-python")
+    level = library_logger.level
+    _building.active = True
+    try:
+        yield
+    finally:
+        _building.active = False
+        library_logger.setLevel(level)
+        _PRINTED_LOG.flush()
 
 
 def default_threads() -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hmac
 import json
 import logging
 import os
@@ -39,7 +38,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ragsieve.cancel import GenerationCancelledError
 from ragsieve.errors import ConfigError, IndexStoreError, InputError, LLMOutputError, ModelError, RagsieveError
 from ragsieve.serve.engine import DEFAULT_MODEL_NAME, PIPELINE_NAMES, Engine, without_paths
-from ragsieve.serve.guard import BodyLimitMiddleware, HostAllowListMiddleware, SecurityHeadersMiddleware, page_csp
+from ragsieve.serve.guard import (
+    API_KEY_MISSING,
+    BodyLimitMiddleware,
+    HostAllowListMiddleware,
+    SecurityHeadersMiddleware,
+    api_key_matches,
+    page_csp,
+)
 from ragsieve.serve.metrics import ServiceMetrics
 from ragsieve.serve.page import render_page
 from ragsieve.serve.queue import ClientGoneError, DeadlineExceededError, LLMQueue, QueueFullError
@@ -64,9 +70,11 @@ API_VERSION = "v1"
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 # Reachable without the API key: liveness for orchestrators, and the page's static shell
 # (it holds no data; the page sends the key with every call it makes).
-PUBLIC_PATHS = frozenset({"/v1/health", "/"})
+# ``/health`` is the conventional probe path orchestrators and load balancers try first: an alias.
+PUBLIC_PATHS = frozenset({"/v1/health", "/health", "/"})
 KNOWN_PATHS = frozenset(
-    {"/", "/v1/health", "/v1/ask", "/v1/ask/stream", "/v1/search", "/v1/classify", "/v1/chat/completions", "/v1/models",
+    {"/", "/v1/health", "/health", "/v1/ask", "/v1/ask/stream", "/v1/search", "/v1/classify", "/v1/chat/completions",
+     "/v1/models",
      "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
 )
 # The cited passage's text and location, by chunk id (the page's citation links open it).
@@ -156,15 +164,7 @@ class _GuardMiddleware:
         self.metrics = metrics
 
     def _authorised(self, scope: Scope) -> bool:
-        if self.key is None or scope["path"] in PUBLIC_PATHS:
-            return True
-        given = b""
-        for name, value in scope.get("headers", []):
-            if name == b"authorization" and value[:7].lower() == b"bearer ":
-                given = value[7:].strip()
-            elif name == b"x-api-key" and not given:
-                given = value.strip()
-        return hmac.compare_digest(given, self.key)
+        return self.key is None or scope["path"] in PUBLIC_PATHS or api_key_matches(scope, self.key)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -185,7 +185,7 @@ class _GuardMiddleware:
             if not self._authorised(scope):
                 status = 401
                 response = _error_json(
-                    401, "missing or wrong API key; send it as 'Authorization: Bearer KEY' or 'X-API-Key: KEY'",
+                    401, API_KEY_MISSING,
                     "authentication_error", code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"},
                 )
                 await response(scope, receive, send)
@@ -270,10 +270,12 @@ def answer_content(answer: dict[str, Any]) -> str:
         text += f"\n\n(caveat: {view.caveat})"
     if view.citation_note:
         text += f"\n\n({view.citation_note})"
-    if view.outcome == "abstained" and view.abstain_reason and view.abstain_reason not in text:
+    if view.outcome == "abstained" and view.abstain_reason and (
+        view.abstain_reason.rstrip(".").lower() not in " ".join(text.split()).lower()
+    ):
         text += f"\n\n(abstained: {view.abstain_reason})"
     for draft in view.withdrawn:
-        text += f"\n\n(withdrawn draft, {draft.reason}: {draft.text})"
+        text += f"\n\n(withdrawn draft: {draft.reason} The draft was: {draft.text})"
     hits = answer.get("evidence") or []
     sources = [f"[{src.n}] {source_label(hits[src.n - 1])}" for src in view.sources if src.cited]
     if sources:
@@ -507,8 +509,10 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
         return HTMLResponse(html, headers={"Content-Security-Policy": page_csp(html)})
 
     @app.get("/v1/health", response_model=HealthResponse, tags=["service"])
+    @app.get("/health", response_model=HealthResponse, include_in_schema=False)
     async def health() -> dict[str, Any]:
-        """Liveness, the index generation being served and whether the model is loaded."""
+        """Liveness, the index generation being served and whether the model is loaded
+        (``/health`` is the same, for probes that expect that path)."""
         return {
             **engine.health(llm_stuck=queue.stuck()), "queue_depth": queue.depth, "queue_capacity": queue.capacity,
             "connections": connections.summary(),

@@ -51,13 +51,24 @@ def read_api_key(key_file: Path | None, env: str = API_KEY_ENV) -> str | None:
     return key or None
 
 
+def check_port(port: int) -> int:
+    """``port`` when it is a TCP port the service can announce (1-65535). 0 is refused too: the
+    system would pick a free port, and the start-up line and clients could not know which."""
+    if not 1 <= port <= 65535:
+        raise typer.BadParameter(
+            f"{port} is not a TCP port to listen on; use a number from 1 to 65535 (e.g. --port 8000; "
+            "0, any free port, is not taken: nothing would say which port the service got)"
+        )
+    return port
+
+
 def serve(
     index: Path | None = typer.Option(
         None, "--index", metavar="DIR", help=INDEX_HELP + " Re-ingests are picked up live."
     ),
     config: Path | None = typer.Option(None, "--config", help="TOML/YAML config file."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind; non-loopback needs an API key."),
-    port: int = typer.Option(8000, "--port", help="TCP port."),
+    port: int = typer.Option(8000, "--port", callback=check_port, help="TCP port, 1-65535."),
     pipeline: str | None = typer.Option(None, "--pipeline", help="Default pipeline: plain, task-adaptive or sieve."),
     api_key_file: Path | None = typer.Option(
         None, "--api-key-file", help=f"File holding the API key (else ${API_KEY_ENV})."

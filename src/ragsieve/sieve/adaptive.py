@@ -364,6 +364,7 @@ class _TaskStage:
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    emits: tuple[str, ...] = ()
 
     def __init__(self, parts: Callable[[], TaskAdaptiveParts]) -> None:
         self._parts = parts
@@ -384,6 +385,7 @@ class TaskRouteStage(_TaskStage):
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
     writes: tuple[str, ...] = ("task_label", "retrieve")
+    emits: tuple[str, ...] = ()
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         parts = self.parts
@@ -407,6 +409,7 @@ class TaskRetrieveStage(_TaskStage):
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    emits: tuple[str, ...] = ()
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         if not state.retrieve:
@@ -425,6 +428,7 @@ class CragStage(_TaskStage):
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
     writes: tuple[str, ...] = ("evaluator_verdict",)
+    emits: tuple[str, ...] = ()
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         if not state.retrieve:
@@ -461,6 +465,7 @@ class TaskGenerateStage(_TaskStage):
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ("task_label",)
     writes: tuple[str, ...] = ("text", "evidence", "cited")
+    emits: tuple[str, ...] = ()
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         parts = self.parts

@@ -225,7 +225,8 @@ def build_stages(
             shared.claim_judge,
             shared.generator,
             st.verify,
-            vetoes=config.decide.vetoes if "decide" in names else None,
+            # observe mode collects every draft: no veto ends its runs
+            vetoes=(config.decide.vetoes if config.decide.mode == "decide" else []) if "decide" in names else None,
         ),
         "decide": lambda: DecideStage(config.decide, config.calibration, shared.generator, resources.decision_model),
     }

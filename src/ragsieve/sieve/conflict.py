@@ -79,6 +79,7 @@ class ConflictStage:
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ("relevance", "same_source")
     writes: tuple[str, ...] = ("must_keep", "conflict_report")
+    emits: tuple[str, ...] = ()
 
     def __init__(
         self,

@@ -23,6 +23,11 @@ members of coordinated voices (:func:`ragsieve.voices.answer_coordination`: ``cl
 whatever the confidence) only when ``decide.vetoes`` lists ``"coordinated"`` (its measured
 precision is in docs/results/knowledge-poisoning.md; off by default).
 
+A withdrawal the verify stage asks for is weighed here unless ``decide.vetoes`` lists it, in
+which case the verify stage ends the run itself: by default (``ragsieve.options.DEFAULT_VETOES``)
+the contradictions whose measured precision licensed a veto; a contradiction left here makes the
+caveat name both values ("the cited passage [1] says 1999, not 2014, ...").
+
 The draft is never replaced by another answer here: it is kept or withdrawn. The ``decide``
 record holds every signal, the confidence, the threshold, the decision and the signals that
 moved the confidence most.
@@ -57,6 +62,10 @@ class DecideStage:
     reads: tuple[str, ...] = ("text",)
     uses: tuple[str, ...] = ("signals", "evidence", "withdrawal", "confidence")
     writes: tuple[str, ...] = ("confidence", "signals")
+    emits: tuple[str, ...] = (
+        "answer.token_prob", "conflict.found", "conflict.groups", "poison.answer_coordinated_share",
+        "poison.answer_cluster_only",
+    )
 
     def __init__(
         self,

@@ -23,6 +23,7 @@ class FilterStage:
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
     writes: tuple[str, ...] = ("signals",)
+    emits: tuple[str, ...] = ("filter.dropped_share",)
 
     def __init__(self, config: FilterConfig, llm: Callable[[], LLM], embedder: Callable[[], Any]) -> None:
         self.config = config

@@ -142,6 +142,7 @@ class GenerateStage:
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ("conflict_report", "same_source")
     writes: tuple[str, ...] = ("evidence", "text", "cited", "opened_with_label", "conflict_message")
+    emits: tuple[str, ...] = ()
 
     def __init__(self, generator: Generator, *, announce_conflict: bool = False) -> None:
         self.generator = generator

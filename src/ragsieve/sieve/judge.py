@@ -223,6 +223,7 @@ class JudgeStage:
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ("relevance",)
     writes: tuple[str, ...] = ("relevance", "relevance_labels", "trust_weighted", "signals")
+    emits: tuple[str, ...] = ("judge.best", "judge.kept_share", "judge.relevant_share", "judge.all_irrelevant")
 
     def __init__(self, relevance: RelevanceScores, config: JudgeConfig) -> None:
         self.relevance = relevance
@@ -283,6 +284,7 @@ class JudgeStage:
             dropped=[h.chunk.id for h in candidates if h not in kept],
         )
         if not kept and self.config.abstain_when_all_irrelevant:
+            from ragsieve.present import reason_text
             from ragsieve.verify.responsive import abstention_message
 
             best = max(candidates, key=lambda h: state.relevance[h.chunk.id])
@@ -290,10 +292,10 @@ class JudgeStage:
             best_vs_lower = compare(s, lower)
             # what the retrieved passages cover, in plain words; quoting the closest passage
             # would put unrelated text in front of the reader as if it answered
+            words = reason_text("no_relevant_passage", n=len(candidates), best=float(s), lower=float(lower))
             text = (
-                "I can't answer this from the indexed documents: none of the "
-                f"{len(candidates)} retrieved passages is relevant to the question (best {best_vs_lower}). "
-                + abstention_message(question, candidates)
+                "I can't answer this from the indexed documents: "
+                + words[0].lower() + words[1:] + " " + abstention_message(question, candidates)
             )
             return Abstain(
                 "judge",

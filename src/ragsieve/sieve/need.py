@@ -34,6 +34,7 @@ class NeedStage:
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ("domains",)
     writes: tuple[str, ...] = ("retrieve", "probe", "relevance", "signals")
+    emits: tuple[str, ...] = ("need.closed_book_task", "need.best_relevance")
 
     def __init__(
         self, config: NeedConfig, candidates: int, search: CandidateSearch, relevance: RelevanceScores

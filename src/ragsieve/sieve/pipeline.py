@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsieve.citations import settle_answer
 from ragsieve.config import PipelineConfig
@@ -40,6 +40,7 @@ from ragsieve.sieve.adaptive import TaskAdaptiveParts
 from ragsieve.sieve.build import StageResources, build_stages, open_configured_index, task_parts_maker
 from ragsieve.sieve.events import PipelineEvent
 from ragsieve.sieve.judge import Judge
+from ragsieve.sieve.request import AskOptions, ask_options, takes_ask_options
 from ragsieve.sieve.retrieve import CandidateSearch
 from ragsieve.sieve.route import resolve_domains
 from ragsieve.sieve.runner import answer_of, end_with, run_stages
@@ -51,6 +52,9 @@ from ragsieve.store.protocol import Store
 from ragsieve.tasks.labels import TASK_LABELS, TaskLabel
 from ragsieve.telemetry import span
 from ragsieve.types import Answer, SearchHit, Trace
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 logger = logging.getLogger(__name__)
 
@@ -287,35 +291,27 @@ class Pipeline(StreamingAnswers):
         return self._shared().generator.answer_likelihood(question, text)
 
     # ------------------------------------------------------------------ entry point
+    @takes_ask_options
     def ask(
         self,
         question: str,
-        *,
-        no_retrieval: bool = False,
-        k: int | None = None,
-        route: str | None = None,
-        where: dict[str, Any] | None = None,
-        task: str | None = None,
+        **options: Unpack[AskOptions],
     ) -> Answer:
         """Run the stages on ``question``; ``task`` forces the task-adaptive path."""
-        return self.ask_with_events(
-            question, None, no_retrieval=no_retrieval, k=k, route=route, where=where, task=task
-        )
+        return self.ask_with_events(question, None, **options)
 
+    @takes_ask_options
     def ask_with_events(
         self,
         question: str,
         on_event: Callable[[PipelineEvent], None] | None,
-        *,
-        no_retrieval: bool = False,
-        k: int | None = None,
-        route: str | None = None,
-        where: dict[str, Any] | None = None,
-        task: str | None = None,
+        **options: Unpack[AskOptions],
     ) -> Answer:
         """:meth:`ask`, calling ``on_event`` on this thread with each
         :mod:`ragsieve.sieve.events` event as it happens (stages, tokens, retractions, the final
         answer). ``on_event=None`` (and no ``on_token`` callback) generates in one call, as ``ask``."""
+        given = ask_options(options)  # every option (its default when left out); TypeError on an unknown one
+        no_retrieval: bool = given["no_retrieval"]
         max_chars = self.config.retrieval.max_query_chars
         check_question(question)  # bytes, a number, None or blank: an InputError naming what was passed
         if len(question) > max_chars:
@@ -331,10 +327,10 @@ class Pipeline(StreamingAnswers):
                 self.warm_up(need_index=not no_retrieval and self.preset != "task-adaptive", wait_for_llm=False)
             state = PipelineState(
                 question=question,
-                k=k,
-                route=route,
-                where=where,
-                task=task_label(task),
+                k=given["k"],
+                route=given["route"],
+                where=given["where"],
+                task=task_label(given["task"]),
                 retrieve=not no_retrieval,
                 forced_no_retrieval=no_retrieval,
                 token_sink=relay.token if relay.streams_tokens else None,

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from ragsieve.answers import normalize_answer
-from ragsieve.config import DuplicateAction, PoisonConfig
+from ragsieve.config import DuplicateAction, PoisonConfig, RetrievalConfig
 from ragsieve.errors import ConfigError
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult
 from ragsieve.types import SearchHit, Trace, Verdict
@@ -157,8 +157,17 @@ class PoisonVerdict:
         return max(self.restatement, self.duplicate, self.paraphrase, self.coordination)
 
 
+# Each option's default is stated once, in stages.poison's section (PoisonConfig); the voice
+# options' defaults are the grouper's (ragsieve.voices), which the section leaves unset.
+_DEFAULTS = PoisonConfig()
+
+
 class PoisonJudge:
     """Drop candidates that restate the question or come in near-duplicate clusters.
+
+    Its defaults are the sieve's ``stages.poison`` (:class:`~ragsieve.config.PoisonConfig`);
+    the red-team harness's ``poison-judge`` defence takes ``stages.attack``
+    (:class:`~ragsieve.config.AttackConfig`: Jaccard 0.5, ``"drop"``, as it was measured).
 
     ``restate_share``: share of the question's tokens a verbatim run must cover (and at least
     ``min_restate_tokens`` tokens); ``duplicate_jaccard``: word-set Jaccard (question words
@@ -187,17 +196,17 @@ class PoisonJudge:
 
     def __init__(
         self,
-        k: int = 5,
-        restate_share: float = 0.6,
-        min_restate_tokens: int = 4,
-        duplicate_jaccard: float = 0.5,
-        min_cluster: int = 2,
-        duplicates: str = "drop",
+        k: int = RetrievalConfig().k,
+        restate_share: float = _DEFAULTS.restate_share,
+        min_restate_tokens: int = _DEFAULTS.min_restate_tokens,
+        duplicate_jaccard: float = _DEFAULTS.duplicate_jaccard,
+        min_cluster: int = _DEFAULTS.min_cluster,
+        duplicates: str = _DEFAULTS.duplicates,
         inner: Any = None,
-        semantic_duplicate: float | None = None,
+        semantic_duplicate: float | None = _DEFAULTS.semantic_duplicate,
         embedder: Any = None,
-        restatement: bool = True,
-        coordination: bool = False,
+        restatement: bool = _DEFAULTS.restatement,
+        coordination: bool = _DEFAULTS.coordination,
         voice_tightness: float = TIGHTNESS,
         voice_members: int = MIN_MEMBERS,
         voice_claim_tightness: float | None = CLAIM_TIGHTNESS,
@@ -465,6 +474,10 @@ class PoisonStage:
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
     writes: tuple[str, ...] = ("same_source", "signals")
+    emits: tuple[str, ...] = (
+        "poison.dropped_share", "poison.duplicate_share", "poison.all_dropped", "poison.coordination",
+        "poison.coordinated_share",
+    )
 
     def __init__(self, config: PoisonConfig, embedder: Callable[[], Any]) -> None:
         self.embedder = embedder

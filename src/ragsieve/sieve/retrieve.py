@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ragsieve.config import RetrievalConfig
+from ragsieve.config import RetrievalConfig, RetrieveStageConfig
 from ragsieve.errors import ConfigError
 from ragsieve.index import Index
 from ragsieve.sieve.state import PipelineState, Ref
@@ -151,8 +151,10 @@ class RetrieveStage:
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ("probe", "domains")
     writes: tuple[str, ...] = ("signals",)
+    emits: tuple[str, ...] = ("retrieval.top_score",)
 
-    def __init__(self, search: CandidateSearch, n: int | None = None) -> None:
+    def __init__(self, search: CandidateSearch, n: int | None = RetrieveStageConfig().candidates) -> None:
+        # n: candidates to retrieve (stages.retrieve.candidates); None: the request's k (plain RAG)
         self.search = search
         self.n = n
 

@@ -3,7 +3,7 @@ domain, or all of them); with a close margin the runner-up domain is searched to
 
 from __future__ import annotations
 
-from ragsieve.config import RouterConfig
+from ragsieve.config import RouterConfig, RouteStageConfig
 from ragsieve.errors import InputError
 from ragsieve.index import Index
 from ragsieve.sieve.state import PipelineState, Ref
@@ -58,12 +58,13 @@ class RouteStage:
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
     writes: tuple[str, ...] = ("domains",)
+    emits: tuple[str, ...] = ()
 
     def __init__(
         self,
         index: Ref[Index | Store],
         default_route: str,
-        close_margin: float | None = None,
+        close_margin: float | None = RouteStageConfig().close_margin,  # None: the routed domains only
         router_options: RouterConfig | None = None,
     ) -> None:
         self.index = index

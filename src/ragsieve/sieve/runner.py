@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
-from ragsieve.sieve.state import Abstain, PipelineState, Stage
+from ragsieve.cancel import check_cancelled
+from ragsieve.sieve.state import Abstain, PipelineState, Stage, check_writes, state_snapshot
 from ragsieve.types import Answer, SearchHit, Trace
 
 # Opens the scope one stage runs in (timing, spans, events): ``scope(stage_name, candidates_in)``
@@ -46,11 +47,19 @@ def run_stages(
     candidates: Sequence[SearchHit] = (),
 ) -> StagesRun:
     """Run ``stages`` in order; an :class:`Abstain` ends the run, recorded as an ``abstain``
-    trace record inside the stage's scope (so the stage's finish event carries it)."""
+    trace record inside the stage's scope (so the stage's finish event carries it).
+
+    After each stage the state is compared with a snapshot taken before it
+    (:func:`~ragsieve.sieve.state.check_writes`): a stage that changed a field it does not
+    declare in ``writes``, or left a signal it does not list in ``emits``, raises
+    :class:`~ragsieve.errors.StageContractError`."""
     current = list(candidates)
     for stage in stages:
+        check_cancelled()  # a job cancelled or past its time limit stops here, between stages
         with scope(stage.name, current) as result:
+            before = state_snapshot(state)
             out = stage.run(question, current, trace, state)
+            check_writes(stage, before, state)
             result["out"] = out
             if isinstance(out, Abstain):
                 end_with(out, trace, state)

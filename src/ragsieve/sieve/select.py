@@ -114,6 +114,7 @@ class SelectStage:
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ("must_keep", "same_source")
     writes: tuple[str, ...] = ()
+    emits: tuple[str, ...] = ()
 
     def __init__(self, selectors: Selectors, method: str, default_k: int, *, sieve: bool) -> None:
         self.selectors = selectors

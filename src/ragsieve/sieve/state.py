@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ragsieve.config import SIEVE_STAGES, PipelineConfig
-from ragsieve.errors import ConfigError
+from ragsieve.errors import ConfigError, StageContractError
+from ragsieve.signals import DECLARED, how_to_declare, undeclared
 from ragsieve.types import ClaimVerdict, SearchHit, Trace
 
 if TYPE_CHECKING:  # annotations only: the stage records name these types
@@ -117,7 +118,13 @@ class PipelineState:
         return self.abstain.reason if self.abstain is not None else None
 
     def signal(self, name: str, value: float | bool | None) -> None:
-        """Record one graded signal (clipped to [0, 1]; ``None``: the check had nothing to say)."""
+        """Record one graded signal (clipped to [0, 1]; ``None``: the check had nothing to say).
+
+        ``name`` must be declared in :data:`ragsieve.signals.DECLARED` (else
+        :class:`~ragsieve.errors.StageContractError`), so no signal is left that the decision
+        model and the docs do not know about."""
+        if name not in DECLARED:
+            raise StageContractError(f"signal {name!r} is not declared; {how_to_declare([name])}")
         if value is None:
             return
         v = float(value)
@@ -151,12 +158,17 @@ class Stage(Protocol):
 
     ``reads`` are the :class:`PipelineState` fields it needs an earlier stage (or the request)
     to have produced, ``uses`` those it reads when present, ``writes`` those it produces;
-    :func:`check_wiring` checks them when the pipeline is built."""
+    ``emits`` the graded signals it leaves with :meth:`PipelineState.signal` (each declared in
+    :data:`ragsieve.signals.DECLARED`; a stage that emits any writes ``signals``).
+    :func:`check_wiring` checks them when the pipeline is built, and the runner checks at run
+    time that a stage changed only the fields it writes and left only the signals it emits
+    (:func:`check_writes`)."""
 
     name: str
     reads: tuple[str, ...]
     uses: tuple[str, ...]
     writes: tuple[str, ...]
+    emits: tuple[str, ...]
 
     def warm_up(self) -> None: ...
 
@@ -170,18 +182,31 @@ def check_wiring(stages: Sequence[Stage]) -> None:
     """Raise :class:`ConfigError` naming the stage and the field when a stage reads a state field
     no earlier stage (nor the request) produces, or declares a field the state does not have.
 
+    It also raises when a stage ``emits`` a signal :data:`ragsieve.signals.DECLARED` does not
+    declare, or emits signals without writing ``signals``.
+
     A stage that declares nothing (a user's own stage written before the contracts) reads only
-    the candidates and the request."""
+    the candidates and the request, and writes and emits nothing."""
     produced: set[str] = set(REQUEST_FIELDS)
     for position, stage in enumerate(stages):
         reads = tuple(getattr(stage, "reads", ()))
-        declared = (*reads, *getattr(stage, "uses", ()), *getattr(stage, "writes", ()))
+        writes = tuple(getattr(stage, "writes", ()))
+        declared = (*reads, *getattr(stage, "uses", ()), *writes)
         unknown = sorted(set(declared) - STATE_FIELDS)
         if unknown:
             raise ConfigError(
                 f"stage {stage.name!r} declares {', '.join(unknown)}, which PipelineState does not have; "
                 f"name fields of ragsieve.sieve.state.PipelineState ({', '.join(sorted(STATE_FIELDS))})"
             )
+        emits = tuple(getattr(stage, "emits", ()))
+        unknown_signals = undeclared(emits)
+        if unknown_signals:
+            raise ConfigError(
+                f"stage {stage.name!r} emits {', '.join(unknown_signals)}, which is not a declared signal; "
+                + how_to_declare(unknown_signals)
+            )
+        if emits and "signals" not in writes:
+            raise ConfigError(f"stage {stage.name!r} emits signals but does not write 'signals'; add it to `writes`")
         missing = [f for f in reads if f not in produced]
         if missing:
             before = ", ".join(s.name for s in stages[:position]) or "none"
@@ -190,6 +215,69 @@ def check_wiring(stages: Sequence[Stage]) -> None:
                 f"(stages before it: {before}); put a stage that writes it earlier, or leave {stage.name!r} out"
             )
         produced.update(getattr(stage, "writes", ()))
+
+
+# a field's value and, for a dict, list or set, its items (a dict's keys and values, in turn)
+StateSnapshot = dict[str, tuple[object, tuple[object, ...] | None]]
+
+
+def state_snapshot(state: PipelineState) -> StateSnapshot:
+    """What :func:`check_writes` compares after a stage: each field's value and, for a list,
+    dict or set, its items (so a change in place shows). Holds references only (no copies of
+    the items): cheap enough to take around every stage."""
+    snap: StateSnapshot = {}
+    for name in STATE_FIELDS:
+        value = getattr(state, name)
+        snap[name] = (value, _items(value) if isinstance(value, dict | list | set) else None)
+    return snap
+
+
+def _same(before: tuple[object, tuple[object, ...] | None], now: object) -> bool:
+    old, items = before
+    if old is not now:
+        return False
+    if items is None or not isinstance(now, dict | list | set):
+        return True
+    held = _items(now)
+    # identity, not equality: an item put back (even an equal one) is a write, and no item's
+    # own == runs (an array's is not a bool)
+    return len(held) == len(items) and all(a is b for a, b in zip(held, items, strict=True))
+
+
+def _items(value: dict[object, object] | list[object] | set[object]) -> tuple[object, ...]:
+    if isinstance(value, dict):
+        return tuple(x for kv in value.items() for x in kv)
+    return tuple(value)
+
+
+def check_writes(stage: Stage, before: StateSnapshot, state: PipelineState) -> None:
+    """Raise :class:`~ragsieve.errors.StageContractError` naming the stage and the field when
+    ``stage`` changed a :class:`PipelineState` field it does not declare in ``writes``, or left
+    a signal it does not list in ``emits`` (``before``: :func:`state_snapshot` taken before it
+    ran). The runner calls it after every stage. A stage that declares no ``writes`` at all (a
+    user's own stage written before the contracts) is not checked; one without ``emits`` has
+    its signals left unchecked (``state.signal`` still refuses an undeclared one)."""
+    if not hasattr(stage, "writes"):
+        return
+    writes = set(stage.writes)
+    changed = sorted(n for n in STATE_FIELDS if not _same(before[n], getattr(state, n)))
+    stray = [n for n in changed if n not in writes]
+    if stray:
+        raise StageContractError(
+            f"stage {stage.name!r} wrote {', '.join(stray)}, which it does not declare; add "
+            f"{', '.join(repr(n) for n in stray)} to its `writes` (it declares: {', '.join(sorted(writes)) or 'none'})"
+        )
+    if "signals" in changed and hasattr(stage, "emits"):
+        items = before["signals"][1] or ()
+        held = dict(zip(items[::2], items[1::2], strict=True))
+        # a signal added, or set again (even to an equal value)
+        emitted = {name for name, value in state.signals.items() if name not in held or held[name] is not value}
+        unlisted = sorted(emitted - set(getattr(stage, "emits", ())))
+        if unlisted:
+            raise StageContractError(
+                f"stage {stage.name!r} emitted {', '.join(unlisted)}, which it does not list; add "
+                f"{', '.join(repr(n) for n in unlisted)} to its `emits`"
+            )
 
 
 class Ref(Generic[T]):

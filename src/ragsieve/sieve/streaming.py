@@ -11,54 +11,48 @@ import logging
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsieve.cancel import CancelToken, cancel_scope, current_token
 from ragsieve.sieve.events import Final, PipelineEvent, Retracted, StageFinished, StageStarted, Token
+from ragsieve.sieve.request import AskOptions, takes_ask_options
 from ragsieve.sieve.verify import EXTRACTED, EXTRACTED_ATTEMPT
 from ragsieve.telemetry import set_attributes, span
 from ragsieve.types import Answer, SearchHit, Trace
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 logger = logging.getLogger(__name__)
 
 
 class StreamingAnswers:
-    """``stream``, ``aask`` and ``astream`` for a class with ``ask`` and ``ask_with_events``."""
+    """``stream``, ``aask`` and ``astream`` for a class with ``ask`` and ``ask_with_events``; each
+    takes the question and the per-request options of :class:`~ragsieve.sieve.request.AskOptions`
+    (``no_retrieval``, ``k``, ``route``, ``where``, ``task``), declared once there."""
 
+    @takes_ask_options
     def ask(
         self,
         question: str,
-        *,
-        no_retrieval: bool = False,
-        k: int | None = None,
-        route: str | None = None,
-        where: dict[str, Any] | None = None,
-        task: str | None = None,
+        **options: Unpack[AskOptions],
     ) -> Answer:
         raise NotImplementedError
 
+    @takes_ask_options
     def ask_with_events(
         self,
         question: str,
         on_event: Callable[[PipelineEvent], None] | None,
-        *,
-        no_retrieval: bool = False,
-        k: int | None = None,
-        route: str | None = None,
-        where: dict[str, Any] | None = None,
-        task: str | None = None,
+        **options: Unpack[AskOptions],
     ) -> Answer:
         raise NotImplementedError
 
+    @takes_ask_options
     def stream(
         self,
         question: str,
-        *,
-        no_retrieval: bool = False,
-        k: int | None = None,
-        route: str | None = None,
-        where: dict[str, Any] | None = None,
-        task: str | None = None,
+        **options: Unpack[AskOptions],
     ) -> Iterator[PipelineEvent]:
         """Answer ``question``, yielding :mod:`ragsieve.sieve.events` as they happen: each stage as it
         starts and finishes, the answer's tokens as the LLM generates them, a ``Retracted`` event
@@ -76,7 +70,6 @@ class StreamingAnswers:
             ...     elif event.kind == "answer":
             ...         print("\nverified:", event.answer.text)
         """
-        options: dict[str, Any] = {"no_retrieval": no_retrieval, "k": k, "route": route, "where": where, "task": task}
         events: queue.Queue[Any] = queue.Queue()
         token = CancelToken()
         outer = current_token()
@@ -112,15 +105,11 @@ class StreamingAnswers:
                 token.cancel("the stream's reader stopped reading")
                 worker.join()
 
+    @takes_ask_options
     async def aask(
         self,
         question: str,
-        *,
-        no_retrieval: bool = False,
-        k: int | None = None,
-        route: str | None = None,
-        where: dict[str, Any] | None = None,
-        task: str | None = None,
+        **options: Unpack[AskOptions],
     ) -> Answer:
         """:meth:`ask` on a worker thread, for ``await``. Cancelling the awaiting task cancels the
         LLM call in progress (it stops at its next check) and raises ``CancelledError`` at once.
@@ -132,7 +121,7 @@ class StreamingAnswers:
 
         def work() -> Answer:
             with cancel_scope(token):
-                return self.ask(question, no_retrieval=no_retrieval, k=k, route=route, where=where, task=task)
+                return self.ask(question, **options)
 
         future = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, work)
         try:
@@ -141,15 +130,11 @@ class StreamingAnswers:
             token.cancel("the awaiting task was cancelled")
             raise
 
+    @takes_ask_options
     async def astream(
         self,
         question: str,
-        *,
-        no_retrieval: bool = False,
-        k: int | None = None,
-        route: str | None = None,
-        where: dict[str, Any] | None = None,
-        task: str | None = None,
+        **options: Unpack[AskOptions],
     ) -> AsyncIterator[PipelineEvent]:
         """:meth:`stream` for ``async for``: the stages run on a worker thread and their events
         cross to the event loop through an asyncio queue. Cancelling the consuming task, or
@@ -159,7 +144,6 @@ class StreamingAnswers:
             >>> async for event in pipe.astream("What is graphene?"):  # doctest: +SKIP
             ...     print(event.kind)
         """
-        options: dict[str, Any] = {"no_retrieval": no_retrieval, "k": k, "route": route, "where": where, "task": task}
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Any] = asyncio.Queue()
         token = CancelToken()
@@ -261,16 +245,21 @@ class EventRelay:
             extracted = [e for e in self.trace.stage("responsive") if e.get("attempt") == EXTRACTED]
             where = f" [{extracted[-1]['position']}]" if extracted and "position" in extracted[-1] else ""
             return f"the reply pasted a passage; the answer extracted from the pasted passage{where} follows"
+        from ragsieve.present import explain_reason
+
         regen = self.trace.stage("regenerate")
         reason = str(regen[-1].get("reason", "")) if regen else ""
-        return f"regenerating with only the supported evidence ({reason})" if reason else "regenerating"
+        return explain_reason(f"regenerate: {reason}").text if reason else "regenerating"
 
     def finish(self, answer: Answer) -> None:
         streamed = "".join(self.streamed).strip()
         same = bool(streamed) and streamed == answer.text.strip()
         if streamed and not same:
             if answer.abstained:
-                reason = answer.abstain_reason or "the checks found no supported answer"
+                from ragsieve.present import explain_reason
+
+                # in words, as the terminal and the page give it (the code stays in the answer)
+                reason = explain_reason(answer.abstain_reason, answer.trace.events).text
                 replacement: Any = "abstained"
             else:
                 reason = "the checks changed the generated text (unsupported sentences removed or text cleaned)"

@@ -27,6 +27,13 @@ state (the answer): beside others ("designed by Eiffel's firm in Paris") no ques
 the answer from the names that come with it, so none is tied.
 Names match in their variants (:func:`ragsieve.values.find_in`: a shorter form, initials).
 
+:func:`find_contradiction` asks the converse: does the evidence answer the asked fact with
+*another* value than the answer states? Each cited passage is read by the conflict stage's reader
+(:func:`ragsieve.conflict.passage_answer`); where it reads nothing, a draft value the evidence
+does not state at all is held against the tie's reading of the sentence about the asked fact
+(:func:`_rival_answer`). Its precision as a veto is measured on outside sets
+(benchmarks/grounding_contradiction.py).
+
 Example:
     >>> from ragsieve.verify.grounding import ground_values
     >>> r = ground_values("Meissner discovered it in 1912.", ["Walther Meissner discovered it in 1933."])
@@ -97,6 +104,11 @@ class ValueCheck:
     # the evidence states the value only in a sentence about something else than the question
     # asks ("" when it is about the question, or not checked)
     other_fact: str = ""
+    # with ``other_fact``: what the evidence states for the asked fact instead (the rival values of
+    # the sentence about it, "1999"), and which evidence text states it (0-based, in the order the
+    # texts were given)
+    rival: str = ""
+    rival_in: int | None = None
 
     tied: bool = False  # whether a value stated about another fact fails (``tie_to_question``)
 
@@ -109,6 +121,9 @@ class ValueCheck:
         if self.match is not None and self.other_fact:
             out["evidence"] = self.match.evidence.text
             out["other_fact"] = self.other_fact  # a signal; a failure only when ``tied``
+            if self.rival:
+                out["evidence_answer"] = self.rival
+                out["evidence_index"] = self.rival_in
         elif self.match is not None:
             out["evidence"] = self.match.evidence.text
             out["how"] = self.match.how
@@ -177,10 +192,12 @@ def ground_values(
     ``given`` is text whose values need no evidence (the question: an answer may repeat the
     entity it was asked about even where a passage says "it"). ``kinds`` limits which kinds of
     value are checked. With ``given``, a value of the asked kind (one of ``tie_kinds``) that the
-    evidence states only about another fact is marked (``ValueCheck.other_fact``, a signal);
-    ``tie_to_question`` makes such a value fail. Off here: the sieve's verify stage turns the mark
-    into a caveat (``stages.verify.tie_values``), not a failure, as its measured precision as a
-    veto on held-out questions is stated beside it (docs/results/verification.md).
+    evidence states only about another fact is marked (``ValueCheck.other_fact``, a signal, with
+    ``rival``: what the evidence states for the asked fact instead, and ``rival_in``: which of the
+    texts states it); ``tie_to_question`` makes such a value fail. Off here: the sieve's verify
+    stage turns the mark into a caveat naming both values (``stages.verify.tie_values``), not a
+    failure, as its measured precision as a veto on outside sets is below 0.9
+    (docs/results/verification.md, benchmarks/grounding_contradiction.py).
     """
     wanted = tuple(kinds)
     tie_kinds = tuple(tie_kinds)
@@ -205,8 +222,10 @@ def ground_values(
                 and value.kind in tie_kinds
                 and (value.kind in _NUMERIC or len(new_names) == 1)
             )
-            other = _other_fact(value, texts, given) if tie and given else ""
-            checks.append(ValueCheck(value, match, other_fact=other, tied=tie_to_question))
+            other, rival, rival_in = _other_fact(value, texts, given) if tie and given else ("", "", None)
+            checks.append(
+                ValueCheck(value, match, other_fact=other, rival=rival, rival_in=rival_in, tied=tie_to_question)
+            )
         elif given_read is not None and find_in(value, given_read) is not None:
             checks.append(ValueCheck(value, given=True))
         else:
@@ -240,6 +259,123 @@ def apply_grounding(verdict: ClaimVerdict, result: GroundingResult, threshold: f
     )
 
 
+# ----------------------------------------------------------------------------- contradiction
+# Which answer the reader (:func:`ragsieve.conflict.passage_answer`) must give for a passage to
+# contradict a draft: "read" takes a clear answer (one value of the asked kind in the clause that
+# answers) from a sentence holding a predicate term and half of the question's key terms, the bar
+# an answer extracted from a pasted passage meets; "firm" also needs every key term (the conflict
+# stage's bar, :attr:`ragsieve.conflict.PassageAnswer.states_answer`). Chosen on the training split of
+# benchmarks/grounding_contradiction.py (``--split train``, 347 SQuAD 2.0 and HotpotQA rows) by a
+# rule fixed before it ran: the bar with the most wrong drafts caught among those whose precision
+# there is at least 0.9, the firmer on a tie. "read": 48 caught, precision 48/65 (numeric 18/19,
+# names 30/46); "firm": 27 caught, precision 27/30 (numeric 14/14, names 13/16). Reported on
+# outside sets it was not chosen on.
+CONTRADICTION_BAR = "firm"
+# The families a contradiction is read for: "numeric" (dates, numbers, quantities) and "name".
+CONTRADICTION_FAMILIES: tuple[str, ...] = ("numeric", "name")
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """A draft whose value of the asked kind is not the one its cited evidence answers with:
+    ``evidence`` (the reader's answer, stated in ``sentence`` of the passage numbered
+    ``position``) against ``draft`` (the draft's value or values of that kind)."""
+
+    kind: str  # the value kind ("date", "number", "quantity", "name")
+    draft: str
+    evidence: str
+    position: int
+    sentence: str
+    evidence_value: Value
+
+    @property
+    def family(self) -> str:
+        """``"name"`` or ``"numeric"`` (a date, number or quantity)."""
+        return "name" if self.kind == "name" else "numeric"
+
+    def explain(self) -> str:
+        """What the evidence says, in one clause: "the cited passage [1] says 1999, not 2014"."""
+        return f"the cited passage [{self.position}] says {self.evidence}, not {self.draft}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "family": self.family,
+            "draft": self.draft,
+            "evidence": self.evidence,
+            "position": self.position,
+            "sentence": self.sentence,
+        }
+
+
+def find_contradiction(
+    question: str,
+    answer: str,
+    evidence: Sequence[str],
+    positions: Sequence[int] | None = None,
+    bar: str = CONTRADICTION_BAR,
+) -> Contradiction | None:
+    """Where the evidence answers ``question`` with another value than ``answer`` states.
+
+    The asked kind (:func:`ragsieve.text.kind.expected_kind`: a date, number, quantity or name)
+    is read from ``question``; each passage's own answer by
+    :func:`ragsieve.conflict.passage_answer` (a clear answer at ``bar``, :data:`CONTRADICTION_BAR`).
+    The answer contradicts its evidence when it states a value of that kind the question does not
+    state, of the same measure as a passage's answer, and states none of the passages' answers
+    (:func:`ragsieve.conflict.same_answer`: "Bartlett" is "Neil Bartlett", "June 1999" is 1999).
+    An answer with no value of the kind, or evidence that answers nothing, contradicts nothing.
+    ``positions`` are the passages' citation numbers (1, 2, ... by default).
+
+    Example:
+        >>> c = find_contradiction("When was the Kessel Bridge opened?", "It opened in 1947 [1].",
+        ...                        ["The Kessel Bridge opened in 1931 after four years of work."])
+        >>> c.explain()
+        'the cited passage [1] says 1931, not 1947'
+        >>> find_contradiction("When was the Kessel Bridge opened?", "In 1931 [1].",
+        ...                    ["The Kessel Bridge opened in 1931 after four years of work."]) is None
+        True
+    """
+    from ragsieve.conflict import passage_answer, same_answer
+    from ragsieve.lexicon import CITATION_MARKER_RE
+
+    kinds = tuple(k for k in _asked_kinds(question) if k in TIED_KINDS)
+    if not kinds:
+        return None
+    stated = read_evidence(question)
+    drafted = [
+        v for v in extract_values(CITATION_MARKER_RE.sub(" ", answer), kinds) if find_in(v, stated) is None
+    ]
+    if not drafted:
+        return None
+    numbers = list(positions) if positions is not None else list(range(1, len(evidence) + 1))
+    read: list[tuple[Value, int, str]] = []
+    for text, position in zip(evidence, numbers, strict=True):
+        found = passage_answer(question, text, position=position)
+        if found.value is None or not found.clear or (bar == "firm" and not found.states_answer):
+            continue
+        if any(same_answer(found.value, v) for v in drafted):
+            return None  # the answer states what a passage answers
+        read.append((found.value, position, found.sentence))
+    if not read:
+        # the reader answered nothing (a question naming no entity needs every key term in the
+        # passage): the tie's reading of what the evidence states about the asked fact, for a
+        # draft value the evidence does not state at all
+        absent = [v for v in drafted if find_in(v, read_evidence("\n\n".join(evidence))) is None]
+        for text, position in zip(evidence, numbers, strict=True):
+            for v in absent:
+                rival = _rival_answer(v, text, question)
+                if rival is not None:
+                    read.append((rival[0], position, rival[1]))
+                    break
+        if any(same_answer(value, v) for value, _, _ in read for v in drafted):
+            return None
+    for value, position, sentence in read:
+        rivals = list(dict.fromkeys(v.text for v in drafted if same_measure(value, v)))
+        if rivals:
+            return Contradiction(value.kind, and_list(rivals), value.text, position, " ".join(sentence.split()), value)
+    return None
+
+
 def predicate_terms(question: str, value: Value | None = None) -> set[str]:
     """The question's predicate: its key terms (stemmed) less the words of the values it states
     (the names it asks about, which an evidence sentence may leave to a pronoun: "It was
@@ -259,38 +395,89 @@ def _asked_kinds(question: str) -> tuple[str, ...]:
     return VALUE_KINDS_FOR.get(expected_kind(question), ())
 
 
-def _other_fact(value: Value, texts: Sequence[str], question: str) -> str:
+def _other_fact(value: Value, texts: Sequence[str], question: str) -> tuple[str, str, int | None]:
     """The clause stating ``value`` when the evidence states it only about another fact than
     ``question`` asks, else "": another sentence (or, in a sentence stating both, another clause:
     :func:`_fact_units`) stating a rival value (:func:`_rival`) holds at
     least :data:`MIN_FACT_COVER` of the question's predicate terms (:func:`predicate_terms`) and
     more of them than every sentence stating ``value``; for a name at least
-    :data:`MIN_NAME_FACT_COVER` of them and at least 1 / :data:`NAME_COVER_RATIO` times as many."""
+    :data:`MIN_NAME_FACT_COVER` of them and at least 1 / :data:`NAME_COVER_RATIO` times as many.
+    With the clause: the rival values of the sentences (or clauses) that hold the most of those
+    terms ("1999"; several joined with "and"), what the evidence states for the asked fact instead,
+    and the index in ``texts`` of the first that states them ("" and ``None`` with no clause)."""
     from ragsieve.sentences import split_clauses, split_sentences
 
     terms = predicate_terms(question, value)
     if not terms:
-        return ""  # nothing to tell one fact from another
+        return "", "", None  # nothing to tell one fact from another
     asked = read_evidence(question)
     stating: list[tuple[float, str]] = []
     best_other = 0.0
-    for text in texts:
+    best_rivals: list[tuple[Value, int]] = []
+    for index, text in enumerate(texts):
         for sent in split_sentences(text):
             for unit in _fact_units(value, sent, asked):
                 cover = len(terms & set(stems(unit))) / len(terms)
                 if find_in(value, unit) is not None:
                     stating.append((cover, unit))
-                elif any(_rival(value, v, asked) for v in extract_values(unit, (value.kind,))):
-                    best_other = max(best_other, cover)
+                    continue
+                rivals = [v for v in extract_values(unit, (value.kind,)) if _rival(value, v, asked)]
+                if not rivals:
+                    continue
+                if cover > best_other or not best_rivals:
+                    best_other, best_rivals = max(best_other, cover), []
+                if cover >= best_other:
+                    best_rivals += [(v, index) for v in rivals]
     if not stating:
-        return ""  # stated across sentences (a name split by a line break): not judged here
+        return "", "", None  # stated across sentences (a name split by a line break): not judged here
     cover, sent = max(stating)
     if value.kind == "name":
         if best_other < MIN_NAME_FACT_COVER or cover > NAME_COVER_RATIO * best_other:
-            return ""
+            return "", "", None
     elif best_other < MIN_FACT_COVER or cover >= best_other:
-        return ""
-    return next((c.strip() for c in split_clauses(sent) if find_in(value, c) is not None), sent)
+        return "", "", None
+    clause = next((c.strip() for c in split_clauses(sent) if find_in(value, c) is not None), sent)
+    return clause, and_list(v.text for v, _ in best_rivals), best_rivals[0][1]
+
+
+def and_list(items: Iterable[str]) -> str:
+    """Distinct ``items`` in order, as prose: "1999", "1999 and 2006", "A, B and C"."""
+    unique = list(dict.fromkeys(items))
+    return unique[0] if len(unique) == 1 else ", ".join(unique[:-1]) + " and " + unique[-1]
+
+
+def _rival_answer(value: Value, text: str, question: str) -> tuple[Value, str] | None:
+    """What ``text`` states about the fact ``question`` asks, for a ``value`` it does not state:
+    the one rival value (:func:`_rival`) of the sentence that holds the most of the question's
+    predicate terms (:func:`predicate_terms`) among those stating a rival, with the sentence, when
+    it holds at least :data:`MIN_FACT_COVER` of them (a name: :data:`MIN_NAME_FACT_COVER`), the
+    tie's bars for a sentence about the asked fact. ``None`` when no sentence reaches the bar, or
+    the best ones state different rivals (a list of years, or two sentences as good)."""
+    from ragsieve.conflict import same_answer
+    from ragsieve.sentences import split_sentences
+
+    terms = predicate_terms(question, value)
+    if not terms:
+        return None
+    asked = read_evidence(question)
+    best: list[tuple[Value, str]] = []
+    best_cover = 0.0
+    for sent in split_sentences(text):
+        rivals = [v for v in extract_values(sent, (value.kind,)) if _rival(value, v, asked)]
+        if not rivals:
+            continue
+        cover = len(terms & set(stems(sent))) / len(terms)
+        if cover > best_cover:
+            best, best_cover = [(v, sent) for v in rivals], cover
+        elif cover == best_cover:
+            best += [(v, sent) for v in rivals]
+    bar = MIN_NAME_FACT_COVER if value.kind == "name" else MIN_FACT_COVER
+    if not best or best_cover < bar:
+        return None
+    first = best[0][0]
+    if any(not same_answer(first, v) for v, _ in best[1:]):
+        return None  # several values where the asked fact is stated: no one answer
+    return best[0]
 
 
 def _fact_units(value: Value, sentence: str, question: EvidenceValues) -> list[str]:

@@ -257,7 +257,8 @@
         el("span", { class: "why", text: w.reason }), list]));
     }
     const facts = [];
-    if (typeof v.confidence === "number") facts.push("Confidence " + fmt(v.confidence, 2) + " on a 0-1 scale.");
+    if (v.confidence_note) facts.push(v.confidence_note.charAt(0).toUpperCase() + v.confidence_note.slice(1) + ".");
+    else if (typeof v.confidence === "number") facts.push("Confidence " + fmt(v.confidence, 2) + " on a 0-1 scale.");
     for (const f of v.facts.concat(v.notes || [])) facts.push(f);
     if (facts.length) s.appendChild(el("ul", { class: "facts" }, facts.map((f) => el("li", { text: f }))));
     return s;
@@ -354,10 +355,24 @@
     return s;
   }
 
-  function renderConflicts(v) {
-    if (!v.conflicts.length) return null;
+  // The conflict stage records its verdict ("conflict": true or false) with every check, agreeing
+  // sources and "no passage states an answer" included: only the checks that found a conflict
+  // are conflicts to show. The view's entries follow the trace's conflict records in order; a
+  // record without a verdict (an older trace) is shown as before.
+  function shownConflicts(v, d) {
+    const records = ((d && d.trace && d.trace.events) || []).filter(
+      (e) => e && e.stage === "conflict" && Array.isArray(e.groups));
+    return (v.conflicts || []).filter((ev, i) => {
+      const verdict = ev.conflict !== undefined ? ev.conflict : (records[i] || {}).conflict;
+      return verdict !== false;
+    });
+  }
+
+  function renderConflicts(v, d) {
+    const conflicts = shownConflicts(v, d);
+    if (!conflicts.length) return null;
     const s = section("Conflicting answers in the evidence", "conflicts");
-    for (const ev of v.conflicts) {
+    for (const ev of conflicts) {
       if (ev.message) s.appendChild(el("p", { class: "conflict-message", text: String(ev.message) }));
       if (ev.decision) s.appendChild(el("p", { class: "meta", text: "decision: " + ev.decision }));
       const body = el("tbody");
@@ -425,7 +440,7 @@
     head.appendChild(meta);
     root.appendChild(head);
     if (!v.search_only) root.appendChild(renderAnswer(d, v));
-    const parts = [renderRoute(v), renderConflicts(v), renderValueChecks(v), renderCandidates(v), renderTimings(v), renderEvents(v)];
+    const parts = [renderRoute(v), renderConflicts(v, d), renderValueChecks(v), renderCandidates(v), renderTimings(v), renderEvents(v)];
     for (const part of parts) if (part) root.appendChild(part);
     const raw = el("details", { class: "event" }, [el("summary", { text: "raw JSON" }), el("pre", { text: JSON.stringify(data, null, 2) })]);
     root.appendChild(section("Raw", "raw")).appendChild(raw);
@@ -577,6 +592,7 @@
   }
 
   window.ragsieveRender = render;
+  window.ragsieveShownConflicts = shownConflicts;
   document.addEventListener("DOMContentLoaded", () => {
     const embedded = JSON.parse(document.getElementById("ragsieve-data").textContent || "null");
     if (embedded) {
