@@ -9,8 +9,7 @@ from pathlib import Path
 import typer
 
 from ragsieve.console import INDEX_HELP
-from ragsieve.errors import ConfigError
-from ragsieve.serve.cli import API_KEY_ENV, check_port, host_allow_list, is_loopback, read_api_key
+from ragsieve.serve.cli import API_KEY_ENV, check_port, host_allow_list, open_engine, read_api_key, refuse_open_bind
 
 logger = logging.getLogger(__name__)
 
@@ -43,27 +42,12 @@ def mcp_command(
 
     require("mcp", "mcp", "`ragsieve mcp`")
 
-    from ragsieve.config import apply_overrides, load_with_overrides
-    from ragsieve.console import resolve_index_dir
     from ragsieve.mcp.server import MCP_PATH, build_server, http_app
-    from ragsieve.serve.engine import Engine
 
     key = read_api_key(api_key_file) if http else None
-    if http and not is_loopback(host) and key is None:
-        raise ConfigError(
-            f"binding {host} exposes the MCP server beyond this machine; set an API key "
-            f"(${API_KEY_ENV} or --api-key-file FILE) or bind 127.0.0.1"
-        )
-    overrides: dict[str, object] = {
-        "index_dir": str(index) if index else None, "pipeline": pipeline, "llm.model": model, "llm.n_threads": threads,
-    }
-    if llm_url:
-        overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
-    cfg = load_with_overrides(config, overrides)
-    index = resolve_index_dir(index, cfg.index_dir)
-    cfg = apply_overrides(cfg, {"index_dir": str(index)})
-    engine = Engine(cfg)
-    engine.snapshot()  # a missing or corrupt index fails here, before a client connects
+    if http:
+        refuse_open_bind(host, key, "the MCP server")
+    engine = open_engine(config, index, pipeline, model, threads, llm_url)
     server = build_server(engine, local=not http, deadline_s=deadline)
     logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
     if not http:

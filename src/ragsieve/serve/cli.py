@@ -8,11 +8,15 @@ import logging
 import os
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ragsieve.console import INDEX_HELP
 from ragsieve.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ragsieve.serve.engine import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +53,43 @@ def read_api_key(key_file: Path | None, env: str = API_KEY_ENV) -> str | None:
         return key
     key = os.environ.get(env, "").strip()
     return key or None
+
+
+def refuse_open_bind(host: str, key: str | None, what: str) -> None:
+    """A :class:`ConfigError` when ``host`` accepts connections from other machines and no API
+    key is set: ``what`` ("the service", "the MCP server") would answer anyone who can reach it."""
+    if not is_loopback(host) and key is None:
+        raise ConfigError(
+            f"binding {host} exposes {what} beyond this machine; set an API key "
+            f"(${API_KEY_ENV} or --api-key-file FILE) or bind 127.0.0.1"
+        )
+
+
+def open_engine(
+    config: Path | None,
+    index: Path | None,
+    pipeline: str | None,
+    model: str | None,
+    threads: int | None,
+    llm_url: str | None,
+) -> Engine:
+    """The service's :class:`~ragsieve.serve.engine.Engine` from a command's options (the config
+    file, then the options over it, as ``ragsieve ask`` reads them), with its index opened: a
+    missing or corrupt index fails here, before a port opens or a client connects."""
+    from ragsieve.config import apply_overrides, load_with_overrides
+    from ragsieve.console import resolve_index_dir
+    from ragsieve.serve.engine import Engine
+
+    overrides: dict[str, object] = {
+        "index_dir": str(index) if index else None, "pipeline": pipeline, "llm.model": model, "llm.n_threads": threads,
+    }
+    if llm_url:
+        overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
+    cfg = load_with_overrides(config, overrides)
+    index = resolve_index_dir(index, cfg.index_dir)
+    engine = Engine(apply_overrides(cfg, {"index_dir": str(index)}))
+    engine.snapshot()
+    return engine
 
 
 def check_port(port: int) -> int:
@@ -110,28 +151,12 @@ def serve(
         require(module, "serve", "`ragsieve serve`")
     uvicorn = require("uvicorn", "serve", "`ragsieve serve`")
 
-    from ragsieve.config import apply_overrides, load_with_overrides
-    from ragsieve.console import resolve_index_dir
     from ragsieve.serve.app import ServeSettings, create_app
-    from ragsieve.serve.engine import Engine
     from ragsieve.serve.server import ConnectionLimits, uvicorn_config
 
     key = read_api_key(api_key_file)
-    if not is_loopback(host) and key is None:
-        raise ConfigError(
-            f"binding {host} exposes the service beyond this machine; set an API key "
-            f"(${API_KEY_ENV} or --api-key-file FILE) or bind 127.0.0.1"
-        )
-    overrides: dict[str, object] = {
-        "index_dir": str(index) if index else None, "pipeline": pipeline, "llm.model": model, "llm.n_threads": threads,
-    }
-    if llm_url:
-        overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
-    cfg = load_with_overrides(config, overrides)
-    index = resolve_index_dir(index, cfg.index_dir)
-    cfg = apply_overrides(cfg, {"index_dir": str(index)})
-    engine = Engine(cfg)
-    engine.snapshot()  # a missing or corrupt index fails here, before the port opens
+    refuse_open_bind(host, key, "the service")
+    engine = open_engine(config, index, pipeline, model, threads, llm_url)
     settings = ServeSettings(
         api_key=key, queue_size=queue_size, deadline_s=deadline, max_body_bytes=max_body_bytes,
         body_timeout_s=body_timeout, allowed_hosts=host_allow_list(host, allowed_host),
