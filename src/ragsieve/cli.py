@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -469,17 +470,20 @@ def _says(text: str, reason: str) -> bool:
     return reason.strip().rstrip(".").lower() in " ".join(text.split()).lower()
 
 
-def answer_lines(answer: Any, width: int = 80, raw_scores: bool = False) -> list[tuple[str, str | None]]:
+def answer_lines(
+    answer: Any, width: int = 80, raw_scores: bool = False, allow_link_hosts: Sequence[str] = ()
+) -> list[tuple[str, str | None]]:
     """The answer and its trace as ``(line, chunk id)`` pairs: the chunk id on a line that
     cites that chunk (so a terminal can make it a link), else None. See :func:`render_answer`.
 
     Laid out from :func:`ragsieve.present.present_answer`, the view the page and the service
-    show too: the same statuses in the same order, scores on the same 0-1 scale."""
+    show too: the same statuses in the same order, scores on the same 0-1 scale, images and links
+    to addresses outside the corpus made inert (``allow_link_hosts``: ``present.allow_link_hosts``)."""
     import textwrap
 
     from ragsieve.present import present_answer
 
-    view = present_answer(answer)
+    view = present_answer(answer, allow_link_hosts=allow_link_hosts)
     t = getattr(answer, "trace", None)
     out: list[tuple[str, str | None]] = []
 
@@ -599,12 +603,14 @@ def _print_block(lines: list[str], chunk: Any, root: Any) -> None:
         console.print(_linked(line, uri if is_citation else None), soft_wrap=True, no_wrap=True)
 
 
-def _print_answer(answer: Any, root: Any = None, raw_scores: bool = False) -> None:
+def _print_answer(
+    answer: Any, root: Any = None, raw_scores: bool = False, allow_link_hosts: Sequence[str] = ()
+) -> None:
     from ragsieve.citations import citation_uri
 
     width = min(console.width or 80, 80)
     chunks = {h.chunk.id: h.chunk for h in answer.evidence}
-    for i, (line, chunk_id) in enumerate(answer_lines(answer, width, raw_scores)):
+    for i, (line, chunk_id) in enumerate(answer_lines(answer, width, raw_scores, allow_link_hosts)):
         style = "bold" if i == 0 else ""
         if line.startswith("A (abstained)"):
             style = "bold yellow"
@@ -686,14 +692,21 @@ def ask(
     with time_limit(ASK_DEADLINE_S, "the question", ASK_DEADLINE_FIX), question_deadline(ASK_DEADLINE_S):
         pipe = build_pipeline(cfg)
         answer = pipe.ask(question, no_retrieval=no_retrieval, k=k, route=route)
+    hosts = cfg.present.allow_link_hosts
     if as_json:
+        from ragsieve.citations import evidence_documents, inert_links
         from ragsieve.present import present_answer
 
-        # the checks' reasons in words beside their codes (kind, numbers), as the terminal shows them
-        reasons = present_answer(answer).reasons
-        console.print_json(json.dumps({**answer.to_dict(), "reasons": reasons}, default=str))
+        # the checks' reasons in words beside their codes (kind, numbers), as the terminal shows them,
+        # and the answer with images and links to addresses outside the corpus made inert
+        view = present_answer(answer, allow_link_hosts=hosts)
+        shown = inert_links(answer.text, evidence_documents(answer.evidence), hosts).text
+        console.print_json(json.dumps(
+            {**answer.to_dict(), "answer": shown, "inert_links": view.inert_links, "reasons": view.reasons},
+            default=str,
+        ))
     else:
-        _print_answer(answer, None if no_retrieval else _corpus_root(pipe), raw_scores)
+        _print_answer(answer, None if no_retrieval else _corpus_root(pipe), raw_scores, hosts)
     _flush_output()  # on its way now, whatever the model loading on its thread does next
 
 

@@ -34,6 +34,7 @@ from ragsieve.options import DecideMode as DecideMode
 from ragsieve.options import DenseKind as DenseKind
 from ragsieve.options import DuplicateAction as DuplicateAction
 from ragsieve.options import EmbedderBackendName as EmbedderBackendName
+from ragsieve.options import EmbedderPrecision as EmbedderPrecision
 from ragsieve.options import FilterName as FilterName
 from ragsieve.options import FilterTaskKind as FilterTaskKind
 from ragsieve.options import FilterTaskName as FilterTaskName
@@ -176,6 +177,10 @@ class EmbedderConfig(_Section):
     device: str = "cpu"  # sentence-transformers backend
     threads: int | None = None  # onnx backend; None lets ONNX Runtime use every core
     onnx_dir: str | None = None  # onnx backend: exported graphs; None = $XDG_CACHE_HOME/ragsieve/onnx
+    # onnx backend: "int8" runs a dynamically quantized copy of the graph (made once, cached beside
+    # it). Its vectors differ slightly, so its name differs and an index built with one precision
+    # refuses the other; docs/getting-started.md has the measured speed and quality.
+    precision: EmbedderPrecision = "fp32"
     normalize: bool = True
     cache_dir: str | None = None  # content-hash cache of embeddings; None disables it
     base_url: str | None = None  # openai backend
@@ -953,6 +958,20 @@ class CalibrationConfig(_Section):
     data: str | None = None
 
 
+class PresentConfig(_Section):
+    """How answers are shown (``PipelineConfig.present``), on every surface: the terminal,
+    ``--json``, the service and its page, the MCP server.
+
+    ``allow_link_hosts``: hosts an answer may link to or show an image from, besides the documents
+    of its own evidence (exact names, case-insensitive; ``*.example.org`` allows its subdomains).
+    Every other Markdown image and link in an answer is made inert
+    (:func:`ragsieve.citations.inert_links`): a retrieved passage could otherwise have the answer
+    carry an address that leaks the question when a client renders it. Empty (the default): no
+    outside address."""
+
+    allow_link_hosts: list[str] = Field(default_factory=list)
+
+
 class PipelineConfig(_Section):
     """Everything a :class:`ragsieve.sieve.pipeline.Pipeline` needs."""
 
@@ -976,6 +995,7 @@ class PipelineConfig(_Section):
     stages: StageSections = StageSections()
     decide: DecideConfig = DecideConfig()
     calibration: CalibrationConfig = CalibrationConfig()
+    present: PresentConfig = PresentConfig()
 
     @model_validator(mode="before")
     @classmethod

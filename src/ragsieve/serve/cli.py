@@ -72,6 +72,7 @@ def open_engine(
     model: str | None,
     threads: int | None,
     llm_url: str | None,
+    allow_link_hosts: list[str] | None = None,
 ) -> Engine:
     """The service's :class:`~ragsieve.serve.engine.Engine` from a command's options (the config
     file, then the options over it, as ``ragsieve ask`` reads them), with its index opened: a
@@ -86,6 +87,9 @@ def open_engine(
     if llm_url:
         overrides.update({"llm.backend": "openai", "llm.base_url": llm_url})
     cfg = load_with_overrides(config, overrides)
+    if allow_link_hosts:  # added to the config's own
+        hosts = list(dict.fromkeys([*cfg.present.allow_link_hosts, *allow_link_hosts]))
+        cfg = apply_overrides(cfg, {"present.allow_link_hosts": hosts})
     index = resolve_index_dir(index, cfg.index_dir)
     engine = Engine(apply_overrides(cfg, {"index_dir": str(index)}))
     engine.snapshot()
@@ -127,6 +131,12 @@ def serve(
         help="Extra Host name to answer to (repeatable). Loopback binds answer only to the bound address, "
         "localhost, 127.0.0.1 and ::1 (a DNS-rebinding guard); other binds check Host only when this is given.",
     ),
+    allow_link_host: list[str] = typer.Option(
+        [], "--allow-link-host",
+        help="Host an answer may link to or show an image from (repeatable; '*.example.org' for its subdomains), "
+        "added to the config's present.allow_link_hosts. Every other image and link to an address outside the "
+        "corpus is made inert in the answer.",
+    ),
     header_timeout: float = typer.Option(
         10.0, "--header-timeout", min=0.1,
         help="Seconds a client has to send all its request headers, however steadily (then closed).",
@@ -156,7 +166,7 @@ def serve(
 
     key = read_api_key(api_key_file)
     refuse_open_bind(host, key, "the service")
-    engine = open_engine(config, index, pipeline, model, threads, llm_url)
+    engine = open_engine(config, index, pipeline, model, threads, llm_url, allow_link_host)
     settings = ServeSettings(
         api_key=key, queue_size=queue_size, deadline_s=deadline, max_body_bytes=max_body_bytes,
         body_timeout_s=body_timeout, allowed_hosts=host_allow_list(host, allowed_host),

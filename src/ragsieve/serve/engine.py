@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
+from ragsieve.citations import evidence_documents, inert_links
 from ragsieve.config import PipelineConfig, PipelineName, apply_overrides
 from ragsieve.errors import ConfigError, DamagedFileError, IndexStoreError, InputError, check_question
 from ragsieve.present import present_answer
@@ -153,6 +154,11 @@ class Engine:
         self.index_problem: tuple[Snapshot, str] | None = None
         self.reloads = 0
         self.on_reload: Callable[[], None] | None = None
+
+    @property
+    def allow_link_hosts(self) -> list[str]:
+        """The hosts an answer may link to besides its evidence (``present.allow_link_hosts``)."""
+        return list(self.config.present.allow_link_hosts)
 
     @property
     def default_pipeline(self) -> str:
@@ -375,7 +381,12 @@ class Engine:
         out: dict[str, Any] = answer.to_dict()
         out["pipeline"] = name
         out["index_generation"] = snap.generation
-        out["presentation"] = present_answer(out).to_dict()  # what the page and the chat reply show
+        hosts = self.allow_link_hosts
+        out["presentation"] = present_answer(out, allow_link_hosts=hosts).to_dict()  # what the page and chat show
+        # The answer's own text without images and links to outside addresses too (a client may render
+        # it); the presentation's ``inert_links`` says what was made inert.
+        out["answer"] = inert_links(str(out.get("answer") or ""), evidence_documents(out.get("evidence") or []),
+                                    hosts).text
         if on_event is not None:
             on_event({"kind": "answer", "answer": out, "streamed_is_final": streamed_is_final})
         return out
