@@ -195,6 +195,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False
+
+
 @pytest.fixture(scope="module")
 def server(demo_index: Path) -> Iterator[str]:
     """``ragsieve serve`` on the demo index on a free loopback port; stopped with SIGINT."""
@@ -207,12 +215,13 @@ def server(demo_index: Path) -> Iterator[str]:
             stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL, env=_env(), cwd=demo_index.parent,
         )
         try:
-            deadline = time.monotonic() + 120
-            while "ragsieve serving" not in err_path.read_text() and proc.poll() is None:
+            # Ready when /health answers: the start-up line is logged before the socket listens.
+            base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
+            while not _answers(f"{base}/health"):
+                assert proc.poll() is None, f"serve exited:\n{err_path.read_text()[-2000:]}"
                 assert time.monotonic() < deadline, f"serve did not start:\n{err_path.read_text()[-2000:]}"
                 time.sleep(0.2)
-            assert proc.poll() is None, f"serve exited:\n{err_path.read_text()[-2000:]}"
-            yield f"http://127.0.0.1:{port}"
+            yield base
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
