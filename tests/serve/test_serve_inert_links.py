@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from markdown_it import MarkdownIt
 from tests.serve.fakes import fake_engine, write_index_dir
+from tests.test_inert_links import targets
 
 from ragsieve.serve.app import ServeSettings, create_app
 
@@ -20,16 +20,6 @@ QUESTION = "leak: What is graphene made of?"
 OUTSIDE = "attacker.example"
 
 
-def _targets(text: str) -> list[str]:
-    """Every link and image address a CommonMark renderer finds in ``text``."""
-    out = []
-    for block in MarkdownIt("commonmark").parse(text):
-        for tok in block.children or []:
-            if tok.type == "link_open":
-                out.append(str(tok.attrs["href"]))
-            elif tok.type == "image":
-                out.append(str(tok.attrs["src"]))
-    return out
 
 
 def _client(tmp_path: Path, **config: Any) -> TestClient:
@@ -39,7 +29,7 @@ def _client(tmp_path: Path, **config: Any) -> TestClient:
 
 def _live(text: str) -> bool:
     """Whether ``text`` holds the outside address in a form a client could fetch or open."""
-    return any(OUTSIDE in t for t in _targets(text)) or bool(re.search(r"https?://attacker\.example", text))
+    return any(OUTSIDE in t for t in targets(text)) or bool(re.search(r"https?://attacker\.example", text))
 
 
 def test_ask_presents_the_answer_without_outside_images_or_links(tmp_path: Path) -> None:
