@@ -9,6 +9,13 @@ Each script owns a section delimited by HTML comments and rewrites only that sec
 scripts can run in any order and never clobber each other's numbers. Every section is
 stamped with the exact command, the machine facts and the date. Relative links in a body are
 written relative to ``docs/`` (``img/plot.png``); they are rebased for the page's folder.
+
+The rest of the scripts' shared harness sits beside this module: ``_data.py`` (JSONL readers and
+resumable answer caches), ``_stats.py`` (the Wilson and bootstrap intervals, and how reports print
+them) and ``_models.py`` (the answering models and their llm settings). A script run as
+``python benchmarks/<name>.py`` imports them as top-level modules (``from _report import ...``); one
+that other scripts or the tests import as ``benchmarks.<name>`` imports them as ``benchmarks._report``.
+``tests/test_benchmarks_hygiene.py`` checks that no script keeps its own copy of these helpers.
 """
 
 from __future__ import annotations
@@ -22,25 +29,13 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ragsieve.errors import RagsieveError
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 SHARED_DATA = ROOT.parent / "shared" / "data"
-
-
-def eval_sieve_module() -> Any:
-    """``benchmarks/eval_sieve.py`` (the models and their llm settings), for scripts imported as
-    ``benchmarks.<name>``; it imports ``_report`` as a top-level module, so this folder goes on the
-    path first."""
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:
-        sys.path.insert(0, here)
-    import eval_sieve  # type: ignore[import-not-found,unused-ignore]
-
-    return eval_sieve
 
 
 def machine_facts() -> str:
@@ -119,6 +114,11 @@ RESULT_PAGES: dict[str, ReportPage] = {
         "The poison stage and the red-team harness: attack success by defence, and what the poison "
         "check drops on corpora without an attack.",
     ),
+    "results/injection.md": ReportPage(
+        "Indirect prompt injection",
+        "The injection stage: the sentence classifier on held-out attacks and ordinary corpora, and planted "
+        "instructions in retrieved passages, answered by plain RAG and the sieve with and without the check.",
+    ),
     "results/knowledge-filtering.md": ReportPage(
         "Knowledge filtering",
         "The filter stage: knowledge filters and fusion on classification tasks, and the label scorers they use.",
@@ -155,6 +155,11 @@ RESULT_PAGES: dict[str, ReportPage] = {
         "Task-adaptive preset",
         "The task-adaptive preset's stages: the task router, HyDE, the CRAG-style corrective retrieval "
         "on PopQA and long-form reflection.",
+    ),
+    "results/audit.md": ReportPage(
+        "Corpus audit",
+        "`ragsieve audit`: the findings it reports on a corpus where nothing was planted, each read and "
+        "classified by hand, as false findings per 1,000 documents.",
     ),
 }
 
@@ -242,6 +247,14 @@ def write_section(doc: str, name: str, title: str, body: str, *, docs_dir: Path 
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     return path
+
+
+def publish_section(doc: str, name: str, title: str, body: str, *, write: bool = True) -> None:
+    """Print ``body``, then, unless ``write`` is false (a script's ``--no-write``), write it as the
+    section ``name`` of ``docs/<doc>`` (:func:`write_section`)."""
+    print(body)
+    if write:
+        write_section(doc, name, title, body)
 
 
 def _header(doc: str) -> str:

@@ -46,7 +46,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._report import SHARED_DATA, markdown_table, write_section  # noqa: E402
+from benchmarks._report import SHARED_DATA, markdown_table, publish_section  # noqa: E402
 from ragsieve.io import read_jsonl  # noqa: E402
 
 TREC_KINDS = {"human": "name", "location": "name", "description": "description", "numeric": "numeric"}
@@ -323,9 +323,9 @@ def main() -> None:
         + markdown_table(["question", *columns[1:-1]], probe_rows)
         + (f"\n\n{args.note}" if args.note else "")
     )
-    print(body)
-    if not args.no_write:
-        write_section("results/conflicts.md", "answer-kind", "Answer kind: learned from gold answers", body)
+    publish_section(
+        "results/conflicts.md", "answer-kind", "Answer kind: learned from gold answers", body, write=not args.no_write
+    )
 
 
 if __name__ == "__main__":

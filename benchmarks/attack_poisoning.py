@@ -49,8 +49,9 @@ from collections import Counter  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from _report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
-from ragsieve.attack.metrics import TABLE_HEADERS, Outcome, summarize, table_row, wilson  # noqa: E402
+from _report import ROOT, SHARED_DATA, markdown_table, write_section
+from _stats import wilson_interval  # noqa: E402
+from ragsieve.attack.metrics import TABLE_HEADERS, Outcome, summarize, table_row  # noqa: E402
 from ragsieve.attack.poison import Target, choose_targets  # noqa: E402
 from ragsieve.config import PoisonConfig  # noqa: E402
 from ragsieve.sieve.poison import PoisonJudge  # noqa: E402
@@ -488,7 +489,7 @@ def wikifact(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
                         cost = f"{m:+.3f} [{lo:+.3f}, {hi:+.3f}]"
                     n_q = len(tgt)
                     asr = float(np.mean(att))
-                    lo, hi = wilson(round(asr * n_q), n_q)
+                    lo, hi = wilson_interval(round(asr * n_q), n_q)
                     out_rows.append([rel, spread, n, dname, n_q, f"{np.mean(ret):.3f}",
                                      f"{asr:.3f} [{lo:.3f}, {hi:.3f}]", f"{np.mean(ok):.3f}", cost])
                     if spread == "sources":
@@ -501,7 +502,7 @@ def wikifact(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             pl = lists(tgt, n, "sources", "wrong")
             att = [vote(items, lambda s, w=vw, t=vthr: w.get(s, 1.0) >= t)[0] == wrong_of(r)
                    for r, items in zip(tgt, pl, strict=True)]
-            lo, hi = wilson(sum(att), len(att))
+            lo, hi = wilson_interval(sum(att), len(att))
             label = "trust-building (correct answers)" if say == "correct" else "wrong answers"
             out_rows.append([rel, "sources", n, f"source-prune, validation poisoned with {label}; attacker "
                              f"weights {sorted(att_w.values())}", len(tgt), "", f"{np.mean(att):.3f} [{lo:.3f}, "

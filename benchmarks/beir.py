@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 # Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._data import read_jsonl
 from benchmarks._report import ROOT, SHARED_DATA
 from ragsieve.types import Chunk
 
@@ -24,20 +24,18 @@ def beir_dir(name: str) -> Path:
 def beir_corpus(name: str, domain: str | None = None) -> list[Chunk]:
     """One chunk per document (title + text), as BEIR evaluates whole documents."""
     chunks = []
-    with gzip.open(beir_dir(name) / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            doc = json.loads(line)
-            text = (doc.get("title", "") + "\n" + doc["text"]).strip()
-            chunks.append(
-                Chunk(
-                    id=str(doc["id"]),
-                    text=text,
-                    doc_id=str(doc["id"]),
-                    source=name,
-                    domain=domain or name,
-                    title=doc.get("title", ""),
-                )
+    for doc in read_jsonl(beir_dir(name) / "corpus.jsonl.gz"):
+        text = (doc.get("title", "") + "\n" + doc["text"]).strip()
+        chunks.append(
+            Chunk(
+                id=str(doc["id"]),
+                text=text,
+                doc_id=str(doc["id"]),
+                source=name,
+                domain=domain or name,
+                title=doc.get("title", ""),
             )
+        )
     return chunks
 
 

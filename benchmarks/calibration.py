@@ -45,6 +45,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from _data import read_complete_lines  # noqa: E402
 from _report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
 
 RUNS = ROOT / "runs" / "calibration"
@@ -116,14 +117,7 @@ class CachedSignals:
     def __init__(self, scorer: Any, path: Path) -> None:
         self.scorer = scorer
         self.path = path
-        self.known: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                self.known[row["key"]] = row["signals"]
+        self.known: dict[str, dict[str, Any]] = {row["key"]: row["signals"] for row in read_complete_lines(path)}
 
     @property
     def index(self) -> Any:
@@ -251,7 +245,8 @@ def main() -> None:
 
     import numpy as np
 
-    from eval_sieve import MODELS, model_settings, prepare_demo, prepare_hotpotqa
+    from _models import model_label, model_settings
+    from eval_sieve import prepare_demo, prepare_hotpotqa
     from ragsieve.calibrate import answer_mask, calibrate_threshold, simulate_splits
     from ragsieve.config import PipelineConfig
     from ragsieve.eval.baselines import BaselineScorer
@@ -306,7 +301,7 @@ def main() -> None:
     if len(done) < args.min_questions:
         raise SystemExit(f"only {len(done)} questions have every configuration's answer in {cache.path}")
     n_sampled, items = len(items), done
-    label = MODELS[args.model]["label"]
+    label = model_label(args.model)
     section = f"calibration-{args.set}" + ("" if args.model == "smollm2" else f"-{args.model}")
     title = f"Calibrated abstention vs fair baselines: {args.set}" + (
         "" if args.model == "smollm2" else f" ({args.model})"

@@ -11,13 +11,13 @@ Run: python benchmarks/classify_zero_shot.py [--n 100] [--n-fit 16] [--tasks sst
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import time
 from collections import Counter
 
 import numpy as np
 
+from _data import read_jsonl
 from _report import SHARED_DATA, markdown_table, write_section
 from ragsieve.generate.classify import LabelClassifier, TaskPreset
 from ragsieve.llm.llama_cpp import LlamaCppLLM
@@ -32,8 +32,7 @@ TASKS: dict[str, TaskPreset] = {
 
 
 def sample(task: str, split: str, n: int, seed: int) -> list[dict[str, str]]:
-    with open(SHARED_DATA / task / f"{split}.jsonl", encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh]
+    rows = list(read_jsonl(SHARED_DATA / task / f"{split}.jsonl"))
     random.Random(seed).shuffle(rows)
     return rows[:n]
 

@@ -34,6 +34,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _data import read_jsonl  # noqa: E402
 from _report import SHARED_DATA, markdown_table, write_section  # noqa: E402
 from ragsieve.answers import contains_answer, token_f1  # noqa: E402
 from ragsieve.coe.config import CoEConfig  # noqa: E402
@@ -59,7 +60,7 @@ PROPORTIONS = (0.0, 0.25, 0.5, 0.75)
 
 # ---------------------------------------------------------------- data
 def load_questions(seed: int, n_calib: int, n_eval: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = list(read_jsonl(DATA))
     for r in rows:
         pool, sup = [], []
         facts = {(t, i) for t, i in r["supporting_facts"]}

@@ -60,36 +60,20 @@ python benchmarks/conflicts.py --through-sieve --n 40 --model gemma --report-onl
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import random
 import re
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._report import ROOT, SHARED_DATA, eval_sieve_module, markdown_table, write_section  # noqa: E402
-
-
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
-
-
-def pct(k: int, n: int) -> str:
-    from ragsieve.eval.selective import wilson_interval
-
-    if n == 0:
-        return "n/a"
-    lo, hi = wilson_interval(k, n)
-    return f"{100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({k}/{n})"
+from benchmarks._data import AnswerCache, read_complete_lines, read_jsonl  # noqa: E402
+from benchmarks._models import model_label, model_settings  # noqa: E402
+from benchmarks._report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
+from benchmarks._stats import rate_with_interval as pct  # noqa: E402
 
 
 def make_hit(pid: str, text: str, url: str, title: str = "") -> Any:
@@ -136,9 +120,9 @@ def detector_alone(
     rows: list[list[object]] = []
 
     # WikiContradict
-    corpus = {r["id"]: r for r in _read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
+    corpus = {r["id"]: r for r in read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
     counts = {"two": [0, 0, 0, 0], "same": [0, 0, 0, 0]}  # flagged, both surfaced, n, names only the claims
-    for i, q in enumerate(_read_jsonl(trust / "wikicontradict" / "questions.jsonl")):
+    for i, q in enumerate(read_jsonl(trust / "wikicontradict" / "questions.jsonl")):
         if args.limit is not None and i >= args.limit:
             break
         hits = gold_hits(corpus, q)
@@ -160,9 +144,9 @@ def detector_alone(
     rates = {"WikiContradict surfaced": (b, n), "WikiContradict precision": (o, f)}
 
     # ConflictQA
-    corpus = {r["id"]: r for r in _read_jsonl(trust / "conflictqa" / "corpus.jsonl")}
+    corpus = {r["id"]: r for r in read_jsonl(trust / "conflictqa" / "corpus.jsonl")}
     flagged = total = precise = 0
-    held = (q for q in _read_jsonl(trust / "conflictqa" / "questions.jsonl") if held_out(q["id"]))
+    held = (q for q in read_jsonl(trust / "conflictqa" / "questions.jsonl") if held_out(q["id"]))
     for i, q in enumerate(held):
         if args.limit is not None and i >= args.limit:
             break
@@ -178,10 +162,10 @@ def detector_alone(
 
     # False conflicts: SQuAD 2.0 answerable
     false_rows: list[list[object]] = []
-    paragraphs = list(_read_jsonl(trust / "squad2" / "corpus.jsonl"))
+    paragraphs = list(read_jsonl(trust / "squad2" / "corpus.jsonl"))
     index = {p["id"]: k for k, p in enumerate(paragraphs)}
     false = total = 0
-    squad = (x for x in _read_jsonl(trust / "squad2" / "questions.jsonl") if x.get("answerable") and held_out(x["id"]))
+    squad = (x for x in read_jsonl(trust / "squad2" / "questions.jsonl") if x.get("answerable") and held_out(x["id"]))
     for i, q in enumerate(squad):
         if i >= (args.limit if args.limit is not None else 150):
             break
@@ -199,7 +183,7 @@ def detector_alone(
     # False conflicts: HotpotQA supporting paragraphs
     false = total = 0
     hotpot_file = SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"
-    hotpot = (q for q in _read_jsonl(hotpot_file) if held_out(q["id"]))
+    hotpot = (q for q in read_jsonl(hotpot_file) if held_out(q["id"]))
     for i, q in enumerate(hotpot):
         if args.limit is not None and i >= args.limit:
             break
@@ -340,15 +324,15 @@ def training_split() -> dict[str, list[tuple[str, list[Any]]]]:
     from benchmarks.answer_kind import held_out
 
     trust = SHARED_DATA / "trust"
-    cqa_corpus = {r["id"]: r for r in _read_jsonl(trust / "conflictqa" / "corpus.jsonl")}
-    cqa = [q for q in _read_jsonl(trust / "conflictqa" / "questions.jsonl") if not held_out(q["id"])][:400]
-    paragraphs = list(_read_jsonl(trust / "squad2" / "corpus.jsonl"))
+    cqa_corpus = {r["id"]: r for r in read_jsonl(trust / "conflictqa" / "corpus.jsonl")}
+    cqa = [q for q in read_jsonl(trust / "conflictqa" / "questions.jsonl") if not held_out(q["id"])][:400]
+    paragraphs = list(read_jsonl(trust / "squad2" / "corpus.jsonl"))
     index = {p["id"]: k for k, p in enumerate(paragraphs)}
     squad = [
-        x for x in _read_jsonl(trust / "squad2" / "questions.jsonl") if x.get("answerable") and not held_out(x["id"])
+        x for x in read_jsonl(trust / "squad2" / "questions.jsonl") if x.get("answerable") and not held_out(x["id"])
     ][:300]
     hotpot = [
-        q for q in _read_jsonl(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl") if not held_out(q["id"])
+        q for q in read_jsonl(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl") if not held_out(q["id"])
     ]
     split: dict[str, list[tuple[str, list[Any]]]] = {"conflictqa": [], "squad2": [], "hotpotqa": []}
     for q in cqa:
@@ -587,10 +571,10 @@ def wikicontradict_outcomes(detector: Any) -> tuple[dict[str, int], list[str]]:
     """On WikiContradict's two-passage rows: how many passages each outcome has, and the flagged
     questions whose groups are not the two claims."""
     trust = SHARED_DATA / "trust"
-    corpus = {r["id"]: r for r in _read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
+    corpus = {r["id"]: r for r in read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
     outcomes: dict[str, int] = {}
     imprecise: list[str] = []
-    for q in _read_jsonl(trust / "wikicontradict" / "questions.jsonl"):
+    for q in read_jsonl(trust / "wikicontradict" / "questions.jsonl"):
         if q.get("same_passage"):
             continue
         report = detector.detect(q["question"], gold_hits(corpus, q))
@@ -754,23 +738,23 @@ def llm_reader_questions(n: int) -> dict[str, list[tuple[str, str, list[Any], An
     out: dict[str, list[tuple[str, str, list[Any], Any]]] = {
         "wikicontradict": [], "conflictqa": [], "squad2": [], "hotpotqa": []
     }
-    corpus = {r["id"]: r for r in _read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
-    for q in _read_jsonl(trust / "wikicontradict" / "questions.jsonl"):
+    corpus = {r["id"]: r for r in read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
+    for q in read_jsonl(trust / "wikicontradict" / "questions.jsonl"):
         if not q.get("same_passage") and len(out["wikicontradict"]) < n:
             claims = [q["answers"][0], q["other_answers"][0]]
             out["wikicontradict"].append((q["id"], q["question"], gold_hits(corpus, q), claims))
-    corpus = {r["id"]: r for r in _read_jsonl(trust / "conflictqa" / "corpus.jsonl")}
-    for q in _read_jsonl(trust / "conflictqa" / "questions.jsonl"):
+    corpus = {r["id"]: r for r in read_jsonl(trust / "conflictqa" / "corpus.jsonl")}
+    for q in read_jsonl(trust / "conflictqa" / "questions.jsonl"):
         if held_out(q["id"]) and len(out["conflictqa"]) < n:
             out["conflictqa"].append((q["id"], q["question"], gold_hits(corpus, q), None))
-    paragraphs = list(_read_jsonl(trust / "squad2" / "corpus.jsonl"))
+    paragraphs = list(read_jsonl(trust / "squad2" / "corpus.jsonl"))
     index = {p["id"]: k for k, p in enumerate(paragraphs)}
-    for q in _read_jsonl(trust / "squad2" / "questions.jsonl"):
+    for q in read_jsonl(trust / "squad2" / "questions.jsonl"):
         if q.get("answerable") and held_out(q["id"]) and len(out["squad2"]) < n:
             pair = squad_pair(paragraphs, index, q)
             if pair is not None:
                 out["squad2"].append((q["id"], q["question"], pair, None))
-    for q in _read_jsonl(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"):
+    for q in read_jsonl(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"):
         if held_out(q["id"]) and len(out["hotpotqa"]) < n:
             out["hotpotqa"].append((q["id"], q["question"], hotpot_pair(q), None))
     return out
@@ -801,7 +785,7 @@ def llm_reader(args: argparse.Namespace) -> None:
         from ragsieve.config import LLMConfig
         from ragsieve.llm import load_llm
 
-        settings = eval_sieve_module().model_settings(args.model)
+        settings = model_settings(args.model)
         llm = CountingLLM(load_llm(LLMConfig(**{**settings, "n_threads": args.threads})))
         llm.llm.warm_up()
         detector = ConflictDetector(llm=llm)
@@ -879,29 +863,10 @@ MODEL_CHOICES = ("smollm2", "gemma")
 _POLAR_WORDS = frozenset({"yes", "no"})
 
 
-def read_complete_lines(path: Path) -> list[dict[str, Any]]:
-    """The complete JSON lines of a file another process may be appending to (a torn or
-    malformed line is skipped; a missing file reads as empty)."""
-    if not path.exists():
-        return []
-    rows = []
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if not line.endswith("\n"):
-                break  # the line being written
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-    return rows
-
-
 def sample_conflicts(name: str, n: int, seed: int) -> list[dict[str, Any]]:
     """A seeded sample of ``n`` questions of one conflict set: the first ``n`` of a seeded
     shuffle, so a smaller ``n`` is a prefix of a larger one."""
-    rows = list(_read_jsonl(SHARED_DATA / "trust" / name / "questions.jsonl"))
+    rows = list(read_jsonl(SHARED_DATA / "trust" / name / "questions.jsonl"))
     random.Random(seed).shuffle(rows)
     return rows[:n]
 
@@ -911,7 +876,7 @@ def set_chunks(name: str, questions: list[dict[str, Any]]) -> list[Any]:
     host (the set's urls), title-prefixed where the set has titles."""
     from ragsieve.types import Chunk
 
-    corpus = {r["id"]: r for r in _read_jsonl(SHARED_DATA / "trust" / name / "corpus.jsonl")}
+    corpus = {r["id"]: r for r in read_jsonl(SHARED_DATA / "trust" / name / "corpus.jsonl")}
     chunks, seen = [], set()
     for q in questions:
         for pid in q["gold_passage_ids"]:
@@ -986,23 +951,6 @@ def trace_facts(answer: Any) -> dict[str, Any]:
     }
 
 
-class AnswerCache:
-    """Append-only JSONL of answers keyed by pipeline and question id; each record is one
-    flushed and fsynced line, so a killed run loses at most the answer being written."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.records = {r["key"]: r for r in read_complete_lines(path) if "key" in r}
-
-    def put(self, record: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        self.records[record["key"]] = record
-
-
 def run_dir(n: int, seed: int, name: str) -> Path:
     # The index holds the passages of the sampled questions, so it depends on n: one folder per n
     return RUNS / f"n{n}-seed{seed}" / name
@@ -1012,11 +960,6 @@ def answers_path(n: int, seed: int, name: str, model: str = "smollm2") -> Path:
     """The answer cache of one set and model: every model shares the set's index (built with the
     embedder only), but answers of different models never share a file."""
     return run_dir(n, seed, name) / ("answers.jsonl" if model == "smollm2" else f"answers-{model}.jsonl")
-
-
-def model_label(model: str) -> str:
-    label: str = eval_sieve_module().MODELS[model]["label"]
-    return label
 
 
 def answer_set(name: str, args: argparse.Namespace, shared: dict[str, Any]) -> None:
@@ -1036,7 +979,7 @@ def answer_set(name: str, args: argparse.Namespace, shared: dict[str, Any]) -> N
         return
     llm_settings: dict[str, Any] = {"n_threads": args.threads}
     if args.model != "smollm2":
-        llm_settings.update(eval_sieve_module().model_settings(args.model))
+        llm_settings.update(model_settings(args.model))
     common = {"llm": llm_settings}
     base = validate_config(common)
     if "llm" not in shared:

@@ -110,8 +110,9 @@ def squad2_excluded(model_about: Mapping[str, Any], train_n: int, train_seed: in
 
 
 def prepare_set(args: argparse.Namespace, model_about: Mapping[str, Any]) -> QuestionSet:
+    from _models import model_settings
     from calibration import prepare_squad2
-    from eval_sieve import model_settings, prepare_demo, prepare_hotpotqa
+    from eval_sieve import prepare_demo, prepare_hotpotqa
     from ragsieve.config import PipelineConfig
     from ragsieve.eval.data import load_qa
 

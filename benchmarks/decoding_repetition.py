@@ -27,7 +27,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._data import read_jsonl  # noqa: E402
 from benchmarks._report import markdown_table, write_section  # noqa: E402
+from benchmarks._stats import mean_bootstrap_interval, paired_bootstrap_interval  # noqa: E402
 
 
 def repeated_trigram_rate(text: str) -> float:
@@ -41,19 +43,6 @@ def repeated_trigram_rate(text: str) -> float:
         repeats += g in seen
         seen.add(g)
     return repeats / len(grams)
-
-
-def paired_ci(a: np.ndarray, b: np.ndarray, seed: int = 0, n_boot: int = 5000) -> tuple[float, float, float]:
-    """Mean of ``b - a`` and its paired bootstrap 95% interval."""
-    diff = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(diff), size=(n_boot, len(diff)))
-    means = diff[idx].mean(axis=1)
-    return float(diff.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
-def mean_ci(x: np.ndarray, seed: int = 0, n_boot: int = 5000) -> tuple[float, float, float]:
-    return paired_ci(np.zeros(len(x)), x, seed, n_boot)
 
 
 def main() -> None:
@@ -97,8 +86,7 @@ def main() -> None:
     cache_path = args.index.parent / "decoding_repetition.jsonl"
     cache: dict[str, dict[str, Any]] = {}
     if cache_path.is_file():
-        for line in cache_path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
+        for row in read_jsonl(cache_path):
             cache[row["key"]] = row
     start = time.perf_counter()
     for qi, q in enumerate(questions):
@@ -145,10 +133,10 @@ def main() -> None:
         row: list[object] = [f"{p:g}" + (" + cut at first repeat (default)" if trim and p == 1.0 else
                                          " + cut at first repeat" if trim else " (raw reply)")]
         for key in ("d2", "rep3", "cut", "acc", "words"):
-            m, lo, hi = mean_ci(np.asarray(r[key]))
+            m, lo, hi = mean_bootstrap_interval(np.asarray(r[key]))
             cell = f"{m:.3f} [{lo:.3f}, {hi:.3f}]" if key != "words" else f"{m:.1f} [{lo:.1f}, {hi:.1f}]"
             if (p, trim) != (1.0, False) and key != "words":
-                d, dlo, dhi = paired_ci(np.asarray(base[key]), np.asarray(r[key]))
+                d, dlo, dhi = paired_bootstrap_interval(np.asarray(base[key]), np.asarray(r[key]))
                 cell += f" (Δ {d:+.3f} [{dlo:+.3f}, {dhi:+.3f}])"
             row.append(cell)
         rows.append(row)

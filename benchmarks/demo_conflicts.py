@@ -53,9 +53,9 @@ def conflict_records(
 
     settings: dict[str, Any] = {"index_dir": str(index_dir)}
     if llm_model is not None:
-        from benchmarks.conflicts import eval_sieve_module
+        from benchmarks._models import model_settings
 
-        llm = {**eval_sieve_module().model_settings(llm_model), "n_threads": 1}
+        llm = {**model_settings(llm_model), "n_threads": 1}
         settings |= {"llm": llm, "stages": {"conflict": {"llm": True}}}
     cfg = PipelineConfig.model_validate(settings)
     built = Index.build(demo_corpus_dir(), index_dir, config=cfg)
@@ -79,7 +79,8 @@ def main() -> None:
     parser.add_argument("--model", choices=("smollm2", "gemma"), default="smollm2")
     args = parser.parse_args()
 
-    from benchmarks.conflicts import model_label, pct
+    from benchmarks._models import model_label
+    from benchmarks._stats import rate_with_interval as pct
 
     t0 = time.perf_counter()
     asked = questions()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import statistics
 import sys as _sys
@@ -22,6 +21,7 @@ _sys.path.insert(0, str(_Path(__file__).resolve().parent.parent))
 
 import numpy as np
 
+from benchmarks._data import read_jsonl
 from benchmarks._report import SHARED_DATA, markdown_table, write_section
 from ragsieve.config import EmbedderConfig
 from ragsieve.embed import load_embedder
@@ -31,10 +31,8 @@ def load_texts(n_sentences: int, n_docs: int) -> dict[str, list[str]]:
     with gzip.open(SHARED_DATA / "wiki_sentences" / "wiki300k.txt.gz", "rt", encoding="utf-8") as fh:
         sentences = [line.strip() for _, line in zip(range(n_sentences), fh, strict=False)]
     docs = []
-    with gzip.open(SHARED_DATA / "beir-nfcorpus" / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for _, line in zip(range(n_docs), fh, strict=False):
-            row = json.loads(line)
-            docs.append(f"{row.get('title', '')}. {row['text']}")
+    for _, row in zip(range(n_docs), read_jsonl(SHARED_DATA / "beir-nfcorpus" / "corpus.jsonl.gz"), strict=False):
+        docs.append(f"{row.get('title', '')}. {row['text']}")
     return {"Wikipedia sentences": sentences, "nfcorpus abstracts (truncated at 256 tokens)": docs}
 
 

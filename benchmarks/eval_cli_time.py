@@ -29,9 +29,9 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     args = ap.parse_args()
 
-    from ragsieve.demo import _resource_path
+    from ragsieve.demo import demo_data_path
 
-    data = Path(str(_resource_path("questions.jsonl")))
+    data = Path(str(demo_data_path("questions.jsonl")))
     with tempfile.TemporaryDirectory() as tmp:
         cmd = ["ragsieve", "eval", "--data", str(data), "--index", str(args.index),
                "--cache", str(Path(tmp) / "cache.jsonl"), "--json"]

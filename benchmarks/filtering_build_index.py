@@ -11,7 +11,6 @@ MiniLM and indexed (faiss flat + BM25) into ``runs/indexes/wiki30k``. The lead's
 from __future__ import annotations
 
 import argparse
-import gzip
 import logging
 import os
 import time
@@ -28,29 +27,23 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from benchmarks._report import ROOT, SHARED_DATA
+    from benchmarks._report import ROOT
+    from benchmarks.wiki import wiki_sentences
     from ragsieve.index import Index
     from ragsieve.types import Chunk
 
-    path = SHARED_DATA / "wiki_sentences" / "wiki300k.txt.gz"
-    meta_path = SHARED_DATA / "wiki_sentences" / "wiki300k_meta.tsv.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as fh, gzip.open(meta_path, "rt", encoding="utf-8") as mh:
-        next(mh)
-        chunks = []
-        for i, (line, meta) in enumerate(zip(fh, mh, strict=True)):
-            if i % args.stride:
-                continue
-            _, page_id, title = meta.rstrip("\n").split("\t", 2)
-            chunks.append(
-                Chunk(
-                    id=f"wiki-{i + 1}",
-                    text=line.strip(),
-                    doc_id=f"wiki-page-{page_id}",
-                    source="wikipedia",
-                    title=title,
-                    position=i,
-                )
-            )
+    chunks = [
+        Chunk(
+            id=f"wiki-{i + 1}",
+            text=sentence.strip(),
+            doc_id=f"wiki-page-{page_id}",
+            source="wikipedia",
+            title=title,
+            position=i,
+        )
+        for i, sentence, page_id, title in wiki_sentences()
+        if i % args.stride == 0
+    ]
     t0 = time.perf_counter()
     Index.from_chunks(chunks, ROOT / args.out)
     print(f"indexed {len(chunks)} sentences into {args.out} in {time.perf_counter() - t0:.0f}s")

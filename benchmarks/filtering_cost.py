@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import random
 import statistics
@@ -34,6 +33,7 @@ from pathlib import Path
 # Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._data import read_jsonl  # noqa: E402
 from benchmarks._report import SHARED_DATA, markdown_table, write_section  # noqa: E402
 
 
@@ -49,8 +49,7 @@ def main() -> None:
     from ragsieve.llm.llama_cpp import LlamaCppLLM
 
     rng = random.Random(args.seed)
-    with open(SHARED_DATA / "sst-2" / "dev.jsonl", encoding="utf-8") as fh:
-        texts = [json.loads(line)["text"] for line in fh]
+    texts = [row["text"] for row in read_jsonl(SHARED_DATA / "sst-2" / "dev.jsonl")]
     texts = rng.sample(texts, args.queries)
     with gzip.open(SHARED_DATA / "wiki_sentences" / "wiki300k.txt.gz", "rt", encoding="utf-8") as fh:
         wiki = [next(fh).strip() for _ in range(5000)]

@@ -39,17 +39,23 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._report import ROOT, SHARED_DATA, markdown_table  # noqa: E402
-from benchmarks._report import write_section as _write_section  # noqa: E402
+from benchmarks._data import read_jsonl  # noqa: E402
+from benchmarks._report import (  # noqa: E402
+    ROOT,
+    SHARED_DATA,
+    markdown_table,
+    write_section,  # noqa: E402
+)
 
 DRY = False
 
 
-def write_section(doc: str, name: str, title: str, body: str) -> None:
+def write_or_print_section(doc: str, name: str, title: str, body: str) -> None:
+    """Write the docs section, or with ``--dry`` only print it."""
     if DRY:
         print(f"## {title}\n\n{body}\n")
     else:
-        _write_section(doc, name, title, body)
+        write_section(doc, name, title, body)
 
 
 logger = logging.getLogger("filtering_experiments")
@@ -70,8 +76,7 @@ def index_dir() -> Path:
 
 def read_split(dataset: str, split: str) -> list[dict[str, str]]:
     path = SHARED_DATA / dataset / f"{split}.jsonl"
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return list(read_jsonl(path))
 
 
 def kshot(rows: list[dict[str, str]], labels: list[str], k: int, seed: int) -> list[dict[str, str]]:
@@ -285,10 +290,10 @@ def cmd_cache(args: argparse.Namespace) -> None:
         p_proxy = proxy.score_many(
             text, [c._replace(embedding=e) for c, e in zip(cands, k_emb, strict=True)], query_embedding=q_emb
         )
-        from ragsieve.filtering.filters import _calibrated
+        from ragsieve.filtering.filters import contextual_calibration
 
-        p_direct = np.array([_calibrated(p, d_raw[-1]) for p in d_raw[:-1]])
-        p_icl = np.array([_calibrated(p, i_raw[-1]) for p in i_raw[:-1]])
+        p_direct = np.array([contextual_calibration(p, d_raw[-1]) for p in d_raw[:-1]])
+        p_icl = np.array([contextual_calibration(p, i_raw[-1]) for p in i_raw[:-1]])
         p_ens, _ = ensemble_combine(p_proxy, p_icl, args.ensemble_theta)
         concat_kept = {}
         for name, ph in (("direct", p_direct), ("icl", p_icl), ("proxy", p_proxy), ("ensemble", p_ens)):
@@ -365,7 +370,7 @@ class Evaluated:
 
     def __init__(self, cache: dict[str, Any], dkf: Any, embedder: Any, args: argparse.Namespace) -> None:
         from ragsieve.filtering import ProxyFilter, ensemble_combine, fuse, relabel
-        from ragsieve.filtering.filters import _calibrated
+        from ragsieve.filtering.filters import contextual_calibration
 
         meta = cache["meta"]
         self.meta = meta
@@ -417,9 +422,9 @@ class Evaluated:
                 for i, (h, e) in enumerate(zip(it["hits"][:pool], k_emb, strict=True))
             ]
             ph = {
-                "direct": np.array([_calibrated(p, d_raw[-1]) for p in d_raw[:-1]]),
+                "direct": np.array([contextual_calibration(p, d_raw[-1]) for p in d_raw[:-1]]),
                 "direct (uncalibrated)": d_raw[:-1],
-                "icl": np.array([_calibrated(p, i_raw[-1]) for p in i_raw[:-1]]),
+                "icl": np.array([contextual_calibration(p, i_raw[-1]) for p in i_raw[:-1]]),
             }
             for (variant, prior), proxy in proxies.items():
                 ph[PROXY_ROWS[variant, prior]] = proxy.score_many(it["text"], cands, query_embedding=q_emb)
@@ -517,7 +522,7 @@ def cmd_report(args: argparse.Namespace) -> None:
         + "\n\nD_kf size and share of Harmful pairs per label variant:\n\n"
         + markdown_table(["dataset", "pairs", "Harmful (predicted-label PPL)", "Harmful (gold-label PPL)"], dkf_rows)
     )
-    write_section(
+    write_or_print_section(
         "results/knowledge-filtering.md", "filtering-table3", "Knowledge filtering: accuracy (Table 3 analogue)", body
     )
 
@@ -567,7 +572,7 @@ def cmd_report(args: argparse.Namespace) -> None:
             t4,
         )
     )
-    write_section(
+    write_or_print_section(
         "results/knowledge-filtering.md",
         "filtering-table4",
         "Knowledge filtering: Harmful-label quality (Table 4 analogue)",
@@ -624,7 +629,7 @@ def cmd_report(args: argparse.Namespace) -> None:
                 rows,
             )
         )
-        write_section(
+        write_or_print_section(
             "results/knowledge-filtering.md",
             "filtering-retrievers",
             "Knowledge filtering: dense vs BM25 (Figure 6 analogue)",

@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._report import SHARED_DATA, markdown_table, write_section  # noqa: E402
+from benchmarks._report import SHARED_DATA, markdown_table, publish_section  # noqa: E402
 from ragsieve.io import read_jsonl  # noqa: E402
 
 SEED = 0
@@ -222,7 +222,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
 
-    from benchmarks.conflicts import pct
+    from benchmarks._stats import rate_with_interval as pct
     from ragsieve.verify.grounding import CONTRADICTION_BAR
 
     started = time.perf_counter()
@@ -333,10 +333,8 @@ def main() -> None:
             else f"; the value tie is licensed for {', '.join(tie_licensed)}."
         )
     )
-    print(body)
-    if not args.no_write:
-        title = "Verification: an answer that contradicts its evidence"
-        write_section("results/verification.md", "grounding-contradiction", title, body)
+    title = "Verification: an answer that contradicts its evidence"
+    publish_section("results/verification.md", "grounding-contradiction", title, body, write=not args.no_write)
 
 
 if __name__ == "__main__":

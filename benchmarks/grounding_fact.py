@@ -91,7 +91,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
 
-    from benchmarks.conflicts import pct
+    from benchmarks._stats import rate_with_interval as pct
     from ragsieve.sentences import split_clauses, split_sentences
     from ragsieve.values import extract_values, find_in
     from ragsieve.verify.grounding import TIED_KINDS, ground_values

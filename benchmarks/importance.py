@@ -22,7 +22,7 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ragsieve.importance.data import synthetic  # noqa: E402
-from ragsieve.importance.multilinear import _gradient_sums  # noqa: E402
+from ragsieve.importance.multilinear import unchecked_gradient_sums  # noqa: E402
 
 # Reference figures quoted for the authors' Rust implementation (rayon, exact Algorithm 1),
 # median ms per epoch with 1 / 2 threads on an idle machine of this kind. NOT measured here.
@@ -38,11 +38,11 @@ def time_epochs(data, weights, threads: int, repeats: int, method: str) -> tuple
     """Wall-clock and process-CPU milliseconds of ``repeats`` epochs (after one warm-up call)."""
     # the unchecked epoch DataImportance.fit runs after validating its data once; the public
     # gradient_sums would add an O(M) validation to every timed call
-    _gradient_sums(data, weights, k=10, n_jobs=threads, method=method, epsilon=1e-3)  # warm-up / compile
+    unchecked_gradient_sums(data, weights, k=10, n_jobs=threads, method=method, epsilon=1e-3)  # warm-up / compile
     wall, cpu = [], []
     for _ in range(repeats):
         start, start_cpu = time.perf_counter(), time.process_time()
-        _gradient_sums(data, weights, k=10, n_jobs=threads, method=method, epsilon=1e-3)
+        unchecked_gradient_sums(data, weights, k=10, n_jobs=threads, method=method, epsilon=1e-3)
         wall.append((time.perf_counter() - start) * 1000.0)
         cpu.append((time.process_time() - start_cpu) * 1000.0)
     return wall, cpu
@@ -118,8 +118,8 @@ def main() -> None:
         "Synthetic data shaped as the paper's Section 3.5: N tuples x 50 retrieved items, every position its "
         "own item, items assigned uniformly to 1,000 sources, binary utilities (P(1) = 0.5, float32), source "
         "weights uniform in [0.2, 0.8], K = 10. One epoch = the source-level gradient over all tuples "
-        "(`ragsieve.importance.multilinear._gradient_sums`, the epoch `DataImportance.fit` runs after checking "
-        f"its data once; numba `prange` over chunks of tuples). {args.repeats} timed "
+        "(`ragsieve.importance.multilinear.unchecked_gradient_sums`, the epoch `DataImportance.fit` runs after "
+        f"checking its data once; numba `prange` over chunks of tuples). {args.repeats} timed "
         "repeats after one warm-up call; threads set with `numba.set_num_threads`, OpenMP layer with "
         "`OMP_WAIT_POLICY=PASSIVE`.\n\n"
         "The reference columns are figures quoted for the authors' Rust implementation on an idle machine "

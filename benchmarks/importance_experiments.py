@@ -26,13 +26,13 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Iterable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from _data import read_jsonl  # noqa: E402
 from _report import SHARED_DATA, markdown_table, write_section  # noqa: E402
 from ragsieve.importance import (  # noqa: E402
     DataImportance,
@@ -55,8 +55,7 @@ def host_to_domain(relation: str) -> dict[str, str]:
     path = DATA / f"domains_{relation}.jsonl"
     mapping: dict[str, str] = {}
     if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
+        for row in read_jsonl(path):
             for host in row["elements"]:
                 mapping[host] = row["name"]
     return mapping
@@ -72,8 +71,7 @@ def registered_domain(host: str, mapping: dict[str, str]) -> str:
 
 
 def load_rows(name: str) -> list[dict[str, Any]]:
-    with open(DATA / name, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh]
+    return list(read_jsonl(DATA / name))
 
 
 def build(rows: list[dict[str, Any]], relation: str, answers: list[list[str]] | None = None) -> ValidationData:

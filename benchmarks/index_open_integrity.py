@@ -24,7 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import ROOT, markdown_table, write_section
-from benchmarks.index_storage_overhead import RandomEmbedder, mean_ci
+from benchmarks._stats import mean_t_interval
+from benchmarks.index_storage_overhead import RandomEmbedder
 from benchmarks.wiki import wiki_chunks
 from ragsieve import io
 from ragsieve.index import Index
@@ -32,7 +33,7 @@ from ragsieve.index import Index
 
 def _open_s(index_dir: Path, embedder: RandomEmbedder, *, check: bool, verify: bool, fresh: bool) -> float:
     if fresh:
-        io._VERIFIED.clear()  # what a new process starts with
+        io.forget_verified_files()  # what a new process starts with
     t0 = time.perf_counter()
     Index.open(index_dir, embedder=embedder, check_contents=check, verify=verify).close()
     return time.perf_counter() - t0
@@ -110,10 +111,10 @@ def main() -> None:
                     hashing.append(_hash_s(index_dir, embedder))
             base = statistics.fmean(times[variants[0][0]])
             for name, *_ in variants:
-                m, h = mean_ci(times[name])
+                m, h = mean_t_interval(times[name])
                 rows.append([f"{len(chunks):,}", f"{size_mb:,.0f}", name, f"{m * 1000:,.0f}", f"± {h * 1000:,.0f}",
                              f"{m / base:.2f}×"])
-            m, h = mean_ci(hashing)
+            m, h = mean_t_interval(hashing)
             rows.append([f"{len(chunks):,}", f"{size_mb:,.0f}",
                          f"the check alone: sha256 of the {hashed_mb:,.0f} MB a query reads", f"{m * 1000:,.0f}",
                          f"± {h * 1000:,.0f}", ""])

@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import ROOT, markdown_table, write_section
+from benchmarks._stats import mean_t_interval
 from benchmarks.wiki import wiki_chunks
 from ragsieve.index import Index, storage
 
@@ -46,16 +47,6 @@ class RandomEmbedder:
 
     def to_dict(self) -> dict[str, Any]:
         return {"backend": "random"}
-
-
-def mean_ci(xs: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of a 95% t-interval."""
-    from scipy import stats
-
-    m = statistics.fmean(xs)
-    if len(xs) < 2:
-        return m, float("nan")
-    return m, float(stats.t.ppf(0.975, len(xs) - 1) * statistics.stdev(xs) / len(xs) ** 0.5)
 
 
 def timed(fn: Callable[..., Any], bucket: list[float]) -> Callable[..., Any]:
@@ -110,7 +101,7 @@ def main() -> None:
         fsync_s.append(sum(syncs))
 
     def row(name: str, xs: list[float]) -> list[object]:
-        m, h = mean_ci(xs)
+        m, h = mean_t_interval(xs)
         return [name, f"{m * 1000:,.0f}", f"± {h * 1000:,.0f}"]
 
     table = markdown_table(

@@ -43,7 +43,7 @@ def open_index(name: str, embedder: Any) -> tuple[Any, dict[str, str], dict[str,
     from ragsieve.index import Index
 
     if name == "demo":
-        from ragsieve.demo import _resource_path, demo_corpus_dir
+        from ragsieve.demo import demo_corpus_dir, demo_data_path
         from ragsieve.io import read_jsonl
 
         folder = ROOT / "runs" / "poison-false-drops" / "demo-index"
@@ -51,7 +51,7 @@ def open_index(name: str, embedder: Any) -> tuple[Any, dict[str, str], dict[str,
             index = Index.open(folder, embedder=embedder)
         except IndexStoreError:
             index = Index.build(demo_corpus_dir(), folder, embedder=embedder)
-        rows = list(read_jsonl(str(_resource_path("questions.jsonl"))))
+        rows = list(read_jsonl(str(demo_data_path("questions.jsonl"))))
         return index, {str(r.get("id", i)): r["question"] for i, r in enumerate(rows)}, None
     try:
         index = Index.open(beir_index_dir(name), embedder=embedder)

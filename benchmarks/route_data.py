@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import csv
 import gzip
-import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from _data import read_jsonl
 from _report import ROOT, SHARED_DATA
 from ragsieve.types import Chunk
 
@@ -38,18 +36,10 @@ class Query(NamedTuple):
     domain: str
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, str]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
-
-
 def domain_chunks(domain: str) -> list[Chunk]:
     folder = SHARED_DATA / FOLDERS[domain]
     chunks = []
-    for row in _read_jsonl(folder / "corpus.jsonl.gz"):
+    for row in read_jsonl(folder / "corpus.jsonl.gz"):
         title = (row.get("title") or "").strip()
         text = f"{title}. {row['text']}" if title else row["text"]
         chunks.append(
@@ -80,7 +70,7 @@ def wiki_chunks(n: int, seed: int = 0) -> list[Chunk]:
 def _queries(domain: str, split: str) -> list[Query]:
     folder = SHARED_DATA / FOLDERS[domain]
     name = "queries.jsonl" if split == "test" else f"queries_{split}.jsonl"
-    return [Query(r["id"], r["text"], domain) for r in _read_jsonl(folder / name)]
+    return [Query(r["id"], r["text"], domain) for r in read_jsonl(folder / name)]
 
 
 def qrels(domain: str, split: str = "test") -> dict[str, dict[str, int]]:

@@ -21,7 +21,7 @@ import numpy as np
 # Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._report import ROOT, markdown_table, write_section
+from benchmarks._report import ROOT, markdown_table, publish_section
 from ragsieve.config import RetrievalConfig
 from ragsieve.index import Index
 from ragsieve.index.backends import bm25_tokenize
@@ -111,8 +111,7 @@ def main() -> None:
         f"1-min load average at the end: {os.getloadavg()[0]:.1f}.\n\n"
         + markdown_table(["mode", "ragsieve p50 ms", "ragsieve p95 ms", "raw p50 ms", "ratio ragsieve/raw (p50)"], rows)
     )
-    write_section("benchmarks.md", "search-latency", "Query latency and overhead over faiss/bm25s", body)
-    print(body)
+    publish_section("benchmarks.md", "search-latency", "Query latency and overhead over faiss/bm25s", body)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import markdown_table, write_section  # noqa: E402
-from benchmarks.decoding_repetition import mean_ci  # noqa: E402
+from benchmarks._stats import mean_bootstrap_interval  # noqa: E402
 
 
 def report(
@@ -51,7 +51,7 @@ def report(
                 [name, stage, f"{v.min():.0f}", f"{np.median(v):.0f}", f"{100 * v.mean() / all_ms.mean():.0f}%"]
             )
     per_q = np.asarray([np.median(totals["sieve"][i]) / np.median(totals["plain"][i]) for i in range(len(questions))])
-    ratio, lo, hi = mean_ci(per_q)
+    ratio, lo, hi = mean_bootstrap_interval(per_q)
     body = (
         f"Demo corpus ({n_chunks} chunks), {args.answerable} answerable + {args.unanswerable} unanswerable demo "
         f"questions, {rounds} of {args.repeats} repeats per preset done, after one warm-up ask each. "

@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import ROOT, markdown_table, write_section
+from benchmarks._stats import median_bootstrap_interval
 from ragsieve.store import FolderStore, MilvusStore, Store
 from ragsieve.types import Chunk
 
@@ -52,12 +53,6 @@ class RandomUnitEmbedder:
 
     def to_dict(self) -> dict[str, Any]:
         return {"backend": "bench", "model": self.model_name}
-
-
-def median_ci(xs: list[float], seed: int = 0, n_boot: int = 2000) -> tuple[float, float, float]:
-    a = np.asarray(xs)
-    boots = np.median(np.random.default_rng(seed).choice(a, size=(n_boot, len(a))), axis=1)
-    return float(np.median(a)), float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
 
 
 def main() -> None:
@@ -106,7 +101,7 @@ def main() -> None:
 
     rows: list[list[object]] = []
     for (name, mode), xs in times.items():
-        med, lo, hi = median_ci(xs)
+        med, lo, hi = median_bootstrap_interval(xs)
         rows.append([name, mode, f"{med:.2f} [{lo:.2f}, {hi:.2f}]", round(float(np.percentile(xs, 95)), 2)])
     body = (
         f"{args.chunks} Wikipedia sentences (`shared/data/wiki_sentences`), 384-d seeded random unit vectors "

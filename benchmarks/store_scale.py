@@ -37,8 +37,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import ROOT, markdown_table, write_section
+from benchmarks._stats import median_bootstrap_interval
 from benchmarks.beir import beir_corpus, beir_qrels, beir_queries, evaluate_run
-from benchmarks.store_backends import RandomUnitEmbedder, median_ci
+from benchmarks.store_backends import RandomUnitEmbedder
 from benchmarks.wiki import WIKI_DIR, wiki_chunks
 from ragsieve.config import IngestConfig, PipelineConfig
 from ragsieve.embed import load_embedder
@@ -309,7 +310,7 @@ def _stores(
 def _latency_rows(label: str, times: dict[tuple[str, str], list[float]], extra: dict | None = None) -> list[list]:
     rows = []
     for (name, mode), xs in times.items():
-        med, lo, hi = median_ci(xs)
+        med, lo, hi = median_bootstrap_interval(xs)
         row = [label, name, mode, f"{med:.2f} [{lo:.2f}, {hi:.2f}]", f"{np.percentile(xs, 95):.2f}"]
         rows.append(row + ([extra[(name, mode)]] if extra else []))
     return rows
@@ -323,13 +324,13 @@ def _bm25_variants(
     name: str, chunks: list[Any], qids: list[str], qtexts: list[str], qrels: dict[str, dict[str, int]]
 ) -> list[list[object]]:
     """nDCG@10 of bm25s with the folder index's tokenisation and with Milvus's, to locate the sparse gap."""
-    from ragsieve.index.backends import _bm25s, _stemmer
+    from ragsieve.index.backends import english_stemmer, import_bm25s
 
-    bm25s = _bm25s()
+    bm25s = import_bm25s()
     texts = [c.text for c in chunks]
     rows: list[list[object]] = []
     for label, stopwords, stemmer, k1 in (
-        ("English stopwords, Snowball stemmer, k1=1.5 (the folder index)", "en", _stemmer(), 1.5),
+        ("English stopwords, Snowball stemmer, k1=1.5 (the folder index)", "en", english_stemmer(), 1.5),
         ("English stopwords, no stemmer, k1=1.5", "en", None, 1.5),
         ("no stopwords, no stemmer, k1=1.2 (Milvus's standard analyzer and default k1)", None, None, 1.2),
     ):

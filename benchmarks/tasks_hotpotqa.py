@@ -9,7 +9,6 @@ Corpus: every paragraph (gold and distractor) of the sampled questions, built in
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -18,6 +17,7 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from _data import read_jsonl  # noqa: E402
 from _report import SHARED_DATA, markdown_table, write_section  # noqa: E402
 
 KS = (2, 5, 10)
@@ -40,8 +40,7 @@ def main() -> None:
     from ragsieve.llm import load_llm
     from ragsieve.types import Chunk
 
-    with open(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl", encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh]
+    rows = list(read_jsonl(SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"))
     sample = rows[: args.n_per_type] + rows[250 : 250 + args.n_per_type]
     chunks: list[Chunk] = []
     gold: dict[str, set[str]] = {}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import time
 from collections import Counter
@@ -21,7 +20,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from _report import SHARED_DATA, markdown_table, write_section  # noqa: E402
+from _data import read_jsonl
+from _report import SHARED_DATA, markdown_table, write_section
+from _stats import wilson_interval  # noqa: E402
 
 ROWS: dict[str, dict] = {
     "plain RAG (top-3 wiki passages)": {"classifier": "fixed", "hyde": False, "evaluator": "off"},
@@ -44,16 +45,6 @@ ROWS: dict[str, dict] = {
     "forced row w/o HyDE": {"classifier": "fixed", "hyde": False, "evaluator": "trained"},
     "forced row w/o retrieval reflection": {"classifier": "fixed", "hyde": True, "evaluator": "off"},
 }
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return (math.nan, math.nan)
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (max(0.0, c - h), min(1.0, c + h))
 
 
 def run(args, sample, chosen, results, tasks, verdicts, llm_calls, seconds) -> None:  # noqa: ANN001
@@ -125,10 +116,8 @@ def run(args, sample, chosen, results, tasks, verdicts, llm_calls, seconds) -> N
 def summarise_log(path, chosen, sample, results, tasks, verdicts, llm_calls, seconds):  # noqa: ANN001, ANN201
     """Fill the counters from a (possibly partial) run's log; keep questions that have every row."""
     by_q: dict[str, dict[str, dict]] = {}
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            by_q.setdefault(rec["q"], {})[rec["row"]] = rec
+    for rec in read_jsonl(path):
+        by_q.setdefault(rec["q"], {})[rec["row"]] = rec
     done = [it for it in sample if set(chosen) <= set(by_q.get(it.id, {}))]
     for it in done:
         for name in chosen:
@@ -178,7 +167,7 @@ def main() -> None:
     table = []
     for name in chosen:
         k = sum(results[name])
-        lo, hi = wilson(k, n)
+        lo, hi = wilson_interval(k, n)
         diff = ""
         if base is not None and name != names[0]:
             wins = sum(a and not b for a, b in zip(results[name], base, strict=True))

@@ -10,15 +10,17 @@ phrasings and names that occur in no training row.
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from _report import markdown_table, write_section  # noqa: E402
+from _data import read_jsonl  # noqa: E402
+from _report import markdown_table, publish_section  # noqa: E402
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     from ragsieve.eval.selective import wilson_interval
     from ragsieve.tasks.classifier import TfidfTaskClassifier
     from ragsieve.tasks.labels import bundled_requests_path, load_task_requests
@@ -26,10 +28,8 @@ def main() -> None:
     data = bundled_requests_path()
     heldout_path = data.with_name("task_requests_heldout_phrasings.jsonl")
     origin = {}
-    with open(data, encoding="utf-8") as fh:
-        for line in fh:
-            row = json.loads(line)
-            origin[row["id"]] = row.get("origin", "")
+    for row in read_jsonl(data):
+        origin[row["id"]] = row.get("origin", "")
     train, test = load_task_requests("train"), load_task_requests("test")
     heldout = load_task_requests(path=heldout_path)
     seen = {r.text.lower() for r in train + test}
@@ -73,8 +73,7 @@ def main() -> None:
             rows,
         )
     )
-    write_section("results/task-adaptive.md", "tasks-router-phrasings", "Task router on held-out phrasings", body)
-    print(body)
+    publish_section("results/task-adaptive.md", "tasks-router-phrasings", "Task router on held-out phrasings", body)
 
 
 if __name__ == "__main__":

@@ -88,8 +88,8 @@ def bundled_model_training_ids() -> list[str]:
 
 
 def training_rows(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
+    from _models import model_settings
     from calibration import prepare_squad2
-    from eval_sieve import model_settings
     from ragsieve.answers import contains_answer
     from ragsieve.config import PipelineConfig
     from ragsieve.eval.data import load_qa

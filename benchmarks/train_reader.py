@@ -48,7 +48,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
+from _data import read_jsonl  # noqa: E402
+from _report import ROOT, SHARED_DATA, markdown_table, publish_section  # noqa: E402
 from ragsieve.answers import exact_match, normalize_answer, token_f1  # noqa: E402
 from ragsieve.text.reader import (  # noqa: E402
     DOC_STRIDE,
@@ -69,6 +70,10 @@ FIXTURE = ROOT / "tests" / "fixtures" / "reader_parity.npz"
 SEED = 13
 VAL_BUCKETS = 10  # one article title in ten goes to validation
 NEGATIVE_RATE = 0.5  # unanswerable pairs per answerable question (a third of the pairs)
+# Hard negatives: the question's own passage with the sentences that hold its answer cut out. The
+# passage still speaks of the question's subject, as a near miss does, but no longer answers it;
+# without them the reader learns "another topic: no answer" and answers near misses of its own topic.
+HARD_NEGATIVE_RATE = 0.35
 
 PARITY_INPUTS = [
     ("When did Apollo 11 land on the Moon?", "Apollo 11 landed on the Moon on 20 July 1969, carrying Armstrong."),
@@ -86,11 +91,6 @@ def seed_all(seed: int = SEED) -> None:
 
 
 # ---------------------------------------------------------------- data
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 def locate(row: dict[str, Any]) -> tuple[str, int] | None:
@@ -158,8 +158,44 @@ def near_misses(rows: list[dict[str, Any]], rng: random.Random) -> tuple[list[di
     return out, counts
 
 
-def load_training_rows() -> dict[str, Any]:
-    """Answerable and unanswerable pairs, split into train and validation by article title."""
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of ``text``'s sentences, from the project's sentence splitter."""
+    from ragsieve.sentences import split_sentences
+
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for sentence in split_sentences(text):
+        start = text.find(sentence, at)
+        if start < 0:
+            continue
+        spans.append((start, start + len(sentence)))
+        at = start + len(sentence)
+    return spans
+
+
+def answer_removed(rows: list[dict[str, Any]], rng: random.Random) -> tuple[list[dict[str, Any]], int]:
+    """For a ``HARD_NEGATIVE_RATE`` share of ``rows``, the question with its own passage less the
+    sentences that hold a gold answer; kept only when at least two sentences remain and none of
+    them holds a gold answer."""
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        if rng.random() >= HARD_NEGATIVE_RATE:
+            continue
+        spans = sentence_spans(r["passage"])
+        lo, hi = r["answer_start"], r["answer_start"] + len(r["answer"])
+        kept = [r["passage"][a:b] for a, b in spans if b <= lo or a >= hi]
+        if len(kept) < 2 or len(kept) == len(spans):
+            continue
+        passage = " ".join(kept)
+        if contains_gold(passage, r["answers"]):
+            continue
+        out.append({**r, "passage": passage, "answer": "", "answer_start": -1, "negative": "answer_removed"})
+    return out, len(out)
+
+
+def load_training_rows(hard_negatives: bool = False) -> dict[str, Any]:
+    """Answerable and unanswerable pairs, split into train and validation by article title
+    (with ``hard_negatives``, also the answer-removed pairs of :func:`answer_removed`)."""
     rng = random.Random(SEED)
     rows: list[dict[str, Any]] = []
     stats: dict[str, Any] = {}
@@ -167,7 +203,7 @@ def load_training_rows() -> dict[str, Any]:
         ("new_wiki", TRAIN_DIR / "squadshifts" / "new_wiki.jsonl"),
         ("nq_gold", TRAIN_DIR / "nq_gold" / "nq_gold.jsonl"),
     ]:
-        raw = read_jsonl(path)
+        raw = list(read_jsonl(path))
         kept = 0
         for row in raw:
             found = locate(row)
@@ -194,6 +230,9 @@ def load_training_rows() -> dict[str, Any]:
         split["validation" if is_validation(r["title"]) else "train"].append(r)
     for part in ("train", "validation"):
         negatives, counts = near_misses(split[part], rng)
+        if hard_negatives:
+            hard, counts["answer_removed"] = answer_removed(split[part], random.Random(f"{SEED}-{part}"))
+            negatives = negatives + hard
         stats[f"{part}_negatives"] = counts
         split[part] = split[part] + negatives
         stats[f"{part}_pairs"] = len(split[part])
@@ -237,10 +276,22 @@ def features(tokenizer: Any, rows: list[dict[str, Any]], max_length: int) -> dic
 # ---------------------------------------------------------------- model and scoring
 
 
-def qa_model() -> Any:
+def qa_model(init_from: str = "") -> Any:
+    """The bundled MiniLM with a fresh span head, or a reader trained earlier (``init_from``, a
+    saved model folder such as ``runs/reader/final``) to train further."""
     from transformers import BertForQuestionAnswering
 
-    return BertForQuestionAnswering.from_pretrained(str(minilm_dir()), local_files_only=True)
+    return BertForQuestionAnswering.from_pretrained(init_from or str(minilm_dir()), local_files_only=True)
+
+
+def init_facts(init_from: str) -> dict[str, Any] | None:
+    """The training facts of the run a further training started from (kept in the header)."""
+    if not init_from:
+        return None
+    facts_path = Path(init_from).parent / "train_facts.json"
+    facts: dict[str, Any] = json.loads(facts_path.read_text()) if facts_path.is_file() else {}
+    facts.pop("stats", None)
+    return {"path": init_from, **facts}
 
 
 def torch_logits(model: Any, windows: Windows, batch: int = 64) -> tuple[np.ndarray, np.ndarray]:
@@ -377,9 +428,10 @@ def train(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     seed_all()
-    RUN_DIR.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(args.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    data = load_training_rows()
+    data = load_training_rows(args.hard_negatives)
     tokenizer = load_tokenizer()
     train_rows = data["split"]["train"]
     val_rows = data["split"]["validation"]
@@ -391,7 +443,7 @@ def train(args: argparse.Namespace) -> None:
     print(json.dumps(data["stats"]), flush=True)
     seen = total_steps * args.batch_size
     print(f"{n} training windows; {total_steps} steps of {args.batch_size} ({seen} windows)", flush=True)
-    model = qa_model()
+    model = qa_model(args.init_from)
     if args.freeze_word_embeddings:
         # The 30,522 x 384 word embedding is half the model: freezing it halves the optimizer's work
         # on a CPU and keeps the vectors of words the training passages never show.
@@ -405,8 +457,8 @@ def train(args: argparse.Namespace) -> None:
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
-    ckpt_path = RUN_DIR / "ckpt.pt"
-    curve_path = RUN_DIR / "curve.json"
+    ckpt_path = run_dir / "ckpt.pt"
+    curve_path = run_dir / "curve.json"
     step, elapsed = 0, 0.0
     curve: list[dict[str, Any]] = []
     if ckpt_path.is_file():
@@ -462,9 +514,9 @@ def train(args: argparse.Namespace) -> None:
             )
             os.replace(ckpt_path.with_suffix(".tmp"), ckpt_path)
     train_seconds = elapsed + time.time() - loop_start
-    final = RUN_DIR / "final"
+    final = run_dir / "final"
     model.save_pretrained(str(final))  # safetensors
-    (RUN_DIR / "train_facts.json").write_text(
+    (run_dir / "train_facts.json").write_text(
         json.dumps(
             {
                 "stats": data["stats"],
@@ -482,6 +534,8 @@ def train(args: argparse.Namespace) -> None:
                 "wall_seconds_with_data": round(time.time() - started),
                 "threads": args.threads,
                 "note": args.note,
+                "hard_negatives": args.hard_negatives,
+                "init_from": init_facts(args.init_from),
                 "command": "python benchmarks/train_reader.py " + " ".join(sys.argv[1:]),
             },
             indent=1,
@@ -531,10 +585,11 @@ def export(args: argparse.Namespace) -> None:
     if args.from_checkpoint:
         # Training cut short: the last checkpoint, before its learning rate reached zero.
         ckpt = torch.load(run_dir / "ckpt.pt", weights_only=False)
-        model = qa_model()
+        model = qa_model(args.init_from)
         model.load_state_dict(ckpt["model"])
         facts = {
-            "stats": load_training_rows()["stats"],
+            "stats": load_training_rows(args.hard_negatives)["stats"],
+            "hard_negatives": args.hard_negatives,
             "steps": ckpt["step"],
             "batch_size": args.batch_size,
             "max_length": args.max_length,
@@ -606,7 +661,7 @@ def export(args: argparse.Namespace) -> None:
         end_logits=ref_end,
     )
     # Validation: fp32 vs int8, each with its own tuned threshold.
-    data = load_training_rows()
+    data = load_training_rows(bool(facts.get("hard_negatives")))
     val_rows = data["split"]["validation"]
     if args.val_limit:
         val_rows = random.Random(SEED).sample(val_rows, args.val_limit)
@@ -668,7 +723,7 @@ def export(args: argparse.Namespace) -> None:
 
 
 def sample_eval(name: str, n: int) -> list[dict[str, Any]]:
-    rows = read_jsonl(TRAIN_DIR / "squadshifts" / f"{name}.jsonl")
+    rows = list(read_jsonl(TRAIN_DIR / "squadshifts" / f"{name}.jsonl"))
     picked = random.Random(SEED).sample(rows, n)
     return [{"question": r["question"], "answers": r["answers"], "passage": r["contexts"][0]["text"]} for r in picked]
 
@@ -685,7 +740,7 @@ def fmt(ci: tuple[float, float, float]) -> str:
 
 
 def report(args: argparse.Namespace) -> None:
-    from ragsieve.conflict import passage_answer
+    from ragsieve.text.passage import passage_answer
 
     ship_dir = Path(args.ship_dir)
     shipped = ship_dir / GRAPH_NAME
@@ -812,9 +867,7 @@ passage; every question is answerable, so saying "no answer" scores 0; 95% boots
 
 {cost}
 """
-    print(body)
-    if not args.no_write:
-        write_section("results/reader.md", "reader", "Extractive reader", body)
+    publish_section("results/reader.md", "reader", "Extractive reader", body, write=not args.no_write)
 
 
 def main() -> None:
@@ -831,6 +884,8 @@ def main() -> None:
     parser.add_argument("--checkpoint-every", type=int, default=100)
     parser.add_argument("--note", default="", help="a line about the run kept with its facts (e.g. a resumed budget)")
     parser.add_argument("--freeze-word-embeddings", action="store_true", help="train all but the word embeddings")
+    parser.add_argument("--hard-negatives", action="store_true", help="add answer-removed unanswerable pairs")
+    parser.add_argument("--init-from", default="", help="train further from this saved reader (a final/ folder)")
     parser.add_argument("--curve-at", default="", help="comma-separated steps with a validation point")
     parser.add_argument("--curve-rows", type=int, default=300, help="validation pairs scored at each curve point")
     parser.add_argument("--eval-n", type=int, default=500)

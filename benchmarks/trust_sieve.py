@@ -51,20 +51,24 @@ python benchmarks/trust_sieve.py --n 30 --model gemma --report-only
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._report import ROOT, SHARED_DATA, eval_sieve_module, markdown_table, write_section  # noqa: E402
+from benchmarks._data import load_or_make_jsonl, read_jsonl  # noqa: E402
+from benchmarks._models import model_label, model_settings  # noqa: E402
+from benchmarks._report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
+from benchmarks._stats import rate_with_interval  # noqa: E402
 
 POISON = SHARED_DATA / "trust" / "poisonedrag"
 HOTPOT = SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"
@@ -94,13 +98,6 @@ MODEL_CHOICES = ("smollm2", "gemma")
 WRITER_MODEL = "smollm2"
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
-
-
 def _safe(name: str) -> str:
     return re.sub(r"[^\w.-]+", "_", name).strip("_")[:100] or "untitled"
 
@@ -115,7 +112,7 @@ def _merge(*parts: dict[str, Any]) -> dict[str, Any]:
 
 def targets(n: int) -> list[dict[str, Any]]:
     """The first ``n`` HotpotQA targets that have their HotpotQA row (file order)."""
-    rows = [r for r in _read_jsonl(POISON / "questions.jsonl") if r.get("hotpotqa_500_id")]
+    rows = [r for r in read_jsonl(POISON / "questions.jsonl") if r.get("hotpotqa_500_id")]
     return rows[:n]
 
 
@@ -148,7 +145,7 @@ def llm_common(model: str, threads: int) -> dict[str, Any]:
     default, no model settings added)."""
     llm: dict[str, Any] = {"n_threads": threads}
     if model != "smollm2":
-        llm.update(eval_sieve_module().model_settings(model))
+        llm.update(model_settings(model))
     return _merge(COMMON, {"llm": llm})
 
 
@@ -161,7 +158,7 @@ def sections(model: str) -> list[tuple[str, str]]:
     ]
     if model == "smollm2":
         return out
-    name = eval_sieve_module().MODELS[model]["label"].split(" (", 1)[0]
+    name = model_label(model).split(" (", 1)[0]
     return [(f"{sid}-{model}", f"{title}, answered by {name}") for sid, title in out]
 
 
@@ -176,7 +173,7 @@ def load_cache() -> dict[str, dict[str, Any]]:
     if not CACHE.is_file():
         return {}
     out: dict[str, dict[str, Any]] = {}
-    for row in _read_jsonl(CACHE):
+    for row in read_jsonl(CACHE):
         out[row["key"]] = row
     return out
 
@@ -202,7 +199,7 @@ def build_clean_corpus(rows: list[dict[str, Any]], root: Path) -> Path:
     corpus = root / "corpus-clean"
     if corpus.exists():
         shutil.rmtree(corpus)
-    for q in _read_jsonl(HOTPOT):
+    for q in read_jsonl(HOTPOT):
         if q["id"] not in wanted:
             continue
         for ctx in q["contexts"]:
@@ -226,7 +223,7 @@ def attack_passages(writer: str, rows: list[dict[str, Any]], clean_index: Any, l
             for r in rows]
     passages: list[PoisonedPassage] = []
     if writer == "gpt4":
-        texts = {p["id"]: p["text"] for p in _read_jsonl(POISON / "corpus.jsonl")}
+        texts = {p["id"]: p["text"] for p in read_jsonl(POISON / "corpus.jsonl")}
         for r, t in zip(rows, tgts, strict=True):
             for i, pid in enumerate(r["poison_passage_ids"][:N_PASSAGES]):
                 passages.append(PoisonedPassage(id=f"poison:{t.id}:{i}", target_id=t.id, text=texts[pid],
@@ -363,24 +360,22 @@ def run(args: argparse.Namespace) -> None:
         return index
 
     indexes: dict[str, Any] = {"clean": open_or_build(work / "index-clean", build_clean, embedder)}
-    from ragsieve.attack.poison import inject
+    from ragsieve.attack.poison import PoisonedPassage, inject
 
     poisoned_ids: dict[str, set[str]] = {"clean": set()}
     attacked: dict[str, set[str]] = {}
     for writer in WRITERS:
-        passages_file = work / f"passages-{writer}.jsonl"
-        if passages_file.is_file():
-            from ragsieve.attack.poison import PoisonedPassage
 
-            passages = [PoisonedPassage.from_dict(r) for r in _read_jsonl(passages_file)]
-        else:
+        def write_passages(writer: str = writer) -> list[Any]:
             writer_llm = llm
             if writer == "assert" and args.model != WRITER_MODEL:
                 # the assertion passages are SmolLM2's whatever model answers, so the attack stays the same
                 writer_llm = load_llm(validate_config(llm_common(WRITER_MODEL, args.threads)).llm)
-            passages = attack_passages(writer, rows, indexes["clean"], writer_llm)
-            passages_file.write_text("".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in passages),
-                                     encoding="utf-8")
+            return list(attack_passages(writer, rows, indexes["clean"], writer_llm))
+
+        passages = load_or_make_jsonl(
+            work / f"passages-{writer}.jsonl", write_passages, PoisonedPassage.to_dict, PoisonedPassage.from_dict
+        )
         poisoned_ids[writer] = {p.id for p in passages}
         attacked[writer] = {p.target_id for p in passages}
         indexes[writer] = open_or_build(
@@ -436,13 +431,8 @@ def run(args: argparse.Namespace) -> None:
 
 
 # ---------------------------------------------------------------- report
-def pct(k: int, n: int) -> str:
-    from ragsieve.eval.selective import wilson_interval
-
-    if n == 0:
-        return "n/a"
-    lo, hi = wilson_interval(k, n)
-    return f"{100 * k / n:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}] ({k}/{n})"
+# this report's rates are whole percents, with their Wilson interval and counts
+pct = functools.partial(rate_with_interval, digits=0)
 
 
 def _mean_of(values: Any) -> Callable[[Any], float]:
@@ -609,13 +599,13 @@ def report(n: int, write: bool, model: str = "smollm2") -> None:
         writer_llm, assert_llm = "the LLM", "the bundled LLM"
         answer_llm = "embedder and SmolLM2 LLM (llama.cpp, 1 thread)"
     else:
-        label = eval_sieve_module().MODELS[model]["label"]
+        label = model_label(model)
         writer_llm = "SmolLM2"
         assert_llm = "the bundled SmolLM2 LLM, the very passages of the SmolLM2 run"
         answer_llm = f"embedder; every pipeline answers with {label}, 1 thread"
     written = corpus_dir(n) / "passages-assert.jsonl"
     done_ids = {r["id"] for r in done}
-    by = [p.get("metadata", {}).get("written_by") for p in (_read_jsonl(written) if written.is_file() else [])
+    by = [p.get("metadata", {}).get("written_by") for p in (read_jsonl(written) if written.is_file() else [])
           if p["target_id"] in done_ids]
     writer_note = (f" Of the {len(by)} assertion passages of these targets, {by.count('llm')} were written by "
                    f"{writer_llm} and {by.count('template')} fell back to the writer's templates (the sample missed "

@@ -29,14 +29,15 @@ import random
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._report import SHARED_DATA, markdown_table, write_section  # noqa: E402
+from benchmarks._data import read_jsonl  # noqa: E402
+from benchmarks._report import SHARED_DATA, markdown_table, publish_section  # noqa: E402
+from benchmarks._stats import rate_with_interval as pct  # noqa: E402
 
 SWAP_KINDS = ("number", "date", "quantity", "name")
 
@@ -47,13 +48,6 @@ class Item:
     group: str  # paragraph id: replacements come from other groups
     sentence: str
     passage: str
-
-
-def _read_jsonl(path: Path) -> Iterator[dict]:
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
 
 
 def load_items(limit: int | None) -> list[Item]:
@@ -70,12 +64,12 @@ def load_items(limit: int | None) -> list[Item]:
                 return
 
     squad = SHARED_DATA / "trust" / "squad2"
-    paragraphs = {row["id"]: row["text"] for row in _read_jsonl(squad / "corpus.jsonl")}
-    for q in _read_jsonl(squad / "questions.jsonl"):
+    paragraphs = {row["id"]: row["text"] for row in read_jsonl(squad / "corpus.jsonl")}
+    for q in read_jsonl(squad / "questions.jsonl"):
         if q.get("answerable") and q.get("gold_passage_id") in paragraphs:
             add("squad2", q["gold_passage_id"], paragraphs[q["gold_passage_id"]], q["answers"])
     hotpot = SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"
-    for q in _read_jsonl(hotpot):
+    for q in read_jsonl(hotpot):
         answers = [a for a in q["answers"] if a.lower() not in ("yes", "no")]
         for ctx in q["contexts"]:
             if ctx["is_supporting"]:
@@ -181,19 +175,6 @@ def reformatted(items: list[Item]) -> list[tuple[Item, str, str, str, str]]:
                 out.append((item, prepared[: v.span[0]] + alt + prepared[v.span[1] :], v.kind, v.text, alt))
                 break
     return out
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    from ragsieve.eval.selective import wilson_interval
-
-    return wilson_interval(k, n)
-
-
-def pct(k: int, n: int) -> str:
-    if n == 0:
-        return "n/a"
-    lo, hi = wilson(k, n)
-    return f"{100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({k}/{n})"
 
 
 def main() -> None:
@@ -340,10 +321,8 @@ def main() -> None:
         'units read after years and ordinals ("the 2013 A. Sugar Bowl" as 2013 amperes), also fixed as a general '
         "rule. Nothing else was changed, and no threshold is involved."
     )
-    print(body)
-    if not args.no_write:
-        title = "Verification: value grounding on swapped values"
-        write_section("results/verification.md", "value-grounding", title, body)
+    title = "Verification: value grounding on swapped values"
+    publish_section("results/verification.md", "value-grounding", title, body, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._report import markdown_table, write_section  # noqa: E402
+from benchmarks._report import markdown_table, publish_section  # noqa: E402
 
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
@@ -87,8 +87,7 @@ def main() -> None:
         f"{os.getloadavg()[0]:.1f}.\n\n"
         + markdown_table(["claim judge", "ROC AUC [95% CI]", "accuracy", "mean score sup / unsup", "ms / pair"], rows)
     )
-    write_section("results/verification.md", "verify-judges", "Verification: claim judges on the demo corpus", body)
-    print(body)
+    publish_section("results/verification.md", "verify-judges", "Verification: claim judges on the demo corpus", body)
 
 
 if __name__ == "__main__":

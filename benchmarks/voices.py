@@ -36,7 +36,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -46,7 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
+from benchmarks._data import read_jsonl  # noqa: E402
 from benchmarks._report import DOCS, ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
+from benchmarks._stats import count_with_interval as wilson_text  # noqa: E402
 
 POISON = SHARED_DATA / "trust" / "poisonedrag"
 SQUAD = SHARED_DATA / "trust" / "squad2"
@@ -75,13 +77,6 @@ class Rule(NamedTuple):
     claim: float | None = None
     read: bool = False
 N_PASSAGES = 5
-
-
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
 
 
 class Embeddings:
@@ -179,13 +174,6 @@ def attack_caught(s: Prepared, attack: set[int], rule: Rule) -> bool:
     return any(len(attack & set(c)) >= rule.m for c in coordinated(s, rule))
 
 
-def wilson_text(k: int, n: int) -> str:
-    from ragsieve.attack.metrics import wilson
-
-    lo, hi = wilson(k, n)
-    return f"{k}/{n} = {k / n:.1%} [{lo:.1%}, {hi:.1%}]" if n else "n = 0"
-
-
 # ---------------------------------------------------------------- writers without an LLM
 def writer_tightness(rows: dict[str, dict[str, Any]], emb: Embeddings, rule: Rule) -> list[list[object]]:
     """Mean and minimum pairwise cosine of one target's passages, per writer (held-out targets)."""
@@ -259,7 +247,7 @@ def coordination_signal(rule: Rule, emb: Embeddings, attack: dict[str, list[str]
 
 # ---------------------------------------------------------------- run
 def run(args: argparse.Namespace) -> None:
-    from ragsieve.demo import _resource_path, demo_corpus_dir
+    from ragsieve.demo import demo_corpus_dir, demo_data_path
     from ragsieve.index import Index
 
     RUNS.mkdir(parents=True, exist_ok=True)
@@ -329,7 +317,7 @@ def run(args: argparse.Namespace) -> None:
     except Exception:  # noqa: BLE001 - any unreadable or missing index is rebuilt
         demo_index = Index.build(demo_corpus_dir(), demo_dir, embedder=emb.embedder)
     demo_index.warm_up()
-    demo_q = [r["question"] for r in read_jsonl(Path(str(_resource_path("questions.jsonl"))))]
+    demo_q = [r["question"] for r in read_jsonl(Path(str(demo_data_path("questions.jsonl"))))]
     clean_sets["demo questions (held out)"] = retrieved_sets(demo_index, demo_q)
     asked["demo questions (held out)"] = demo_q
     print(f"retrieval done in {time.time() - start:.0f}s", flush=True)

@@ -61,7 +61,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchmarks import trust_sieve as ts  # noqa: E402
-from benchmarks._report import ROOT, eval_sieve_module, markdown_table, write_section  # noqa: E402
+from benchmarks._data import load_or_make_jsonl, read_jsonl
+from benchmarks._models import model_label  # noqa: E402
+from benchmarks._report import ROOT, markdown_table, write_section  # noqa: E402
 
 RUNS = ROOT / "runs" / "voices-attack"
 PAGE = "results/knowledge-poisoning.md"
@@ -155,13 +157,12 @@ def indexes_for(rows: list[dict[str, Any]], embedder: Any, writers: Sequence[str
     poisoned: dict[str, set[str]] = {"clean": set()}
     attacked: dict[str, set[str]] = {}
     for writer in writers:
-        path = work / f"passages-{writer}.jsonl"
-        if path.is_file():
-            passages = [PoisonedPassage.from_dict(r) for r in ts._read_jsonl(path)]
-        else:
-            passages = writer_passages(writer, rows, indexes["clean"], embedder, threads)
-            path.write_text("".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in passages),
-                            encoding="utf-8")
+        passages = load_or_make_jsonl(
+            work / f"passages-{writer}.jsonl",
+            lambda w=writer: writer_passages(w, rows, indexes["clean"], embedder, threads),
+            PoisonedPassage.to_dict,
+            PoisonedPassage.from_dict,
+        )
         poisoned[writer] = {p.id for p in passages}
         attacked[writer] = {p.target_id for p in passages}
         indexes[writer] = ts.open_or_build(
@@ -178,7 +179,7 @@ def cache_path(model: str) -> Path:
 
 def load_cache(model: str) -> dict[str, dict[str, Any]]:
     path = cache_path(model)
-    return {r["key"]: r for r in ts._read_jsonl(path)} if path.is_file() else {}
+    return {r["key"]: r for r in read_jsonl(path)} if path.is_file() else {}
 
 
 def key_of(corpus: str, pipe: str, target: str, settings: str) -> str:
@@ -365,7 +366,7 @@ def report(args: argparse.Namespace) -> None:
           if p["target_id"] in done_ids]
     written = (f" of its {len(by)} passages for these targets, {by.count('llm')} were written by the LLM and "
                f"{len(by) - by.count('llm')} fell back to the template")
-    model = "SmolLM2-135M" if args.model == "smollm2" else eval_sieve_module().MODELS[args.model]["label"]
+    model = "SmolLM2-135M" if args.model == "smollm2" else model_label(args.model)
     partial = "" if m == len(rows) else (f" **Bounded run: the first {m} of the {len(rows)} targets are complete "
                                          "(CPU time on a shared 2-core machine); the rest are not measured.**")
     body = f"""

@@ -36,6 +36,16 @@ os.environ["XDG_DATA_HOME"] = str(SESSION_FOLDERS["data"])
 for _name in ("RAGSIEVE_INDEX", "RAGSIEVE_DEBUG", "RAGSIEVE_API_KEY"):
     os.environ.pop(_name, None)
 
+# Under pytest-xdist each worker is a process of its own, so the folders above are already its own.
+# numba's on-disk cache of the importance kernels is not: two processes that compile different
+# specialisations of one kernel at once each number their new cache files from the index they read,
+# so one can overwrite the other's machine code under its own index entry (a later load then fails
+# inside the kernel). Each worker keeps its own cache, kept between runs so only the first compiles.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if XDIST_WORKER:
+    _numba_base = os.environ.get("NUMBA_CACHE_DIR") or str(Path(tempfile.gettempdir()) / "ragsieve-tests-numba")
+    os.environ["NUMBA_CACHE_DIR"] = str(Path(_numba_base) / XDIST_WORKER)
+
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(SESSION_ROOT, ignore_errors=True)

@@ -162,6 +162,7 @@ def results(ws: Workspace) -> dict[str, Run]:
     out["ask json"] = ws.run("ask", "What is the Moon?", "--index", idx, *fake, "--pipeline", "plain", "--json")
     (ws.root / "answer.json").write_text(out["ask json"].out, encoding="utf-8")
     out["info"] = ws.run("info", "--index", idx)
+    out["audit"] = ws.run("audit", "--index", idx)
     out["classify"] = ws.run("classify", "a moving film", "--labels", "positive,negative", "--no-calibrate",
                              "--threads", "1")
     out["eval"] = ws.run("eval", "--data", ws.path("qa.jsonl"), "--index", idx, *fake, "--only", "plain,no-retrieval",

@@ -17,6 +17,7 @@ from ragsieve.config import (
     ConflictConfig,
     FilterConfig,
     GenerationConfig,
+    InjectionConfig,
     JudgeConfig,
     NeedConfig,
     PoisonConfig,
@@ -28,10 +29,12 @@ from ragsieve.config import (
 )
 from ragsieve.conflict import ConflictDetector
 from ragsieve.filtering.filters import DirectFilter, EnsembleFilter, ICLFilter, NoFilter
+from ragsieve.filtering.injection import InjectionScorer
 from ragsieve.select import TopKSelector
 from ragsieve.sieve.conflict import ConflictStage
 from ragsieve.sieve.filter import FilterStage
 from ragsieve.sieve.generate import GenerateStage
+from ragsieve.sieve.injection import InjectionStage
 from ragsieve.sieve.judge import CrossEncoderJudge, JudgeStage, build_judge
 from ragsieve.sieve.need import NeedStage
 from ragsieve.sieve.poison import PoisonJudge, PoisonStage
@@ -50,6 +53,7 @@ CASES: list[tuple[type, type[BaseModel], dict[str, str], set[str]]] = [
     (RetrieveStage, RetrieveStageConfig, {"n": "candidates"}, set()),
     (JudgeStage, JudgeConfig, {}, set()),
     (PoisonStage, PoisonConfig, {}, set()),
+    (InjectionStage, InjectionConfig, {}, set()),
     (FilterStage, FilterConfig, {}, set()),
     (ConflictStage, ConflictConfig, {}, {"llm"}),  # a callable giving the model, not "use the LLM"
     (SelectStage, SelectConfig, {}, set()),
@@ -57,6 +61,7 @@ CASES: list[tuple[type, type[BaseModel], dict[str, str], set[str]]] = [
     (VerifyStage, VerifyConfig, {}, set()),
     # the components they build from those sections
     (PoisonJudge, PoisonConfig, {}, set()),
+    (InjectionScorer, InjectionConfig, {"model_path": "model"}, set()),
     (ResponsivenessChecker, VerifyConfig, {}, set()),
     (ConflictDetector, ConflictConfig, {}, {"llm"}),  # the model itself, not "use the LLM"
     (CrossEncoderJudge, JudgeConfig, {}, set()),

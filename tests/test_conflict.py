@@ -6,15 +6,10 @@ from typing import Any
 
 import pytest
 
-from ragsieve.conflict import (
-    ConflictDetector,
-    document_of,
-    expected_kind,
-    independent_sources,
-    jaccard,
-    passage_answer,
-)
+from ragsieve.conflict import ConflictDetector, independent_sources, jaccard
 from ragsieve.errors import ConfigError
+from ragsieve.text.kind import expected_kind
+from ragsieve.text.passage import document_of, passage_answer
 from ragsieve.types import Chunk, SearchHit
 
 

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from ragsieve.config import ConflictConfig, validate_config
-from ragsieve.conflict import ConflictDetector, MeaningBar, passage_answer, sentence_cosines
+from ragsieve.conflict import ConflictDetector, sentence_cosines
 from ragsieve.errors import ConfigError
+from ragsieve.text.passage import MeaningBar, passage_answer
 from ragsieve.types import Chunk, SearchHit
 
 QUESTION = "When did the Kessel Bridge open to traffic?"

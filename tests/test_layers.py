@@ -30,6 +30,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "components": (
         "ingest", "embed", "llm", "index", "store", "route", "importance", "generate", "verify",
         "tasks", "expand", "coe", "select", "filtering", "conflict", "calibrate", "decision", "voices",
+        "audit",
     ),
     # the question's path: one module per stage, and the pipeline that runs them
     "sieve": ("sieve",),

@@ -202,7 +202,8 @@ def test_presets_are_stage_lists_of_one_pipeline():
     assert PipelineConfig().pipeline == "sieve"
     assert preset_stages(PipelineConfig(pipeline="plain")) == ["route", "retrieve", "select", "generate"]
     assert preset_stages(PipelineConfig(pipeline="direct")) == preset_stages(PipelineConfig(pipeline="plain"))
-    assert preset_stages(PipelineConfig()) == list(SIEVE_STAGES)
+    # the injection check is off unless its section turns it on (stages.injection.action)
+    assert preset_stages(PipelineConfig()) == [s for s in SIEVE_STAGES if s != "injection"]
     assert preset_stages(PipelineConfig(ablate=["verify", "judge"])) == [
         "route",
         "need",
@@ -240,7 +241,7 @@ def test_sieve_accepts_a_supported_answer_and_records_every_check(hash_index):
     dropped = [d["id"] for d in ans.trace.decisions if d["check"] == "judge" and d["verdict"] == "dropped"]
     assert not set(dropped) & {h.chunk.id for h in ans.evidence}
     assert [e["stage"] for e in ans.trace.events][0] == "pipeline"
-    assert set(SIEVE_STAGES) - {"route", "need", "decide"} <= set(ans.trace.timings_ms)
+    assert set(SIEVE_STAGES) - {"route", "need", "decide", "injection"} <= set(ans.trace.timings_ms)  # injection: off
     assert ans.trace.stage("filter")[0]["applied"] is False
     assert ans.trace.stage("verify")[0]["supported"] is True
     assert llm.replies and len(llm.prompts) == 1

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragsieve.sentences import find_list, normalize_lists, render_list, split_sentences
+from ragsieve.text.sentences import find_list, normalize_lists, render_list, split_sentences
 from ragsieve.verify.claims import split_claim_markers, split_claims
 
 

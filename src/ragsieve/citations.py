@@ -38,6 +38,8 @@ from pathlib import PurePath, PurePosixPath
 from typing import Any, Protocol
 from urllib.parse import quote, urlparse
 
+from ragsieve.lexicon import STOP_WORDS
+
 
 class LocatedChunk(Protocol):
     """What a citation reads from a chunk (:class:`ragsieve.types.Chunk` has these fields);
@@ -186,15 +188,9 @@ _MARKER_RE = re.compile(r"\s*\[(\d{1,3})\]")
 _ONLY_MARKERS_RE = re.compile(r"^(?:\s*\[\d{1,3}\])+\s*[.!?]?\s*$")
 _LEADING_MARKERS_RE = re.compile(r"^(?:\s*\[\d{1,3}\])+\s*")
 _WORD_RE = re.compile(r"[^\W_]+")
-# Words that say nothing about which passage a sentence comes from.
-_STOP = frozenset(
-    (  # noqa: SIM905
-        "a an the of in on at to for from by with and or is are was were be been being it its this that these "
-        "those as which who whom whose what when where why how do does did has have had not no but also can "
-        "could will would may might there their they he she his her them than then so such about into over "
-        "under i you we our your my me us one evidence passage passages source sources according states stated"
-    ).split()
-)
+# Words that say nothing about which passage a sentence comes from: the one stop list, and the
+# words an answer uses to talk about its evidence ("the passage states", "according to sources").
+_STOP = STOP_WORDS | {"according", "evidence", "passage", "passages", "source", "sources", "stated", "states"}
 # A sentence that says the evidence holds no answer states nothing to cite.
 _DECLINE_RE = re.compile(
     r"\b(?:i (?:do not|don't|cannot|can't) (?:know|answer|say|tell)|no (?:answer|information)|not (?:stated|mentioned|"
@@ -234,7 +230,7 @@ def split_cited_sentences(text: str) -> list[str]:
     >>> split_cited_sentences("Paris is in France. [1] It is large [2].")
     ['Paris is in France. [1]', 'It is large [2].']
     """
-    from ragsieve.sentences import split_sentences
+    from ragsieve.text.sentences import split_sentences
 
     out: list[str] = []
     for piece in split_sentences(text):

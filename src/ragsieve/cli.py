@@ -96,6 +96,7 @@ def mount_subcommands(root: typer.Typer) -> None:
     """Mount every sub-command module's commands on ``root`` (each ``*/cli.py`` is imported
     only here, when the command line is built, so ``import ragsieve.cli`` stays light)."""
     from ragsieve.attack.cli import app as attack_app
+    from ragsieve.audit.cli import audit_command
     from ragsieve.coe.cli import app as coe_app
     from ragsieve.eval.calibrate_cli import calibrate_command
     from ragsieve.eval.cli import eval_command
@@ -122,6 +123,7 @@ def mount_subcommands(root: typer.Typer) -> None:
     root.command("mcp")(mcp_command)
     root.command("eval")(eval_command)
     root.command("calibrate")(calibrate_command)
+    root.command("audit")(audit_command)
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -156,6 +158,14 @@ def _main(
     ),
 ) -> None:
     _setup_logging(verbose)
+
+
+def _tag_rules(tags_file: Path | None) -> dict[str, list[str]] | None:
+    if tags_file is None:
+        return None
+    from ragsieve.ingest.tags import read_tags_file
+
+    return read_tags_file(tags_file)
 
 
 @app.command()
@@ -201,6 +211,11 @@ def ingest(
         32, "--partition-files", min=1, help="Files per partition (the unit of parallel and resumed work)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
+    tags_file: Path | None = typer.Option(
+        None, "--tags-file", metavar="FILE",
+        help="TOML/YAML file of path globs and the document tags each gives (what access keys grant; "
+        "docs/sharing.md). Sets ingest.tag_rules.",
+    ),
 ) -> None:
     """Load, chunk, embed and index a folder; re-running updates only what changed.
 
@@ -226,6 +241,7 @@ def ingest(
             "store.backend": _value(store),
             "store.uri": store_uri,
             "store.collection": collection,
+            "ingest.tag_rules": _tag_rules(tags_file),
         },
     )
     if cfg.store.backend != "folder" or workers or cluster:
@@ -977,6 +993,9 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "calibrate": ("ragsieve.eval.calibrate_cli", "calibrate_command",
                   "Choose the abstention threshold with a finite-sample guarantee (Learn then Test) and write it "
                   "to the config."),
+    "audit": ("ragsieve.audit.cli", "audit_command",
+              "Audit an index for mirrored documents, coordinated voices, conflicting documents and (with "
+              "--questions) sources that hurt."),
 }
 
 

@@ -40,6 +40,7 @@ from ragsieve.options import FilterTaskKind as FilterTaskKind
 from ragsieve.options import FilterTaskName as FilterTaskName
 from ragsieve.options import FusionName as FusionName
 from ragsieve.options import HydeRerank as HydeRerank
+from ragsieve.options import InjectionAction as InjectionAction
 from ragsieve.options import IntentJudgeKind as IntentJudgeKind
 from ragsieve.options import JudgeKind as JudgeKind
 from ragsieve.options import KeywordJudgeKind as KeywordJudgeKind
@@ -47,6 +48,7 @@ from ragsieve.options import LLMBackendName as LLMBackendName
 from ragsieve.options import NeedMode as NeedMode
 from ragsieve.options import PipelineName as PipelineName
 from ragsieve.options import PolarAnswers as PolarAnswers
+from ragsieve.options import ReaderName as ReaderName
 from ragsieve.options import RelationJudgeKind as RelationJudgeKind
 from ragsieve.options import RetrievalModeName as RetrievalModeName
 from ragsieve.options import RouterClassifierName as RouterClassifierName
@@ -230,6 +232,12 @@ class IngestConfig(_Section):
     # Folder rules the user sets: glob pattern on the path relative to the ingested folder ->
     # domain ({"pdf/manual-*": "manuals", "*/faq/*": "faq"}); the first match wins over partition_by.
     domain_rules: dict[str, str] = Field(default_factory=dict)
+    # Document tags, what access keys grant (docs/sharing.md): each folder of a file's path under
+    # the ingested folder ("hr/policies/x.md": "hr", "hr/policies") unless folder_tags is off, the
+    # tags of every tag_rules glob its path matches ({"*/secret/*": ["restricted"]}; `ragsieve
+    # ingest --tags-file FILE`), and a Markdown/text file's front matter `tags:`.
+    folder_tags: bool = True
+    tag_rules: dict[str, list[str]] = Field(default_factory=dict)
     source_field: str | None = None
     extract_entities: bool = True
     max_file_mb: float = 50.0
@@ -462,6 +470,31 @@ def _filter_task_form(value: Any) -> str | None:
     return "table" if isinstance(value, (dict, CustomFilterTask)) else None
 
 
+class InjectionConfig(_Section):
+    """Stage ``injection`` (``stages.injection``): indirect prompt injection, before generation
+    (:class:`ragsieve.sieve.injection.InjectionStage`). Each candidate's sentences are scored by
+    the shipped classifier (:mod:`ragsieve.filtering.injection`, MiniLM embedding + logistic
+    regression, ``benchmarks/train_injection.py``); a sentence at or above ``threshold`` (``None``:
+    the model's own, chosen on its validation part) instructs the reader rather than states
+    something. ``action = "remove"`` takes those sentences out of the text the generator sees and
+    keeps the rest of the passage (a passage made only of them is dropped); ``"record"`` only
+    names them in the trace and the signals; ``"off"``, the default, does not run the stage.
+    ``model``: another arrays file (``None``: the shipped one). Measured in
+    docs/results/injection.md: it is off by default because it embeds every sentence and clause
+    of every candidate (about 160 texts for ten demo passages: seconds per question on a laptop
+    CPU) and no decision model weighs its signals yet, and ``"remove"`` is not the default
+    because it flags a third of held-out Stack Overflow how-to answers ("the following example
+    works:", code lines), above the 1 % of ordinary passages a default may flag; on prose
+    corpora (Wikipedia, abstracts) it flags under 1 %, and ``"remove"`` is the setting there."""
+
+    action: InjectionAction = "off"
+    threshold: float | None = Field(None, gt=0.0, lt=1.0)
+    # a sentence next to a flagged one is flagged too from this score on (the rest of an attack
+    # block); which passages are flagged depends on ``threshold`` alone
+    neighbour_threshold: float = Field(0.25, gt=0.0, lt=1.0)
+    model: str | None = None
+
+
 class FilterConfig(_Section):
     """Stage ``filter`` (``stages.filter``): the knowledge filter over the kept candidates
     (:mod:`ragsieve.filtering`; ``filter = "none"``, the default, passes them through).
@@ -515,10 +548,10 @@ class ConflictConfig(_Section):
     passage's short answer instead of extracting it, of the passages the rule reader reads (those
     naming every entity of the question, with a sentence that holds its key terms: no other
     passage's answer could count). ``meaning_cosine`` turns on the meaning bar
-    (:class:`ragsieve.conflict.MeaningBar`: a passage's sentence closest to the question by the
+    (:class:`ragsieve.text.passage.MeaningBar`: a passage's sentence closest to the question by the
     index's embedder, at or above this cosine and holding ``meaning_floor`` of the question's key
     terms, counts as answering it); unset: the library's default
-    (:data:`ragsieve.conflict.CONFLICT_MEANING_BAR`)."""
+    (:data:`ragsieve.text.passage.CONFLICT_MEANING_BAR`)."""
 
     policy: ConflictPolicy = "both"
     trusted_margin: float = Field(1.5, ge=1.0)
@@ -741,6 +774,7 @@ class StageSections(_Section):
     retrieve: RetrieveStageConfig = RetrieveStageConfig()
     judge: JudgeConfig = JudgeConfig()
     poison: PoisonConfig = PoisonConfig()
+    injection: InjectionConfig = InjectionConfig()
     filter: FilterConfig = FilterConfig()
     conflict: ConflictConfig = ConflictConfig()
     select: SelectConfig = SelectConfig()
@@ -972,6 +1006,17 @@ class PresentConfig(_Section):
     allow_link_hosts: list[str] = Field(default_factory=list)
 
 
+class ReadingConfig(_Section):
+    """How passages are read (``[reading]``; :mod:`ragsieve.text.readings`). ``reader``:
+    "minilm" also runs the shipped extractive reader (:class:`ragsieve.text.reader.ExtractiveReader`)
+    over the evidence and leaves its scores as the ``reader.*`` signals; "rules" reads with the
+    rules alone. The checks decide on the rules either way. Default "rules": the reader costs
+    about 80 ms of CPU per passage, while the checks it would feed take about 45 ms per question
+    on the demo set (docs/benchmarks.md), and no shipped decision weighs its signals yet."""
+
+    reader: ReaderName = "rules"
+
+
 class PipelineConfig(_Section):
     """Everything a :class:`ragsieve.sieve.pipeline.Pipeline` needs."""
 
@@ -996,6 +1041,7 @@ class PipelineConfig(_Section):
     decide: DecideConfig = DecideConfig()
     calibration: CalibrationConfig = CalibrationConfig()
     present: PresentConfig = PresentConfig()
+    reading: ReadingConfig = ReadingConfig()
 
     @model_validator(mode="before")
     @classmethod

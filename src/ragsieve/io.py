@@ -7,6 +7,7 @@ the rename itself is flushed to disk (the folder is fsynced) before the call ret
 from __future__ import annotations
 
 import errno
+import gzip
 import hashlib
 import json
 import os
@@ -58,6 +59,12 @@ def file_checksum_problem(path: str | Path, size: int, sha256: str, *, cached: b
         return "checksum"
     _VERIFIED.add(key)
     return None
+
+
+def forget_verified_files() -> None:
+    """Forget which files :func:`file_checksum_problem` verified in this process, so each is read
+    and hashed again on its next check, as in a new process (for timing a first open)."""
+    _VERIFIED.clear()
 
 
 def fsync_dir(path: str | Path) -> None:
@@ -114,10 +121,12 @@ def atomic_write_jsonl(target: str | Path, rows: Iterable[dict[str, Any]]) -> in
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield the objects of a JSONL file; a malformed line raises with its line number."""
+    """Yield the objects of a JSONL file (gzip-compressed when its name ends in ``.gz``); a
+    malformed line raises with its line number."""
     from ragsieve.errors import InputError
 
-    with open(path, encoding="utf-8") as fh:
+    opener: Any = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue

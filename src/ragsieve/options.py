@@ -13,11 +13,14 @@ from typing import Literal
 
 # The stage list every pipeline preset is drawn from, in execution order.
 SIEVE_STAGES: tuple[str, ...] = (
-    "route", "need", "retrieve", "judge", "poison", "filter", "conflict", "select", "generate", "verify", "decide"
+    "route", "need", "retrieve", "judge", "poison", "injection", "filter", "conflict", "select", "generate",
+    "verify", "decide",
 )
 
 PipelineName = Literal["plain", "direct", "task-adaptive", "sieve"]
 SelectName = Literal["top-k", "scope-coe"]
+# how passages are read ([reading] reader): the shipped extractive reader beside the rules, or the rules alone
+ReaderName = Literal["minilm", "rules"]
 RetrievalModeName = Literal["dense", "sparse", "hybrid"]
 FusionName = Literal["rrf", "weighted"]
 ChunkUnit = Literal["sentence", "window"]
@@ -35,6 +38,10 @@ LLMBackendName = Literal["llama-cpp", "openai"]
 # label log-probabilities (ragsieve.generate.polar).
 PolarAnswers = Literal["free", "label"]
 StoreBackendName = Literal["folder", "milvus"]
+# stages.injection.action: what the injection check does with a passage's sentences that instruct
+# the reader: "remove" them from the text the generator sees (the passage kept otherwise), or
+# "record" them in the trace and the signals only (the default: docs/results/injection.md).
+InjectionAction = Literal["off", "record", "remove"]
 FilterName = Literal["none", "direct", "icl", "proxy", "ensemble"]  # stages.filter.filter
 # stages.filter.task: the built-in classification tasks (ragsieve.filtering.tasks), and the kind
 # a custom task borrows its default wording from.
@@ -153,6 +160,7 @@ __all__ = [
     "RelationJudgeKind",
     "RetrievalModeName",
     "RouterClassifierName",
+    "ReaderName",
     "SelectName",
     "SourceWeightUse",
     "StoreBackendName",

@@ -269,6 +269,10 @@ REASON_TEMPLATES: dict[str, str] = {
         "every one of the {n} relevant passages restates the question or copies another passage, the pattern of "
         "planted text, so none of them is trusted as evidence"
     ),
+    "all_injected": (
+        "every one of the {n} relevant passages consists of instructions addressed to the assistant rather "
+        "than information, so none of them is used as evidence"
+    ),
     "sources_disagree": (
         "the sources give {n} different answers to the question, and this configuration withholds an answer "
         "rather than pick one"
@@ -427,6 +431,9 @@ def _explain(code: str, events: list[Mapping[str, Any]]) -> Reason:  # noqa: C90
     m = re.match(r"^poison: all (\d+) candidates look like poisoning", code)
     if m:
         return _reason(code, "all_poisoned", n=int(m[1]))
+    m = re.match(r"^injection: all (\d+) candidates are instructions to the reader", code)
+    if m:
+        return _reason(code, "all_injected", n=int(m[1]))
     m = re.match(r"^conflict: the sources give (\d+) different answers", code)
     if m:
         return _reason(code, "sources_disagree", n=int(m[1]))

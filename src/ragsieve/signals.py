@@ -77,6 +77,11 @@ SIGNAL_SET: tuple[Signal, ...] = (
            "the strongest coordination signal among the kept candidates (stages.poison.coordination)"),
     Signal("poison.coordinated_share", "poison", "share",
            "share of the kept candidates in a coordinated voice (stages.poison.coordination)"),
+    # injection
+    Signal("injection.max_score", "injection", "score",
+           "the injection classifier's highest sentence score among the candidates"),
+    Signal("injection.flagged_share", "injection", "share",
+           "share of the candidates with a sentence that instructs the reader (stages.injection)"),
     # filter
     Signal("filter.dropped_share", "filter", "share", "share of the candidates the knowledge filter dropped"),
     # verify: responsiveness
@@ -101,6 +106,14 @@ SIGNAL_SET: tuple[Signal, ...] = (
     Signal("verify.contradiction", "verify", "flag", "the answer contradicts the evidence it cites"),
     Signal("verify.regenerated", "verify", "flag", "the answer was regenerated from its supported evidence"),
     Signal("verify.withdraw", "verify", "flag", "a check asked to withdraw the draft"),
+    # verify: the extractive reader's reading of the evidence ([reading] reader = "minilm"; absent
+    # under "rules"), beside the rules the checks decide on (ragsieve.text.readings.reader_signals)
+    Signal("reader.answer_score", "verify", "score",
+           "the extractive reader's highest answer probability among the evidence passages"),
+    Signal("reader.no_answer_top", "verify", "score",
+           "the extractive reader's no-answer probability for the best-ranked evidence passage"),
+    Signal("reader.draft_matches_reader", "verify", "flag",
+           "the draft states the reader's answer from the cited passage the reader is most sure of"),
     # decide: the signals no earlier stage leaves (computed from the draft and the earlier records)
     Signal("answer.token_prob", "decide", "score", "the answer's mean token probability under the evidence"),
     Signal("conflict.found", "decide", "flag", "the conflict stage found passages that disagree on the asked value"),

@@ -60,6 +60,8 @@ from typing import Any
 import numpy as np
 
 from ragsieve.errors import ConfigError, InputError
+from ragsieve.text.passage import document_of, same_answer, source_of
+from ragsieve.text.readings import Readings
 from ragsieve.types import SearchHit
 from ragsieve.values import Value
 
@@ -143,17 +145,14 @@ def tight_clusters(cosines: Any, tightness: float, linkage: str = "complete") ->
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def read_claims(question: str, texts: Sequence[str]) -> list[Value | None]:
+def read_claims(question: str, texts: Sequence[str], readings: Readings | None = None) -> list[Value | None]:
     """The answer each passage gives ``question`` on its own, read without a model
-    (:func:`ragsieve.conflict.passage_answer`, however firm), or ``None`` where it reads none.
-    A yes/no stance is not a claim here: any two passages on one question share one of two."""
-    from ragsieve.conflict import passage_answer
-
-    out: list[Value | None] = []
-    for text in texts:
-        answer = passage_answer(question, text)
-        out.append(None if answer.stance else answer.value)
-    return out
+    (:func:`ragsieve.text.passage.passage_answer`, however firm), or ``None`` where it reads none.
+    A yes/no stance is not a claim here: any two passages on one question share one of two.
+    ``readings``: the request's readings (:class:`ragsieve.text.readings.Readings`; a fresh set
+    when none is given)."""
+    readings = readings if readings is not None else Readings()
+    return [None if r.answer.stance else r.answer.value for r in readings.passages(question, texts)]
 
 
 def disagreeing(cosines: Any, claims: Sequence[Value | None]) -> np.ndarray:
@@ -161,8 +160,6 @@ def disagreeing(cosines: Any, claims: Sequence[Value | None]) -> np.ndarray:
     :func:`read_claims`): under complete linkage such a pair never ends in one cluster; under
     average linkage the -1 counts against the two groups joining (two large groups that agree
     everywhere else may still join)."""
-    from ragsieve.conflict import same_answer
-
     cos = np.array(cosines, dtype=np.float64)
     n = cos.shape[0]
     if len(claims) != n:
@@ -241,10 +238,8 @@ class Voice:
 
 
 def host_of(hit: SearchHit) -> str:
-    """The site a passage comes from: :func:`ragsieve.conflict.source_of` without a path
+    """The site a passage comes from: :func:`ragsieve.text.passage.source_of` without a path
     (``news.example/moon`` and ``news.example/mars`` are one host)."""
-    from ragsieve.conflict import source_of
-
     return source_of(hit).split("://", 1)[-1].split("/", 1)[0].lower()
 
 
@@ -254,12 +249,10 @@ _SERIES_NUMBERS = re.compile(r"[\d\u2010-\u2015/-]+")
 def series_of(hit: SearchHit) -> str:
     """The series a passage's document belongs to: its host with its title, numbers taken out
     ("2010 Ms. Olympia" and "2011 Ms. Olympia" on one site are one series), or its document when
-    it has no title (:func:`ragsieve.conflict.document_of`). The yearly pages of one series agree
+    it has no title (:func:`ragsieve.text.passage.document_of`). The yearly pages of one series agree
     with each other, and are written alike, as no independent sources do: the only clusters either
     rule found in the training clean sets were such pages. They count as one document towards
     ``min_members``; the same title on other hosts is another series."""
-    from ragsieve.conflict import document_of
-
     title = " ".join(_SERIES_NUMBERS.sub(" ", hit.chunk.title or "").lower().split())
     return f"{host_of(hit)}|{title}" if title else document_of(hit)
 
@@ -353,8 +346,6 @@ class VoiceGrouper:
         ``embedder`` embeds the texts); ``linked``: pairs of positions another check found to be
         copies of each other; ``question`` (or the passages' ``claims``, :func:`read_claims`)
         turns on clusters by claim (``claim_tightness``)."""
-        from ragsieve.conflict import document_of
-
         self.check()
         n = len(hits)
         if n == 0:

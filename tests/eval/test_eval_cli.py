@@ -46,12 +46,12 @@ def test_bad_arguments_give_one_clear_error(tmp_path, capsys, args, message) -> 
 
 @pytest.mark.slow
 def test_eval_on_three_demo_questions_end_to_end(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from ragsieve.demo import _resource_path, demo_corpus_dir
+    from ragsieve.demo import demo_corpus_dir, demo_data_path
     from ragsieve.index import Index
 
     index = tmp_path / "demo-index"
     Index.build(demo_corpus_dir(), index)
-    data = str(_resource_path("questions.jsonl"))
+    data = str(demo_data_path("questions.jsonl"))
     cache, plot = tmp_path / "cache.jsonl", tmp_path / "rc.png"
     args = ["eval", "--data", data, "--index", str(index), "--limit", "3", "--threads", "1", "--cache", str(cache),
             "--judge", "lexical-embedding", "--ablate", "verify", "--bootstrap", "200"]
@@ -81,9 +81,9 @@ def test_eval_on_three_demo_questions_end_to_end(tmp_path, capsys) -> None:  # t
 @pytest.mark.slow
 def test_eval_on_a_dask_scheduler_scores_what_one_process_scores(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     distributed = pytest.importorskip("dask.distributed")
-    from ragsieve.demo import _resource_path
+    from ragsieve.demo import demo_data_path
 
-    data = str(_resource_path("questions.jsonl"))
+    data = str(demo_data_path("questions.jsonl"))
     args = ["eval", "--data", data, "--only", "no-retrieval", "--judge", "none", "--limit", "3", "--threads", "1",
             "--bootstrap", "50", "--json"]
     code, _, err = run(capsys, *args, "--cache", str(tmp_path / "one.jsonl"))

@@ -234,9 +234,9 @@ def test_load_qa_names_the_bad_row(tmp_path: Path) -> None:
 
 
 def test_demo_questions_load_as_is() -> None:
-    from ragsieve.demo import _resource_path
+    from ragsieve.demo import demo_data_path
 
-    items = load_qa(_resource_path("questions.jsonl"))
+    items = load_qa(demo_data_path("questions.jsonl"))
     assert len(items) >= 40
     assert all(i.answers for i in items if i.answerable)
 

@@ -81,9 +81,9 @@ def _without_timings(rec: dict[str, Any]) -> dict[str, Any]:
 def test_shared_work_gives_every_configuration_its_answers_when_run_alone(
     tmp_path: Path, demo_index: Path, counted: dict[str, int]
 ) -> None:
-    from ragsieve.demo import _resource_path
+    from ragsieve.demo import demo_data_path
 
-    items = load_qa(Path(str(_resource_path("questions.jsonl"))), None)
+    items = load_qa(Path(str(demo_data_path("questions.jsonl"))), None)
     assert len(items) == 52
     specs = _specs(demo_index)
 

@@ -25,7 +25,7 @@ from ragsieve.filtering import (
     perplexity_ratio,
     relabel,
 )
-from ragsieve.filtering.filters import _calibrated
+from ragsieve.filtering.filters import contextual_calibration
 from ragsieve.filtering.proxy import to_uniform_prior
 from ragsieve.types import Trace
 
@@ -136,8 +136,8 @@ def test_dataset_roundtrip_and_relabel(tmp_path) -> None:
 
 # ---------------------------------------------------------------- filters
 def test_contextual_calibration() -> None:
-    assert _calibrated(0.3, 0.3) == pytest.approx(0.5)
-    assert _calibrated(0.4, 0.3) > 0.5
+    assert contextual_calibration(0.3, 0.3) == pytest.approx(0.5)
+    assert contextual_calibration(0.4, 0.3) > 0.5
 
 
 def test_direct_filter_scores_and_calibrates() -> None:

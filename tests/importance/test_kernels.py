@@ -9,7 +9,7 @@ import pytest
 
 from ragsieve.importance import kernels
 from ragsieve.importance.data import synthetic
-from ragsieve.importance.multilinear import _gradient_sums, gradients
+from ragsieve.importance.multilinear import gradients, unchecked_gradient_sums
 
 from .bruteforce import additive_topk, brute_force
 from .test_exact import VALUE_SETS, random_case, to_data
@@ -54,7 +54,7 @@ def test_item_weights_over_a_large_corpus_take_one_row_per_thread() -> None:
     want_value = kernels.position_gradients(data.offsets, data.item, data.utility, w, 10, 0.0, out, 50)
     want = np.bincount(data.item, weights=out, minlength=data.n_items)
     for n_jobs in (1, 2):
-        got, value = _gradient_sums(data, w, level="item", k=10, n_jobs=n_jobs)
+        got, value = unchecked_gradient_sums(data, w, level="item", k=10, n_jobs=n_jobs)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
         assert value == pytest.approx(want_value, rel=1e-12)
 
@@ -85,8 +85,8 @@ def test_item_gradients_read_through_the_source_equal_those_at_copied_item_weigh
     data = synthetic(60, list_len=15, n_sources=7, seed=12, utility_dtype=np.float64)
     w = np.random.default_rng(12).uniform(0.1, 0.9, 7)
     kw = dict(level="item", k=4, method=method, epsilon=0.05, n_samples=30, seed=2, n_jobs=1)
-    want, want_v = _gradient_sums(data, w[data.item_source], **kw)  # type: ignore[arg-type]
-    got, got_v = _gradient_sums(data, w, item_weights_by_source=True, **kw)  # type: ignore[arg-type]
+    want, want_v = unchecked_gradient_sums(data, w[data.item_source], **kw)  # type: ignore[arg-type]
+    got, got_v = unchecked_gradient_sums(data, w, item_weights_by_source=True, **kw)  # type: ignore[arg-type]
     np.testing.assert_array_equal(got, want)
     assert got_v == want_v or (np.isnan(got_v) and np.isnan(want_v))
 
@@ -102,8 +102,8 @@ def test_the_thread_count_does_not_change_a_bit_of_the_gradients() -> None:
     for level, n in (("source", data.n_sources), ("item", data.n_items)):
         w = rng.uniform(0.05, 0.95, n)
         for method in ("exact", "approx"):
-            one = _gradient_sums(data, w, level=level, k=7, method=method, epsilon=1e-3, n_jobs=1)  # type: ignore[arg-type]
-            two = _gradient_sums(data, w, level=level, k=7, method=method, epsilon=1e-3, n_jobs=2)  # type: ignore[arg-type]
+            one = unchecked_gradient_sums(data, w, level=level, k=7, method=method, epsilon=1e-3, n_jobs=1)  # type: ignore[arg-type]
+            two = unchecked_gradient_sums(data, w, level=level, k=7, method=method, epsilon=1e-3, n_jobs=2)  # type: ignore[arg-type]
             np.testing.assert_array_equal(two[0], one[0])
             assert two[1] == one[1]
     w = rng.uniform(0.05, 0.95, data.n_sources)

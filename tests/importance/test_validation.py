@@ -133,13 +133,13 @@ def test_gradient_sums_checks_weights() -> None:
         gradient_sums(_data(), np.full(2, 0.5), k=1, tuple_offset=-1)
 
 
-def test_the_unchecked_kernel_is_private() -> None:
+def test_the_unchecked_kernel_is_not_exported_and_matches_the_checked_one() -> None:
     import ragsieve.importance as imp
     from ragsieve.importance import multilinear
 
-    assert "_gradient_sums" not in imp.__all__ and hasattr(multilinear, "_gradient_sums")
+    assert "unchecked_gradient_sums" not in imp.__all__ and hasattr(multilinear, "unchecked_gradient_sums")
     sums, value = gradient_sums(_data(), np.full(2, 0.5), k=1)
-    want, want_v = multilinear._gradient_sums(_data(), np.full(2, 0.5), k=1)
+    want, want_v = multilinear.unchecked_gradient_sums(_data(), np.full(2, 0.5), k=1)
     np.testing.assert_array_equal(sums, want)
     assert value == want_v
 

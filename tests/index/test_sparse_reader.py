@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from tests.helpers import CORPUS
 
-from ragsieve.index.backends import BM25Scores, SparseBackend, _bm25s, _stemmer, bm25_tokenize
+from ragsieve.index.backends import BM25Scores, SparseBackend, bm25_tokenize, english_stemmer, import_bm25s
 
 QUERIES = [
     "red planet storms",
@@ -32,9 +32,9 @@ def corpus_texts() -> list[str]:
 
 
 def test_query_tokens_are_bm25s_tokens():
-    bm25s = _bm25s()
+    bm25s = import_bm25s()
     texts = [*QUERIES, *corpus_texts()[:40]]
-    expected = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False)
+    expected = bm25s.tokenize(texts, stopwords="en", stemmer=english_stemmer(), return_ids=False, show_progress=False)
     assert bm25_tokenize(texts) == [list(t) for t in expected]
 
 
@@ -50,7 +50,7 @@ def test_search_matches_bm25s(saved):
     folder, size = saved
     ours = SparseBackend.load(folder, size)
     assert isinstance(ours.retriever, BM25Scores)
-    theirs = SparseBackend(_bm25s().BM25.load(str(folder / SparseBackend.FOLDER), mmap=True), size)
+    theirs = SparseBackend(import_bm25s().BM25.load(str(folder / SparseBackend.FOLDER), mmap=True), size)
     rng = np.random.default_rng(0)
     masks = [None, rng.random(size) < 0.5, np.zeros(size, dtype=bool)]
     compared = 0
@@ -66,10 +66,11 @@ def test_search_matches_bm25s(saved):
 
 
 def test_an_index_with_another_method_is_read_by_bm25s(tmp_path):
-    bm25s = _bm25s()
+    bm25s = import_bm25s()
     texts = corpus_texts()[:20]
     retriever = bm25s.BM25(method="bm25+")
-    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False), show_progress=False)
+    tokens = bm25s.tokenize(texts, stopwords="en", stemmer=english_stemmer(), show_progress=False)
+    retriever.index(tokens, show_progress=False)
     retriever.save(str(tmp_path / SparseBackend.FOLDER))
     loaded = SparseBackend.load(tmp_path, len(texts))
     assert not isinstance(loaded.retriever, BM25Scores)

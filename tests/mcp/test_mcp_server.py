@@ -87,11 +87,12 @@ def test_stdio_tools_search_ask_and_bad_input(index: Path, chat: ChatServer, tmp
                 seen["by partition"] = await client.call_tool(
                     "search", {"query": "moon", "k": 3, "partition": "biology"}
                 )
+                seen["audit"] = await client.call_tool("audit", {})
 
     anyio.run(session)
 
     tools = seen["tools"]
-    assert set(tools) == {"ask", "search"}  # no audit tool: the library has no audit yet
+    assert set(tools) == {"ask", "search", "audit"}
     ask_in, search_in = tools["ask"].input_schema, tools["search"].input_schema
     assert ask_in["required"] == ["question"] and ask_in["properties"]["question"]["type"] == "string"
     k = next(b for b in ask_in["properties"]["k"]["anyOf"] if b.get("type") == "integer")
@@ -131,6 +132,10 @@ def test_stdio_tools_search_ask_and_bad_input(index: Path, chat: ChatServer, tmp
         seen["partition"]
     )
     assert {h["partition"] for h in seen["by partition"].structured_content["hits"]} == {"biology"}
+    audit = seen["audit"]
+    assert not audit.is_error, _text(audit)
+    assert audit.structured_content["passages"] > 0 and "findings" in audit.structured_content
+    assert _text(audit).startswith(f"{len(audit.structured_content['findings'])} findings over ")
     assert "Traceback" not in (tmp_path / "server.err").read_text()
 
 
@@ -250,7 +255,7 @@ def test_http_needs_the_api_key(http_server: str) -> None:
                 seen["ask"] = await client.call_tool("ask", {"question": "What is the Moon?", "k": 1})
 
     anyio.run(session)
-    assert sorted(seen["tools"]) == ["ask", "search"]
+    assert sorted(seen["tools"]) == ["ask", "audit", "search"]
     answer = seen["ask"].structured_content
     assert not seen["ask"].is_error and answer["outcome"] == "answered"
     # over the network no answer names where the server's files are

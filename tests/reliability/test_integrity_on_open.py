@@ -77,7 +77,7 @@ def test_each_file_is_hashed_once_per_process_and_again_once_changed(
     monkeypatch.setattr(io, "sha256_file", counting)
     directory = small_index.dir
     small_index.close()
-    io._VERIFIED.clear()
+    io.forget_verified_files()
     Index.open(directory, embedder=hash_embedder).close()
     first = len(hashed)
     assert first > 0 and any(p.endswith("dense.faiss") for p in hashed)

@@ -7,9 +7,12 @@ import json
 import re
 import threading
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ragsieve.config import PipelineConfig
 from ragsieve.errors import IndexStoreError, InputError, LLMOutputError, ModelError
@@ -62,6 +65,12 @@ class FakeIndex:
         self.source_weights = None
         self.embedder = None
         self.searches = 0
+        self.corpus_root = None
+        # one vector per chunk (its word hashes), so the corpus audit can read this index too
+        self.embeddings = np.zeros((len(self.chunks), 64), dtype=np.float32)
+        for row, chunk in enumerate(self.chunks):
+            for word in words(chunk.text):
+                self.embeddings[row, zlib.crc32(word.encode()) % 64] += 1.0
 
     def get(self, chunk_id: str) -> Chunk:
         for chunk in self.chunks:

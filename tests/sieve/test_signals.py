@@ -25,6 +25,7 @@ from ragsieve.options import UnresponsiveReason
 from ragsieve.sieve.build import StageResources, build_stages
 from ragsieve.sieve.state import PipelineState, Ref, check_wiring, preset_stages
 from ragsieve.signals import DECLARED, SIGNAL_SET, SignalKind, emitted_by
+from ragsieve.text.readings import shared_reader
 from ragsieve.types import SearchHit, Trace
 
 
@@ -188,6 +189,8 @@ def test_the_real_stages_emit_only_declared_signals_and_reach_every_one(demo_ind
     pipe = sieve(hash_index, QueueLLM("Apollo 11 landed on the Moon in July 1969 [1]."), judge)
     pipe.config = validate_config({**pipe.config.to_dict(), "stages": {"filter": {"filter": "direct"}}})
     next(s for s in pipe.stages if s.name == "filter").filter = MoonOnly()
+    # the extractive reader ([reading] reader = "minilm"): its scores ride along as reader.* signals
+    next(s for s in pipe.stages if s.name == "verify").reader = shared_reader()
     pipe.ask(MOON_Q)
 
     assert seen <= set(DECLARED)

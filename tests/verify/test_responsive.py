@@ -196,7 +196,7 @@ def test_abstention_message_names_topics_without_quoting():
     assert "resolution on the order" not in msg and len(msg) < 300
     assert "No evidence" in abstention_message("Who?", [])
     # one clean sentence, whatever the hits hold
-    from ragsieve.sentences import split_sentences
+    from ragsieve.text.sentences import split_sentences
 
     assert len(split_sentences(msg)) == 1
 

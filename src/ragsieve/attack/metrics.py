@@ -68,16 +68,13 @@ class Outcome:
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a proportion ``k / n``; ``(nan, nan)`` when ``n == 0``."""
+    """Wilson score interval of a proportion ``k / n`` (:func:`ragsieve.calibrate.wilson_interval`,
+    with its counts checked); ``(nan, nan)`` when ``n == 0``."""
+    from ragsieve.calibrate import wilson_interval
+
     if n < 0 or not 0 <= k <= max(n, 0):
         raise InputError(f"wilson needs 0 <= k <= n, got k={k}, n={n}")
-    if n == 0:
-        return (math.nan, math.nan)
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (max(0.0, c - h), min(1.0, c + h))
+    return wilson_interval(k, n, z)
 
 
 def paired_bootstrap(

@@ -43,6 +43,7 @@ import numpy as np
 from ragsieve.answers import contains_answer
 from ragsieve.errors import InputError
 from ragsieve.generate.polar import AUXILIARIES
+from ragsieve.lexicon import STOP_WORDS
 from ragsieve.sieve.poison import INTERROGATIVES
 
 __all__ = [
@@ -352,13 +353,9 @@ class LLMWriter:
 
 
 # ---------------------------------------------------------------- assertion writer
-_SUBJECT_STOP = frozenset({
-    "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "but", "as", "is",
-    "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "there", "their",
-    "they", "them", "his", "her", "do", "does", "did", "has", "have", "had", "what", "which", "who", "whom",
-    "whose", "when", "where", "why", "how", "first", "last", "name", "named", "called", "kind", "type", "year",
-    "date", "number", "one",
-})
+# What is not a question's subject: the one stop list, and the words that name the kind of answer
+# asked for ("the first name", "the type of", "the date of").
+_SUBJECT_STOP = STOP_WORDS | {"date", "first", "kind", "last", "number", "type"}
 _SUBJECT_PREPS = ("of", "for", "about", "in", "on", "by", "from", "at")
 _NAME_RUN_RE = re.compile(r"[A-Z0-9][\w'’\-]*(?:\s+(?:(?:of|the|de|van|von|da|and|&)\s+)*[A-Z0-9][\w'’\-]*)*")
 

@@ -289,6 +289,10 @@ def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+# ScopeCoE's rule keywords keep the words of the one stop list (ragsieve.lexicon.STOP_WORDS) that
+# name what is asked ("year", "name", "called"); on that list the pinned demo traces' keywords
+# change (tests/fixtures/pipeline_traces.json: "year" leaves two questions' keywords). Kept as it
+# is until that is measured; tests/test_architecture_reading.py names it as an accepted exception.
 _STOP = _wordset(
     """a an the of in on at to for from by with and or is are was were be been being which who whom whose
     what when where why how did do does that this these those it its as than then both either neither

@@ -39,6 +39,7 @@ from ragsieve.coe.config import CoEConfig, load_coe_config
 from ragsieve.coe.cover import FeatureKind
 from ragsieve.coe.features import EvidenceFeatures
 from ragsieve.errors import ConfigError, InputError
+from ragsieve.lexicon import STOP_WORDS
 from ragsieve.llm.base import LLM
 
 __all__ = [
@@ -80,9 +81,6 @@ class FeatureJudge(Protocol):
 
 
 # ---------------------------------------------------------------- lexical
-_STOP = frozenset(
-    re.findall(r"\w+", "a an the of in on at to for from by with and or is are was were be which who what")
-)
 
 
 def _norm(text: str) -> str:
@@ -106,7 +104,7 @@ def lexical_match_score(snippet: str, keyword: str, stem_prefix: int = 5) -> flo
         return 0.0
     if f" {k} " in f" {s} ":
         return 1.0
-    k_toks = [t for t in k.split() if t not in _STOP] or k.split()
+    k_toks = [t for t in k.split() if t not in STOP_WORDS] or k.split()
     s_toks = set(s.split())
     hit = sum(1 for t in k_toks if any(_same_stem(t, u, stem_prefix) for u in s_toks))
     return hit / len(k_toks)

@@ -25,13 +25,21 @@ from typing import Any
 from ragsieve.errors import ConfigError, InputError
 from ragsieve.io import read_jsonl
 
-__all__ = ["DEMO_DOMAINS", "DEMO_SHOWCASE", "demo_corpus_dir", "demo_questions", "demo_writing_requests"]
+__all__ = [
+    "DEMO_DOMAINS",
+    "DEMO_SHOWCASE",
+    "demo_corpus_dir",
+    "demo_data_path",
+    "demo_questions",
+    "demo_writing_requests",
+]
 
 DEMO_DOMAINS: tuple[str, ...] = ("physics", "chemistry", "nanoscience")
 
 
-def _resource_path(name: str) -> Path:
-    """Return a real filesystem path to a file or folder shipped in this package."""
+def demo_data_path(name: str) -> Path:
+    """A real filesystem path to a file or folder of the bundled demo data (``"questions.jsonl"``,
+    ``"corpus"``), for tools that take a path rather than the rows :func:`demo_questions` returns."""
     ref = resources.files(__name__).joinpath(name)
     path = Path(str(ref))
     if not path.exists():
@@ -44,12 +52,12 @@ def _resource_path(name: str) -> Path:
 
 def demo_corpus_dir() -> Path:
     """Folder of the bundled demo corpus; its first-level subfolders are the domains."""
-    return _resource_path("corpus")
+    return demo_data_path("corpus")
 
 
 def _read_jsonl(name: str) -> list[dict[str, Any]]:
     try:
-        return list(read_jsonl(_resource_path(name)))
+        return list(read_jsonl(demo_data_path(name)))
     except InputError as exc:
         raise ConfigError(f"bundled demo data is damaged: {exc}; reinstall ragsieve") from exc
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragsieve.answers import contains_answer, normalize_answer
-from ragsieve.lexicon import CITATION_MARKER_RE, MONTHS
+from ragsieve.lexicon import CITATION_MARKER_RE, MONTHS, NAME_OPENERS
 
 __all__ = [
     "GoldEvidenceJudge",
@@ -52,14 +52,8 @@ _NUMBER = re.compile(r"(?<![\w.])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?|(?<![\w.])[
 _NAME = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:of|the|de|van|von|da|di|del|la|le)?\s*[A-Z][\w'’-]*)*")
 _ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b", re.IGNORECASE)
 # Capitalised words that are not names when they open a sentence or stand alone.
-_FUNCTION_WORDS = {
-    "a", "an", "the", "it", "its", "this", "that", "these", "those", "he", "she", "they", "we", "i", "you",
-    "in", "on", "at", "by", "for", "from", "of", "to", "with", "as", "and", "but", "or", "so", "yes", "no",
-    "there", "here", "is", "are", "was", "were", "be", "according", "however", "also", "after", "before",
-    "during", "when", "while", "if", "because", "since", "although", "both", "each", "every", "all", "some",
-    "most", "many", "which", "what", "who", "whom", "whose", "where", "why", "how", "not", "one", "our", "their",
-    "his", "her", "my", "your", "based", "evidence", "answer", "the answer",
-}  # fmt: skip
+# (the lexicon's words that may not begin a name, and the phrase a model opens its reply with)
+_FUNCTION_WORDS = NAME_OPENERS | {"the answer"}
 
 
 def _number_value(text: str) -> float | None:

@@ -12,7 +12,6 @@ cosine to any sub-query.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
@@ -30,17 +29,13 @@ RERANK_MODES: tuple[str, ...] = ("query", "fused")
 # A search function: (query, k) -> ranked hits. Bind partitions/mode with functools.partial or a lambda.
 SearchFn = Callable[[str, int], list[SearchHit]]
 
-_SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
 def split_hypothesis(text: str, min_chars: int = 12, max_sentences: int = 4) -> list[str]:
     """Split a hypothetical answer into sentences (short fragments are merged into the previous one)."""
-    try:
-        from ragsieve.ingest import split_sentences
+    from ragsieve.ingest import split_sentences
 
-        parts = [s.strip() for s in split_sentences(text) if s.strip()]
-    except ImportError:  # pragma: no cover - ingest is part of the core package
-        parts = [s.strip() for s in _SENT_RE.split(text) if s.strip()]
+    parts = [s.strip() for s in split_sentences(text) if s.strip()]
     out: list[str] = []
     for s in parts:
         if out and len(s) < min_chars:

@@ -137,7 +137,7 @@ def _ab_to_harmless(lp_a: float, lp_b: float) -> float:
     return float(eb / (ea + eb))
 
 
-def _calibrated(p_harmless: float, p_cf: float) -> float:
+def contextual_calibration(p_harmless: float, p_cf: float) -> float:
     """Contextual calibration of a two-way distribution against the content-free one."""
     ph = p_harmless / max(p_cf, 1e-9)
     pa = (1.0 - p_harmless) / max(1.0 - p_cf, 1e-9)
@@ -186,7 +186,7 @@ class DirectFilter(_Base):
         raw = np.array([self._raw(query, c.text) for c in candidates], dtype=float)
         if self.calibration == "content-free" and len(candidates):
             p_cf = self._raw(query, CONTENT_FREE)
-            raw = np.array([_calibrated(p, p_cf) for p in raw])
+            raw = np.array([contextual_calibration(p, p_cf) for p in raw])
         return raw
 
     def to_dict(self) -> dict[str, Any]:

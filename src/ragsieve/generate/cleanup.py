@@ -13,7 +13,7 @@ rules about the shape of the reply, never about its words' topic, and says what 
   removed (what follows is then judged as what it is, a pasted passage, by
   :mod:`ragsieve.verify.responsive`);
 * leading filler (:data:`FILLER_PATTERNS`), repeated until none is left;
-* lists rewritten as prose (:func:`ragsieve.sentences.normalize_lists`);
+* lists rewritten as prose (:func:`ragsieve.text.sentences.normalize_lists`);
 * trailing citation debris: a ``Sources:``/``References:`` label before markers is dropped and
   its markers kept, unfinished markers (``[1``, ``[``) and empty brackets are removed;
 * a value the model wrote twice, glued by punctuation without a space (``1997.1997``,
@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ragsieve.lexicon import CITATION_MARKER_RE, citation_markers
-from ragsieve.sentences import first_sentence_end, normalize_lists
+from ragsieve.text.sentences import first_sentence_end, normalize_lists
 
 __all__ = [
     "FILLER_PATTERNS", "LABEL_OPEN_RE", "SECTION_LABELS", "CleanAnswer", "clean_answer", "collapse_glued_repeats",

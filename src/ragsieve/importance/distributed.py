@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 
 from ragsieve.importance.data import ValidationData
-from ragsieve.importance.multilinear import _gradient_sums
+from ragsieve.importance.multilinear import unchecked_gradient_sums
 
 
 def _partition_sums(
     part: ValidationData, weights: np.ndarray, tuple_offset: int, kwargs: dict[str, Any]
 ) -> tuple[np.ndarray, float]:
     # the partitions are slices of data validated once by the caller
-    return _gradient_sums(part, weights, tuple_offset=tuple_offset, n_jobs=1, **kwargs)
+    return unchecked_gradient_sums(part, weights, tuple_offset=tuple_offset, n_jobs=1, **kwargs)
 
 
 class DistributedGradients:

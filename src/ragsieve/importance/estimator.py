@@ -20,9 +20,9 @@ from ragsieve.importance.multilinear import (
     UTILITIES,
     Method,
     Utility,
-    _gradient_sums,
     check_gradient_args,
     montecarlo_samples,
+    unchecked_gradient_sums,
 )
 from ragsieve.io import atomic_write_json
 
@@ -153,7 +153,7 @@ class DataImportance:
                 sums, value = dist.gradient_sums(w[validation.item_source] if reference else w, **kwargs)
             else:
                 # the reference rule's items sit at their source's weight: the kernels read it there
-                sums, value = _gradient_sums(
+                sums, value = unchecked_gradient_sums(
                     validation, w, n_jobs=self.n_jobs, item_weights_by_source=reference, **kwargs
                 )
             history.append(value / n_tuples)

@@ -146,7 +146,7 @@ def _check(data: ValidationData, weights: np.ndarray, n: int, k: int) -> np.ndar
     return w
 
 
-def _gradient_sums(
+def unchecked_gradient_sums(
     data: ValidationData,
     weights: np.ndarray,
     *,
@@ -256,7 +256,7 @@ def gradient_sums(
     check_int("n_tuples_total", n_tuples_total, 1, optional=True)
     check_int("tuple_offset", tuple_offset, 0)
     check_arrays(data)
-    return _gradient_sums(
+    return unchecked_gradient_sums(
         data, weights, level=level, k=int(k), method=method, epsilon=float(epsilon), delta=float(delta),
         utility=utility, seed=int(seed), n_jobs=n_jobs, n_samples=n_samples, n_tuples_total=n_tuples_total,
         tuple_offset=int(tuple_offset),
@@ -295,7 +295,7 @@ def gradients(
         n_jobs=n_jobs, n_samples=n_samples,
     )
     check_arrays(data)
-    sums, value = _gradient_sums(
+    sums, value = unchecked_gradient_sums(
         data, weights, level=level, k=int(k), method=method, epsilon=float(epsilon), delta=float(delta),
         utility=utility, seed=int(seed), n_jobs=n_jobs, n_samples=n_samples,
     )

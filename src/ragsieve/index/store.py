@@ -60,8 +60,9 @@ ProgressFn = Callable[[str, int, int], None]
 _NOT_CHUNKING = {"follow_symlinks", "lock_timeout_s"}
 # What a chunk records beyond its text; a re-ingest of an index built with an older version
 # re-chunks every file (and re-embeds only text that changed). 2: source locations, cleaner
-# HTML/PDF text, segments (pages, sections) that chunks never cross.
-CHUNK_FORMAT = 2
+# HTML/PDF text, segments (pages, sections) that chunks never cross. 3: document tags
+# (metadata["tags"]: front matter, folders, ingest.tag_rules), what access keys grant.
+CHUNK_FORMAT = 3
 
 
 def _chunk_key(text: str) -> str:
@@ -872,12 +873,16 @@ class Index:
         retrieval: RetrievalConfig | None = None,
         query_vector: np.ndarray | None = None,
         prune_threshold: float | None = None,
+        *,
+        allowed: np.ndarray | None = None,
     ) -> list[SearchHit]:
         """Top-``k`` chunks for ``query``.
 
         ``domains`` restricts the search to those partitions (``None``: the global index);
         ``where`` filters on metadata; ``prune_threshold`` drops chunks whose source weight
-        (from ``source_weights.json``) is below it.
+        (from ``source_weights.json``) is below it; ``allowed`` (a boolean mask over the
+        chunks, :class:`ragsieve.index.access.ScopedIndex`'s reader grants) is applied inside
+        each retriever, so the ``k`` hits are ``k`` allowed ones.
         """
         retrieval = retrieval or RetrievalConfig()
         self.check_embedder()
@@ -897,6 +902,10 @@ class Index:
         if prune_threshold is not None and self.source_weights:
             pm = self._source_mask(prune_threshold)
             mask = pm if mask is None else mask & pm
+        if allowed is not None:
+            if allowed.shape != (len(self.chunks),):
+                raise InputError(f"the allowed mask covers {allowed.shape} rows, the index {len(self.chunks)}")
+            mask = allowed if mask is None else mask & allowed
 
         parts = (
             [self._global_partition()] if not domains else [self._domain_partition(d) for d in dict.fromkeys(domains)]

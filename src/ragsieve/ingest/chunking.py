@@ -1,7 +1,9 @@
-"""Sentence splitting and sentence-aware chunking (pure functions).
+"""Sentence-aware chunking (pure functions).
 
-Token counts are approximate: a token is a word or a punctuation mark (regex ``\\w+|[^\\w\\s]``),
-which tracks subword counts of English text within a small factor and costs nothing.
+Sentences come from the one sentence splitter (:func:`ragsieve.text.sentences.split_sentences`,
+lists kept as written so a chunk holds the source's own words). Token counts are approximate: a
+token is a word or a punctuation mark (regex ``\\w+|[^\\w\\s]``), which tracks subword counts of
+English text within a small factor and costs nothing.
 """
 
 from __future__ import annotations
@@ -9,15 +11,15 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ragsieve.text.sentences import split_sentences as _split_text
+from ragsieve.text.sentences import split_sentences_regex as split_sentences
+
+# ``split_sentences`` here (and ``ragsieve.ingest.split_sentences``) is the relevance evaluator's
+# frozen splitter (:func:`ragsieve.text.sentences.split_sentences_regex`), which its features and
+# the index's stored sentence vectors are computed with; chunks are cut with the one splitter.
+__all__ = ["TextChunk", "chunk_text", "count_tokens", "split_sentences"]
+
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
-# A sentence ends at . ! ? (optionally followed by closing quotes/brackets) and whitespace,
-# unless the word before the period is a common abbreviation, an initial or a number.
-_ABBREVIATIONS = {
-    "e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "st", "fig", "eq", "no", "vol",
-    "approx", "ca", "cf", "al", "jr", "sr", "inc", "ltd", "co", "jan", "feb", "mar", "apr", "jun",
-    "jul", "aug", "sep", "sept", "oct", "nov", "dec", "u.s", "u.k", "ph.d", "a.m", "p.m",
-}
-_BOUNDARY_RE = re.compile(r"([.!?]+[\"')\]]*)(\s+)(?=[\"'(\[]?[A-Z0-9])")
 
 
 class TextChunk(NamedTuple):
@@ -32,30 +34,6 @@ class TextChunk(NamedTuple):
 
 def count_tokens(text: str) -> int:
     return len(_TOKEN_RE.findall(text))
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split text into sentences; paragraph breaks always end a sentence."""
-    sentences: list[str] = []
-    for paragraph in re.split(r"\n\s*\n", text):
-        paragraph = " ".join(paragraph.split())
-        if not paragraph:
-            continue
-        start = 0
-        for match in _BOUNDARY_RE.finditer(paragraph):
-            end = match.end(1)
-            candidate = paragraph[start:end]
-            last_word = candidate[:-1].rsplit(" ", 1)[-1].lower().rstrip(".")
-            if match.group(1).startswith(".") and (
-                last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha())
-            ):
-                continue
-            sentences.append(candidate.strip())
-            start = match.end()
-        tail = paragraph[start:].strip()
-        if tail:
-            sentences.append(tail)
-    return sentences
 
 
 class _Locator:
@@ -96,7 +74,7 @@ def chunk_text(
     """
     if max_tokens < 1:
         raise ValueError("max_tokens must be at least 1")
-    sentences = split_sentences(text)
+    sentences = _split_text(text, rewrite_lists=False)
     locate = _Locator(text)
     pieces: list[tuple[str, int, int, int]] = []  # (text, tokens, start, end)
     for sentence in sentences:

@@ -206,6 +206,57 @@ def _domain_for(rel: str, record: dict[str, Any] | None, config: IngestConfig) -
     return DEFAULT_DOMAIN
 
 
+_FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+def front_matter_tags(text: str) -> list[str]:
+    """The ``tags:`` of a Markdown/text file's YAML front matter (a list, or one text with
+    commas); none when the file has no front matter or it is not a YAML mapping."""
+    import yaml
+
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return []
+    try:
+        data = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        return []
+    raw = data.get("tags") if isinstance(data, dict) else None
+    if isinstance(raw, str):
+        raw = raw.split(",")
+    if not isinstance(raw, list):
+        return []
+    return [str(t).strip() for t in raw if isinstance(t, str | int | float) and str(t).strip()]
+
+
+def document_tags(rel: str, config: IngestConfig, own: list[str] | None = None) -> list[str]:
+    """A document's tags: ``own`` (front matter, a record's ``tags`` field), then each folder of
+    ``rel`` (``hr/policies/x.md``: ``hr``, ``hr/policies``) when ``ingest.folder_tags`` is on,
+    then the tags of every ``ingest.tag_rules`` glob ``rel`` matches; first occurrence kept."""
+    tags = list(own or [])
+    if config.folder_tags:
+        parts = rel.split("/")[:-1]
+        tags.extend("/".join(parts[: i + 1]) for i in range(len(parts)))
+    for pattern, rule_tags in config.tag_rules.items():
+        if fnmatch.fnmatchcase(rel, pattern):
+            tags.extend(rule_tags)
+    return list(dict.fromkeys(t.strip() for t in tags if t.strip()))
+
+
+def _record_tags(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [t for t in value.split(",") if t.strip()]
+    if isinstance(value, list):
+        return [str(t) for t in value if isinstance(t, str | int | float)]
+    return []
+
+
+def _with_tags(metadata: dict[str, Any], tags: list[str]) -> dict[str, Any]:
+    if tags:  # untagged documents keep the metadata they had before tags existed
+        return {**metadata, "tags": tags}
+    return {k: v for k, v in metadata.items() if k != "tags"}
+
+
 def _title_from_markdown(text: str, fallback: str) -> str:
     for line in text.splitlines():
         line = line.strip()
@@ -290,7 +341,7 @@ def _load_records(
             domain=domain,
             title=str(row.get(config.title_field) or ""),
             path=rel,
-            metadata=metadata,
+            metadata=_with_tags(metadata, document_tags(rel, config, _record_tags(metadata.get("tags")))),
             url=record_url(row),
         )
     for entry in bad:
@@ -532,6 +583,7 @@ def load_file(
         return list(_load_records(path, rel, config, warnings))
     stem = rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     segments: list[Segment] = []
+    own_tags: list[str] = []
     if suffix == ".pdf":
         segments = _load_pdf(path)
         text, title = "\n\n".join(seg.text for seg in segments), stem
@@ -540,10 +592,12 @@ def load_file(
         title = title or stem
     elif suffix in {".md", ".markdown"}:
         raw = _read_text(path)
+        own_tags = front_matter_tags(raw)
         title = _title_from_markdown(raw, stem)
         text, segments = markdown_sections(raw)
     else:
         text, title = _read_text(path), stem
+        own_tags = front_matter_tags(text)
     if not text.strip():
         raise _SkipFile("no text could be extracted")
     return [
@@ -554,6 +608,7 @@ def load_file(
             domain=_domain_for(rel, None, config),
             title=title,
             path=rel,
+            metadata=_with_tags({}, document_tags(rel, config, own_tags)),
             segments=[seg for seg in segments if seg.text.strip()],
         )
     ]

@@ -9,7 +9,16 @@ from pathlib import Path
 import typer
 
 from ragsieve.console import INDEX_HELP
-from ragsieve.serve.cli import API_KEY_ENV, check_port, host_allow_list, open_engine, read_api_key, refuse_open_bind
+from ragsieve.serve.cli import (
+    API_KEY_ENV,
+    KEYS_FILE_HELP,
+    check_port,
+    host_allow_list,
+    key_ring,
+    open_engine,
+    read_api_key,
+    refuse_open_bind,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +39,7 @@ def mcp_command(
     api_key_file: Path | None = typer.Option(
         None, "--api-key-file", help=f"File holding the API key (--http; else ${API_KEY_ENV})."
     ),
+    keys_file: Path | None = typer.Option(None, "--keys-file", metavar="FILE", help="--http: " + KEYS_FILE_HELP),
     allowed_host: list[str] = typer.Option(
         [], "--allowed-host",
         help="Extra Host name to answer to (--http, repeatable); loopback binds answer only to the bound address, "
@@ -45,8 +55,11 @@ def mcp_command(
     from ragsieve.mcp.server import MCP_PATH, build_server, http_app
 
     key = read_api_key(api_key_file) if http else None
+    if keys_file is not None and not http:
+        raise typer.BadParameter("--keys-file is for --http; over stdio the client that starts the server reads all")
     if http:
-        refuse_open_bind(host, key, "the MCP server")
+        refuse_open_bind(host, key, "the MCP server", keys_file)
+    keys = key_ring(key, keys_file) if http else None
     engine = open_engine(config, index, pipeline, model, threads, llm_url)
     server = build_server(engine, local=not http, deadline_s=deadline)
     logger.setLevel(min(logger.getEffectiveLevel(), logging.INFO))
@@ -60,7 +73,7 @@ def mcp_command(
     uvicorn = require("uvicorn", "mcp", "`ragsieve mcp --http`")
     from ragsieve.serve.server import ConnectionLimits, uvicorn_config
 
-    application = http_app(server, api_key=key, allowed_hosts=host_allow_list(host, allowed_host))
+    application = http_app(server, api_key=keys, allowed_hosts=host_allow_list(host, allowed_host))
     url_host = f"[{host}]" if ":" in host else host
     logger.info("ragsieve MCP server for %s on http://%s:%d%s", index, url_host, port, MCP_PATH)
     uvicorn.Server(

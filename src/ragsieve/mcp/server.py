@@ -33,15 +33,17 @@ from ragsieve.extras import require
 require("mcp", "mcp", "the ragsieve MCP server")
 
 import anyio.to_thread  # noqa: E402 - after the extra's check
-from mcp.server.mcpserver import MCPServer  # noqa: E402
+from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 from mcp.server.transport_security import TransportSecuritySettings  # noqa: E402
 from mcp.types import CallToolResult, TextContent, ToolAnnotations  # noqa: E402
 
 from ragsieve.citations import Citation, citation_uri  # noqa: E402
 from ragsieve.errors import RagsieveError  # noqa: E402
+from ragsieve.index.access import Access  # noqa: E402
 from ragsieve.serve.engine import Engine, without_paths  # noqa: E402
-from ragsieve.serve.guard import API_KEY_MISSING, api_key_matches  # noqa: E402
+from ragsieve.serve.guard import API_KEY_MISSING  # noqa: E402
+from ragsieve.serve.keys import KeyRing, record_access, request_access  # noqa: E402
 from ragsieve.serve.schemas import MAX_K, MAX_TEXT_CHARS  # noqa: E402
 
 if TYPE_CHECKING:
@@ -196,14 +198,16 @@ class Tools:
                 "pass one of them, 'auto' (the router picks) or 'all', or leave partition out"
             )
 
-    def ask(self, question: str, k: int | None, partition: str | None) -> dict[str, Any]:
+    def ask(
+        self, question: str, k: int | None, partition: str | None, access: Access | None = None
+    ) -> dict[str, Any]:
         from ragsieve.cancel import time_limit
         from ragsieve.http import question_deadline
 
         self.check_partition(partition)
         fix = "ask a narrower question, or start the server with a larger --deadline"
         with self._llm_lock, time_limit(self.deadline_s, "the question", fix), question_deadline(self.deadline_s):
-            return self.engine.ask(question, k=k, route=partition)
+            return self.engine.ask(question, k=k, route=partition, access=access)
 
     def ask_result(self, answer: dict[str, Any]) -> AskResult:
         view = answer.get("presentation") or {}
@@ -242,11 +246,11 @@ class Tools:
             index_generation=answer.get("index_generation"),
         )
 
-    def search(self, query: str, k: int, partition: str | None) -> SearchResult:
+    def search(self, query: str, k: int, partition: str | None, access: Access | None = None) -> SearchResult:
         from ragsieve.present import relative_scores
 
         self.check_partition(partition)
-        out = self.engine.search(query, k=k, route=partition)
+        out = self.engine.search(query, k=k, route=partition, access=access)
         hits = out.get("hits") or []
         root = self._root()
         scaled = relative_scores(hits)
@@ -321,7 +325,7 @@ SearchK = Annotated[int, Field(ge=1, le=MAX_K, description="How many passages to
 
 
 def build_server(engine: Engine, *, local: bool = True, deadline_s: float = DEFAULT_DEADLINE_S) -> MCPServer[Any]:
-    """An MCP server with the ``ask`` and ``search`` tools over ``engine``.
+    """An MCP server with the ``ask``, ``search`` and ``audit`` tools over ``engine``.
 
     ``local`` (stdio): answers may carry ``file://`` links to the sources; set it False for a
     server reached over the network, whose answers then name no file-system path."""
@@ -341,11 +345,24 @@ def build_server(engine: Engine, *, local: bool = True, deadline_s: float = DEFA
     def failed(exc: RagsieveError) -> ToolError:
         return ToolError(tools._message(exc))
 
-    async def ask(question: QuestionArg, k: AskK = None, partition: PartitionArg = None) -> Annotated[
-        CallToolResult, AskResult
-    ]:
+    def access_of(ctx: Context) -> Access:
+        # stdio: the client started this process and reads everything; over HTTP, the grants the
+        # key check recorded on the request that carried this call (none when it recorded none).
+        if local:
+            return Access.all(name="stdio")
         try:
-            answer = await anyio.to_thread.run_sync(tools.ask, question, k, partition)
+            request = ctx.request_context.request
+        except ValueError:
+            request = None
+        scope = getattr(request, "scope", None)
+        return request_access(scope) if isinstance(scope, dict) else Access()
+
+    async def ask(
+        ctx: Context, question: QuestionArg, k: AskK = None, partition: PartitionArg = None
+    ) -> Annotated[CallToolResult, AskResult]:
+        access = access_of(ctx)
+        try:
+            answer = await anyio.to_thread.run_sync(tools.ask, question, k, partition, access)
         except RagsieveError as exc:
             raise failed(exc) from exc
         result = tools.ask_result(answer)
@@ -354,11 +371,12 @@ def build_server(engine: Engine, *, local: bool = True, deadline_s: float = DEFA
             structured_content=result.model_dump(mode="json"),
         )
 
-    async def search(query: QueryArg, k: SearchK = 5, partition: PartitionArg = None) -> Annotated[
-        CallToolResult, SearchResult
-    ]:
+    async def search(
+        ctx: Context, query: QueryArg, k: SearchK = 5, partition: PartitionArg = None
+    ) -> Annotated[CallToolResult, SearchResult]:
+        access = access_of(ctx)
         try:
-            result = await anyio.to_thread.run_sync(tools.search, query, k, partition)
+            result = await anyio.to_thread.run_sync(tools.search, query, k, partition, access)
         except RagsieveError as exc:
             raise failed(exc) from exc
         return CallToolResult(
@@ -366,6 +384,24 @@ def build_server(engine: Engine, *, local: bool = True, deadline_s: float = DEFA
             structured_content=result.model_dump(mode="json"),
         )
 
+    async def audit(ctx: Context) -> CallToolResult:
+        access = access_of(ctx)
+        try:
+            report = await anyio.to_thread.run_sync(lambda: engine.audit(access=access))
+        except RagsieveError as exc:
+            raise failed(exc) from exc
+        return CallToolResult(
+            content=[TextContent(type="text", text=audit_text(report))], structured_content=report,
+        )
+
+    server.add_tool(
+        audit, name="audit", title="Audit the documents",
+        description="Corpus-level problems in the indexed documents the caller may read: mirrors (copies of "
+        "another document), coordinated voices (near-identical passages across documents or hosts) and "
+        "conflicting documents (different values for the same fact), each with its documents, sentences and "
+        "a 0-1 score. No model runs; computed once per index version.",
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
     server.add_tool(
         ask, name="ask", title="Ask the documents (checked answer)",
         description="Answer a question from the indexed documents. Every answer is checked against the passages it "
@@ -382,6 +418,17 @@ def build_server(engine: Engine, *, local: bool = True, deadline_s: float = DEFA
     return server
 
 
+def audit_text(report: dict[str, Any], top: int = 20) -> str:
+    """The audit as a few lines for a model to read: counts, then the strongest findings."""
+    findings = report.get("findings") or []
+    counts = ", ".join(f"{kind}: {n}" for kind, n in (report.get("counts") or {}).items())
+    lines = [f"{len(findings)} findings over {report.get('passages', 0)} passages ({counts})."]
+    for f in sorted(findings, key=lambda f: -float(f.get("score") or 0.0))[:top]:
+        docs = ", ".join(str(d) for d in f.get("documents") or [])
+        lines.append(f"- {f.get('kind')} ({float(f.get('score') or 0.0):.2f}): {docs}: {f.get('evidence', '')}")
+    return "\n".join(lines)
+
+
 def _partitions(engine: Engine) -> list[str]:
     try:
         return [str(d) for d in getattr(engine.snapshot().index, "domains", None) or []]
@@ -391,15 +438,22 @@ def _partitions(engine: Engine) -> list[str]:
 
 # ---------------------------------------------------------------------- HTTP
 class ApiKeyMiddleware:
-    """401 for a request without the API key, sent as ``ragsieve serve`` takes it
-    (``Authorization: Bearer KEY`` or ``X-API-Key: KEY``), compared in constant time."""
+    """401 for a request without a key the server accepts, sent as ``ragsieve serve`` takes it
+    (``Authorization: Bearer KEY`` or ``X-API-Key: KEY``); the key's grants go with the request,
+    and the tools read only what they allow. ``key``: one all-access key, or a :class:`KeyRing`
+    (``--keys-file``)."""
 
-    def __init__(self, app: ASGIApp, key: str) -> None:
+    def __init__(self, app: ASGIApp, key: str | KeyRing) -> None:
         self.app = app
-        self.key = key.encode("utf-8")
+        self.keys = key if isinstance(key, KeyRing) else KeyRing(api_key=key)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or api_key_matches(scope, self.key):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        access = self.keys.access_for(scope)
+        if access is not None:
+            record_access(scope, access)
             await self.app(scope, receive, send)
             return
         import json
@@ -432,13 +486,14 @@ def _transport_security(allowed_hosts: Iterable[str] | None) -> TransportSecurit
 def http_app(
     server: MCPServer[Any],
     *,
-    api_key: str | None,
+    api_key: str | KeyRing | None,
     allowed_hosts: frozenset[str] | None,
     max_body_bytes: int = 4 * 1024 * 1024,
     body_timeout_s: float = 30.0,
 ) -> ASGIApp:
-    """The streamable HTTP app at ``/mcp`` behind the guards of ``ragsieve serve``: API key (None:
-    no key check, loopback only, as the command enforces), Host allow-list (None: any Host), body
+    """The streamable HTTP app at ``/mcp`` behind the guards of ``ragsieve serve``: API key or
+    keys (None: no key check, every caller reads everything, loopback only, as the command
+    enforces), Host allow-list (None: any Host), body
     limit and read timeout, security headers."""
     from ragsieve.serve.guard import BodyLimitMiddleware, HostAllowListMiddleware, SecurityHeadersMiddleware
 
@@ -447,8 +502,8 @@ def http_app(
         max_request_body_size=max_body_bytes,
     )
     app = BodyLimitMiddleware(app, max_body_bytes, body_timeout_s)
-    if api_key:
-        app = ApiKeyMiddleware(app, api_key)
+    # Without a key every caller reads everything; the grants still go with each request.
+    app = ApiKeyMiddleware(app, api_key or KeyRing())
     if allowed_hosts is not None:
         app = HostAllowListMiddleware(app, allowed_hosts)
     return SecurityHeadersMiddleware(app)

@@ -27,7 +27,7 @@ require("fastapi", "serve", "the ragsieve HTTP service")
 
 import anyio
 import anyio.to_thread
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel
@@ -37,15 +37,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragsieve.cancel import GenerationCancelledError
 from ragsieve.errors import ConfigError, IndexStoreError, InputError, LLMOutputError, ModelError, RagsieveError
+from ragsieve.index.access import Access
 from ragsieve.serve.engine import DEFAULT_MODEL_NAME, PIPELINE_NAMES, Engine, without_paths
 from ragsieve.serve.guard import (
     API_KEY_MISSING,
     BodyLimitMiddleware,
     HostAllowListMiddleware,
     SecurityHeadersMiddleware,
-    api_key_matches,
     page_csp,
 )
+from ragsieve.serve.keys import KeyRing, record_access, request_access
 from ragsieve.serve.metrics import ServiceMetrics
 from ragsieve.serve.page import render_page
 from ragsieve.serve.queue import ClientGoneError, DeadlineExceededError, LLMQueue, QueueFullError
@@ -99,9 +100,11 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 class ServeSettings:
     """Service knobs (``ragsieve serve`` flags).
 
-    ``api_key`` None disables the key check (allowed on loopback only, enforced by the CLI)."""
+    ``api_key`` None disables the key check (allowed on loopback only, enforced by the CLI);
+    ``keys`` (``--keys-file``) holds per-key grants and takes ``api_key`` as its all-access key."""
 
     api_key: str | None = None
+    keys: KeyRing | None = None
     queue_size: int = 16
     deadline_s: float = 120.0
     warm_up: bool = True
@@ -155,16 +158,34 @@ def error_for(exc: RagsieveError) -> tuple[int, str, dict[str, str]]:
 
 
 # ---------------------------------------------------------------------- middleware
+KEYS_FILE_NOT_TAKEN = (
+    "the keys file was changed but could not be read; the keys read before stay in force (the server's log says "
+    "what is wrong with the file)"
+)
+
+
+def key_ring(settings: ServeSettings) -> KeyRing:
+    """The settings' keys: the keys file's ring, else one holding only ``api_key``."""
+    if settings.keys is None:
+        settings.keys = KeyRing(api_key=settings.api_key)
+    return settings.keys
+
+
 class _GuardMiddleware:
-    """API-key check and request metrics, as plain ASGI so streaming responses pass untouched."""
+    """API-key check and request metrics, as plain ASGI so streaming responses pass untouched.
+    The key's grants go with the request (:func:`ragsieve.serve.keys.record_access`)."""
 
     def __init__(self, app: ASGIApp, settings: ServeSettings, metrics: ServiceMetrics) -> None:
         self.app = app
-        self.key = settings.api_key.encode("utf-8") if settings.api_key else None
+        self.keys = key_ring(settings)
         self.metrics = metrics
 
     def _authorised(self, scope: Scope) -> bool:
-        return self.key is None or scope["path"] in PUBLIC_PATHS or api_key_matches(scope, self.key)
+        access = self.keys.access_for(scope)
+        if access is not None:
+            record_access(scope, access)
+            return True
+        return scope["path"] in PUBLIC_PATHS
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -467,7 +488,8 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
 
     async def run_ask(request: Request, question: str, **options: Any) -> dict[str, Any]:
         engine.chosen_pipeline(options.get("pipeline"))  # fail fast, before queueing
-        answer: dict[str, Any] = await on_llm(request, lambda: engine.ask(question, **options))
+        access = request_access(request.scope)
+        answer: dict[str, Any] = await on_llm(request, lambda: engine.ask(question, access=access, **options))
         metrics.observe_trace(answer.get("trace") or {})
         return answer
 
@@ -503,7 +525,10 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
         def put(event: dict[str, Any]) -> None:
             loop.call_soon_threadsafe(events.put_nowait, event)
 
-        job = asyncio.ensure_future(on_llm(request, lambda: engine.ask(question, on_event=put, **options)))
+        access = request_access(request.scope)
+        job = asyncio.ensure_future(
+            on_llm(request, lambda: engine.ask(question, on_event=put, access=access, **options))
+        )
         try:
             first = await next_event(events, job)
         except BaseException:
@@ -535,8 +560,12 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
     async def health() -> dict[str, Any]:
         """Liveness, the index generation being served and whether the model is loaded
         (``/health`` is the same, for probes that expect that path)."""
+        report = engine.health(llm_stuck=queue.stuck())
+        if key_ring(settings).problem and report.get("problem") is None:
+            # Public: the problem's details (key names, lines) are in the server's log only.
+            report.update(status="degraded", problem=KEYS_FILE_NOT_TAKEN)
         return {
-            **engine.health(llm_stuck=queue.stuck()), "queue_depth": queue.depth, "queue_capacity": queue.capacity,
+            **report, "queue_depth": queue.depth, "queue_capacity": queue.capacity,
             "connections": connections.summary(),
         }
 
@@ -551,6 +580,16 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
         """The model names the chat endpoint accepts (OpenAI's model list)."""
         names = [DEFAULT_MODEL_NAME, *PIPELINE_NAMES]
         return {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "ragsieve"} for n in names]}
+
+    @app.get("/v1/audit", responses=_ERROR_RESPONSES, tags=["library"])
+    async def audit(
+        request: Request,
+        check: list[str] | None = Query(None, description="finding kinds to look for (default: the label-free ones)"),
+    ) -> dict[str, Any]:
+        """The corpus audit of the passages the caller may read: the same JSON as ``ragsieve audit
+        --json`` (computed once per index generation and caller scope, then served from memory)."""
+        result: dict[str, Any] = await in_threadpool(engine.audit, checks=check, access=request_access(request.scope))
+        return result
 
     @app.post("/v1/ask", response_model=AskResponse, responses=_ERROR_RESPONSES, tags=["library"])
     async def ask(body: AskRequest, request: Request) -> Response:
@@ -591,10 +630,11 @@ def create_app(engine: Engine, settings: ServeSettings | None = None) -> FastAPI
         )
 
     @app.post("/v1/search", response_model=SearchResponse, responses=_ERROR_RESPONSES, tags=["library"])
-    async def search(body: SearchRequest) -> Response:
+    async def search(body: SearchRequest, request: Request) -> Response:
         """Rank chunks for a query with each retriever's score (runs in parallel with other searches)."""
         result: dict[str, Any] = await in_threadpool(
-            engine.search, query=body.query, k=body.k, mode=body.mode, route=body.route, where=body.where
+            engine.search, query=body.query, k=body.k, mode=body.mode, route=body.route, where=body.where,
+            access=request_access(request.scope),
         )
         metrics.observe_trace(result["trace"])
         return fast_json(SearchResponse, result)
@@ -762,9 +802,11 @@ def add_passage_route(app: FastAPI, engine: Engine, in_threadpool: Callable[...,
     """``GET /v1/passages/{chunk_id}``: the cited passage (guarded like every data route: API key,
     Host allow-list, read from the snapshot being served)."""
 
-    def lookup(chunk_id: str, local: bool) -> dict[str, Any]:
+    def lookup(chunk_id: str, local: bool, access: Access) -> dict[str, Any]:
         with engine.using() as snap:
-            return {**passage_of(snap.index, chunk_id, local), "index_generation": snap.generation}
+            # A passage the key may not read is not found, exactly as an id the index lacks.
+            index = engine.scoped_index(snap, access)
+            return {**passage_of(index, chunk_id, local), "index_generation": snap.generation}
 
     @app.get(
         PASSAGES_PATH + "/{chunk_id:path}", response_model=PassageResponse,
@@ -774,5 +816,7 @@ def add_passage_route(app: FastAPI, engine: Engine, in_threadpool: Callable[...,
         """The text and source location of one passage by chunk id (a citation's target), with a
         link that opens its source: the record's http(s) address, or a ``file://`` link to the
         indexed file for a client on this machine."""
-        result: dict[str, Any] = await in_threadpool(lookup, chunk_id=chunk_id, local=_is_local_client(request))
+        result: dict[str, Any] = await in_threadpool(
+            lookup, chunk_id=chunk_id, local=_is_local_client(request), access=request_access(request.scope)
+        )
         return fast_json(PassageResponse, result)

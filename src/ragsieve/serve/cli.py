@@ -17,6 +17,7 @@ from ragsieve.errors import ConfigError
 
 if TYPE_CHECKING:
     from ragsieve.serve.engine import Engine
+    from ragsieve.serve.keys import KeyRing
 
 logger = logging.getLogger(__name__)
 
@@ -55,14 +56,27 @@ def read_api_key(key_file: Path | None, env: str = API_KEY_ENV) -> str | None:
     return key or None
 
 
-def refuse_open_bind(host: str, key: str | None, what: str) -> None:
+def refuse_open_bind(host: str, key: str | None, what: str, keys_file: Path | None = None) -> None:
     """A :class:`ConfigError` when ``host`` accepts connections from other machines and no API
     key is set: ``what`` ("the service", "the MCP server") would answer anyone who can reach it."""
-    if not is_loopback(host) and key is None:
+    if not is_loopback(host) and key is None and keys_file is None:
         raise ConfigError(
             f"binding {host} exposes {what} beyond this machine; set an API key "
-            f"(${API_KEY_ENV} or --api-key-file FILE) or bind 127.0.0.1"
+            f"(${API_KEY_ENV}, --api-key-file FILE or --keys-file FILE) or bind 127.0.0.1"
         )
+
+
+KEYS_FILE_HELP = (
+    "TOML file of API keys, each with the partitions, document tags and paths it may read (or all = true); "
+    "re-read when it changes (docs/sharing.md). The --api-key-file / $" + API_KEY_ENV + " key stays an all-access key."
+)
+
+
+def key_ring(api_key: str | None, keys_file: Path | None) -> KeyRing:
+    """The keys a command accepts; a bad keys file fails here, before a port opens."""
+    from ragsieve.serve.keys import KeyRing
+
+    return KeyRing(api_key=api_key, keys_file=keys_file)
 
 
 def open_engine(
@@ -118,6 +132,7 @@ def serve(
     api_key_file: Path | None = typer.Option(
         None, "--api-key-file", help=f"File holding the API key (else ${API_KEY_ENV})."
     ),
+    keys_file: Path | None = typer.Option(None, "--keys-file", metavar="FILE", help=KEYS_FILE_HELP),
     queue_size: int = typer.Option(16, "--queue-size", min=1, help="Requests allowed to wait for the LLM (then 429)."),
     deadline: float = typer.Option(120.0, "--deadline", min=0.1, help="Per-request deadline in seconds (then 504)."),
     llm_url: str | None = typer.Option(None, "--llm-url", help="Use an OpenAI-compatible LLM server."),
@@ -165,10 +180,11 @@ def serve(
     from ragsieve.serve.server import ConnectionLimits, uvicorn_config
 
     key = read_api_key(api_key_file)
-    refuse_open_bind(host, key, "the service")
+    refuse_open_bind(host, key, "the service", keys_file)
+    keys = key_ring(key, keys_file)
     engine = open_engine(config, index, pipeline, model, threads, llm_url, allow_link_host)
     settings = ServeSettings(
-        api_key=key, queue_size=queue_size, deadline_s=deadline, max_body_bytes=max_body_bytes,
+        api_key=key, keys=keys, queue_size=queue_size, deadline_s=deadline, max_body_bytes=max_body_bytes,
         body_timeout_s=body_timeout, allowed_hosts=host_allow_list(host, allowed_host),
     )
     application = create_app(engine, settings)

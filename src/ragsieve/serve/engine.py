@@ -17,7 +17,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -25,6 +25,7 @@ from typing import Any, get_args
 from ragsieve.citations import evidence_documents, inert_links
 from ragsieve.config import PipelineConfig, PipelineName, apply_overrides
 from ragsieve.errors import ConfigError, DamagedFileError, IndexStoreError, InputError, check_question
+from ragsieve.index.access import Access, scoped, searchable_index
 from ragsieve.present import present_answer
 
 logger = logging.getLogger(__name__)
@@ -103,6 +104,11 @@ class Snapshot:
     generation: str | None
     signature: IndexSignature | None
     pipelines: dict[str, Any] = field(default_factory=dict)
+    # The index as each reader scope sees it (ragsieve.index.access.ScopedIndex), by scope key.
+    views: dict[str, Any] = field(default_factory=dict)
+    # Corpus audits of this snapshot, by reader scope and checks (an audit reads the whole
+    # index, so one per scope and generation is computed and then served from here).
+    audits: dict[tuple[str, tuple[str, ...]], Any] = field(default_factory=dict)
     # Requests using this snapshot; a replaced snapshot is closed when the last one finishes,
     # so its generation's reader lease is released and the next writer may remove it.
     users: int = 0
@@ -304,8 +310,25 @@ class Engine:
             )
         return requested
 
-    def _pipeline(self, snap: Snapshot, name: str) -> Any:
-        pipe = snap.pipelines.get(name)
+    def scoped_index(self, snap: Snapshot, access: Access | None) -> Any:
+        """``snap``'s index as a reader with ``access`` sees it (the index itself for all-access):
+        every search, lookup and chunk list through it holds only passages the reader may read."""
+        if access is None or access.everything:
+            return snap.index
+        key = access.scope_key
+        with self._users_lock:
+            view = snap.views.get(key)
+            if view is None:
+                view = snap.views[key] = scoped(snap.index, access)
+        return view
+
+    def _pipeline(self, snap: Snapshot, name: str, access: Access | None = None) -> Any:
+        """The pipeline ``name`` over ``snap``, one per reader scope: a scoped reader's pipeline
+        (every stage of it) holds the index as that reader sees it, so nothing it retrieves,
+        re-retrieves or looks up can be a passage the reader may not read."""
+        index = self.scoped_index(snap, access)
+        key = name if index is snap.index else f"{name}\0{access.scope_key if access else ''}"
+        pipe = snap.pipelines.get(key)
         if pipe is None:
             if self._pipeline_factory is None:
                 from ragsieve.sieve.pipeline import build_pipeline
@@ -314,17 +337,24 @@ class Engine:
             else:
                 factory = self._pipeline_factory
             pipe = factory(apply_overrides(self.config, {"pipeline": name}))
+            if index is not snap.index and not hasattr(pipe, "index"):
+                # It would open the whole index itself: a scoped reader must not get such a pipeline.
+                raise ConfigError(
+                    f"pipeline {name} takes no index, so it cannot be limited to what a key may read; "
+                    "give this key all = true or serve a pipeline that takes the engine's index"
+                )
             # Share the open index and the loaded model instead of each pipeline loading its own.
-            for attr, value in (("index", snap.index), ("llm", self._ready_llm())):
+            for attr, value in (("index", index), ("llm", self._ready_llm())):
                 if hasattr(pipe, attr):
                     setattr(pipe, attr, value)
-            snap.pipelines[name] = pipe
+            snap.pipelines[key] = pipe
         return pipe
 
     @staticmethod
     def _check_route(snap: Snapshot, route: str | None) -> None:
         """An unknown domain in a request's ``route`` field, in the request's own terms (the
-        library's message names the command line's ``--route``)."""
+        library's message names the command line's ``--route``). Partition names are the
+        index's, whatever the reader may read (a partition is not a document)."""
         if route is None or route in ("all", "auto"):
             return
         domains = [str(d) for d in (getattr(snap.index, "domains", None) or [])]
@@ -344,8 +374,12 @@ class Engine:
         route: str | None = None,
         no_retrieval: bool = False,
         on_event: Callable[[dict[str, Any]], None] | None = None,
+        access: Access | None = None,
     ) -> dict[str, Any]:
         """``Answer.to_dict()`` of the named pipeline, plus the pipeline and index generation.
+
+        ``access``: what the caller may read (``None``: everything); the pipeline retrieves only
+        from those passages, so the answer, its evidence and its trace hold no other.
 
         ``on_event`` gets the pipeline's :mod:`ragsieve.sieve.events` as JSON-ready dicts while it
         answers (stages, tokens, retractions), and last ``{"kind": "answer", "answer": <this
@@ -355,7 +389,7 @@ class Engine:
         name = self.chosen_pipeline(pipeline)
         with self.using() as snap:
             self._check_route(snap, route)
-            pipe = self._pipeline(snap, name)
+            pipe = self._pipeline(snap, name, access)
             options = {"k": k, "route": route, "no_retrieval": no_retrieval or None}
             wanted = {key: value for key, value in options.items() if value is not None}
             params = inspect.signature(pipe.ask).parameters
@@ -399,8 +433,10 @@ class Engine:
         mode: str | None = None,
         route: str | None = None,
         where: dict[str, Any] | None = None,
+        access: Access | None = None,
     ) -> dict[str, Any]:
-        """Ranked hits with each retriever's score, as ``ragsieve search --json``. Thread-safe."""
+        """Ranked hits with each retriever's score, as ``ragsieve search --json``. Thread-safe.
+        ``access``: what the caller may read (``None``: everything), applied inside the search."""
         from ragsieve.sieve.pipeline import Pipeline
         from ragsieve.types import Trace
 
@@ -408,7 +444,7 @@ class Engine:
         cfg = self.config if mode is None else apply_overrides(self.config, {"retrieval.mode": mode})
         with self.using() as snap:
             self._check_route(snap, route)
-            pipe = Pipeline(cfg, index=snap.index)
+            pipe = Pipeline(cfg, index=self.scoped_index(snap, access))
             trace = Trace(query=query)
             with trace.timed("search"):
                 domains = pipe.resolve_domains(query, trace, route)
@@ -425,6 +461,29 @@ class Engine:
             note = sparse_query_note(query)
             if note:
                 out["note"] = note
+        return out
+
+    def audit(self, *, checks: Sequence[str] | None = None, access: Access | None = None) -> dict[str, Any]:
+        """The corpus audit (:func:`ragsieve.audit.audit_index`) of the passages the caller may
+        read, as ``ragsieve audit --json`` writes it; computed once per index generation, reader
+        scope and set of checks, then served from the snapshot. Thread-safe."""
+        from ragsieve.audit.run import DEFAULT_CHECKS, audit_index, check_kinds
+
+        wanted = check_kinds(checks, "check") if checks else DEFAULT_CHECKS
+        if "harmful-source" in wanted:
+            raise InputError("the harmful-source check needs labelled questions; run `ragsieve audit --questions FILE`")
+        with self.using() as snap:
+            scope = "" if access is None or access.everything else access.scope_key
+            key = (scope, tuple(wanted))
+            with self._users_lock:
+                report = snap.audits.get(key)
+            if report is None:
+                view = self.scoped_index(snap, access) if scope else audit_view(snap.index)
+                report = audit_index(view, checks=wanted)
+                with self._users_lock:
+                    snap.audits[key] = report
+        out: dict[str, Any] = json.loads(report.to_json(indent=None))
+        out["index_generation"] = snap.generation
         return out
 
     def classify(
@@ -491,6 +550,14 @@ class Engine:
 
 
 _ABSOLUTE_PATH = re.compile(r"(?<![\w:/])(?:/[^\s/'\"():;,]+)+/?|[A-Za-z]:\\[^\s'\"():;,]+")
+
+
+def audit_view(opened: Any) -> Any:
+    """What the corpus audit reads of an open index: the index itself when it holds its chunks
+    and vectors (the folder index), else the folder index behind a store."""
+    if hasattr(opened, "chunks") and hasattr(opened, "embeddings"):
+        return opened
+    return searchable_index(opened)
 
 
 def without_paths(text: str) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import hmac
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -33,18 +32,6 @@ if TYPE_CHECKING:  # annotations only: the core install (no serve extra) can imp
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 # What a request without the right key is told, by the service and by the MCP server alike.
 API_KEY_MISSING = "missing or wrong API key; send it as 'Authorization: Bearer KEY' or 'X-API-Key: KEY'"
-
-
-def api_key_matches(scope: Scope, key: bytes) -> bool:
-    """Whether the request carries ``key``, as ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``
-    (the bearer form wins when both are sent), compared in constant time."""
-    given = b""
-    for name, value in scope.get("headers", []):
-        if name == b"authorization" and value[:7].lower() == b"bearer ":
-            given = value[7:].strip()
-        elif name == b"x-api-key" and not given:
-            given = value.strip()
-    return hmac.compare_digest(given, key)
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
 
 

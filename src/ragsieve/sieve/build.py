@@ -22,6 +22,7 @@ from ragsieve.sieve.conflict import ConflictStage
 from ragsieve.sieve.decide import DecideStage
 from ragsieve.sieve.filter import FilterStage
 from ragsieve.sieve.generate import GenerateStage, Generator
+from ragsieve.sieve.injection import InjectionStage
 from ragsieve.sieve.judge import Judge, JudgeStage, RelevanceScores, build_judge
 from ragsieve.sieve.need import NeedStage
 from ragsieve.sieve.poison import PoisonStage
@@ -31,6 +32,7 @@ from ragsieve.sieve.select import Selectors, SelectStage
 from ragsieve.sieve.state import Ref, Stage, WhenLoaded, check_wiring, preset_name
 from ragsieve.sieve.verify import VerifyStage
 from ragsieve.store.protocol import Store
+from ragsieve.text.readings import shared_reader
 from ragsieve.types import SearchHit
 
 
@@ -209,6 +211,7 @@ def build_stages(
         "retrieve": lambda: RetrieveStage(shared.search, st.retrieve.candidates if sieve else None),
         "judge": lambda: JudgeStage(shared.relevance, st.judge),
         "poison": lambda: PoisonStage(st.poison, shared.embedder),
+        "injection": lambda: InjectionStage(st.injection, shared.embedder),
         "filter": lambda: FilterStage(st.filter, llm, shared.embedder),
         "conflict": lambda: ConflictStage(
             st.conflict,
@@ -227,6 +230,7 @@ def build_stages(
             st.verify,
             # observe mode collects every draft: no veto ends its runs
             vetoes=(config.decide.vetoes if config.decide.mode == "decide" else []) if "decide" in names else None,
+            reader=shared_reader() if config.reading.reader == "minilm" else None,
         ),
         "decide": lambda: DecideStage(config.decide, config.calibration, shared.generator, resources.decision_model),
     }

@@ -36,7 +36,7 @@ from ragsieve.llm.base import LLM
 from ragsieve.sieve.build import StageResources, build_stages
 from ragsieve.sieve.judge import Judge
 from ragsieve.sieve.runner import run_stages, timed_scope
-from ragsieve.sieve.state import PipelineState, Ref, Stage
+from ragsieve.sieve.state import PipelineState, Ref, Stage, switched_off
 from ragsieve.types import Chunk, SearchHit, Trace, Verdict
 
 __all__ = [
@@ -212,7 +212,7 @@ class SieveChecks:
                     f"{unknown[0]!r} is not a candidate check; pick from {', '.join(CANDIDATE_CHECKS)}"
                 )
         self.checks = [
-            c for c in CANDIDATE_CHECKS if (checks is None or c in checks) and c not in self.config.ablate
+            c for c in CANDIDATE_CHECKS if (checks is None or c in checks) and c not in switched_off(self.config)
         ]
         self._stages: list[Stage] | None = None
         self._llm: Ref[LLM] = Ref(llm, missing="the knowledge filter needs an LLM; pass llm= or set config.llm")

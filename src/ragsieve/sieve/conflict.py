@@ -30,11 +30,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ragsieve.config import ConflictConfig
-from ragsieve.conflict import CONFLICT_MEANING_BAR, MIN_TERM_COVER, ConflictDetector, ConflictReport, MeaningBar
+from ragsieve.conflict import ConflictDetector, ConflictReport
 from ragsieve.index import Index
 from ragsieve.llm.base import LLM
 from ragsieve.sieve.state import Abstain, PipelineState, Ref, StageResult, compare
 from ragsieve.store.protocol import Store
+from ragsieve.text.passage import CONFLICT_MEANING_BAR, MIN_TERM_COVER, MeaningBar
 from ragsieve.types import SearchHit, Trace
 
 # What a config may set under ``stages.conflict`` (:class:`ragsieve.config.ConflictConfig`; the
@@ -77,7 +78,7 @@ class ConflictStage:
 
     name = "conflict"
     reads: tuple[str, ...] = ()
-    uses: tuple[str, ...] = ("relevance", "same_source")
+    uses: tuple[str, ...] = ("relevance", "same_source", "readings")
     writes: tuple[str, ...] = ("must_keep", "conflict_report")
     emits: tuple[str, ...] = ()
 
@@ -124,8 +125,8 @@ class ConflictStage:
 
     def meaning(self) -> MeaningBar | None:
         """The meaning bar: ``stages.conflict.meaning_cosine`` (with ``meaning_floor``, else the
-        default bar's floor, else :data:`ragsieve.conflict.MIN_TERM_COVER`) when set, else the
-        library's default :data:`ragsieve.conflict.CONFLICT_MEANING_BAR` (off)."""
+        default bar's floor, else :data:`ragsieve.text.passage.MIN_TERM_COVER`) when set, else the
+        library's default :data:`ragsieve.text.passage.CONFLICT_MEANING_BAR` (off)."""
         cosine, floor = self.config.meaning_cosine, self.config.meaning_floor
         if cosine is None:
             return CONFLICT_MEANING_BAR
@@ -149,7 +150,7 @@ class ConflictStage:
                 ignored.append({"id": h.chunk.id, "reason": f"off-topic: relevance {compare(score, floor)}"})
             else:
                 compared.append(h)
-        report = self.detector().detect(question, compared, state.same_source or None)
+        report = self.detector().detect(question, compared, state.same_source or None, state.readings)
         trace.record("conflict", compared=[h.chunk.id for h in compared], ignored=ignored, **report.to_dict())
         if not report.conflict:
             return candidates

@@ -13,8 +13,8 @@ The presets are stage lists of the same :class:`Pipeline` (``config.pipeline``):
 * ``plain`` (alias ``direct``): route → retrieve → select → generate (hybrid top-k RAG);
 * ``task-adaptive``: the task router, HyDE retrieval, the CRAG-style evaluator and its actions,
   generation with reflection (:mod:`ragsieve.sieve.adaptive`);
-* ``sieve`` (the default): route → need → retrieve → judge → poison → filter → conflict →
-  select → generate → verify, then accept, regenerate once with only the supported evidence,
+* ``sieve`` (the default): route → need → retrieve → judge → poison → injection → filter →
+  conflict → select → generate → verify, then accept, regenerate once with only the supported evidence,
   or abstain.
 
 ``config.ablate`` removes stages by name (:data:`ragsieve.config.SIEVE_STAGES`); every

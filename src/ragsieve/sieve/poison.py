@@ -50,6 +50,7 @@ from typing import Any, get_args
 from ragsieve.answers import normalize_answer
 from ragsieve.config import DuplicateAction, PoisonConfig, RetrievalConfig
 from ragsieve.errors import ConfigError
+from ragsieve.lexicon import STOP_WORDS
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult
 from ragsieve.types import SearchHit, Trace, Verdict
 from ragsieve.voices import CLAIM_TIGHTNESS, MIN_MEMBERS, TIGHTNESS
@@ -68,12 +69,8 @@ __all__ = [
 # What the judge does with a near-duplicate cluster (see PoisonJudge), declared with the option sets.
 DUPLICATE_ACTIONS: tuple[str, ...] = get_args(DuplicateAction)
 
-# Question words that carry no content; a restated question is recognised by the rest.
-_FUNCTION_WORDS = frozenset({
-    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were",
-    "do", "does", "did", "of", "in", "on", "at", "to", "for", "by", "and", "or", "from", "with", "as",
-    "that", "this", "be", "been",
-})
+# Words that carry no content (the one stop list); a restated question is recognised by the rest.
+_FUNCTION_WORDS = STOP_WORDS
 
 
 # interrogative words: a restated question keeps one, an attacker's statement drops them

@@ -18,6 +18,7 @@ from ragsieve.llm.base import LLM
 from ragsieve.select import Selector, TopKSelector
 from ragsieve.sieve.state import PipelineState
 from ragsieve.store.protocol import Store
+from ragsieve.text.readings import Readings
 from ragsieve.types import SearchHit, Trace
 from ragsieve.voices import one_per_voice
 
@@ -80,23 +81,26 @@ class Selectors:
         return self.built[method]
 
 
-def answer_stating(question: str, candidates: Sequence[SearchHit]) -> SearchHit | None:
+def answer_stating(
+    question: str, candidates: Sequence[SearchHit], readings: Readings | None = None
+) -> SearchHit | None:
     """The best-ranked candidate that answers the question: one that states, near the question's
-    terms, a value of the kind asked for (:func:`ragsieve.conflict.passage_answer`), or, for a
+    terms, a value of the kind asked for (:func:`ragsieve.text.passage.passage_answer`), or, for a
     question that asks for a description (no single value: the kind the classifier also gives
     when it cannot tell a measurement question, "What is the belt tension?"), one with a sentence
-    that answers it on its own (:func:`ragsieve.conflict.answering_sentence`); ``None`` for a
-    yes/no question or when none does."""
-    from ragsieve.conflict import answering_sentence, expected_kind, passage_answer
-
-    kind = expected_kind(question)
+    that answers it on its own (:func:`ragsieve.text.passage.answering_sentence`); ``None`` for a
+    yes/no question or when none does. ``readings``: the request's readings (a fresh set when
+    none is given)."""
+    readings = readings if readings is not None else Readings()
+    kind = readings.question(question).kind
     if kind == "yes/no":
         return None
     for hit in candidates:
+        reading = readings.passage(question, hit)  # one at a time: the first that answers ends the search
         if kind == "description":
-            if answering_sentence(question, hit.chunk.text) is not None:
+            if reading.open_sentence is not None:
                 return hit
-        elif passage_answer(question, hit.chunk.text, chunk_id=hit.chunk.id).value is not None:
+        elif reading.answer.value is not None:
             return hit
     return None
 
@@ -112,7 +116,7 @@ class SelectStage:
 
     name = "select"
     reads: tuple[str, ...] = ()
-    uses: tuple[str, ...] = ("must_keep", "same_source")
+    uses: tuple[str, ...] = ("must_keep", "same_source", "readings")
     writes: tuple[str, ...] = ()
     emits: tuple[str, ...] = ()
 
@@ -143,7 +147,7 @@ class SelectStage:
         chosen += added
         # a minimal cover judges coverage of the question's terms, not whether a passage holds
         # the answer: the best-ranked passage that states a value of the kind asked for stays
-        stating = answer_stating(question, voiced) if self.method == "scope-coe" else None
+        stating = answer_stating(question, voiced, state.readings) if self.method == "scope-coe" else None
         if stating is not None and stating.chunk.id in {h.chunk.id for h in chosen}:
             stating = None  # the cover kept it already
         if stating is not None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_check
 from ragsieve.config import SIEVE_STAGES, PipelineConfig
 from ragsieve.errors import ConfigError, StageContractError
 from ragsieve.signals import DECLARED, how_to_declare, undeclared
+from ragsieve.text.readings import Readings
 from ragsieve.types import ClaimVerdict, SearchHit, Trace
 
 if TYPE_CHECKING:  # annotations only: the stage records name these types
@@ -44,9 +45,19 @@ def preset_name(pipeline: str) -> str:
     return "plain" if pipeline == "direct" else pipeline
 
 
+def switched_off(config: PipelineConfig) -> set[str]:
+    """The stages ``config`` switches off: ``config.ablate``, and the stages whose own section
+    turns them off (``stages.injection.action = "off"``)."""
+    off = set(config.ablate)
+    if config.stages.injection.action == "off":
+        off.add("injection")
+    return off
+
+
 def preset_stages(config: PipelineConfig) -> list[str]:
-    """The stage names ``config`` runs: its preset's list minus ``config.ablate``."""
-    return [s for s in PRESETS[preset_name(config.pipeline)] if s not in config.ablate]
+    """The stage names ``config`` runs: its preset's list minus :func:`switched_off`."""
+    off = switched_off(config)
+    return [s for s in PRESETS[preset_name(config.pipeline)] if s not in off]
 
 
 # What the caller of ``ask`` sets before any stage runs: every stage may read these.
@@ -108,6 +119,10 @@ class PipelineState:
     withdrawal: Abstain | None = None
     # the abstention that ended the run (set by the runner)
     abstain: Abstain | None = None
+    # the request's readings of the question and of each passage (ragsieve.text.readings), filled
+    # as the stages ask: every stage may read through it, and it is never replaced, so no stage
+    # writes it
+    readings: Readings = field(default_factory=Readings)
 
     @property
     def abstained(self) -> bool:

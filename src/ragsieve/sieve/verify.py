@@ -18,9 +18,11 @@ from ragsieve.options import UnresponsiveReason, is_veto
 from ragsieve.sieve.conflict import announce_conflict, conflict_statement
 from ragsieve.sieve.generate import Generator
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult, compare
+from ragsieve.text.readings import reader_signals
 from ragsieve.types import ClaimVerdict, SearchHit, Trace
 
 if TYPE_CHECKING:
+    from ragsieve.text.reader import ExtractiveReader
     from ragsieve.values import Value
 
 _DECLINE_RE = re.compile(
@@ -77,7 +79,8 @@ class VerifyStage:
 
     name = "verify"
     reads: tuple[str, ...] = ("text", "evidence", "cited")
-    uses: tuple[str, ...] = ("relevance", "relevance_labels", "opened_with_label", "conflict_report", "must_keep")
+    uses: tuple[str, ...] = ("relevance", "relevance_labels", "opened_with_label", "conflict_report", "must_keep",
+                              "readings")
     writes: tuple[str, ...] = (
         "claims", "confidence", "text", "cited", "evidence", "conflict_message", "signals", "withdrawal",
         "opened_with_label",  # a regeneration's reply, as the generate stage's
@@ -88,6 +91,7 @@ class VerifyStage:
         "verify.extracted", "verify.declined", "verify.support_mean", "verify.support_min", "verify.supported_share",
         "verify.values_grounded", "verify.value_failure", "verify.value_other_fact", "verify.contradiction",
         "verify.regenerated", "verify.withdraw",
+        "reader.answer_score", "reader.no_answer_top", "reader.draft_matches_reader",
     )
 
     def __init__(
@@ -96,6 +100,7 @@ class VerifyStage:
         generator: Generator,
         config: VerifyConfig,
         vetoes: Collection[str] | None = None,
+        reader: ExtractiveReader | None = None,
     ) -> None:
         from ragsieve.verify.responsive import ResponsivenessChecker, typed_values
 
@@ -106,9 +111,14 @@ class VerifyStage:
         # stage); any other is left to the decide stage as ``state.withdrawal``
         self.vetoes = None if vetoes is None else frozenset(vetoes)
         self.checker = ResponsivenessChecker(extract=typed_values, **config.checker_options())
+        # the extractive reader ([reading] reader = "minilm"): its readings of the evidence become
+        # the reader.* signals; None reads by the rules alone
+        self.reader = reader
 
     def warm_up(self) -> None:
         self.claim_judge().warm_up()
+        if self.reader is not None:
+            self.reader.warm_up()
 
     def _verify(self, state: PipelineState) -> list[ClaimVerdict]:
         from ragsieve.verify import verify_answer
@@ -167,15 +177,14 @@ class VerifyStage:
         checks then verify it like any answer. Replaces text already streamed with it. Returns
         whether it answers (``False`` leaves the state as it was, for the abstention). With
         ``stating`` (a contradicted draft's evidence value), only a sentence stating it answers."""
-        from ragsieve.conflict import expected_kind as value_kind
         from ragsieve.generate.answer import parse_citations
         from ragsieve.values import find_in
         from ragsieve.verify.responsive import EXTRACTABLE_KINDS, checked_extraction
 
-        kind = value_kind(question)
+        kind = state.readings.question(question).kind
         if kind not in EXTRACTABLE_KINDS:
             return False  # a yes/no question needs a stance, which a copied sentence does not give
-        checked = checked_extraction(question, state.evidence, state.text, self.checker)
+        checked = checked_extraction(question, state.evidence, state.text, self.checker, state.readings)
         if checked is None:
             trace.record(
                 "responsive",
@@ -278,7 +287,8 @@ class VerifyStage:
         cited = [(i, h) for i, h in enumerate(state.evidence, 1) if h.chunk.id in cited_ids]
         cited = cited or list(enumerate(state.evidence, 1))  # an answer citing nothing is held to all of it
         found = find_contradiction(
-            question, state.text, [h.chunk.text for _, h in cited], positions=[i for i, _ in cited]
+            question, state.text, [h.chunk.text for _, h in cited], positions=[i for i, _ in cited],
+            readings=state.readings,
         )
         state.signal("verify.contradiction", found is not None)
         if found is None:
@@ -429,6 +439,11 @@ class VerifyStage:
         state.confidence = answer_confidence(claims, relevance)
         if not claims:
             return self._abstain(state, "verify: the answer is empty", claims)
+        if self.reader is not None:
+            # the reader's scores ride along as signals; the checks still decide on the rules
+            read = state.readings.passages(question, state.evidence, self.reader)
+            for name, value in reader_signals(read, state.text, state.cited).items():
+                state.signal(name, value)
         contradicted, claims = self._contradiction(question, trace, state, claims)
         if contradicted is not None:
             return contradicted

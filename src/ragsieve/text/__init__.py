@@ -1,4 +1,15 @@
-"""Text helpers every layer may use (no model, no I/O)."""
+"""The reading layer: how every check reads text.
+
+* :mod:`ragsieve.text.sentences` – the one sentence splitter;
+* :mod:`ragsieve.text.terms` – the one stop list (:data:`ragsieve.lexicon.STOP_WORDS`), stems and key terms;
+* :mod:`ragsieve.text.kind` – the kind of answer a question asks for;
+* :mod:`ragsieve.text.question` – a question read once (:class:`~ragsieve.text.question.QuestionReading`);
+* :mod:`ragsieve.text.passage` – what one passage answers on its own, by rules;
+* :mod:`ragsieve.text.reader` – the extractive reader (a small ONNX model);
+* :mod:`ragsieve.text.readings` – a request's readings, each passage read at most once.
+
+This package itself holds small text helpers (no model, no I/O).
+"""
 
 from __future__ import annotations
 

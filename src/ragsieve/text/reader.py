@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ragsieve.errors import ModelError
-from ragsieve.sentences import split_sentences
+from ragsieve.text.sentences import split_sentences
 
 __all__ = [
     "ReaderAnswer",
@@ -222,7 +222,7 @@ def whole_words(passage: str, start: int, end: int) -> tuple[int, int]:
 
 
 def sentence_holding(passage: str, start: int, end: int) -> str:
-    """The sentence of ``passage`` (:func:`ragsieve.sentences.split_sentences`) that holds the span."""
+    """The sentence of ``passage`` (:func:`ragsieve.text.sentences.split_sentences`) that holds the span."""
     if end <= start:
         return ""
     position = 0

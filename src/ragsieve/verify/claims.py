@@ -24,11 +24,11 @@ def split_claim_markers(text: str) -> list[Claim]:
 
     Small models often put a marker after the full stop (``... ATP. [1] Ribosomes ...``); a
     marker that opens a sentence belongs to the sentence before it. Sentences come from
-    :func:`ragsieve.sentences.split_sentences`, which keeps abbreviations, decimals and quotes
+    :func:`ragsieve.text.sentences.split_sentences`, which keeps abbreviations, decimals and quotes
     inside a sentence and turns a numbered answer (``1. Onnes 2. 1911``) into one sentence
     instead of fragments such as ``2.``.
     """
-    from ragsieve.sentences import split_sentences
+    from ragsieve.text.sentences import split_sentences
 
     claims: list[Claim] = []
     for sentence in split_sentences(text):

@@ -29,7 +29,7 @@ Names match in their variants (:func:`ragsieve.values.find_in`: a shorter form, 
 
 :func:`find_contradiction` asks the converse: does the evidence answer the asked fact with
 *another* value than the answer states? Each cited passage is read by the conflict stage's reader
-(:func:`ragsieve.conflict.passage_answer`); where it reads nothing, a draft value the evidence
+(:func:`ragsieve.text.passage.passage_answer`); where it reads nothing, a draft value the evidence
 does not state at all is held against the tie's reading of the sentence about the asked fact
 (:func:`_rival_answer`). Its precision as a veto is measured on outside sets
 (benchmarks/grounding_contradiction.py).
@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsieve.text.kind import VALUE_KINDS_FOR, expected_kind
 from ragsieve.text.terms import key_terms, stem, stems, words
@@ -61,6 +61,9 @@ from ragsieve.values import (
     read_evidence,
     same_measure,
 )
+
+if TYPE_CHECKING:
+    from ragsieve.text.readings import Readings
 
 # Share of the question's predicate terms the evidence sentence that states a rival value (another
 # value of the asked kind) must hold for the answer's value to count as stated about another fact.
@@ -260,11 +263,11 @@ def apply_grounding(verdict: ClaimVerdict, result: GroundingResult, threshold: f
 
 
 # ----------------------------------------------------------------------------- contradiction
-# Which answer the reader (:func:`ragsieve.conflict.passage_answer`) must give for a passage to
+# Which answer the reader (:func:`ragsieve.text.passage.passage_answer`) must give for a passage to
 # contradict a draft: "read" takes a clear answer (one value of the asked kind in the clause that
 # answers) from a sentence holding a predicate term and half of the question's key terms, the bar
 # an answer extracted from a pasted passage meets; "firm" also needs every key term (the conflict
-# stage's bar, :attr:`ragsieve.conflict.PassageAnswer.states_answer`). Chosen on the training split of
+# stage's bar, :attr:`ragsieve.text.passage.PassageAnswer.states_answer`). Chosen on the training split of
 # benchmarks/grounding_contradiction.py (``--split train``, 347 SQuAD 2.0 and HotpotQA rows) by a
 # rule fixed before it ran: the bar with the most wrong drafts caught among those whose precision
 # there is at least 0.9, the firmer on a tie. "read": 48 caught, precision 48/65 (numeric 18/19,
@@ -314,17 +317,19 @@ def find_contradiction(
     evidence: Sequence[str],
     positions: Sequence[int] | None = None,
     bar: str = CONTRADICTION_BAR,
+    readings: Readings | None = None,
 ) -> Contradiction | None:
     """Where the evidence answers ``question`` with another value than ``answer`` states.
 
     The asked kind (:func:`ragsieve.text.kind.expected_kind`: a date, number, quantity or name)
     is read from ``question``; each passage's own answer by
-    :func:`ragsieve.conflict.passage_answer` (a clear answer at ``bar``, :data:`CONTRADICTION_BAR`).
+    :func:`ragsieve.text.passage.passage_answer` (a clear answer at ``bar``, :data:`CONTRADICTION_BAR`).
     The answer contradicts its evidence when it states a value of that kind the question does not
     state, of the same measure as a passage's answer, and states none of the passages' answers
-    (:func:`ragsieve.conflict.same_answer`: "Bartlett" is "Neil Bartlett", "June 1999" is 1999).
+    (:func:`ragsieve.text.passage.same_answer`: "Bartlett" is "Neil Bartlett", "June 1999" is 1999).
     An answer with no value of the kind, or evidence that answers nothing, contradicts nothing.
-    ``positions`` are the passages' citation numbers (1, 2, ... by default).
+    ``positions`` are the passages' citation numbers (1, 2, ... by default); ``readings`` the
+    request's readings (:class:`ragsieve.text.readings.Readings`; a fresh set when none is given).
 
     Example:
         >>> c = find_contradiction("When was the Kessel Bridge opened?", "It opened in 1947 [1].",
@@ -335,9 +340,11 @@ def find_contradiction(
         ...                    ["The Kessel Bridge opened in 1931 after four years of work."]) is None
         True
     """
-    from ragsieve.conflict import passage_answer, same_answer
     from ragsieve.lexicon import CITATION_MARKER_RE
+    from ragsieve.text.passage import same_answer
+    from ragsieve.text.readings import Readings
 
+    readings = readings if readings is not None else Readings()
     kinds = tuple(k for k in _asked_kinds(question) if k in TIED_KINDS)
     if not kinds:
         return None
@@ -350,7 +357,7 @@ def find_contradiction(
     numbers = list(positions) if positions is not None else list(range(1, len(evidence) + 1))
     read: list[tuple[Value, int, str]] = []
     for text, position in zip(evidence, numbers, strict=True):
-        found = passage_answer(question, text, position=position)
+        found = readings.passage(question, text).answer
         if found.value is None or not found.clear or (bar == "firm" and not found.states_answer):
             continue
         if any(same_answer(found.value, v) for v in drafted):
@@ -405,7 +412,7 @@ def _other_fact(value: Value, texts: Sequence[str], question: str) -> tuple[str,
     With the clause: the rival values of the sentences (or clauses) that hold the most of those
     terms ("1999"; several joined with "and"), what the evidence states for the asked fact instead,
     and the index in ``texts`` of the first that states them ("" and ``None`` with no clause)."""
-    from ragsieve.sentences import split_clauses, split_sentences
+    from ragsieve.text.sentences import split_clauses, split_sentences
 
     terms = predicate_terms(question, value)
     if not terms:
@@ -453,8 +460,8 @@ def _rival_answer(value: Value, text: str, question: str) -> tuple[Value, str] |
     it holds at least :data:`MIN_FACT_COVER` of them (a name: :data:`MIN_NAME_FACT_COVER`), the
     tie's bars for a sentence about the asked fact. ``None`` when no sentence reaches the bar, or
     the best ones state different rivals (a list of years, or two sentences as good)."""
-    from ragsieve.conflict import same_answer
-    from ragsieve.sentences import split_sentences
+    from ragsieve.text.passage import same_answer
+    from ragsieve.text.sentences import split_sentences
 
     terms = predicate_terms(question, value)
     if not terms:
@@ -485,7 +492,7 @@ def _fact_units(value: Value, sentence: str, question: EvidenceValues) -> list[s
     its clauses when it states both ``value`` and a rival (:func:`_rival`) in different clauses
     ("one prize for the motor, claimed by McLellan, and one for the text, claimed by Newman"),
     else the sentence whole."""
-    from ragsieve.sentences import split_clauses
+    from ragsieve.text.sentences import split_clauses
 
     if value.kind not in CLAUSE_KINDS or find_in(value, sentence) is None:
         return [sentence]

@@ -36,7 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ragsieve.errors import ConfigError, ModelError
-from ragsieve.lexicon import WORD_RE
+from ragsieve.lexicon import STOP_WORDS, WORD_RE
 from ragsieve.llm.base import LLM, ChatMessage
 
 logger = logging.getLogger(__name__)
@@ -146,25 +146,18 @@ class LLMLogprobJudge:
             return cached
         p = self._p_yes(claim, evidence)
         if self.calibrate:
-            from ragsieve.filtering.filters import _calibrated
+            from ragsieve.filtering.filters import contextual_calibration
 
             cf_key = (CONTENT_FREE_CLAIM, tuple(evidence))
             p_cf = self._memo.get(cf_key)
             if p_cf is None:
                 p_cf = self._p_yes(CONTENT_FREE_CLAIM, evidence)
                 self._memo.put(cf_key, p_cf)
-            p = _calibrated(p, p_cf)
+            p = contextual_calibration(p, p_cf)
         self._memo.put(key, p)
         return p
 
 
-_STOP_WORDS = (
-    "a an the of in on at to for from by with and or is are was were be been being it its this that these "
-    "those as which who whom what when where why how do does did has have had not no but also can could "
-    "will would may might there their they he she his her them than then so such about into over under "
-    "i you we our your my me us"
-)
-_STOP = frozenset(_STOP_WORDS.split())
 
 
 def _norm(word: str) -> str:
@@ -177,7 +170,7 @@ def _norm(word: str) -> str:
 
 
 def content_terms(text: str) -> set[str]:
-    return {_norm(w) for w in WORD_RE.findall(text) if w.lower() not in _STOP}
+    return {_norm(w) for w in WORD_RE.findall(text) if w.lower() not in STOP_WORDS}
 
 
 class LexicalEmbeddingJudge:

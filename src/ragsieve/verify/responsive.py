@@ -47,6 +47,7 @@ from ragsieve.generate.cleanup import LABEL_OPEN_RE
 from ragsieve.generate.polar import starts_with_polarity
 from ragsieve.lexicon import CITATION_MARKER_RE
 from ragsieve.text.kind import ANSWER_KINDS, AnswerKind, expected_kind
+from ragsieve.text.readings import Readings
 from ragsieve.text.terms import STOP_WORDS, stem
 from ragsieve.text.terms import words as folded_words
 from ragsieve.types import SearchHit
@@ -331,7 +332,7 @@ class ResponsivenessChecker:
         or one copied run that covers most of the answer and either spans several sentences or
         is longer than any one answer sentence should be. A single copied sentence of ordinary
         length is an extractive answer, not a paste."""
-        from ragsieve.sentences import split_sentences
+        from ragsieve.text.sentences import split_sentences
 
         if labelled and copied >= self.label_paste_tokens and covered >= 0.5:
             return True
@@ -416,7 +417,7 @@ def check_responsive(question: str, answer: str, evidence: Sequence[SearchHit] |
 
 
 # ---------------------------------------------------------------- extraction from a pasted passage
-# The kinds of :func:`ragsieve.conflict.expected_kind` an answer can be extracted for: one value
+# The kinds of :func:`ragsieve.text.kind.expected_kind` an answer can be extracted for: one value
 # a passage sentence states (date, number, name), or for an open ("what is") question the
 # sentence that answers it on the question's own terms. A yes/no question needs a stance, which
 # a copied sentence does not give.
@@ -434,17 +435,18 @@ class PasteExtraction(NamedTuple):
 
 
 def extract_from_paste(question: str, evidence: Sequence[SearchHit] | Sequence[str],
-                       reply: str) -> PasteExtraction | None:
+                       reply: str, readings: Readings | None = None) -> PasteExtraction | None:
     """The sentence of the evidence that answers ``question``, for a ``reply`` that pasted a
     passage instead of answering (the model chose the passage but did not extract from it).
 
     Passages are tried in order: the one ``reply`` copied the longest run from, then the others
-    in evidence order. Each is read by :func:`ragsieve.conflict.passage_answer` (the value of the
+    in evidence order. Each is read by :func:`ragsieve.text.passage.passage_answer` (the value of the
     kind asked for, in the sentence that best covers the question's terms; a passage that does
     not name the question's entities answers nothing), and the first that states a value gives
     its sentence; an open question (no value kind asked for) takes the first passage's
-    :func:`ragsieve.conflict.answering_sentence` instead. ``None`` for a yes/no question (not in
-    :data:`EXTRACTABLE_KINDS`) or when no passage states an answer.
+    :func:`ragsieve.text.passage.answering_sentence` instead. ``None`` for a yes/no question (not in
+    :data:`EXTRACTABLE_KINDS`) or when no passage states an answer. ``readings``: the request's
+    readings (:class:`ragsieve.text.readings.Readings`; a fresh set when none is given).
 
     Example:
         >>> ev = ["Superconductivity is the loss of resistance. Heike Kamerlingh Onnes discovered "
@@ -457,10 +459,8 @@ def extract_from_paste(question: str, evidence: Sequence[SearchHit] | Sequence[s
         >>> extract_from_paste("What is superconductivity?", ev, ev[0]).sentence
         'Superconductivity is the loss of resistance.'
     """
-    from ragsieve.conflict import answering_sentence, passage_answer, source_of
-    from ragsieve.conflict import expected_kind as value_kind
-
-    kind = value_kind(question)
+    readings = readings if readings is not None else Readings()
+    kind = readings.question(question).kind
     if kind not in EXTRACTABLE_KINDS:
         return None
     texts = _evidence_texts(evidence)
@@ -472,13 +472,13 @@ def extract_from_paste(question: str, evidence: Sequence[SearchHit] | Sequence[s
     first = max(range(len(texts)), key=lambda i: (runs[i], -i))
     for i in [first, *(j for j in range(len(texts)) if j != first)]:
         hit = evidence[i]
+        reading = readings.passage(question, hit if isinstance(hit, SearchHit) else texts[i])
         if kind == "description":
-            sentence = " ".join((answering_sentence(question, texts[i]) or "").split())
+            sentence = " ".join((reading.open_sentence or "").split())
             if sentence:
                 return PasteExtraction(sentence, i + 1, hit)
             continue
-        chunk_id, source = (hit.chunk.id, source_of(hit)) if isinstance(hit, SearchHit) else ("", "")
-        found = passage_answer(question, texts[i], position=i + 1, chunk_id=chunk_id, source=source)
+        found = reading.answer
         sentence = " ".join(found.sentence.split())
         if found.value is not None and sentence:
             return PasteExtraction(sentence, i + 1, hit)
@@ -486,14 +486,15 @@ def extract_from_paste(question: str, evidence: Sequence[SearchHit] | Sequence[s
 
 
 def checked_extraction(question: str, evidence: Sequence[SearchHit] | Sequence[str], reply: str,
-                       checker: ResponsivenessChecker) -> tuple[PasteExtraction, str, Responsiveness] | None:
+                       checker: ResponsivenessChecker,
+                       readings: Readings | None = None) -> tuple[PasteExtraction, str, Responsiveness] | None:
     """:func:`extract_from_paste` for ``reply``, its sentence cited ``[n]`` as a generated answer
     cites (:func:`ragsieve.generate.answer.cite_sentence`), and ``checker``'s verdict on that text
     (which opens with no evidence label, whatever the pasted reply did); ``None`` when nothing
     was extracted."""
     from ragsieve.generate.answer import cite_sentence
 
-    found = extract_from_paste(question, evidence, reply)
+    found = extract_from_paste(question, evidence, reply, readings)
     if found is None:
         return None
     text = cite_sentence(found.sentence, found.position)
