@@ -57,7 +57,13 @@ def candidates() -> list:
 def test_the_checks_are_the_sieve_stages_between_retrieve_and_generate():
     assert CANDIDATE_CHECKS[0] == "judge" and {"poison", "filter", "select"} <= set(CANDIDATE_CHECKS)
     assert not {"route", "need", "retrieve", "generate", "verify"} & set(CANDIDATE_CHECKS)
-    assert [s.name for s in checks().stages] == list(CANDIDATE_CHECKS)
+    # the injection check runs only when its section turns it on
+    assert [s.name for s in checks().stages] == [c for c in CANDIDATE_CHECKS if c != "injection"]
+    on = SieveChecks(
+        PipelineConfig.model_validate({"stages": {"injection": {"action": "record"}}}),
+        judge=OverlapJudge(), embedder=NoEmbedder(),
+    )
+    assert [s.name for s in on.stages] == list(CANDIDATE_CHECKS)
 
 
 def test_irrelevant_and_planted_candidates_are_dropped_with_reasons():

@@ -30,7 +30,8 @@ from ragsieve.types import SearchHit, Trace
 
 
 def _built(preset: str = "sieve") -> list[Any]:
-    cfg = PipelineConfig(pipeline=preset)  # type: ignore[arg-type]
+    # every stage of the preset, the injection check (off by default) included
+    cfg = validate_config({"pipeline": preset, "stages": {"injection": {"action": "record"}}})
     resources = StageResources(cfg, Ref(), Ref(), sieve=preset == "sieve", judge=None, selector=None,
                                claim_judge=None)  # fmt: skip
     return build_stages(cfg, preset_stages(cfg), resources)
@@ -172,6 +173,9 @@ def test_the_real_stages_emit_only_declared_signals_and_reach_every_one(demo_ind
         pipe = Pipeline(cfg, index=demo_index, llm=EchoLLM())
         for question in questions:
             pipe.ask(question)
+    # the injection check, off by default, on for one question (it embeds every candidate sentence)
+    cfg = PipelineConfig(index_dir=str(demo_index.dir), stages={"injection": {"action": "record"}})  # type: ignore[arg-type]
+    Pipeline(cfg, index=demo_index, llm=EchoLLM()).ask(questions[0])
     # a model that pastes the passage: the verify stage answers with the sentence stating the value
     sieve(hash_index, QueueLLM(MOON_PASSAGE), _moon_judge()).ask(MOON_Q)
 
