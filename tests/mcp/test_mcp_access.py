@@ -18,26 +18,23 @@ from hypothesis import strategies as st  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
-from tests.serve.access_fixtures import (  # noqa: E402
+from tests.serve.access_fixtures import (
     ADMIN,
-    KEY_A,
-    KEY_B,
+    DOCS,
+    KEYS,
+    OWNED,
     TOPICS,
     Doc,
     build_index,
-    documents,
     echo_engine,
-    keys_file_text,
     leaks,
+    write_keys_file,  # noqa: E402
 )
 from tests.serve.fakes import ServerThread  # noqa: E402
 
 from ragsieve.mcp.server import MCP_PATH, build_server, http_app  # noqa: E402
 from ragsieve.serve.keys import KeyRing  # noqa: E402
 
-DOCS = documents()
-OWNED = {"a": [d for d in DOCS if d.owner == "a"], "b": [d for d in DOCS if d.owner == "b"]}
-KEYS = {"a": KEY_A, "b": KEY_B}
 CALL_TIMEOUT_S = 120.0
 
 
@@ -45,8 +42,7 @@ CALL_TIMEOUT_S = 120.0
 def mcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("mcp-access")
     index_dir, emb = build_index(tmp / "index", DOCS)
-    keys = tmp / "keys.toml"
-    keys.write_text(keys_file_text(), encoding="utf-8")
+    keys = write_keys_file(tmp)
     server = build_server(echo_engine(index_dir, emb), local=False)
     app = http_app(server, api_key=KeyRing(keys_file=keys), allowed_hosts=None)
     with ServerThread(app) as running:

@@ -78,6 +78,18 @@ def documents(per_owner: int = 12) -> list[Doc]:
     return docs
 
 
+DOCS = documents()
+OWNED = {"a": [d for d in DOCS if d.owner == "a"], "b": [d for d in DOCS if d.owner == "b"]}
+KEYS = {"a": KEY_A, "b": KEY_B}
+
+
+def write_keys_file(folder: Path) -> Path:
+    """The keys file of the two readers and the admin, written in ``folder``."""
+    keys = folder / "keys.toml"
+    keys.write_text(keys_file_text(), encoding="utf-8")
+    return keys
+
+
 def keys_file_text() -> str:
     return (
         '[[key]]\nname = "reader-a"\nsha256 = "' + key_digest(KEY_A) + '"\ntags = ["team-a"]\n\n'

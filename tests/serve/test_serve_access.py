@@ -15,24 +15,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.serve.access_fixtures import (
     ADMIN,
-    KEY_A,
-    KEY_B,
+    DOCS,
+    KEYS,
+    OWNED,
     TOPICS,
     Doc,
     build_index,
-    documents,
     echo_engine,
-    keys_file_text,
     leaks,
+    write_keys_file,
 )
 
 from ragsieve.serve.app import ServeSettings, create_app
 from ragsieve.serve.keys import KeyRing
 from ragsieve.serve.page import render_page
 
-DOCS = documents()
-OWNED = {"a": [d for d in DOCS if d.owner == "a"], "b": [d for d in DOCS if d.owner == "b"]}
-KEYS = {"a": KEY_A, "b": KEY_B}
 ENDPOINTS = ("ask", "search", "passages", "chat", "chat_stream", "ask_stream", "page", "metrics", "trace")
 
 
@@ -40,8 +37,7 @@ ENDPOINTS = ("ask", "search", "passages", "chat", "chat_stream", "ask_stream", "
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     tmp = tmp_path_factory.mktemp("access")
     index_dir, emb = build_index(tmp / "index", DOCS)
-    keys = tmp / "keys.toml"
-    keys.write_text(keys_file_text(), encoding="utf-8")
+    keys = write_keys_file(tmp)
     app = create_app(echo_engine(index_dir, emb), ServeSettings(keys=KeyRing(keys_file=keys), warm_up=False))
     with TestClient(app) as test_client:
         yield test_client

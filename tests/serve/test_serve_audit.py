@@ -11,13 +11,14 @@ from fastapi.testclient import TestClient
 from tests.helpers import HashEmbedder
 from tests.serve.access_fixtures import (
     ADMIN,
+    DOCS,
     KEY_A,
-    KEY_B,
+    KEYS,
+    OWNED,
     Doc,
-    documents,
     echo_engine,
-    keys_file_text,
     leaks,
+    write_keys_file,
 )
 
 from ragsieve.index import Index
@@ -25,7 +26,6 @@ from ragsieve.serve.app import ServeSettings, create_app
 from ragsieve.serve.keys import KeyRing
 from ragsieve.types import Chunk
 
-DOCS = documents()
 # Each reader's first document has a copy (another document of the same reader, its text
 # repeated): a mirror finding per reader, so the audit has something of each to show or hide.
 COPIES = {"a": 900, "b": 901}
@@ -45,8 +45,6 @@ def _chunks() -> list[Chunk]:
         chunks = [replace(c, text=f"{c.text} {c.text}") if c.doc_id == first.doc_id else c for c in chunks]
         chunks.append(_copy(first, n))
     return chunks
-OWNED = {"a": [d for d in DOCS if d.owner == "a"], "b": [d for d in DOCS if d.owner == "b"]}
-KEYS = {"a": KEY_A, "b": KEY_B}
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +52,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     tmp = tmp_path_factory.mktemp("audit")
     index_dir, emb = tmp / "index", HashEmbedder()
     Index.from_chunks(_chunks(), index_dir, embedder=emb).close()
-    keys = tmp / "keys.toml"
-    keys.write_text(keys_file_text(), encoding="utf-8")
+    keys = write_keys_file(tmp)
     app = create_app(echo_engine(index_dir, emb), ServeSettings(keys=KeyRing(keys_file=keys), warm_up=False))
     with TestClient(app) as test_client:
         yield test_client
