@@ -1,4 +1,4 @@
-"""Data-importance experiments on the paper's WikiFact QA data (issue 7; Tables 1b, 3 and 4 style).
+"""Data-importance experiments on the paper's WikiFact QA data (Tables 1b, 3 and 4 style).
 
 Data: ``../shared/data/wikifact_ragbooster`` (see its PROVENANCE.md): per question about 50 Bing
 results, each with its host and the answer extracted from it. The prediction is the majority

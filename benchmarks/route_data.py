@@ -1,4 +1,4 @@
-"""The multi-domain corpus of the routing experiments (issue 3), from ../shared/data.
+"""The multi-domain corpus of the routing experiments, from ../shared/data.
 
 Domains: ``nfcorpus`` (BEIR NFCorpus, nutrition/medical), ``arguana`` (ArguAna
 counter-arguments, reconstructed), ``cosqa`` (CoSQA code search) and ``wiki`` (Wikipedia
