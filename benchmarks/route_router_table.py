@@ -126,7 +126,7 @@ def main() -> None:
     n_test = {d: sum(q.domain == d for q in test_q) for d in QUERY_DOMAINS}
     n_train = {d: sum(q.domain == d for q in train_q) for d in QUERY_DOMAINS}
     body = (
-        "Query-to-domain router (issue 3, Ganesh et al. Table 1). **Test set**: "
+        "Query-to-domain router (Ganesh et al. Table 1). **Test set**: "
         f"{len(test_q)} labelled test queries ({', '.join(f'{d} {n}' for d, n in n_test.items())}; "
         "nfcorpus = BEIR test split, cosqa = test split, arguana = a fixed-seed half of its test queries). "
         "**(a) queries**: trained on "
