@@ -19,15 +19,16 @@ start=$SECONDS
 "$V" -m pip install --quiet --upgrade pip
 "$V" -m pip install --quiet --only-binary :all: "uv>=0.4,<1"
 pyver=$("$V" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-# The core's direct dependencies at their lower bounds; the test tools (pytest, hypothesis) at
-# their newest, as they are not what is being checked.
+# The core's direct dependencies at their lower bounds; the test tools (pytest, pytest-xdist, which
+# the suite's addopts use, and hypothesis) at their newest, as they are not what is being checked.
 "$V" -m uv pip compile pyproject.toml --quiet --resolution lowest-direct --only-binary :all: \
     --python-version "$pyver" --no-header --no-annotate -o "$WORK/oldest.txt"
 echo "oldest allowed core:"
 grep -iE '^(numpy|scipy|pydantic|typer|faiss-cpu|bm25s|scikit-learn|skops|onnxruntime|onnx|tokenizers|pypdf|trafilatura|markdown-it-py|httpx)==' "$WORK/oldest.txt"
 "$V" -m pip wheel --quiet --no-deps --wheel-dir "$WORK/dist" .
 wheel=$(ls "$WORK"/dist/ragsieve-*.whl)
-"$V" -m pip install --quiet --only-binary :all: -c "$WORK/oldest.txt" "$wheel" "pytest>=8,<10" "hypothesis>=6,<7"
+"$V" -m pip install --quiet --only-binary :all: -c "$WORK/oldest.txt" "$wheel" "pytest>=8,<10" \
+    "pytest-xdist>=3.5,<4" "hypothesis>=6,<7"
 # pip check: the pins and what pip installed agree, and nothing the core needs is missing (before
 # the weights package, which declares sentence-transformers that the ONNX embedder does not need).
 "$V" -m pip check

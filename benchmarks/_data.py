@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from ragsieve.io import read_jsonl
 
-__all__ = ["AnswerCache", "load_or_make_jsonl", "read_complete_lines", "read_jsonl"]
+__all__ = ["AnswerCache", "load_or_make_jsonl", "prose_corpora", "read_complete_lines", "read_jsonl"]
 
 T = TypeVar("T")
 
@@ -71,3 +71,16 @@ class AnswerCache:
             f.flush()
             os.fsync(f.fileno())
         self.records[record["key"]] = record
+
+
+def prose_corpora(shared: Path) -> dict[str, list[str]]:
+    """The distinct passages of three ordinary corpora under ``shared`` (``../shared/data``):
+    SQuAD 2.0 passages (``trust/squad2``), HotpotQA dev paragraphs (distractor 500) and BEIR
+    NFCorpus abstracts: text written for people, with no instruction to a model in it."""
+    squad2 = list(dict.fromkeys(r["text"] for r in read_jsonl(shared / "trust/squad2/corpus.jsonl")))
+    hotpot: dict[str, None] = {}
+    for row in read_jsonl(shared / "hotpotqa/hotpotqa_dev_distractor_500.jsonl"):
+        for c in row["contexts"]:
+            hotpot.setdefault(c["paragraph_text"], None)
+    nf = [r["text"] for r in read_jsonl(shared / "beir-nfcorpus/corpus.jsonl.gz") if r.get("text")]
+    return {"SQuAD 2.0": squad2, "HotpotQA": list(hotpot), "NFCorpus": nf}

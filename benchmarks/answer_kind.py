@@ -31,6 +31,17 @@ data alone (the whole two-head classifier, scored by balanced accuracy over the 
 python benchmarks/answer_kind.py --train      # fit, write ragsieve/resources/answer_kind.npz, report
 python benchmarks/answer_kind.py              # report with the shipped model
 python benchmarks/answer_kind.py --compare runs/answer_kind/before.npz   # and an earlier model beside it
+
+``--reader minilm``: the answer kind on the bundled demo questions through the readers instead:
+each answerable demo question's gold documents (loaded and chunked as ``ragsieve ingest`` does,
+default settings) read by the extractive reader (``ragsieve.text.reader``), and the kind of its
+most probable span (``kind_of_answer``; "no answer" when no chunk's answer clears the reader's
+threshold), against the gold kind (the first answer alias's, as above), beside the classifier's
+kind for the question (what the rules read with) and the kind of the rules' own passage answer
+(``ragsieve.text.passage.passage_answer``'s value over the same chunks; "no answer" when none).
+Writes its section of docs/results/reader.md.
+
+python benchmarks/answer_kind.py --reader minilm
 """
 
 from __future__ import annotations
@@ -201,6 +212,66 @@ def _header(path: Path) -> dict[str, Any]:
     return dict(json.loads(header_path(path).read_text(encoding="utf-8")))
 
 
+def reader_kinds(args: argparse.Namespace) -> None:
+    """The kind of the answer each reader gives on the demo questions' gold documents."""
+    import time
+
+    from benchmarks._stats import rate_with_interval as pct
+    from ragsieve.config import IngestConfig
+    from ragsieve.demo import demo_corpus_dir, demo_questions
+    from ragsieve.ingest import chunk_text, load_file
+    from ragsieve.text.kind import expected_kind, kind_of_answer
+    from ragsieve.text.passage import passage_answer
+    from ragsieve.text.readings import shared_reader
+
+    reader = shared_reader()
+    reader.warm_up()
+    root = demo_corpus_dir()
+    config = IngestConfig()
+    hits = {"classifier (question)": 0, "rule reader (passage answer)": 0, "extractive reader (span)": 0}
+    answered = {"rule reader (passage answer)": 0, "extractive reader (span)": 0}
+    n = 0
+    t0 = time.perf_counter()
+    for r in demo_questions():
+        gold = kind_of_answer(r["answer_aliases"][0])
+        chunks = [
+            c.text
+            for doc_id in r["doc_ids"]
+            for d in load_file(root / doc_id, root, config)
+            for c in chunk_text(d.text, max_tokens=config.chunking.max_tokens)
+        ]
+        if not chunks:
+            continue
+        n += 1
+        question = r["question"]
+        hits["classifier (question)"] += expected_kind(question) == gold
+        read = reader.read(question, chunks)
+        best = max(read, key=lambda a: a.probability)
+        span_kind = kind_of_answer(best.text) if best.answered else "no answer"
+        hits["extractive reader (span)"] += span_kind == gold
+        answered["extractive reader (span)"] += best.answered
+        rules = [passage_answer(question, c) for c in chunks]
+        found = next((a for a in rules if a.value is not None), None)
+        rule_kind = kind_of_answer(found.value.text) if found is not None and found.value is not None else "no answer"
+        hits["rule reader (passage answer)"] += rule_kind == gold
+        answered["rule reader (passage answer)"] += found is not None
+    rows: list[list[object]] = [
+        [name, pct(k, n), pct(answered[name], n) if name in answered else "n/a"] for name, k in hits.items()
+    ]
+    body = (
+        f"The answer kind on the {n} answerable bundled demo questions (gold kind: `kind_of_answer` of the first "
+        "answer alias), each question's gold documents loaded and chunked as `ragsieve ingest` does (default "
+        f"settings); {time.perf_counter() - t0:.0f} s. The classifier's kind is what the question asks by its "
+        "wording (`ragsieve.text.kind.expected_kind`, the rules' guide); the rule reader's is the kind of "
+        "`passage_answer`'s value in the first chunk that has one; the extractive reader's is the kind of its most "
+        "probable span over the chunks (\"no answer\" when none clears its threshold, which counts as wrong). "
+        "95% Wilson intervals.\n\n"
+        + markdown_table(["reading", "answer kind right", "gives an answer"], rows)
+    )
+    title = "Through the checks: answer kind on the demo questions"
+    publish_section("results/reader.md", "reader-answer-kind", title, body, write=not args.no_write)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", action="store_true", help="fit and write the model first")
@@ -209,7 +280,12 @@ def main() -> None:
     parser.add_argument("--compare-label", default="previous classifier", help="its column's name in the report")
     parser.add_argument("--note", default="", help="a closing paragraph for the report (what was decided)")
     parser.add_argument("--no-write", action="store_true", help="print the report, write no docs")
+    parser.add_argument("--reader", choices=("rules", "minilm"), default="rules",
+                        help="minilm: the kind of each reader's answer on the demo questions' gold documents")
     args = parser.parse_args()
+    if args.reader == "minilm":
+        reader_kinds(args)
+        return
 
     import numpy as np
 

@@ -1,5 +1,15 @@
-"""Cold `ask` (the sieve) before the first LLM call, by stage: the LLM loaded on a worker thread
-while retrieval and the checks run, against the same process loading it first.
+"""Cold `ask` (the sieve): from the process start to the first model request, as a user waits, and
+before the first LLM call by stage, the LLM loaded on a worker thread while retrieval and the checks
+run, against the same process loading it first.
+
+From the process start (``--served-runs``, default 5): the ``ragsieve`` command itself
+(``ragsieve ask QUESTION --index IDX --llm-url URL --model served``) as a subprocess against a fake
+OpenAI-compatible server on loopback (``tests/chat_server.py``: it answers at once, so the clock
+holds ragsieve's own work); the clock runs from ``Popen`` to the server receiving the first
+request, and the child's CPU time (all threads, ``/proc``) is read at that moment, a figure that a
+shared machine's load inflates less than the wall time. One unmeasured run first reads the
+files into the OS cache and compiles what is not compiled yet. Each part writes its own section of
+docs/benchmarks.md ("cold-ask-start" and "cold-ask"), so ``--served-only`` leaves the other as it was.
 
 Each run is a fresh Python process (nothing warm but the OS file cache) on the demo corpus
 ingested by the default `ragsieve ingest`, with the bundled models (MiniLM on ONNX Runtime,
@@ -10,6 +20,7 @@ the shared machine's load falls on both alike. ``--compare-src`` adds another ch
 
 python benchmarks/cold_ask.py --runs 5
 python benchmarks/cold_ask.py --runs 5 --compare-src ../main/src --skip-first
+python benchmarks/cold_ask.py --served-only --served-runs 5 --bytecode-cache /tmp/bc
 """
 
 from __future__ import annotations
@@ -28,7 +39,10 @@ from typing import Any
 # Lets `python benchmarks/<script>.py` import its siblings as the `benchmarks` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.chat_server import ChatServer, serve_chat
+
 from benchmarks._report import markdown_table, write_section
+from benchmarks._stats import median_bootstrap_interval
 
 QUESTION = "When did Apollo 11 land on the Moon?"
 
@@ -116,13 +130,87 @@ def run_child(index_dir: Path, mode: str, src: Path | None = None) -> dict[str, 
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def ragsieve_command() -> list[str]:
+    """The ``ragsieve`` console script beside this Python (what a user types), else its entry point."""
+    script = Path(sys.executable).parent / "ragsieve"
+    if script.is_file():
+        return [str(script)]
+    return [sys.executable, "-c", "from ragsieve.cli import main; main()"]
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time of process ``pid`` so far (all its threads), from ``/proc``."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_served(index_dir: Path, server: ChatServer, src: Path | None = None) -> dict[str, Any]:
+    """One ``ragsieve ask`` against the fake server: seconds from ``Popen`` to its first request."""
+    server.arrivals.clear()
+    command = [*ragsieve_command(), "ask", QUESTION, "--index", str(index_dir), "--llm-url", server.url,
+               "--model", "served"]
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(src))
+    while not server.arrivals and proc.poll() is None:
+        time.sleep(0.0005)
+    cpu = cpu_seconds(proc.pid) if server.arrivals else None
+    first = server.arrivals[0] - start if server.arrivals else None
+    _, err = proc.communicate(timeout=600)
+    end = time.perf_counter()
+    if proc.returncode != 0 or first is None:
+        raise RuntimeError(f"`ragsieve ask` failed ({proc.returncode}) or sent no request: {err.decode()[-2000:]}")
+    return {"first_request_s": first, "cpu_at_first_request_s": cpu, "ask_s": end - start}
+
+
+def served_table(runs: dict[str, list[dict[str, Any]]], headers: dict[str, str]) -> str:
+    """Medians with bootstrap 95% intervals of the from-start runs, one column per checkout."""
+
+    def cell(mode: str, key: str) -> str:
+        values = [float(r[key]) * 1000 for r in runs[mode] if r[key] is not None]
+        if not values:
+            return "n/a"
+        mid, low, high = median_bootstrap_interval(values)
+        return f"{mid:.0f} [{low:.0f}, {high:.0f}]"
+
+    rows: list[list[Any]] = [
+        ["**process start to the first model request**", *[f"**{cell(m, 'first_request_s')}**" for m in runs]],
+        ["CPU time of the process by then (all threads)", *[cell(m, "cpu_at_first_request_s") for m in runs]],
+        ["whole command (to its exit)", *[cell(m, "ask_s") for m in runs]],
+    ]
+    return markdown_table(["ms, median [95% interval]", *[headers[m] for m in runs]], rows)
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def machine_note(load_before: float, load_after: float, runs_load: str) -> str:
+    """Whether the machine was idle before the runs, in words, with the load averages."""
+    if load_before < 0.5:
+        return (
+            f"The machine was idle before the runs: 1-min load average {load_before:.2f} before, {load_after:.1f} "
+            f"after ({runs_load})."
+        )
+    return (
+        "**The machine was shared** (other processes running): 1-min load "
+        f"average {load_before:.2f} before, {load_after:.1f} after, so these are not idle-machine figures."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=5, help="in-process runs per column (bundled llama.cpp model)")
+    parser.add_argument(
+        "--served-runs", type=int, default=5,
+        help="runs of the `ragsieve ask` command against the fake served model, timed from the process start "
+        "(0: none)",
+    )
+    parser.add_argument(
+        "--served-only", action="store_true", help="only the from-start runs (no bundled llama.cpp model needed)"
+    )
     parser.add_argument("--index", type=Path, default=None, help="an index `ragsieve ingest` built (else the demo's)")
     parser.add_argument(
         "--compare-src", type=Path, default=None,
@@ -151,16 +239,20 @@ def main() -> None:
     if index_dir is None:
         index_dir = work / "demo-index"
         ingest(index_dir, None)
-    modes: dict[str, tuple[Path, Path | None]] = {}
-    if not args.skip_first:
-        modes["first"] = (index_dir, None)
+    columns: dict[str, tuple[Path, Path | None]] = {}
     if args.compare_src is not None:
         compare_index = work / "compare-index"
         ingest(compare_index, args.compare_src.resolve())
-        modes["compare"] = (compare_index, args.compare_src.resolve())
-    modes["overlap"] = (index_dir, None)
+        columns["compare"] = (compare_index, args.compare_src.resolve())
+    columns["overlap"] = (index_dir, None)
+    modes: dict[str, tuple[Path, Path | None]] = {}
+    if not args.served_only:
+        if not args.skip_first:
+            modes["first"] = (index_dir, None)
+        modes.update(columns)
+    served_modes = columns if args.served_runs > 0 else {}
     if BYTECODE_CACHE is not None:
-        for src in dict.fromkeys(src for _, src in modes.values()):
+        for src in dict.fromkeys(src for _, src in columns.values()):
             compile_sources(src)
         # The cache folder replaces every __pycache__ (site-packages' too): one unmeasured
         # question per column compiles what a question imports beyond ragsieve.
@@ -171,75 +263,99 @@ def main() -> None:
     settle_until = time.monotonic() + args.settle
     while os.getloadavg()[0] >= 0.5 and time.monotonic() < settle_until:
         time.sleep(5)
-    load_before = os.getloadavg()[0]
-    runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
-    for _ in range(args.runs):
-        for mode, (where, src) in modes.items():
-            runs[mode].append(run_child(where, mode, src))
-    load_after = os.getloadavg()[0]
-
-    def col(mode: str, key: str) -> float:
-        return median([float(r[key]) for r in runs[mode] if r[key] is not None])
-
-    def stage(mode: str, name: str) -> float:
-        return median([float(r["stages_ms"].get(name, 0.0)) for r in runs[mode]])
-
     headers = {
         "first": "LLM loaded first (before)",
         "compare": f"`{args.compare_src}` (its own ingest, LLM loaded meanwhile)",
         "overlap": "this checkout (LLM loaded meanwhile)",
     }
-    names = list(dict.fromkeys(n for mode in runs for r in runs[mode] for n in r["stages_ms"]))
-    load_row = ["LLM load before asking"] + [
-        f"{col(m, 'load_first_s') * 1000:.0f}" if m == "first" else "0 (on a worker thread)" for m in runs
-    ]
-    rows: list[list[Any]] = [
-        load_row,
-        *[[f"stage `{n}`", *[f"{stage(m, n):.0f}" for m in runs]] for n in names],
-        ["**until the first LLM call**", *[f"**{col(m, 'until_first_llm_call_s') * 1000:.0f}**" for m in runs]],
-        ["whole ask (generation included)", *[f"{col(m, 'ask_s') * 1000:.0f}" for m in runs]],
-        ["imports (before the clock starts)", *[f"{col(m, 'import_s') * 1000:.0f}" for m in runs]],
-    ]
     flags = " ".join(
         f for f in (
-            f"--runs {args.runs}",
+            f"--runs {args.runs}" if not args.served_only else "--served-only",
+            f"--served-runs {args.served_runs}",
             f"--compare-src {args.compare_src}" if args.compare_src else "",
             "--skip-first" if args.skip_first else "",
             f"--settle {args.settle:g}" if args.settle else "",
             f"--bytecode-cache {args.bytecode_cache}" if args.bytecode_cache else "",
         ) if f
     )
-    # idle means nothing else ran before the runs; the runs' own processes (about 1.5 cores while the
-    # LLM and the embedder load) raise the average after them
-    idle = load_before < 0.5
-    machine = (
-        f"The machine was idle before the runs: 1-min load average {load_before:.2f} before, {load_after:.1f} "
-        "after (the runs' own processes count towards it)."
-        if idle else
-        "**The machine was shared** (other processes running): 1-min load "
-        f"average {load_before:.2f} before, {load_after:.1f} after, so these are not idle-machine figures."
+    compiled = (
+        "Each column's ragsieve was compiled to bytecode first, as an installed package is (and one unmeasured "
+        "question per column compiled the other modules a question imports). "
+        if BYTECODE_CACHE is not None else
+        "Modules without compiled bytecode (a source checkout where PYTHONDONTWRITEBYTECODE is set) are "
+        "compiled inside the clock. " if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""
     )
-    body = (
-        f"`python benchmarks/cold_ask.py {flags}`: one question (\"{QUESTION}\") per fresh process "
-        "on the demo corpus ingested by the default `ragsieve ingest` (sentence vectors stored with the index where "
-        "that version stores them), default sieve, bundled MiniLM (ONNX Runtime) "
-        "and SmolLM2-135M (llama.cpp). Clock from building the pipeline to the first call into the LLM "
-        "(the wait for its load included); medians of "
-        f"{args.runs} runs per column, the columns alternating run by run. The `generate` stage includes the wait "
-        "for the model when it is still loading; `coe` is the ScopeCoE cover inside `select`, not a stage of its own. "
-        + (
-            "Each column's ragsieve was compiled to bytecode first, as an installed package is (and one unmeasured "
-            "question per column compiled the other modules a question imports). "
-            if BYTECODE_CACHE is not None else
-            "Modules without compiled bytecode (a source checkout where PYTHONDONTWRITEBYTECODE is set) are "
-            "compiled inside the clock. " if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""
+    command = f"`python benchmarks/cold_ask.py {flags}`. {compiled}"
+
+    if served_modes:
+        served: dict[str, list[dict[str, Any]]] = {mode: [] for mode in served_modes}
+        with serve_chat() as server:
+            for where, src in served_modes.values():
+                run_served(where, server, src)  # unmeasured: the OS file cache and the bytecode
+            load_before = os.getloadavg()[0]
+            for _ in range(args.served_runs):
+                for mode, (where, src) in served_modes.items():
+                    served[mode].append(run_served(where, server, src))
+            load_after = os.getloadavg()[0]
+        served_headers = {m: headers[m].replace(", LLM loaded meanwhile", "").replace(" (LLM loaded meanwhile)", "")
+                          for m in served}
+        body = (
+            f"{command}The `ragsieve ask` command (\"{QUESTION}\" on the demo index, default sieve, `--llm-url` a "
+            "fake OpenAI-compatible server on loopback that answers at once, bundled MiniLM on ONNX Runtime for the "
+            "question) as a fresh process, as a user waits for it: timed from `Popen` to the server receiving the "
+            "first model request; the CPU row is the process's user and system time (all threads) at that moment, "
+            "which a shared machine's load inflates less than the wall time. "
+            f"Medians of {args.served_runs} runs per column (one unmeasured run first), bootstrap 95% intervals. "
+            + machine_note(load_before, load_after, "the runs' own processes count towards it")
+            + "\n\n" + served_table(served, served_headers)
         )
-        + f"{machine}\n\n"
-        + markdown_table(["ms (median)", *[headers[m] for m in runs]], rows)
-    )
-    if not args.no_write:
-        write_section("benchmarks.md", "cold-ask", "Cold ask before the first LLM call (model loaded meanwhile)", body)
-    print(body)
+        if not args.no_write:
+            write_section("benchmarks.md", "cold-ask-start", "Cold ask from the process start (served model)", body)
+        print(body)
+
+    if modes:
+        load_before = os.getloadavg()[0]
+        runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+        for _ in range(args.runs):
+            for mode, (where, src) in modes.items():
+                runs[mode].append(run_child(where, mode, src))
+        load_after = os.getloadavg()[0]
+
+        def col(mode: str, key: str) -> float:
+            return median([float(r[key]) for r in runs[mode] if r[key] is not None])
+
+        def stage(mode: str, name: str) -> float:
+            return median([float(r["stages_ms"].get(name, 0.0)) for r in runs[mode]])
+
+        names = list(dict.fromkeys(n for mode in runs for r in runs[mode] for n in r["stages_ms"]))
+        load_row = ["LLM load before asking"] + [
+            f"{col(m, 'load_first_s') * 1000:.0f}" if m == "first" else "0 (on a worker thread)" for m in runs
+        ]
+        rows: list[list[Any]] = [
+            load_row,
+            *[[f"stage `{n}`", *[f"{stage(m, n):.0f}" for m in runs]] for n in names],
+            ["**until the first LLM call**", *[f"**{col(m, 'until_first_llm_call_s') * 1000:.0f}**" for m in runs]],
+            ["whole ask (generation included)", *[f"{col(m, 'ask_s') * 1000:.0f}" for m in runs]],
+            ["imports (before the clock starts)", *[f"{col(m, 'import_s') * 1000:.0f}" for m in runs]],
+        ]
+        # idle means nothing else ran before the runs; the runs' own processes (about 1.5 cores while the
+        # LLM and the embedder load) raise the average after them
+        body = (
+            f"{command}One question (\"{QUESTION}\") per fresh Python process on the demo corpus ingested by the "
+            "default `ragsieve ingest` (sentence vectors stored with the index where that version stores them), "
+            "default sieve, bundled MiniLM (ONNX Runtime) and SmolLM2-135M (llama.cpp). Clock from building the "
+            "pipeline, after the imports (the section above times the whole command from its process start), to "
+            "the first call into the LLM (the wait for its load included); medians of "
+            f"{args.runs} runs per column, the columns alternating run by run. The `generate` stage includes the "
+            "wait for the model when it is still loading; `coe` is the ScopeCoE cover inside `select`, not a stage "
+            "of its own. " + machine_note(load_before, load_after, "the runs' own processes count towards it")
+            + "\n\n" + markdown_table(["ms (median)", *[headers[m] for m in runs]], rows)
+        )
+        if not args.no_write:
+            write_section(
+                "benchmarks.md", "cold-ask", "Cold ask before the first LLM call (model loaded meanwhile)", body
+            )
+        print(body)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,23 @@ python benchmarks/conflicts.py --choose-cover   # the conflict bar's key-term co
 python benchmarks/conflicts.py --choose-meaning   # the meaning bar (closest sentence by the embedder), same split
 python benchmarks/conflicts.py --choose-name-forms   # the shortest trailing form of a name, same split
 
+With the extractive reader (``--reader minilm``; ``ragsieve.text.reader``, ``[reading] reader =
+"minilm"``): each passage's answer is the reader's span, its values of the asked kind read by the
+value readers, compared when the reader's probability and its sentence's key-term cover meet the
+reader bar (``ragsieve.conflict.CONFLICT_READER_BAR``). ``--choose-reader-bar`` tries a grid of
+bars on the training split (``training_split`` plus WikiContradict's questions that
+``benchmarks/answer_kind.py``'s ``held_out`` leaves out) and picks one by a rule fixed before it
+ran: among the bars with at most 1% false conflicts on each ordinary set (SQuAD 2.0, HotpotQA)
+and conflict precision at least 90% on ConflictQA and WikiContradict (or nothing flagged), the one
+surfacing the most (ConflictQA flagged share plus WikiContradict both-claims-surfaced share),
+the higher probability then the higher cover on a tie; when none qualifies, the fewest false
+conflicts. The report (``--reader minilm``) runs the rule reader and the reader side by side on
+the held-out rows only (WikiContradict: its held-out ids; the others as above) and writes
+docs/results/reader.md.
+
+python benchmarks/conflicts.py --reader minilm --choose-reader-bar   # minutes; writes its section
+python benchmarks/conflicts.py --reader minilm                       # minutes; held-out rows
+
 Through the sieve (``--through-sieve``; bundled embedder and SmolLM2, llama.cpp; an LLM run):
 for WikiContradict and ConflictQA, a seeded sample of ``--n`` questions per set; one index per
 set holding every passage of the sampled questions (both sides of every conflict, each on its
@@ -122,7 +139,12 @@ def detector_alone(
     # WikiContradict
     corpus = {r["id"]: r for r in read_jsonl(trust / "wikicontradict" / "corpus.jsonl")}
     counts = {"two": [0, 0, 0, 0], "same": [0, 0, 0, 0]}  # flagged, both surfaced, n, names only the claims
-    for i, q in enumerate(read_jsonl(trust / "wikicontradict" / "questions.jsonl")):
+    wiki_part = getattr(args, "wiki_part", "all")
+    wiki = [
+        q for q in read_jsonl(trust / "wikicontradict" / "questions.jsonl")
+        if wiki_part == "all" or held_out(q["id"]) == (wiki_part == "held-out")
+    ]  # fmt: skip
+    for i, q in enumerate(wiki):
         if args.limit is not None and i >= args.limit:
             break
         hits = gold_hits(corpus, q)
@@ -457,7 +479,7 @@ def choose_name_forms(args: argparse.Namespace) -> None:
     ``NAME_TAIL_MIN_CHARS``), chosen on the training split; then the pick on the held-out sets,
     and the previous test (the name as ``find_in`` matches it) beside it."""
     import ragsieve.conflict as conflict_module
-    import ragsieve.values as values_module
+    import ragsieve.values.evidence as values_module
 
     split = training_split()
     detector = conflict_module.ConflictDetector()
@@ -1305,6 +1327,170 @@ def through_sieve_section(model: str) -> tuple[str, str]:
     return f"conflicts-through-sieve-{model}", f"Conflicting sources through the sieve, with {name}"
 
 
+READER_PROBABILITIES = (0.5, 0.7, 0.8, 0.9, 0.95, 0.98)
+READER_COVERS = (0.0, 0.5, 0.75, 1.0)
+
+
+def wiki_training_rows() -> list[tuple[str, list[Any], list[str]]]:
+    """WikiContradict's questions ``held_out`` leaves out (the reader bar's training part): question,
+    gold passages, the two claims."""
+    from benchmarks.answer_kind import held_out
+
+    trust = SHARED_DATA / "trust" / "wikicontradict"
+    corpus = {r["id"]: r for r in read_jsonl(trust / "corpus.jsonl")}
+    return [
+        (q["question"], gold_hits(corpus, q), [q["answers"][0], q["other_answers"][0]])
+        for q in read_jsonl(trust / "questions.jsonl")
+        if not held_out(q["id"])
+    ]
+
+
+def reader_training_counts(
+    detector: Any,
+    split: dict[str, list[tuple[str, list[Any]]]],
+    wiki: list[tuple[str, list[Any], list[str]]],
+    readings: dict[tuple[str, int], Any],
+) -> dict[str, tuple[int, int]]:
+    """:func:`training_counts` plus WikiContradict (both claims surfaced; precision), each
+    question's readings kept in ``readings`` so that the reader reads every passage once."""
+    from ragsieve.text.readings import Readings
+
+    def detect(name: str, i: int, q: str, hits: list[Any]) -> Any:
+        return detector.detect(q, hits, readings=readings.setdefault((name, i), Readings()))
+
+    reports = [detect("conflictqa", i, q, hits) for i, (q, hits) in enumerate(split["conflictqa"])]
+    flagged = sum(r.conflict for r in reports)
+    precise = sum(r.conflict and {g.answer for g in r.groups} == {"yes", "no"} for r in reports)
+    wiki_reports = [(detect("wiki", i, q, hits), claims) for i, (q, hits, claims) in enumerate(wiki)]
+    w_flagged = sum(r.conflict for r, _ in wiki_reports)
+    both = sum(r.conflict and all(surfaced(r, c) for c in claims) for r, claims in wiki_reports)
+    only = sum(r.conflict and names_only(r, claims) for r, claims in wiki_reports)
+    return {
+        "flagged": (flagged, len(reports)),
+        "precise": (precise, flagged),
+        "wiki surfaced": (both, len(wiki_reports)),
+        "wiki precise": (only, w_flagged),
+        "squad2": (sum(detect("squad2", i, q, h).conflict for i, (q, h) in enumerate(split["squad2"])),
+                   len(split["squad2"])),
+        "hotpotqa": (sum(detect("hotpotqa", i, q, h).conflict for i, (q, h) in enumerate(split["hotpotqa"])),
+                     len(split["hotpotqa"])),
+    }  # fmt: skip
+
+
+def _qualifies(c: dict[str, tuple[int, int]]) -> bool:
+    def share(key: str) -> float:
+        k, n = c[key]
+        return k / n if n else 0.0
+
+    precise = all(c[k][1] == 0 or share(k) >= 0.9 for k in ("precise", "wiki precise"))
+    return share("squad2") <= 0.01 and share("hotpotqa") <= 0.01 and precise
+
+
+def _surfacing(c: dict[str, tuple[int, int]]) -> float:
+    return sum(k / n if n else 0.0 for k, n in (c["flagged"], c["wiki surfaced"]))
+
+
+def choose_reader_bar(args: argparse.Namespace) -> None:
+    """The conflict reader bar (``ragsieve.conflict.CONFLICT_READER_BAR``), chosen on the training
+    split by the rule in the module docs."""
+    from ragsieve.conflict import CONFLICT_READER_BAR, ConflictDetector
+    from ragsieve.text.passage import ReaderBar
+    from ragsieve.text.readings import shared_reader
+
+    t0 = time.perf_counter()
+    split, wiki = training_split(), wiki_training_rows()
+    reader = shared_reader()
+    readings: dict[tuple[str, int], Any] = {}
+    rules = reader_training_counts(ConflictDetector(), split, wiki, {})
+    grid: list[tuple[ReaderBar, dict[str, tuple[int, int]]]] = []
+    for probability in READER_PROBABILITIES:
+        for cover in READER_COVERS:
+            bar = ReaderBar(probability, cover)
+            grid.append((bar, reader_training_counts(ConflictDetector(reader=reader, reader_bar=bar), split, wiki,
+                                                     readings)))  # fmt: skip
+            print(f"bar {probability} / {cover}: {grid[-1][1]}", file=sys.stderr, flush=True)
+    qualified = [(b, c) for b, c in grid if _qualifies(c)]
+    if qualified:
+        chosen = max(qualified, key=lambda bc: (_surfacing(bc[1]), bc[0].probability, bc[0].cover))[0]
+    else:
+        chosen = min(grid, key=lambda bc: (bc[1]["squad2"][0] + bc[1]["hotpotqa"][0], -_surfacing(bc[1])))[0]
+
+    def row(label: str, c: dict[str, tuple[int, int]]) -> list[object]:
+        return [label, pct(*c["flagged"]), pct(*c["precise"]), pct(*c["wiki surfaced"]), pct(*c["wiki precise"]),
+                pct(*c["squad2"]), pct(*c["hotpotqa"])]  # fmt: skip
+
+    rows = [row("rule reader", rules)] + [
+        row(f"reader, p >= {b.probability}, cover >= {b.cover:.0%}" + (" (chosen)" if b == chosen else ""), c)
+        for b, c in grid
+    ]
+    body = (
+        "The conflict bar of the extractive reader (`ragsieve.conflict.CONFLICT_READER_BAR`: the reader's answer "
+        "probability and the key-term cover of the sentence holding its span), tried on the training split only: "
+        f"the first {len(split['conflictqa'])} ConflictQA questions, {len(split['squad2'])} SQuAD 2.0 answerable "
+        f"(gold + next paragraph, two hosts) and {len(split['hotpotqa'])} HotpotQA questions (two supporting "
+        "paragraphs) that `benchmarks/answer_kind.py`'s `held_out` leaves for training, and the "
+        f"{len(wiki)} WikiContradict questions it leaves out. Rule fixed before the run: among the bars with at most "
+        "1% false conflicts on each ordinary set and conflict precision at least 90% on ConflictQA and "
+        "WikiContradict (or nothing flagged), the one surfacing the most (ConflictQA flagged share plus "
+        "WikiContradict both-claims-surfaced share), the higher probability then cover on a tie; when none "
+        f"qualifies, the fewest false conflicts. Chosen: probability >= {chosen.probability}, cover >= "
+        f"{chosen.cover:.0%} ({'qualified' if qualified else 'no bar qualified'}; the library's constant is "
+        f"{CONFLICT_READER_BAR.probability} / {CONFLICT_READER_BAR.cover:.0%}). {time.perf_counter() - t0:.0f} s.\n\n"
+        + markdown_table(
+            ["reader", "ConflictQA flagged", "ConflictQA precision", "WikiContradict both surfaced",
+             "WikiContradict precision", "SQuAD 2.0 false", "HotpotQA false"],
+            rows,
+        )  # fmt: skip
+    )
+    print(body)
+    if not args.no_write:
+        title = "Through the checks: the conflict bar (training split)"
+        write_section("results/reader.md", "reader-conflict-bar", title, body)
+
+
+def reader_report(args: argparse.Namespace) -> None:
+    """The rule reader and the extractive reader side by side on the held-out rows."""
+    from ragsieve.conflict import CONFLICT_READER_BAR, ConflictDetector
+    from ragsieve.text.readings import shared_reader
+
+    quiet = argparse.Namespace(limit=args.limit, no_write=True, wiki_part="held-out")
+    t0 = time.perf_counter()
+    rules_tables, rules = detector_alone(quiet, ConflictDetector(), "the rule reader")
+    t_rules = time.perf_counter() - t0
+    reader = shared_reader()
+    reader.warm_up()
+    t0 = time.perf_counter()
+    reader_tables, read = detector_alone(quiet, ConflictDetector(reader=reader), "the extractive reader")
+    t_reader = time.perf_counter() - t0
+    bar = CONFLICT_READER_BAR
+    keys = ["WikiContradict surfaced", "WikiContradict precision", "ConflictQA surfaced", "ConflictQA precision",
+            "SQuAD 2.0 false conflicts", "HotpotQA false conflicts"]  # fmt: skip
+    rows: list[list[object]] = [[k, pct(*rules[k]), pct(*read[k])] for k in keys]
+    n_q = rules["seconds"][1]
+    rows.append(["seconds in all (ms per question)", f"{t_rules:.0f} ({1000 * t_rules / n_q:.0f})",
+                 f"{t_reader:.0f} ({1000 * t_reader / n_q:.0f})"])  # fmt: skip
+    body = (
+        "`ragsieve.conflict.ConflictDetector` on each question's own passages (no retrieval, no LLM, policy `both`), "
+        "the rule reader against the extractive reader (`ConflictDetector(reader=...)`, as `[reading] reader = "
+        f'"minilm"` runs it; reader bar: probability >= {bar.probability}, sentence key-term cover >= '
+        f"{bar.cover:.0%}, chosen on the training split: section *Through the checks: the conflict bar*), on the "
+        "same held-out rows: WikiContradict's questions that `benchmarks/answer_kind.py`'s `held_out` keeps "
+        "(both kinds: claims in two passages and in one), ConflictQA's held-out questions, the first 150 "
+        "held-out SQuAD 2.0 answerable questions (gold + next paragraph on two hosts) and HotpotQA's held-out "
+        "questions (two supporting paragraphs on two hosts). ConflictQA and WikiContradict's yes/no questions are "
+        "read for a stance: the rules from negation words in the clause holding the question's terms, the reader "
+        "from negation words in the clause holding its span. WikiContradict surfaced = a conflict is flagged and "
+        "each claim states one group's value; precision = of flagged, the groups name the two claims only "
+        "(ConflictQA: exactly yes and no). Percentages with 95% Wilson intervals.\n\n"
+        + markdown_table(["measure", "rule reader", "extractive reader"], rows)
+        + "\n\nThe extractive reader's tables:\n\n" + reader_tables
+        + "\n\nThe rule reader's tables (same rows):\n\n" + rules_tables
+    )
+    print(body)
+    if not args.no_write:
+        write_section("results/reader.md", "reader-conflicts", "Through the checks: conflicting sources", body)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=None, help="detector alone: at most this many questions per set")
@@ -1352,8 +1538,24 @@ def main() -> None:
         action="store_true",
         help="the shortest trailing form of a name that names its entity, chosen on the training split",
     )
+    parser.add_argument(
+        "--reader", choices=("rules", "minilm"), default="rules",
+        help="how passages are read: the rules, or the extractive reader (minilm; its own sections of "
+        "docs/results/reader.md)",
+    )
+    parser.add_argument(
+        "--choose-reader-bar", action="store_true", help="with --reader minilm: the reader bar, on the training split"
+    )
     args = parser.parse_args()
-    if args.choose_name_forms:
+    if args.reader == "minilm":
+        if args.choose_reader_bar:
+            choose_reader_bar(args)
+        elif any((args.through_sieve, args.llm_reader, args.choose_cover, args.choose_meaning,
+                  args.choose_name_forms)):  # fmt: skip
+            parser.error("--reader minilm measures the detector alone (or --choose-reader-bar)")
+        else:
+            reader_report(args)
+    elif args.choose_name_forms:
         choose_name_forms(args)
     elif args.choose_meaning:
         choose_meaning(args)

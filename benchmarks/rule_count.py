@@ -98,7 +98,7 @@ DELETED = (
 
 TRUST_LAYER = (
     "ragsieve/lexicon.py",
-    "ragsieve/values.py",
+    "ragsieve/values",
     "ragsieve/text",
     "ragsieve/text.py",
     "ragsieve/sentences.py",

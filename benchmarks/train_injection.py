@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _data import read_jsonl  # noqa: E402
+from _data import prose_corpora, read_jsonl  # noqa: E402
 from _report import ROOT, SHARED_DATA, markdown_table, write_section  # noqa: E402
 from _stats import wilson_interval  # noqa: E402
 from ragsieve.array_models import TfidfArrays  # noqa: E402
@@ -93,13 +93,7 @@ def held_out_ordinary(n_per_corpus: int, rng: random.Random) -> dict[str, list[s
     for path in sorted((ROOT / "src/ragsieve/demo/corpus").rglob("*")):
         if path.suffix in (".md", ".txt"):
             demo.extend(p.strip() for p in path.read_text(encoding="utf-8").split("\n\n") if len(p.split()) >= 8)
-    squad2 = list(dict.fromkeys(r["text"] for r in read_jsonl(SHARED_DATA / "trust/squad2/corpus.jsonl")))
-    hotpot: dict[str, None] = {}
-    for row in read_jsonl(SHARED_DATA / "hotpotqa/hotpotqa_dev_distractor_500.jsonl"):
-        for c in row["contexts"]:
-            hotpot.setdefault(c["paragraph_text"], None)
-    nf = [r["text"] for r in read_jsonl(SHARED_DATA / "beir-nfcorpus/corpus.jsonl.gz") if r.get("text")]
-    out = {"demo corpus": demo, "SQuAD 2.0": squad2, "HotpotQA": list(hotpot), "NFCorpus": nf}
+    out = {"demo corpus": demo, **prose_corpora(SHARED_DATA)}
     return {k: (rng.sample(v, n_per_corpus) if len(v) > n_per_corpus else v) for k, v in out.items()}
 
 

@@ -107,9 +107,9 @@ def perturb(items: list[Item], seed: int) -> list[tuple[Item, str, str, str, str
             continue
         replacement = rng.choice(candidates)
         # the sentence as extract_values saw it (NFKC, dashes) so spans line up
-        from ragsieve.values import _prepare
+        from ragsieve.values import prepare_text
 
-        prepared = _prepare(item.sentence)
+        prepared = prepare_text(item.sentence)
         s, e = target.span
         out.append((item, prepared[:s] + replacement + prepared[e:], target.kind, target.text, replacement))
     return out
@@ -164,14 +164,14 @@ def reformat(value: Any) -> str | None:
 
 def reformatted(items: list[Item]) -> list[tuple[Item, str, str, str, str]]:
     """(item, sentence with one value rewritten, kind, old, new) for items with a rewritable value."""
-    from ragsieve.values import _prepare, extract_values
+    from ragsieve.values import extract_values, prepare_text
 
     out = []
     for item in items:
         for v in extract_values(item.sentence):
             alt = reformat(v)
             if alt:
-                prepared = _prepare(item.sentence)
+                prepared = prepare_text(item.sentence)
                 out.append((item, prepared[: v.span[0]] + alt + prepared[v.span[1] :], v.kind, v.text, alt))
                 break
     return out

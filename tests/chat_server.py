@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ _MARKER = re.compile(r"^\s*\[(\d+)\]", re.M)
 class ChatServer:
     url: str = ""
     paths: list[str] = field(default_factory=list)
+    # time.perf_counter() when each request arrived (before its body is read), in order
+    arrivals: list[float] = field(default_factory=list)
 
 
 def _reply_for(body: dict[str, Any]) -> str:
@@ -40,6 +43,7 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            server.arrivals.append(time.perf_counter())
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             server.paths.append(self.path)
             if not self.path.endswith("/chat/completions") or body.get("logprobs"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -18,13 +19,19 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # index `ragsieve demo` writes to the cache, the exported ONNX graph, eval caches, a config or a
 # calibration, $RAGSIEVE_INDEX — cannot change a test's outcome, and the tests leave nothing in the
 # user's folders. The user's own folders are remembered for the test that checks this.
-USER_HOME = Path.home()
-USER_FOLDERS = {
-    "home": USER_HOME,
-    "cache": Path(os.environ.get("XDG_CACHE_HOME", USER_HOME / ".cache")),
-    "config": Path(os.environ.get("XDG_CONFIG_HOME", USER_HOME / ".config")),
-    "data": Path(os.environ.get("XDG_DATA_HOME", USER_HOME / ".local" / "share")),
-}
+# Under pytest-xdist a worker starts with the folders its controller set below: the controller
+# hands the user's own on in RAGSIEVE_TESTS_USER_FOLDERS.
+if os.environ.get("RAGSIEVE_TESTS_USER_FOLDERS"):
+    USER_FOLDERS = {name: Path(path) for name, path in json.loads(os.environ["RAGSIEVE_TESTS_USER_FOLDERS"]).items()}
+else:
+    USER_HOME = Path.home()
+    USER_FOLDERS = {
+        "home": USER_HOME,
+        "cache": Path(os.environ.get("XDG_CACHE_HOME", USER_HOME / ".cache")),
+        "config": Path(os.environ.get("XDG_CONFIG_HOME", USER_HOME / ".config")),
+        "data": Path(os.environ.get("XDG_DATA_HOME", USER_HOME / ".local" / "share")),
+    }
+    os.environ["RAGSIEVE_TESTS_USER_FOLDERS"] = json.dumps({name: str(path) for name, path in USER_FOLDERS.items()})
 SESSION_ROOT = Path(tempfile.mkdtemp(prefix="ragsieve-tests-"))
 SESSION_FOLDERS = {name: SESSION_ROOT / name for name in USER_FOLDERS}
 for _folder in SESSION_FOLDERS.values():

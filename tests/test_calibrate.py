@@ -251,3 +251,56 @@ def test_abstention_rule_matches_the_answer_mask() -> None:
     conf: list[float | None] = [0.2, 0.5, None, 0.9]
     mask = answer_mask(conf, 0.5)
     assert [abstains(c, 0.5) is None for c in conf] == mask.tolist()
+
+
+# ------------------------------------------------------------- both errors bounded
+def population_withdrawn(threshold: float) -> float:
+    """Share of right answers below ``threshold`` when c is uniform and P(right | c) = c: t**2."""
+    return threshold**2
+
+
+def test_withdrawn_and_risk_hold_together_over_fresh_calibration_sets() -> None:
+    """With ``withdrawn`` set, the chosen threshold's population selective risk is at most alpha
+    *and* its population share of right answers withdrawn at most ``withdrawn``, jointly, in at
+    least 1 - delta of fresh calibration sets; the region is narrow (t in [0.4, 0.5])."""
+    alpha, withdrawn, delta, draws = 0.3, 0.25, 0.1, 300
+    failed = feasible = 0
+    for seed in range(draws):
+        conf, correct = synthetic(3000, seed)
+        res = calibrate_threshold(conf, correct, alpha, delta, withdrawn=withdrawn)
+        if res.feasible:
+            feasible += 1
+            assert res.threshold is not None
+            t = res.threshold
+            failed += population_risk(t) > alpha or population_withdrawn(t) > withdrawn
+    slack = 3 * math.sqrt(delta * (1 - delta) / draws)
+    assert failed / draws <= delta + slack
+    assert feasible > draws / 2
+
+
+def test_withdrawn_bound_reported_and_contradictory_targets_are_infeasible() -> None:
+    conf, correct = synthetic(3000, 1)
+    res = calibrate_threshold(conf, correct, 0.3, 0.1, withdrawn=0.25)
+    assert res.feasible and res.threshold is not None
+    right = correct & np.isfinite(conf)
+    k = int((right & (conf < res.threshold)).sum())
+    assert res.details["withdrawn"] == k
+    assert res.details["right_with_confidence"] == int(right.sum())
+    assert k / int(right.sum()) <= res.details["withdrawn_bound"]
+    assert "withdrawn" in res.message
+    # risk 0.1 needs t >= 0.8, withdrawing 64 % of right answers: no threshold keeps both promises
+    bad = calibrate_threshold(conf, correct, 0.1, 0.1, withdrawn=0.25)
+    assert not bad.feasible and "withdrawn" in bad.message
+    # alone, the same risk is certified: the second promise is what fails
+    assert calibrate_threshold(conf, correct, 0.1, 0.1).feasible
+
+
+def test_withdrawn_is_checked_and_round_trips() -> None:
+    conf, correct = synthetic(500, 2)
+    with pytest.raises(InputError, match="withdrawn"):
+        calibrate_threshold(conf, correct, 0.2, 0.1, withdrawn=1.5)
+    with pytest.raises(InputError, match="crc"):
+        calibrate_threshold(conf, correct, 0.2, 0.1, method="crc", withdrawn=0.05)
+    cal = ThresholdCalibrator(risk=0.3, delta=0.1, withdrawn=0.25).fit(conf, correct)
+    again = ThresholdCalibrator.from_dict(json.loads(json.dumps(cal.to_dict())))
+    assert again.get_params() == cal.get_params() and again.threshold_ == cal.threshold_

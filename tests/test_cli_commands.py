@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -163,6 +164,16 @@ def results(ws: Workspace) -> dict[str, Run]:
     (ws.root / "answer.json").write_text(out["ask json"].out, encoding="utf-8")
     out["info"] = ws.run("info", "--index", idx)
     out["audit"] = ws.run("audit", "--index", idx)
+    # generations: an index ingested twice (a file added) has a previous generation to switch back to
+    generations_corpus, generations_idx = ws.root / "corpus-generations", ws.path("idx-generations")
+    shutil.copytree(ws.path("corpus"), generations_corpus)
+    ws.run("ingest", str(generations_corpus), "--index", generations_idx, "--threads", "1")
+    (generations_corpus / "added.txt").write_text("An added note about the Apollo landing sites.\n", encoding="utf-8")
+    ws.run("ingest", str(generations_corpus), "--index", generations_idx, "--threads", "1")
+    out["index generations"] = ws.run("index", "generations", "--index", generations_idx, "--json")
+    listed = json.loads(out["index generations"].out) if out["index generations"].code == 0 else []
+    previous = next((r["generation"] for r in listed if r["role"] == "previous"), "none-listed")
+    out["index use"] = ws.run("index", "use", previous, "--index", generations_idx)
     out["classify"] = ws.run("classify", "a moving film", "--labels", "positive,negative", "--no-calibrate",
                              "--threads", "1")
     out["eval"] = ws.run("eval", "--data", ws.path("qa.jsonl"), "--index", idx, *fake, "--only", "plain,no-retrieval",

@@ -15,10 +15,12 @@ from pydantic import BaseModel
 
 from ragsieve.config import (
     ConflictConfig,
+    EmbedderConfig,
     FilterConfig,
     GenerationConfig,
     InjectionConfig,
     JudgeConfig,
+    LLMConfig,
     NeedConfig,
     PoisonConfig,
     RetrievalConfig,
@@ -28,8 +30,12 @@ from ragsieve.config import (
     VerifyConfig,
 )
 from ragsieve.conflict import ConflictDetector
+from ragsieve.embed.local import SentenceTransformerEmbedder
+from ragsieve.embed.openai_http import OpenAIEmbedder
 from ragsieve.filtering.filters import DirectFilter, EnsembleFilter, ICLFilter, NoFilter
 from ragsieve.filtering.injection import InjectionScorer
+from ragsieve.llm.llama_cpp import LlamaCppLLM
+from ragsieve.llm.openai_http import OpenAICompatibleLLM
 from ragsieve.select import TopKSelector
 from ragsieve.sieve.conflict import ConflictStage
 from ragsieve.sieve.filter import FilterStage
@@ -38,6 +44,7 @@ from ragsieve.sieve.injection import InjectionStage
 from ragsieve.sieve.judge import CrossEncoderJudge, JudgeStage, build_judge
 from ragsieve.sieve.need import NeedStage
 from ragsieve.sieve.poison import PoisonJudge, PoisonStage
+from ragsieve.sieve.prior import AuditPrior
 from ragsieve.sieve.retrieve import RetrieveStage
 from ragsieve.sieve.route import RouteStage
 from ragsieve.sieve.select import SelectStage
@@ -51,6 +58,7 @@ CASES: list[tuple[type, type[BaseModel], dict[str, str], set[str]]] = [
     (RouteStage, RouteStageConfig, {}, set()),
     (NeedStage, NeedConfig, {}, set()),
     (RetrieveStage, RetrieveStageConfig, {"n": "candidates"}, set()),
+    (AuditPrior, RetrieveStageConfig, {"trust": "audit_trust"}, set()),
     (JudgeStage, JudgeConfig, {}, set()),
     (PoisonStage, PoisonConfig, {}, set()),
     (InjectionStage, InjectionConfig, {}, set()),
@@ -70,6 +78,11 @@ CASES: list[tuple[type, type[BaseModel], dict[str, str], set[str]]] = [
     (DirectFilter, FilterConfig, {}, set()),
     (ICLFilter, FilterConfig, {}, set()),
     (EnsembleFilter, FilterConfig, {"theta": "ensemble_theta"}, set()),
+    # the models the pipeline loads from the llm and embedder sections
+    (LlamaCppLLM, LLMConfig, {"model_path": "model"}, set()),
+    (OpenAICompatibleLLM, LLMConfig, {}, set()),
+    (SentenceTransformerEmbedder, EmbedderConfig, {}, set()),
+    (OpenAIEmbedder, EmbedderConfig, {}, set()),
 ]
 
 # how the pipeline builds a component from its section, where a ``None`` in the section means

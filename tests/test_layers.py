@@ -24,13 +24,15 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "ground": (
         "types", "errors", "config", "io", "http", "text", "answers", "extras", "safe_models",
         "console", "sentences", "values", "citations", "cluster", "demo", "array_models", "cancel",
-        "telemetry", "options", "present", "lexicon", "signals",
+        "telemetry", "options", "present", "lexicon", "signals", "records",
     ),
     # the parts a stage is made of: models, indexes, and each check's own component
     "components": (
         "ingest", "embed", "llm", "index", "store", "route", "importance", "generate", "verify",
         "tasks", "expand", "coe", "select", "filtering", "conflict", "calibrate", "decision", "voices",
         "audit",
+        # the public classes that join components (``ragsieve.Index``: the index with its audit)
+        "api",
     ),
     # the question's path: one module per stage, and the pipeline that runs them
     "sieve": ("sieve",),

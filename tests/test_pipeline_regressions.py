@@ -2,7 +2,8 @@
 deterministic fake LLM, the hash embedder and the bundled decision model: a right draft whose
 wording differs from the evidence is kept ("Sony Corporation" for "Sony", "694 nanometers" for
 "694 nanometres"), a wrong name the passage mentions for another prize is not accepted with high
-confidence, and the minimal cover keeps the page that states the value asked for."""
+confidence, and the minimal cover keeps the page that states the value asked for. Each case runs with
+the passages read by the rules and by the shipped extractive reader (``[reading] reader``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ DEMO_DOCS = (
     "physics/036-laser.md",
     "nanoscience/002-plenty-of-room-at-the-bottom.md",
 )
+
+
+@pytest.fixture(params=["rules", pytest.param("minilm", marks=pytest.mark.slow)])
+def reader(request: pytest.FixtureRequest) -> str:
+    """How the checks read passages: the rules, or the shipped extractive reader (a real model)."""
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -52,18 +59,20 @@ def sieve(index: Index, reply: str, relevant: tuple[str, ...], **config: object)
     ],
 )
 def test_a_right_draft_worded_unlike_the_evidence_is_kept(
-    demo_index: Index, question: str, reply: str, relevant: tuple[str, ...]
+    demo_index: Index, question: str, reply: str, relevant: tuple[str, ...], reader: str
 ) -> None:
-    ans = sieve(demo_index, reply, relevant).ask(question)
+    ans = sieve(demo_index, reply, relevant, reading={"reader": reader}).ask(question)
     assert not ans.abstained, ans.abstain_reason
     assert ans.text == reply  # the draft as written, not a replacement
     assert ans.trace.stage("decide")[-1]["draft"] == reply
 
 
-def test_a_wrong_name_from_the_same_passage_is_not_accepted_with_high_confidence(demo_index: Index) -> None:
+def test_a_wrong_name_from_the_same_passage_is_not_accepted_with_high_confidence(
+    demo_index: Index, reader: str
+) -> None:
     # the passage gives William McLellan the motor prize and Tom Newman the text prize
     question = "Who claimed Feynman's prize for a working electric motor only 1/64 inch on each side?"
-    ans = sieve(demo_index, "Tom Newman [1].", ("feynman", "mclellan")).ask(question)
+    ans = sieve(demo_index, "Tom Newman [1].", ("feynman", "mclellan"), reading={"reader": reader}).ask(question)
     assert ans.abstained or (ans.confidence is not None and ans.confidence < 0.5), ans.confidence
 
 
@@ -93,13 +102,14 @@ class FirstPageCover:
         return [h for h in hits if h.chunk.id.endswith("p1")]
 
 
-def belt_pipeline(index: Index) -> Pipeline:
+def belt_pipeline(index: Index, reader: str = "rules") -> Pipeline:
     return sieve(index, "The belt tension is 450 N [1].", ("belt",), sieve={"need": "always", "route": "all",
-                                                                          "select": "scope-coe"})  # fmt: skip
+                                                                          "select": "scope-coe"},
+                 reading={"reader": reader})  # fmt: skip
 
 
-def test_the_cover_keeps_the_page_that_states_the_value_asked_for(manual_index: Index) -> None:
-    pipe = belt_pipeline(manual_index)
+def test_the_cover_keeps_the_page_that_states_the_value_asked_for(manual_index: Index, reader: str) -> None:
+    pipe = belt_pipeline(manual_index, reader)
     select = next(s for s in pipe.stages if s.name == "select")
     select.selectors.built["scope-coe"] = FirstPageCover()  # type: ignore[attr-defined]
     ans = pipe.ask(BELT_Q)
@@ -111,8 +121,8 @@ def test_the_cover_keeps_the_page_that_states_the_value_asked_for(manual_index: 
     assert decisions["manual.pdf:p3"]["verdict"] == "dropped"
 
 
-def test_the_real_cover_keeps_the_page_that_states_the_value(manual_index: Index) -> None:
-    ans = belt_pipeline(manual_index).ask(BELT_Q)
+def test_the_real_cover_keeps_the_page_that_states_the_value(manual_index: Index, reader: str) -> None:
+    ans = belt_pipeline(manual_index, reader).ask(BELT_Q)
     assert "manual.pdf:p2" in [h.chunk.id for h in ans.evidence]
 
 

@@ -157,7 +157,7 @@ def test_values_of_one_measure_are_told_from_values_of_another() -> None:
 def test_threads_racing_for_the_first_quantity_load_the_unit_registry_once() -> None:
     import threading
 
-    from ragsieve import values
+    from ragsieve.values import quantities as values
 
     values._load_registry.cache_clear()
     got: list[object] = []
@@ -172,7 +172,7 @@ def test_threads_racing_for_the_first_quantity_load_the_unit_registry_once() -> 
 
 def _unit_readings(words: list[str], monkeypatch) -> list[str | None]:
     """How ``parse_unit`` reads each of ``words``, with no reading stored by an earlier call."""
-    from ragsieve import values
+    from ragsieve.values import quantities as values
 
     monkeypatch.setattr(values, "_UNIT_READINGS", values._StoredReadings())
     monkeypatch.setattr(values._UNIT_READINGS, "_stored", {})
@@ -184,8 +184,8 @@ def test_the_stored_unit_words_reject_only_what_pint_cannot_read(monkeypatch) ->
     """Parity: every phrase reads the same with the stored unit words deciding which words need
     pint's registry as with the registry asked about every word (pint's own reading is the
     reference): units, prefixed and plural units, their case variants, stop words, ordinary words."""
-    from ragsieve import values
     from ragsieve.lexicon import STOP_WORDS
+    from ragsieve.values import quantities as values
 
     reg = values._registry()
     stored = values._unit_words_from(values._unit_words_data(reg))
@@ -239,7 +239,7 @@ def test_a_later_process_reads_stored_units_without_importing_pint(tmp_path) -> 
 
 
 def test_unit_words_are_stored_once_read_back_and_a_damaged_file_ignored(tmp_path, monkeypatch) -> None:
-    from ragsieve import values
+    from ragsieve.values import quantities as values
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(values, "_UNIT_WORDS_WRITTEN", [])
@@ -262,7 +262,7 @@ def test_a_damaged_unit_definition_cache_is_parsed_again(tmp_path, monkeypatch) 
     import os
     import time
 
-    from ragsieve import values
+    from ragsieve.values import quantities as values
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     values._load_registry.cache_clear()
@@ -343,3 +343,36 @@ def test_find_entity_trailing_forms_can_be_turned_off() -> None:
     assert find_entity(v, "Seadlund was executed.", tail_min=None) is None
     assert find_entity(v, "Seadlund was executed.", tail_min=9) is None  # "seadlund" has 8 letters
     assert find_entity(v, "Seadlund was executed.", tail_min=8) is not None
+
+
+def test_the_trailing_form_setting_is_read_where_it_is_defined(monkeypatch) -> None:
+    from ragsieve.values import evidence
+
+    v = _name("John Henry Seadlund")
+    monkeypatch.setattr(evidence, "NAME_TAIL_MIN_CHARS", 9)
+    assert find_entity(v, "Seadlund was executed.") is None
+    monkeypatch.setattr(evidence, "NAME_TAIL_MIN_CHARS", 8)
+    assert find_entity(v, "Seadlund was executed.") is not None
+
+
+def test_the_value_readers_import_nothing_above_the_lexicon() -> None:
+    """The value readers sit beneath the reading layer (``ragsieve.text`` reads values with them):
+    each module of ``ragsieve.values`` imports, of ragsieve, only the lexicon, the file helpers and
+    its own package, wherever in the file the import is."""
+    import ast
+    from pathlib import Path
+
+    import ragsieve.values
+
+    allowed = ("ragsieve.lexicon", "ragsieve.io", "ragsieve.values")
+    found: list[str] = []
+    for path in sorted(Path(ragsieve.values.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):  # a relative import: its own package, or above it
+                names = ["ragsieve.values" if node.level == 1 else "." * node.level + (node.module or "")]
+            for name in names:
+                if name.startswith(("ragsieve", ".")) and not name.startswith(allowed):
+                    found.append(f"{path.name} imports {name}")
+    assert len(list(Path(ragsieve.values.__file__).parent.glob("*.py"))) >= 8
+    assert not found, found

@@ -15,16 +15,16 @@ _LAZY = {
     "Chunk": "ragsieve.types",
     "SearchHit": "ragsieve.types",
     "Trace": "ragsieve.types",
-    "Index": "ragsieve.index",
+    "Index": "ragsieve.api",
     "Pipeline": "ragsieve.sieve.pipeline",
     "PipelineConfig": "ragsieve.config",
     "RagsieveError": "ragsieve.errors",
 }
 
 if TYPE_CHECKING:
+    from ragsieve.api import Index
     from ragsieve.config import PipelineConfig
     from ragsieve.errors import RagsieveError
-    from ragsieve.index import Index
     from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.types import Chunk, SearchHit, Trace
 

@@ -281,6 +281,7 @@ def calibrate_threshold(
     method: Method | str = "ltt-binomial",
     thresholds: Sequence[float] | None = None,
     starts: int = 1,
+    withdrawn: float | None = None,
 ) -> CalibrationResult:
     """The lowest threshold whose selective risk is certified at most ``risk`` w.p. ``1 - delta``.
 
@@ -289,10 +290,23 @@ def calibrate_threshold(
     the item is never answered). ``thresholds``: the candidate grid (default: every distinct
     calibration confidence); it must not depend on the labels. ``starts``: how many fixed-sequence
     chains to run, each at level ``delta / starts`` (see :func:`_chain_starts`).
+
+    ``withdrawn``: also bound the other error, right answers withdrawn. A threshold is then
+    certified only when both ``P(wrong | answered) <= risk`` and ``W(t) = P(confidence < t |
+    right) <= withdrawn`` are (Learn then Test with two risks, Angelopoulos et al. 2021): the
+    selective risk's hypotheses are tested as above at level ``delta / 2``, and ``W``'s (binomial
+    lower tail of the right answers below ``t``) by one fixed sequence from the lowest threshold
+    up at ``delta / 2``, since ``W`` grows with the threshold; so both hold together with
+    probability at least ``1 - delta``. Right answers the pipeline already withdrew (no confidence)
+    are not counted: no threshold can keep them.
     """
     conf, right = _check(confidences, correct, risk, delta)
     if method not in METHODS:
         raise InputError(f"unknown calibration method {method!r}; use one of {', '.join(METHODS)}")
+    if withdrawn is not None and not 0.0 < withdrawn < 1.0:
+        raise InputError(f"withdrawn must be in (0, 1), got {withdrawn}; e.g. 0.05 for at most 5 % of right answers")
+    if withdrawn is not None and method == "crc":
+        raise InputError("withdrawn bounds the selective risk's threshold (ltt-binomial, ltt-hb), not crc's joint risk")
     n = len(conf)
     wrong = ~right
     if thresholds is None:
@@ -305,8 +319,10 @@ def calibrate_threshold(
     if method == "crc":
         return _crc(conf, wrong, grid, n_at, e_at, n, risk, delta)
 
-    chains = _chain_starts(n_at, risk, delta, starts)
-    level = delta / max(len(chains), 1)
+    # with right answers withdrawn bounded too, each family of hypotheses gets half of delta
+    risk_delta = delta if withdrawn is None else delta / 2
+    chains = _chain_starts(n_at, risk, risk_delta, starts)
+    level = risk_delta / max(len(chains), 1)
     need = _min_testable(risk, level)
     testable = n_at >= need
     emp = np.where(n_at > 0, e_at / np.maximum(n_at, 1), np.nan)
@@ -326,6 +342,22 @@ def calibrate_threshold(
             if pvals[j] > level:
                 break
             rejected[j] = True
+    withdrawn_bounds: np.ndarray | None = None
+    n_right = int((right & np.isfinite(conf)).sum())
+    if withdrawn is not None:
+        # The second family, H'_t: W(t) > withdrawn, tested by one fixed sequence in the other
+        # direction (W grows with the threshold): from the lowest threshold up, at level delta / 2,
+        # stopping at the first not rejected. A threshold rejected in both families is certified
+        # for both, together with probability >= 1 - delta (a union bound over the two families).
+        k_at = n_right - (n_at - e_at)  # right answers with a confidence below each threshold
+        w_pvals = stats.binom.cdf(k_at, n_right, withdrawn) if n_right else np.ones(len(grid))
+        withdrawn_bounds = _cp_upper(k_at, np.full(len(grid), n_right), delta / 2)
+        kept_right = np.zeros(len(grid), dtype=bool)
+        for j in range(len(grid) - 1, -1, -1):
+            if w_pvals[j] > delta / 2:
+                break
+            kept_right[j] = True
+        rejected &= kept_right
     chosen = int(np.flatnonzero(rejected)[-1]) if rejected.any() else None
 
     best_risk = best_bound = best_thr = None
@@ -340,14 +372,26 @@ def calibrate_threshold(
         "level_per_start": level,
         "p_value": None,
     }
+    if withdrawn is not None:
+        details["withdrawn_target"] = withdrawn
+        details["right_with_confidence"] = n_right
     if chosen is not None:
         thr = float(grid[chosen])
         n_ans = int(n_at[chosen])
         details["p_value"] = float(pvals[chosen])
         res_emp, res_bound = float(emp[chosen]), float(bounds[chosen])
+        both = ""
+        if withdrawn_bounds is not None:
+            k = n_right - (n_ans - int(e_at[chosen]))
+            details["withdrawn"] = k
+            details["withdrawn_bound"] = float(withdrawn_bounds[chosen])
+            both = (
+                f" and right answers withdrawn <= {withdrawn} ({k} of {n_right} withdrawn, bound "
+                f"{float(withdrawn_bounds[chosen]):.3f})"
+            )
         msg = (
-            f"risk <= {risk} with probability >= {1 - delta:.3g} ({method}): answer when confidence >= {thr:.4g}; "
-            + _describe(thr, n_ans, n, res_emp, res_bound)
+            f"risk <= {risk}{both} with probability >= {1 - delta:.3g} ({method}): answer when confidence >= "
+            f"{thr:.4g}; " + _describe(thr, n_ans, n, res_emp, res_bound)
         )
         return CalibrationResult(
             thr, True, risk, delta, method, n, n_ans, n_ans / n, res_emp, res_bound,
@@ -358,6 +402,13 @@ def calibrate_threshold(
             f"no threshold reaches risk {risk} with probability >= {1 - delta:.3g}: fewer than {need} "
             f"calibration answers carry a confidence ({int(np.isfinite(conf).sum())} of {n}), too few to "
             "certify any threshold; label more questions or raise --risk/--delta"
+        )
+    elif withdrawn is not None:
+        msg = (
+            f"no threshold reaches both risk {risk} and right answers withdrawn <= {withdrawn} with probability "
+            f">= {1 - delta:.3g} ({method}); alone, the best certified risk is {best_bound:.3f} "
+            f"({_describe(best_thr, int(n_at[grid == best_thr][0]), n, float(emp[grid == best_thr][0]), best_bound)}); "
+            "raise --risk or --max-withdrawn, label more questions, or use a better confidence"
         )
     else:
         msg = (
@@ -425,15 +476,26 @@ class ThresholdCalibrator:
         (True, [False, True])
     """
 
-    def __init__(self, risk: float = 0.1, delta: float = 0.1, method: str = "ltt-binomial") -> None:
+    def __init__(
+        self,
+        risk: float = 0.1,
+        delta: float = 0.1,
+        method: str = "ltt-binomial",
+        withdrawn: float | None = None,
+        starts: int = 1,
+    ) -> None:
         self.risk = risk
         self.delta = delta
         self.method = method
+        self.withdrawn = withdrawn
+        self.starts = starts
 
     def fit(
         self, confidences: Sequence[float | None] | np.ndarray, correct: Sequence[bool] | np.ndarray
     ) -> ThresholdCalibrator:
-        self.result_ = calibrate_threshold(confidences, correct, self.risk, self.delta, self.method)
+        self.result_ = calibrate_threshold(
+            confidences, correct, self.risk, self.delta, self.method, starts=self.starts, withdrawn=self.withdrawn
+        )
         self.threshold_ = self.result_.threshold
         self.feasible_ = self.result_.feasible
         return self
@@ -445,7 +507,13 @@ class ThresholdCalibrator:
         return answer_mask(confidences, self.threshold_)
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {"risk": self.risk, "delta": self.delta, "method": self.method}
+        return {
+            "risk": self.risk,
+            "delta": self.delta,
+            "method": self.method,
+            "withdrawn": self.withdrawn,
+            "starts": self.starts,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"params": self.get_params()}
@@ -517,8 +585,11 @@ def simulate_splits(
     cal_frac: float = 0.5,
     seed: int = 0,
     method: Method | str = "ltt-binomial",
+    withdrawn: float | None = None,
+    starts: int = 1,
 ) -> SimulationResult:
-    """Calibrate on a random ``cal_frac`` of the items and measure the risk on the rest, ``n_splits`` times."""
+    """Calibrate on a random ``cal_frac`` of the items and measure the risk on the rest, ``n_splits``
+    times (``withdrawn`` and ``starts`` as in :func:`calibrate_threshold`)."""
     conf, right = _check(confidences, correct, risk, delta)
     if not 0.0 < cal_frac < 1.0:
         raise InputError(f"cal_frac must be in (0, 1), got {cal_frac}; pass e.g. 0.5")
@@ -535,7 +606,7 @@ def simulate_splits(
     for _ in range(n_splits):
         perm = rng.permutation(n)
         cal, test = perm[:n_cal], perm[n_cal:]
-        res = calibrate_threshold(conf[cal], right[cal], risk, delta, method)
+        res = calibrate_threshold(conf[cal], right[cal], risk, delta, method, starts=starts, withdrawn=withdrawn)
         ans = answer_mask(conf[test], res.threshold)
         if not res.feasible:
             infeasible += 1

@@ -103,6 +103,7 @@ def mount_subcommands(root: typer.Typer) -> None:
     from ragsieve.filtering.cli import app as filters_app
     from ragsieve.importance.cli import app as importance_app
     from ragsieve.index.cli import app as router_app
+    from ragsieve.index.cli import index_app
     from ragsieve.mcp.cli import mcp_command
     from ragsieve.serve.cli import app as trace_app
     from ragsieve.serve.cli import serve as serve_command
@@ -110,6 +111,7 @@ def mount_subcommands(root: typer.Typer) -> None:
 
     groups = {
         "router": router_app,
+        "index": index_app,
         "filters": filters_app,
         "tasks": tasks_app,
         "coe": coe_app,
@@ -211,6 +213,9 @@ def ingest(
         32, "--partition-files", min=1, help="Files per partition (the unit of parallel and resumed work)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
+    audit: bool = typer.Option(
+        False, "--audit", help="Then audit the new generation and save it with the index (`ragsieve audit "
+        "--save`): after a re-ingest only what changed is checked against what was there."),
     tags_file: Path | None = typer.Option(
         None, "--tags-file", metavar="FILE",
         help="TOML/YAML file of path globs and the document tags each gives (what access keys grant; "
@@ -245,13 +250,18 @@ def ingest(
         },
     )
     if cfg.store.backend != "folder" or workers or cluster:
+        if audit:
+            raise InputError("--audit audits a folder index built here; run `ragsieve audit --save` after a "
+                             "--store milvus, --workers or --cluster ingest")
         _ingest_partitioned(path, index, cfg, workers, cluster, partition_files, as_json)
         return
     report = BuildReport()
     with stage_progress() as progress:
         built = Index.build(path, index, config=cfg, progress=progress, report=report)
+    audited = _audit_after_ingest(built, index) if audit else None
     if as_json:
-        console.print_json(json.dumps({**report.to_dict(), "index": built.stats()}))
+        extra = {"audit": audited} if audited is not None else {}
+        console.print_json(json.dumps({**report.to_dict(), "index": built.stats(), **extra}))
         return
     n_files = report.files_added + report.files_updated + report.files_unchanged
     console.print(Text("indexed ", style="green") + Text(
@@ -264,6 +274,27 @@ def ingest(
         err_console.print(Text(f"skipped {len(report.skipped)} file(s), link(s) or record(s):", style="yellow"))
         for p, reason in report.skipped:
             err_console.print(f"  {p}: {reason}", markup=False, highlight=False)
+
+
+def _audit_after_ingest(built: Any, index: Path) -> dict[str, Any]:
+    """Audit the generation an ingest published, reusing the last saved audit for what did not
+    change, and save it (docs/audit.md); what the summary and ``--json`` say of it."""
+    from ragsieve.audit import audit_with_state
+    from ragsieve.audit.saved import latest_state, save_audit
+
+    previous, note = latest_state(index, built.generation)
+    if note:
+        err_console.print(f"note: {note}", markup=False, highlight=False)
+    with stage_progress() as progress:
+        report, state = audit_with_state(built, previous=previous, progress=progress)
+    saved = save_audit(index, report, state)
+    counts = ", ".join(f"{n} {k}" for k, n in report.counts().items() if k in report.checks)
+    how = (f"{report.candidates.get('changed_passages', 0)} passages new or changed checked against the index"
+           if previous is not None else "every passage checked")
+    err_console.print(f"audited generation {report.generation}: {counts} ({how}; {report.seconds:.1f} s); "
+                      f"saved to {saved}; `ragsieve audit --index {index}` shows the findings",
+                      markup=False, highlight=False)
+    return {"counts": report.counts(), "candidates": report.candidates, "saved": str(saved)}
 
 
 def _embedded_words(report: Any, progress: Any) -> str:
@@ -935,9 +966,12 @@ def readable_help(command: Any) -> Any:
 
     typer's help prints the Python type (``<str>``, ``<bool>``) where a parameter has no
     metavar; this names the value instead (``TEXT``, ``PATH``, the choices of an enum) and
-    shows nothing for flags. Arguments are named by their metavar alone.
+    shows nothing for flags. Arguments are named by their metavar alone. Its help keeps option
+    names whole (:func:`_whole_option_names`, applied when a help is first laid out: typer's rich
+    layout module costs a command that prints no help some 50 ms of CPU to import).
     """
-    _whole_option_names()
+    if hasattr(command, "format_help"):
+        command.format_help = _whole_names_first(command.format_help)
     for param in command.params:
         if param.metavar is None:
             metavar = _metavar(param)
@@ -953,6 +987,16 @@ def readable_help(command: Any) -> Any:
     for sub in getattr(command, "commands", {}).values():
         readable_help(sub)
     return command
+
+
+def _whole_names_first(format_help: Any) -> Any:
+    """Wrap a command's ``format_help`` to keep option names whole (:func:`_whole_option_names`) first."""
+
+    def wrapped(ctx: Any, formatter: Any) -> Any:
+        _whole_option_names()
+        return format_help(ctx, formatter)
+
+    return wrapped
 
 
 def _flag_metavar(get_help_option: Any) -> Any:
@@ -974,6 +1018,7 @@ _COMMAND: Any = None
 # fastapi or the stages. tests/test_cli_usage.py checks each line is the command's own help.
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "router": ("ragsieve.index.cli", "app", "Query-to-domain router of a domain-partitioned index."),
+    "index": ("ragsieve.index.cli", "index_app", "Generations of an index: list them, switch the live one."),
     "filters": ("ragsieve.filtering.cli", "app",
                 "Knowledge filtering: perplexity labels (D_kf), proxy training, filter quality."),
     "tasks": ("ragsieve.tasks.cli", "app", "Task-adaptive RAG: task classifier and retrieval evaluator."),

@@ -53,6 +53,7 @@ from ragsieve.options import RelationJudgeKind as RelationJudgeKind
 from ragsieve.options import RetrievalModeName as RetrievalModeName
 from ragsieve.options import RouterClassifierName as RouterClassifierName
 from ragsieve.options import SelectName as SelectName
+from ragsieve.options import SentenceVectorMethod as SentenceVectorMethod
 from ragsieve.options import SourceWeightUse as SourceWeightUse
 from ragsieve.options import StoreBackendName as StoreBackendName
 from ragsieve.options import TaskClassifierKind as TaskClassifierKind
@@ -180,9 +181,11 @@ class EmbedderConfig(_Section):
     threads: int | None = None  # onnx backend; None lets ONNX Runtime use every core
     onnx_dir: str | None = None  # onnx backend: exported graphs; None = $XDG_CACHE_HOME/ragsieve/onnx
     # onnx backend: "int8" runs a dynamically quantized copy of the graph (made once, cached beside
-    # it). Its vectors differ slightly, so its name differs and an index built with one precision
-    # refuses the other; docs/getting-started.md has the measured speed and quality.
-    precision: EmbedderPrecision = "fp32"
+    # it), "fp32" the exported graph. Their vectors differ slightly, so their names differ and an
+    # index built with one precision refuses the other. None: the embedder's own (int8) for a new
+    # index, and an existing index's own precision when opening it (an fp32 index built before int8
+    # was the default keeps working); docs/benchmarks.md has the measured speed and quality.
+    precision: EmbedderPrecision | None = None
     normalize: bool = True
     cache_dir: str | None = None  # content-hash cache of embeddings; None disables it
     base_url: str | None = None  # openai backend
@@ -245,6 +248,10 @@ class IngestConfig(_Section):
     follow_symlinks: bool = False
     # How long an ingest waits for another ingest writing the same index before it gives up.
     lock_timeout_s: float = Field(600.0, gt=0)
+    # How the checks' sentence vectors are made (ragsieve.index.sentences): "one-pass" pools them
+    # from each chunk's own forward pass (onnx backend; others fall back to "separate", each
+    # sentence embedded on its own). The manifest records which; docs/benchmarks.md measures both.
+    sentence_vectors: SentenceVectorMethod = "one-pass"
 
 
 class DenseIndexConfig(_Section):
@@ -366,9 +373,17 @@ class NeedConfig(_Section):
 class RetrieveStageConfig(_Section):
     """Stage ``retrieve`` in the sieve (``stages.retrieve``; the search itself is set by
     ``retrieval``): ``candidates`` retrieved candidates the judge sees (also the ``need``
-    stage's probe)."""
+    stage's probe).
+
+    ``audit_prior``: take the index generation's saved audit (``ragsieve audit --save``) as a
+    prior: a passage of a document in a coordinated voice, or of a source that hurt, starts with
+    ``audit_trust`` times its source weight (the judge weighs relevance by it; the trace says
+    why). Off by default: it pushes planted passages down the ranking (docs/results/audit.md), but
+    its effect on answers is not measured yet (docs/audit.md)."""
 
     candidates: int = Field(10, ge=1)
+    audit_prior: bool = False
+    audit_trust: float = Field(0.5, gt=0.0, le=1.0)
 
 
 class JudgeConfig(_Section):
@@ -480,12 +495,14 @@ class InjectionConfig(_Section):
     keeps the rest of the passage (a passage made only of them is dropped); ``"record"`` only
     names them in the trace and the signals; ``"off"``, the default, does not run the stage.
     ``model``: another arrays file (``None``: the shipped one). Measured in
-    docs/results/injection.md: it is off by default because it embeds every sentence and clause
-    of every candidate (about 160 texts for ten demo passages: seconds per question on a laptop
-    CPU) and no decision model weighs its signals yet, and ``"remove"`` is not the default
-    because it flags a third of held-out Stack Overflow how-to answers ("the following example
-    works:", code lines), above the 1 % of ordinary passages a default may flag; on prose
-    corpora (Wikipedia, abstracts) it flags under 1 %, and ``"remove"`` is the setting there."""
+    docs/results/injection.md: with ``"remove"``, planted instructions were followed 2 times in
+    50 with Gemma-3-270M against 22 for plain RAG, and clean accuracy did not change; it costs
+    0.4-0.9 s per question of ten passages on a 2-core CPU (about 150 texts embedded). It is
+    still off by default because it flags a third of held-out Stack Overflow how-to answers
+    ("the following example works:", code lines), no decision model weighs its signals yet, and
+    it scores with fp32 MiniLM vectors (a second encoder when the index's embedder is int8); on
+    prose corpora (Wikipedia, abstracts) it flags under 1 % of passages, and ``"remove"`` is the
+    setting there."""
 
     action: InjectionAction = "off"
     threshold: float | None = Field(None, gt=0.0, lt=1.0)
@@ -980,6 +997,8 @@ class CalibrationConfig(_Section):
     no threshold. The other fields record how it was chosen (ragsieve.calibrate: Learn then Test,
     selective risk ``P(wrong | answered) <= risk`` with probability ``>= 1 - delta`` over the
     calibration questions), so a reader of the config sees what was promised and on what data.
+    ``withdrawn`` / ``withdrawn_bound``: when ``ragsieve calibrate --max-withdrawn`` also bounded
+    the right answers withdrawn, the target and its certified upper bound at the threshold.
     """
 
     abstain_below: float | None = Field(None, ge=0.0, le=1.0)
@@ -989,6 +1008,8 @@ class CalibrationConfig(_Section):
     n: int | None = Field(None, ge=0)
     coverage: float | None = Field(None, ge=0.0, le=1.0)
     bound: float | None = Field(None, ge=0.0, le=1.0)
+    withdrawn: float | None = Field(None, gt=0.0, lt=1.0)
+    withdrawn_bound: float | None = Field(None, ge=0.0, le=1.0)
     data: str | None = None
 
 
@@ -1008,11 +1029,20 @@ class PresentConfig(_Section):
 
 class ReadingConfig(_Section):
     """How passages are read (``[reading]``; :mod:`ragsieve.text.readings`). ``reader``:
-    "minilm" also runs the shipped extractive reader (:class:`ragsieve.text.reader.ExtractiveReader`)
-    over the evidence and leaves its scores as the ``reader.*`` signals; "rules" reads with the
-    rules alone. The checks decide on the rules either way. Default "rules": the reader costs
-    about 80 ms of CPU per passage, while the checks it would feed take about 45 ms per question
-    on the demo set (docs/benchmarks.md), and no shipped decision weighs its signals yet."""
+    "minilm" runs the shipped extractive reader (:class:`ragsieve.text.reader.ExtractiveReader`)
+    and the checks read with it: the conflict stage compares the reader's answers
+    (``ragsieve.conflict.CONFLICT_READER_BAR``), the contradiction check asks whether the draft's
+    value is the reader's answer in a cited passage (``ragsieve.verify.grounding.CONTRADICTION_READER_BAR``),
+    ``select`` keeps the passage holding its best answer, and its scores are the ``reader.*``
+    signals; "rules" reads with the rules alone.
+
+    Default "rules", because the measured gains do not hold (docs/results/reader.md, *Through the
+    checks*, held-out rows, 2026-12-02): conflicts surfaced fall (ConflictQA 12.0% vs 30.8% of 533,
+    WikiContradict 3.9% vs 5.8% of 103; no false conflict either way on SQuAD 2.0, HotpotQA and the
+    54 demo questions); wrong-fact values caught rise a little (tie or contradiction 72/241 vs 62/241,
+    right answers flagged 11/454 vs 10/454); and the warm checks before generation cost 172 ms per
+    demo question against 12 ms (median, 54 questions x 3 passes, a loaded 2-core machine): slower
+    than today, which the default must not be."""
 
     reader: ReaderName = "rules"
 

@@ -20,7 +20,10 @@ Selection that keeps one passage of a contradicting pair throws away the signal 
    Optionally (a :class:`ragsieve.text.passage.MeaningBar` with the index's embedder; off by
    default, :data:`CONFLICT_MEANING_BAR`) the passage's sentence closest in meaning to the
    question also meets the bar when its cosine reaches the bar's: a paraphrased question misses
-   the literal one;
+   the literal one. With the extractive reader (``reader``; ``[reading] reader = "minilm"``) each
+   passage's answer is the reader's span instead, its values of the asked kind read by the value
+   readers (:func:`ragsieve.text.passage.span_answer`; a yes/no question's stance from the clause
+   holding the span), compared when the reader is sure enough (:data:`CONFLICT_READER_BAR`);
 2. **aggregate** – passages are grouped by normalised answer (``"June 1931"`` and ``"1931"``
    are one answer), and each group counts *independent* sources
    (:func:`independent_sources`: passages from one site/host/document, or near-duplicate
@@ -54,7 +57,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from ragsieve.config import ConflictPolicy
 from ragsieve.errors import ConfigError
@@ -65,6 +68,7 @@ from ragsieve.text.passage import (
     MIN_TERM_COVER,
     MeaningBar,
     PassageAnswer,
+    ReaderBar,
     document_of,
     llm_passage_answer,
     not_about,
@@ -78,8 +82,12 @@ from ragsieve.text.readings import Readings
 from ragsieve.text.terms import key_terms, words
 from ragsieve.types import SearchHit
 
+if TYPE_CHECKING:
+    from ragsieve.text.reader import ExtractiveReader
+
 __all__ = [
-    "CONFLICT_POLICIES", "AnswerGroup", "ConflictDetector", "ConflictReport", "SourceGroup", "contradicts",
+    "CONFLICT_POLICIES", "CONFLICT_READER_BAR", "AnswerGroup", "ConflictDetector", "ConflictReport", "SourceGroup",
+    "contradicts",
     "independent_sources", "jaccard", "sentence_cosines",
     # the text layer's (ragsieve.text.passage, ragsieve.text.terms), still imported from here by
     # benchmarks/conflicts.py and benchmarks/train_reader.py
@@ -96,6 +104,12 @@ NOT_A_DISAGREEMENT: tuple[str, ...] = ("one-document", "different-kinds")
 # 3 of 38 shingles (Jaccard ~0.85), light copy-editing stays above ~0.7, while two passages
 # that merely share a topic sit below 0.2.
 NEAR_DUPLICATE_JACCARD = 0.6
+# With the extractive reader on: the bar a passage's reader answer must meet to take part in a
+# disagreement (its answer probability, and the key-term cover of the sentence holding its span).
+# Chosen on the training split only (`python benchmarks/conflicts.py --reader minilm --choose-reader-bar`;
+# the rule fixed before the run and the grid: docs/results/reader.md): below a cover of 100% no bar
+# kept WikiContradict's conflict precision at 90% (at 75%: 8/10), and 0.7 ties 0.5 on every count.
+CONFLICT_READER_BAR = ReaderBar(probability=0.7, cover=1.0)
 
 
 def sentence_cosines(embedder: Any, question: str, passages: Sequence[str]) -> list[list[float]]:
@@ -294,7 +308,11 @@ class ConflictDetector:
     per-passage short answer. ``meaning``: the meaning bar (:class:`MeaningBar`; default
     :data:`CONFLICT_MEANING_BAR`), read only with an ``embedder`` (the index's; without one the
     literal bar alone decides). The extraction reader embeds the question and every passage
-    sentence in one batch per question.
+    sentence in one batch per question. ``reader``: the extractive reader
+    (:class:`ragsieve.text.reader.ExtractiveReader`, ``[reading] reader = "minilm"``): each
+    passage's answer is then the reader's (:meth:`ragsieve.text.readings.PassageReading.reader_answer`),
+    compared when it meets ``reader_bar`` (default :data:`CONFLICT_READER_BAR`); without it (and
+    without an ``llm``) the rules read.
 
     Example:
         >>> detector = ConflictDetector(policy="abstain")
@@ -311,6 +329,8 @@ class ConflictDetector:
         llm: Any = None,
         embedder: Any = None,
         meaning: MeaningBar | None | str = "default",
+        reader: ExtractiveReader | None = None,
+        reader_bar: ReaderBar = CONFLICT_READER_BAR,
     ) -> None:
         if policy not in CONFLICT_POLICIES:
             raise ConfigError(f"unknown conflict policy {policy!r}; use one of {', '.join(CONFLICT_POLICIES)}")
@@ -327,6 +347,8 @@ class ConflictDetector:
                 raise ConfigError(f"meaning must be a MeaningBar, None or 'default', got {meaning!r}")
             meaning = CONFLICT_MEANING_BAR
         self.meaning: MeaningBar | None = meaning
+        self.reader = reader
+        self.reader_bar = reader_bar
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -355,6 +377,8 @@ class ConflictDetector:
     def warm_up(self) -> None:
         if self.llm is not None:
             self.llm.warm_up()
+        if self.reader is not None:
+            self.reader.warm_up()
 
     def weight(self, group: SourceGroup) -> float:
         """Trust of one independent source: its best member's weight (1.0 when unknown)."""
@@ -368,6 +392,14 @@ class ConflictDetector:
         ``readings`` (the request's, :class:`ragsieve.text.readings.Readings`), the rules'
         readings come from there (read once per request); the model's, and the meaning bar's,
         are read here."""
+        if self.reader is not None and self.llm is None:
+            readings = readings if readings is not None else Readings()
+            asked = readings.question(question)
+            read = readings.passages(question, hits, self.reader)  # one batch: those not read yet
+            return [
+                r.reader_answer(asked, self.reader_bar, position=i) or dataclasses.replace(r.answer, position=i)
+                for i, r in enumerate(read, 1)
+            ]
         out = []
         meaning = self.meaning if self.embedder is not None and self.llm is None else None
         cosines: list[list[float] | None] = [None] * len(hits)

@@ -130,9 +130,9 @@ class PlainProgress:
     that is not a terminal (a log file, CI, a pipe), where a progress bar shows nothing.
 
     At most one line per ``interval_s`` per stage, plus the first and the last, each with the
-    rate since the stage began::
+    rate since the stage began and the time left at that rate::
 
-        embedding chunks: 1,024/6,119 (17%) 96.3/s, 10.6s
+        embedding chunks: 1,024/6,119 (17%) 96.3/s, 10.6s, ~53s left
 
     Example:
         >>> import io
@@ -165,8 +165,9 @@ class PlainProgress:
         elapsed = now - (now if started is None else started)
         rate = f" {rate_text(measured)}," if measured is not None else ""
         share = f" ({100 * done // total}%)" if total else ""
+        left = f", ~{(total - done) / measured:.0f}s left" if measured and total > done else ""
         label = STAGE_LABELS.get(stage, stage)
-        self.stream.write(f"{label}: {done:,}/{total:,}{share}{rate} {elapsed:.1f}s\n")
+        self.stream.write(f"{label}: {done:,}/{total:,}{share}{rate} {elapsed:.1f}s{left}\n")
         self.stream.flush()
 
 

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -34,65 +35,37 @@ import numpy as np
 
 from ragsieve.array_models import load_arrays, save_arrays
 from ragsieve.errors import InputError, ModelError
+from ragsieve.records import DecisionModelChoice
+from ragsieve.signals import SIGNAL_SET
 
-# The decision model's features, in order: declared signals (ragsieve.signals.DECLARED says which
-# stage emits each, its kind and meaning; a declared signal may be left out here, as
-# poison.all_dropped and verify.contradiction are). A signal a run did not produce (its check
-# ablated or not reached) is "absent": its value column gets the training mean and its flag column 0.
-SIGNALS: tuple[str, ...] = (
-    # plain RAG's own
-    "retrieval.top_score",
-    "answer.token_prob",
-    # retrieval need
-    "need.closed_book_task",
-    "need.best_relevance",
-    # relevance
-    "judge.best",
-    "judge.kept_share",
-    "judge.relevant_share",
-    "judge.all_irrelevant",
-    # poisoning
-    "poison.dropped_share",
-    "poison.duplicate_share",
-    # coordinated voices (stages.poison.coordination): the strongest coordination signal, the
-    # share of the kept passages in a coordinated voice, the share of the answer's support that
-    # is one, and whether the answer is asserted only inside a cluster. A model trained before
-    # these existed lists its own signals in its header and still loads; it ignores them.
-    "poison.coordination",
-    "poison.coordinated_share",
-    "poison.answer_coordinated_share",
-    "poison.answer_cluster_only",
-    # conflict
-    "conflict.found",
-    "conflict.groups",
-    # knowledge filter
-    "filter.dropped_share",
-    # responsiveness
-    "verify.responsive",
-    "verify.responsive_retries",
-    "verify.extracted",
-    "verify.declined",
-    # which way the reply fails to answer (ragsieve.options.UnresponsiveReason); 0 when it answers
-    "verify.empty",
-    "verify.pasted_passage",
-    "verify.restated_question",
-    "verify.wrong_kind",
-    "verify.ungrounded",
-    # support and value grounding
-    "verify.support_mean",
-    "verify.support_min",
-    "verify.supported_share",
-    "verify.values_grounded",
-    "verify.value_failure",
-    # a value of the asked kind the evidence states only about another fact (the value tie)
-    "verify.value_other_fact",
-    "verify.regenerated",
-    # a check asked to withdraw the draft
-    "verify.withdraw",
-)
+# The decision model's features: every declared signal (ragsieve.signals.SIGNAL_SET, in its order;
+# it says which stage emits each, its kind and meaning), so that no signal a stage leaves goes
+# unweighed by a model trained on them. A signal a run did not produce (its check ablated or not
+# reached) is "absent": its value column gets the training mean and its flag column 0. A model
+# trained before a signal was declared lists its own signals in its header and still loads; the
+# ones it does not weigh are named wherever it decides (DecisionModel.unweighed, the decide
+# record's ``model``).
+SIGNALS: tuple[str, ...] = tuple(s.name for s in SIGNAL_SET)
 
 FORMAT = "ragsieve-decision-model/1"
 DEFAULT_MODEL = "decision_model.npz"
+
+# The decision model of each generator family, one file each in ragsieve/resources: the family is
+# read from the loaded model's name (GENERATOR_FAMILIES); a generator whose name falls in none,
+# served over HTTP or not, gets the model-agnostic default ("served": trained on features that do
+# not depend on the generator's style). A family whose file does not ship is judged by
+# DEFAULT_MODEL, and the decide record says so (choose_decision_model). The file shipped today,
+# DEFAULT_MODEL, was trained on SmolLM2 drafts (its header's about.llm).
+GENERATOR_FAMILIES: dict[str, re.Pattern[str]] = {
+    "smollm2": re.compile(r"smol\W?lm\W?2", re.IGNORECASE),
+    "gemma": re.compile(r"gemma", re.IGNORECASE),
+}
+SERVED = "served"
+FAMILY_MODELS: dict[str, str] = {
+    "smollm2": DEFAULT_MODEL,
+    "gemma": "decision_model_gemma.npz",
+    SERVED: "decision_model_served.npz",
+}
 
 
 class DecisionModel:
@@ -291,8 +264,61 @@ class DecisionModel:
     @classmethod
     def default(cls) -> DecisionModel:
         """The model shipped with ragsieve (``ragsieve/resources/decision_model.npz``)."""
-        path = resources.files("ragsieve") / "resources" / DEFAULT_MODEL
-        return cls.load(Path(str(path)))
+        return cls.load(shipped_model_path(DEFAULT_MODEL))
+
+    def unweighed(self) -> tuple[str, ...]:
+        """The declared signals (:data:`SIGNALS`) this model does not weigh: it was trained
+        before they were declared, or without them."""
+        weighed = set(self.signals)
+        return tuple(s for s in SIGNALS if s not in weighed)
+
+    @property
+    def trained_on(self) -> str | None:
+        """The generator whose drafts it was trained on (its header's ``about.llm``), if it says."""
+        llm = getattr(self, "about_", {}).get("llm")
+        return None if llm is None else str(llm)
+
+
+def shipped_model_path(name: str) -> Path:
+    """Where the decision model file ``name`` ships (``ragsieve/resources``); it may not exist."""
+    return Path(str(resources.files("ragsieve") / "resources" / name))
+
+
+def generator_family(model_name: str) -> str:
+    """The family of the generator named ``model_name`` (a key of :data:`FAMILY_MODELS`): the
+    first of :data:`GENERATOR_FAMILIES` its name matches, else :data:`SERVED` (the
+    model-agnostic default). The name decides, not the transport: SmolLM2 served over HTTP
+    writes as the bundled SmolLM2 does; a model served by name only ("gpt-4o-mini") is "served".
+
+    >>> generator_family("SmolLM2-135M-Instruct-Q4_1"), generator_family("gemma3-270m-q4_k_m")
+    ('smollm2', 'gemma')
+    >>> generator_family("gpt-4o-mini"), generator_family("my-own-7b")
+    ('served', 'served')
+    """
+    for family, pattern in GENERATOR_FAMILIES.items():
+        if pattern.search(model_name or ""):
+            return family
+    return SERVED
+
+
+def choose_decision_model(model_name: str) -> tuple[DecisionModel, DecisionModelChoice]:
+    """The shipped decision model for the generator ``model_name`` and what was chosen: its
+    family's file (:data:`FAMILY_MODELS`) when it ships, else :data:`DEFAULT_MODEL`, with a
+    ``fallback`` note that says whose drafts the model deciding instead was trained on."""
+    family = generator_family(model_name)
+    wanted = FAMILY_MODELS[family]
+    path = shipped_model_path(wanted)
+    fallback = None
+    if not path.is_file():
+        path = shipped_model_path(DEFAULT_MODEL)
+    model = DecisionModel.load(path)
+    if path.name != wanted:
+        whose = "model-agnostic" if family == SERVED else family
+        fallback = (
+            f"no {whose} decision model ships ({wanted}); the shipped {path.name}, trained on "
+            f"{model.trained_on or 'another generator'}'s drafts, decides"
+        )
+    return model, DecisionModelChoice(model_name, family, path.name, model.trained_on, fallback, model.unweighed())
 
 
 def withdrawn_right_threshold(
@@ -347,4 +373,7 @@ def withdrawn_right_threshold(
     return threshold, how
 
 
-__all__ = ["DEFAULT_MODEL", "SIGNALS", "DecisionModel", "withdrawn_right_threshold"]
+__all__ = [
+    "DEFAULT_MODEL", "FAMILY_MODELS", "GENERATOR_FAMILIES", "SERVED", "SIGNALS", "DecisionModel",
+    "choose_decision_model", "generator_family", "shipped_model_path", "withdrawn_right_threshold",
+]

@@ -34,6 +34,10 @@ EmbedderBackendName = Literal["onnx", "sentence-transformers", "openai"]
 # first use (onnxruntime's dynamic quantization; other vectors, so it names the embedder apart).
 EmbedderPrecision = Literal["fp32", "int8"]
 LLMBackendName = Literal["llama-cpp", "openai"]
+# ingest.sentence_vectors: how the checks' stored sentence vectors are made. "one-pass": pooled from
+# each chunk's own forward pass (the mean of the sentence's token vectors; the onnx backend only,
+# others embed separately); "separate": each sentence embedded on its own, a second pass.
+SentenceVectorMethod = Literal["one-pass", "separate"]
 # generation.polar_answers: a yes/no question's reply as sampled, or its yes/no read off the
 # label log-probabilities (ragsieve.generate.polar).
 PolarAnswers = Literal["free", "label"]
@@ -162,6 +166,7 @@ __all__ = [
     "RouterClassifierName",
     "ReaderName",
     "SelectName",
+    "SentenceVectorMethod",
     "SourceWeightUse",
     "StoreBackendName",
     "TaskClassifierKind",

@@ -53,6 +53,7 @@ from ragsieve.citations import (
     split_cited_sentences,
     states_something,
 )
+from ragsieve.records import ConflictRecord, DecideRecord
 
 __all__ = [
     "REASON_TEMPLATES", "STATUSES", "STATUS_MEANINGS", "AnswerView", "CandidateView", "Reason", "SearchView",
@@ -485,19 +486,19 @@ def _explain(code: str, events: list[Mapping[str, Any]]) -> Reason:  # noqa: C90
     return _reason(code, "other", detail=words)
 
 
-def _caveat_reason(record: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> Reason:
+def _caveat_reason(record: DecideRecord, events: Sequence[Mapping[str, Any]]) -> Reason:
     """The decide record's caveat in words: the withdrawal it answered despite, the coordinated
     voice, else a confidence within the margin of the threshold (its numbers from the record)."""
-    code = str(record.get("caveat") or "")
+    code = record.caveat or ""
     parts: list[Reason] = []
-    if record.get("withdrawal"):
-        parts.append(_explain(str(record["withdrawal"]), list(events)))
-    if record.get("coordinated"):
-        parts.append(_explain(str(record["coordinated"]), list(events)))
-    confidence, threshold = record.get("confidence"), record.get("threshold")
-    if not parts and isinstance(confidence, (int, float)) and isinstance(threshold, (int, float)):
+    if record.withdrawal:
+        parts.append(_explain(record.withdrawal, list(events)))
+    if record.coordinated:
+        parts.append(_explain(record.coordinated, list(events)))
+    confidence, threshold = record.confidence, record.threshold
+    if not parts and confidence is not None and threshold is not None:
         parts.append(_reason(f"confidence {confidence} >= {threshold}", "near_threshold",
-                             confidence=float(confidence), threshold=float(threshold)))
+                             confidence=confidence, threshold=threshold))
     if not parts:  # a record without its numbers: read its text
         parts.append(_explain(code.removeprefix("not fully confirmed by the checks: "), list(events)))
     clause = ", and ".join(p.text.rstrip(".") for p in parts)
@@ -751,18 +752,23 @@ def _notes(events: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> list
     return notes
 
 
+def _decided(events: list[dict[str, Any]]) -> list[DecideRecord]:
+    """The decide stage's records (:class:`ragsieve.records.DecideRecord`), in order."""
+    return [DecideRecord.from_event(e) for e in events if e.get("stage") == "decide"]
+
+
 def _caveat(events: list[dict[str, Any]]) -> Reason | None:
     """The decide stage's caveat on the answer it kept (the last decision's) in words, if any."""
-    decided = [e for e in events if e.get("stage") == "decide" and "decision" in e]
-    if not decided or not decided[-1].get("caveat"):
+    decided = [r for r in _decided(events) if r.decision is not None]
+    if not decided or not decided[-1].caveat:
         return None
     return _caveat_reason(decided[-1], events)
 
 
 def _threshold(events: list[dict[str, Any]]) -> float | None:
     """The decide stage's threshold (answers below it are withheld), when it decided."""
-    decided = [e for e in events if e.get("stage") == "decide" and isinstance(e.get("threshold"), (int, float))]
-    return float(decided[-1]["threshold"]) if decided else None
+    decided = [r.threshold for r in _decided(events) if r.threshold is not None]
+    return decided[-1] if decided else None
 
 
 def _confidence_note(confidence: Any, threshold: float | None) -> str | None:
@@ -928,10 +934,10 @@ def _add_values_and_conflicts(view: AnswerView, data: dict[str, Any], events: li
         # The conflict stage records its verdict with every check ("the sources agree", "no passage
         # states an answer"): only a check that found a conflict is one to show (a record without
         # the verdict, from an older trace, still is).
-        if e.get("stage") == "conflict" and isinstance(e.get("groups"), list) and e.get("conflict") is not False:
-            view.conflicts.append(
-                {k: e.get(k) for k in ("message", "decision", "groups", "conflict") if e.get(k) is not None}
-            )
+        if e.get("stage") == "conflict":
+            record = ConflictRecord.from_event(e)
+            if record.shown:
+                view.conflicts.append(record.view())
 
 
 def _add_trace(view: AnswerView, data: dict[str, Any], events: list[dict[str, Any]]) -> None:

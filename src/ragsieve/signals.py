@@ -3,11 +3,12 @@
 A stage records a signal with ``state.signal(name, value)``
 (:meth:`ragsieve.sieve.state.PipelineState.signal`); the value is clipped to [0, 1]. The
 decision model (:class:`ragsieve.decision.DecisionModel`) reads them as features:
-:data:`ragsieve.decision.SIGNALS`, the shipped model's feature order, is a subset of
-:data:`DECLARED`. Each :class:`Signal` names the stage that emits it, its kind and what it
-means. A stage lists the names it emits in its ``emits`` attribute; building a stage list
-checks them against this set (:func:`ragsieve.sieve.state.check_wiring`), ``state.signal``
-refuses an undeclared name, and the runner refuses a signal its stage does not list.
+:data:`ragsieve.decision.SIGNALS`, a decision model's features, is this set, in this order (a
+model trained before a signal was declared names the ones it does not weigh). Each
+:class:`Signal` names the stage that emits it, its kind and what it means. A stage lists the
+names it emits in its ``emits`` attribute; building a stage list checks them against this set
+(:func:`ragsieve.sieve.state.check_wiring`), ``state.signal`` refuses an undeclared name, and
+the runner refuses a signal its stage does not list.
 
 A new signal is one line here and its name in the emitting stage's ``emits``; the decision
 model weighs it once it is retrained with it (``benchmarks/train_decision.py``).

@@ -171,8 +171,9 @@ def test_exclude_writes_a_new_index_and_touches_nothing_else(planted, tmp_path, 
         assert np.array_equal(clean.embeddings, old.embeddings[[old.row(c.id) for c in clean.chunks]])
         assert audit_index(clean, checks=["mirror", "coordinated-voice"]).findings == ()
     with pytest.raises(SystemExit) as exc:
-        main(["audit", "--index", str(index), "--exclude", str(findings)])
-    assert exc.value.code == 2 and "--out" in capsys.readouterr().err
+        main(["audit", "--index", str(index), "--exclude", str(findings), "--out", str(tmp_path / "o2"), "--switch"])
+    assert exc.value.code == 2 and "--switch" in capsys.readouterr().err
+    assert (_hashes(index), (index / "CURRENT").read_text()) == before[::2]
 
 
 def test_sources_that_hurt_from_labelled_questions(planted, tmp_path, embedder):

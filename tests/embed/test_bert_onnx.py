@@ -134,7 +134,7 @@ def test_bundled_minilm_matches_sentence_transformers(tmp_path):
     from ragsieve.embed.onnx import OnnxEmbedder
 
     texts = ["graphene is a single layer of carbon atoms", "The Moon orbits Earth.", "a"]
-    onnx_embedder = OnnxEmbedder(onnx_dir=str(tmp_path))
+    onnx_embedder = OnnxEmbedder(precision="fp32", onnx_dir=str(tmp_path))
     export_bert_to_onnx(bundled_model_dir(), onnx_embedder.onnx_path(bundled_model_dir()))
     torch_vectors = SentenceTransformerEmbedder().embed(texts)
     np.testing.assert_allclose(onnx_embedder.embed(texts), torch_vectors, atol=1e-5)

@@ -34,7 +34,7 @@ def onnx_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def onnx_embedder(onnx_dir):
-    emb = OnnxEmbedder(onnx_dir=str(onnx_dir), batch_size=2)
+    emb = OnnxEmbedder(precision="fp32", onnx_dir=str(onnx_dir), batch_size=2)
     emb.warm_up()
     return emb
 
@@ -60,7 +60,7 @@ def test_export_is_cached_and_reused(onnx_dir, onnx_embedder, monkeypatch):
     import ragsieve.embed.onnx as onnx_module
 
     monkeypatch.setattr(onnx_module, "export_to_onnx", lambda *a: pytest.fail("exported again"))
-    again = OnnxEmbedder(onnx_dir=str(onnx_dir))
+    again = OnnxEmbedder(precision="fp32", onnx_dir=str(onnx_dir))
     assert again.embed(["alpha"]).shape == (1, 384)
 
 
@@ -76,7 +76,7 @@ def test_optimised_graph_is_cached_and_gives_the_same_vectors(onnx_dir, onnx_emb
     assert {p.name for p in cached.iterdir()} == {OPTIMIZED_GRAPH, OPTIMIZED_WEIGHTS, OPTIMIZED_CHECK}
     # the weights live beside the graph, not inside it (what makes the cached graph quick to load)
     assert (cached / OPTIMIZED_GRAPH).stat().st_size < 1_000_000 < (cached / OPTIMIZED_WEIGHTS).stat().st_size
-    again = OnnxEmbedder(onnx_dir=str(onnx_dir))
+    again = OnnxEmbedder(precision="fp32", onnx_dir=str(onnx_dir))
     # the same graph on the same runtime: the same bits as the session that wrote it
     np.testing.assert_array_equal(again.embed(TEXTS), onnx_embedder.embed(TEXTS))
 
@@ -118,11 +118,12 @@ def test_a_damaged_or_stale_cached_graph_is_rebuilt_not_trusted(onnx_dir, onnx_e
         record["probe"] = [x + 0.01 for x in record["probe"]]
         replace_file(check, json.dumps(record).encode())
     writes = rebuilt_times(monkeypatch)
-    again = OnnxEmbedder(onnx_dir=str(onnx_dir))
+    again = OnnxEmbedder(precision="fp32", onnx_dir=str(onnx_dir))
     np.testing.assert_array_equal(again.embed(TEXTS), onnx_embedder.embed(TEXTS))
     assert writes == [1], "the damaged cache was trusted"
     # and the rebuilt cache is used as it is by the next process
-    np.testing.assert_array_equal(OnnxEmbedder(onnx_dir=str(onnx_dir)).embed(TEXTS), onnx_embedder.embed(TEXTS))
+    again = OnnxEmbedder(precision="fp32", onnx_dir=str(onnx_dir))
+    np.testing.assert_array_equal(again.embed(TEXTS), onnx_embedder.embed(TEXTS))
     assert writes == [1]
 
 
@@ -133,7 +134,7 @@ def test_the_one_file_cache_of_earlier_versions_is_replaced(tmp_path, onnx_dir, 
     shutil.copy(source, tmp_path / source.name)
     legacy = OnnxEmbedder.legacy_optimized_path(tmp_path / source.name, ort.__version__)
     legacy.write_bytes(b"an optimised graph an earlier version cached")
-    emb = OnnxEmbedder(onnx_dir=str(tmp_path))
+    emb = OnnxEmbedder(precision="fp32", onnx_dir=str(tmp_path))
     np.testing.assert_array_equal(emb.embed(TEXTS), onnx_embedder.embed(TEXTS))
     assert not legacy.exists() and OnnxEmbedder.optimized_dir(tmp_path / source.name, ort.__version__).is_dir()
 
@@ -148,7 +149,7 @@ def test_a_read_only_cache_runs_the_source_graph(tmp_path, onnx_dir, onnx_embedd
         raise PermissionError("read-only file system")
 
     monkeypatch.setattr(onnx_module.tempfile, "mkdtemp", unwritable)
-    emb = OnnxEmbedder(onnx_dir=str(tmp_path))
+    emb = OnnxEmbedder(precision="fp32", onnx_dir=str(tmp_path))
     np.testing.assert_allclose(emb.embed(TEXTS), onnx_embedder.embed(TEXTS), atol=1e-6)
     assert not [p for p in tmp_path.iterdir() if ".optimized" in p.name]
 
@@ -167,7 +168,7 @@ def test_threads_warming_up_together_share_one_load(onnx_dir, onnx_embedder, mon
         load(self)
 
     monkeypatch.setattr(onnx_module.OnnxEmbedder, "_load", slow_counting_load)
-    emb = OnnxEmbedder(onnx_dir=str(onnx_dir))
+    emb = OnnxEmbedder(precision="fp32", onnx_dir=str(onnx_dir))
     barrier = threading.Barrier(6)
     results: list[np.ndarray] = []
 
@@ -189,7 +190,7 @@ def test_threads_warming_up_together_share_one_load(onnx_dir, onnx_embedder, mon
 
 
 def test_damaged_onnx_file_is_a_clear_error(tmp_path, onnx_dir, onnx_embedder):
-    damaged = OnnxEmbedder(onnx_dir=str(tmp_path))
+    damaged = OnnxEmbedder(precision="fp32", onnx_dir=str(tmp_path))
     damaged.onnx_path(bundled_model_dir()).write_bytes(b"not an onnx graph")
     with pytest.raises(ModelError, match="delete it to re-export"):
         damaged.warm_up()
@@ -218,7 +219,7 @@ def test_config_selects_onnx_by_default_and_round_trips():
 
 
 def test_a_model_loading_on_a_worker_thread_gives_the_same_vectors(onnx_embedder, onnx_dir):
-    early = OnnxEmbedder(onnx_dir=str(onnx_dir), batch_size=2)
+    early = OnnxEmbedder(precision="fp32", onnx_dir=str(onnx_dir), batch_size=2)
     early.start_warm_up()
     early.start_warm_up()  # once
     np.testing.assert_allclose(early.embed(TEXTS), onnx_embedder.embed(TEXTS), atol=1e-6)
@@ -250,7 +251,7 @@ def test_a_process_exiting_while_the_model_loads_exits_cleanly(onnx_dir, onnx_em
         "        super().__init__(*a, **k)\n"
         "onnxruntime.InferenceSession = Signalling\n"
         "from ragsieve.embed import OnnxEmbedder\n"
-        f"OnnxEmbedder(onnx_dir={str(onnx_dir)!r}).start_warm_up()\n"
+        f"OnnxEmbedder(precision='fp32', onnx_dir={str(onnx_dir)!r}).start_warm_up()\n"
         "building.wait(60)\n"
         "raise SystemExit(3)  # while the worker thread builds the session\n"
     )

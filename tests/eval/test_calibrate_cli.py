@@ -159,3 +159,26 @@ def test_cli_says_when_no_threshold_reaches_the_target(monkeypatch: pytest.Monke
     assert "no threshold reaches risk 0.05" in " ".join(res.output.split())
     assert "Nothing written" in res.output
     assert not (tmp_path / "ragsieve.toml").exists()
+
+
+def test_cli_max_withdrawn_certifies_both_errors_and_writes_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    res = _run_cli(monkeypatch, tmp_path, 400, "--risk", "0.1", "--max-withdrawn", "0.05", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    details = out["result"]["details"]
+    # the same threshold as calibrating with both targets directly
+    pipe = ConfidentPipeline()
+    answers = [pipe.ask(f"question {i}") for i in range(400)]
+    conf = [None if a.abstained else a.confidence for a in answers]
+    correct = np.array([not a.abstained and a.text == "Paris" for a in answers])
+    direct = calibrate_threshold(conf, correct, 0.1, 0.1, withdrawn=0.05)
+    # every right answer has confidence >= 0.5 and every wrong one < 0.4: a threshold keeps them all
+    assert direct.feasible and out["result"]["feasible"]
+    assert out["result"]["threshold"] == pytest.approx(direct.threshold) and out["result"]["threshold"] <= 0.5
+    assert details["withdrawn_target"] == 0.05 and details["withdrawn"] == 0
+    assert 0.0 < details["withdrawn_bound"] <= 0.05
+    cfg = load_config(tmp_path / "ragsieve.toml")
+    assert cfg.calibration.withdrawn == 0.05
+    assert cfg.calibration.withdrawn_bound == pytest.approx(details["withdrawn_bound"], abs=1e-6)

@@ -21,7 +21,8 @@ from ragsieve.eval import calibrate_cli
 from ragsieve.eval.calibrate_cli import lookup_or_answer
 from ragsieve.index import Index
 from ragsieve.llm.base import Generation
-from ragsieve.sieve.pipeline import Pipeline, calibrated_abstention
+from ragsieve.sieve.closing import calibrated_abstention
+from ragsieve.sieve.pipeline import Pipeline
 from ragsieve.sieve.state import Abstain, PipelineState
 from ragsieve.types import Answer, Trace
 from ragsieve.verify import LexicalEmbeddingJudge

@@ -40,7 +40,7 @@ def _chromium() -> str:
     for candidate in ("/usr/bin/chromium", "/usr/lib/chromium/chromium", shutil.which("chromium") or ""):
         if candidate and Path(candidate).exists():
             return candidate
-    pytest.skip("Debian's chromium is not installed (scripts/install.sh installs it when run as root)")
+    pytest.skip("Debian's chromium is not installed: `bash scripts/install-browser.sh` installs it (as root)")
 
 
 @pytest.mark.slow

@@ -36,3 +36,13 @@ def test_openapi_documents_every_endpoint() -> None:
 @pytest.fixture(autouse=True)
 def _quiet(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("ERROR")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _audit_loaded() -> None:
+    """The first ``/v1/audit`` loads the audit's libraries (2 s on a busy machine, where the test
+    suite shares the cores with another worker); asked once here, so that the fuzzed requests'
+    10 s read timeout times each request, not that one load."""
+    from starlette.testclient import TestClient
+
+    assert TestClient(APP).get("/v1/audit").status_code == 200

@@ -1,5 +1,6 @@
 """A disagreement is stated only when two independent sources answer the question with
-different values, through ``Pipeline`` (hash embedder, keyword judge, a fake extractive LLM).
+different values, through ``Pipeline`` (hash embedder, keyword judge, a fake extractive LLM),
+with the passages read by the rules and by the extractive reader (``[reading] reader``).
 
 The demo-corpus cases read the bundled demo files themselves: each once gave a false "The
 sources disagree" line (a description question read as names, a prize of another year, a list
@@ -15,6 +16,8 @@ from tests.sieve.test_trust_acceptance import FakeLLM, KeywordJudge, build_index
 from ragsieve.demo import demo_corpus_dir
 
 MICROSCOPE_Q = "Who invented the scanning tunnelling microscope, and where?"
+# how the checks read passages: the rules, and the shipped extractive reader (a real model: slow)
+READERS = ["rules", pytest.param("minilm", marks=pytest.mark.slow)]
 # question -> (demo files whose passages are all kept, words the keyword judge finds relevant)
 DEMO_CASES = {
     "What is graphene made of?": (
@@ -63,15 +66,18 @@ DEMO_CASES = {
 }
 
 
+@pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("question", list(DEMO_CASES))
-def test_no_false_conflict_on_the_demo_corpus(tmp_path, question):
+def test_no_false_conflict_on_the_demo_corpus(tmp_path, question, reader):
     files, relevant = DEMO_CASES[question]
     root = demo_corpus_dir()
     index = build_index(tmp_path, {f: (root / f).read_text(encoding="utf-8") for f in files})
-    ans = sieve(index, FakeLLM(first_passage_sentence), KeywordJudge(relevant=relevant)).ask(question)
+    ans = sieve(index, FakeLLM(first_passage_sentence), KeywordJudge(relevant=relevant), reader).ask(question)
     assert "disagree" not in ans.text
     record = ans.trace.stage("conflict")[0]
-    assert record["conflict"] is False and not record["groups"]
+    # the rules compare no answer here; the reader may read one answer (the quantum-dot passage's
+    # "Bawendi"), which is one group, not a disagreement
+    assert record["conflict"] is False and len(record["groups"]) <= (1 if reader == "minilm" else 0)
     # what each passage was read to answer is still in the trace
     assert len(record["passages"]) == len(record["compared"]) >= len(files)
 
@@ -126,10 +132,11 @@ VIADUCT_DOCS = {
 VIADUCT_Q = "How long is the Tarn Viaduct?"
 
 
-def test_two_sites_that_disagree_among_unrelated_passages_are_named_and_nothing_else(tmp_path):
+@pytest.mark.parametrize("reader", READERS)
+def test_two_sites_that_disagree_among_unrelated_passages_are_named_and_nothing_else(tmp_path, reader):
     index = build_index(tmp_path, VIADUCT_DOCS)
     judge = KeywordJudge(relevant=("tarn", "harbour", "bread"))
-    ans = sieve(index, FakeLLM(first_passage_sentence), judge).ask(VIADUCT_Q, k=5)
+    ans = sieve(index, FakeLLM(first_passage_sentence), judge, reader).ask(VIADUCT_Q, k=5)
     record = ans.trace.stage("conflict")[0]
     assert record["conflict"] is True and record["decision"] == "both"
     assert sorted(g["answer"] for g in record["groups"]) == ["290 metres", "312 metres"]
@@ -142,6 +149,45 @@ def test_two_sites_that_disagree_among_unrelated_passages_are_named_and_nothing_
         r"290 metres \(site-b\.example/tarn-viaduct\.txt(?: \[\d\])?\)\.",
         statement,
     ), statement
+
+
+# News-like passages: two sites name different venues for one final; the others report other
+# matches, a transfer and the weather, with venues, dates and numbers of their own.
+VENUE_DOCS = {
+    "daily-courier.example/final.txt": (
+        "Fans are already queueing for tickets. The 2027 Harrow Cup final will be played at Marlow Park on "
+        "14 May, the league announced on Tuesday."
+    ),
+    "northern-post.example/final.txt": (
+        "The league confirmed on Tuesday that the 2027 Harrow Cup final will be played at Castle Meadow, "
+        "which holds 40,000 spectators."
+    ),
+    "city-times.example/semifinal.txt": (
+        "Last year's semi-final drew 30,000 people to Riverside Arena, where the home side won 2-1 on 3 April."
+    ),
+    "weekly-review.example/transfers.txt": (
+        "Striker Tomas Ferrell signed for Linton Rovers on Monday for a fee of 4 million pounds."
+    ),
+    "local-news.example/weather.txt": "Heavy rain is expected across the county on Saturday, with 30 mm forecast.",
+}
+VENUE_Q = "Where will the 2027 Harrow Cup final be played?"
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_two_sites_with_different_venues_among_news_passages_are_named_and_nothing_else(tmp_path, reader):
+    index = build_index(tmp_path, VENUE_DOCS)
+    judge = KeywordJudge(relevant=("harrow", "final", "striker", "rain"))
+    ans = sieve(index, FakeLLM(first_passage_sentence), judge, reader).ask(VENUE_Q, k=5)
+    record = ans.trace.stage("conflict")[0]
+    assert record["conflict"] is True and record["decision"] == "both"
+    assert sorted(g["answer"] for g in record["groups"]) == ["Castle Meadow", "Marlow Park"]
+    start = ans.text.index("The sources disagree: ")
+    statement = ans.text[start : ans.text.index(").", start) + 2]
+    assert "Riverside" not in statement and "Linton" not in statement and "2027" not in statement
+    assert statement.count(" vs ") == 1, statement
+    # the reader (when on) read every compared passage; a passage about other matches answers nothing
+    by = {p["by"] for p in record["passages"]}
+    assert by == ({"reader"} if reader == "minilm" else {"extract"})
 
 
 # One site names the engineer in full, the other by his surname alone; a third passage names
@@ -164,9 +210,10 @@ VARNUM_Q = "When was Henrik Aldous Varnum born?"
     ],
     ids=["surname-alone-is-compared", "surname-shared-with-another-person-is-not"],
 )
-def test_a_site_naming_the_entity_by_its_surname(tmp_path, second, groups):
+@pytest.mark.parametrize("reader", READERS)
+def test_a_site_naming_the_entity_by_its_surname(tmp_path, second, groups, reader):
     index = build_index(tmp_path, VARNUM_DOCS | {"site-b.example/ober-canal.txt": second})
-    ans = sieve(index, FakeLLM(first_passage_sentence), KeywordJudge(relevant=("varnum",))).ask(VARNUM_Q)
+    ans = sieve(index, FakeLLM(first_passage_sentence), KeywordJudge(relevant=("varnum",)), reader).ask(VARNUM_Q)
     record = ans.trace.stage("conflict")[0]
     assert record["conflict"] is (len(groups) == 2)
     assert sorted(g["answer"] for g in record["groups"]) == groups

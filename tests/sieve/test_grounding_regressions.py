@@ -40,17 +40,22 @@ WRONG_CHARGE = "The Zephyr X2 battery takes 35 minutes to charge [1]."
 RIGHT_CHARGE = "The Zephyr X2 battery takes 90 minutes to charge [1]."
 
 
-def default_sieve(index, reply: str, keyword: str, **verify: object) -> Pipeline:
-    """The default sieve (its decide stage and bundled decision model included) over ``index``."""
-    data: dict[str, object] = {"sieve": {"need": "always", "route": "all"}}
+READERS = ["rules", pytest.param("minilm", marks=pytest.mark.slow)]
+
+
+def default_sieve(index, reply: str, keyword: str, reader: str = "rules", **verify: object) -> Pipeline:
+    """The default sieve (its decide stage and bundled decision model included) over ``index``;
+    ``reader``: how the checks read passages (the rules, or the extractive reader: "minilm")."""
+    data: dict[str, object] = {"sieve": {"need": "always", "route": "all"}, "reading": {"reader": reader}}
     if verify:
         data["stages"] = {"verify": verify}
     return Pipeline(validate_config(data), index=index, llm=fixed(reply), judge=KeywordJudge(relevant=(keyword,)),
                     claim_judge=LexicalEmbeddingJudge(embedding_weight=0.0))  # fmt: skip
 
 
-def test_through_the_default_sieve_the_time_to_80_percent_is_answered_with_a_caveat_naming_it(devices):
-    ans = default_sieve(devices, WRONG_CHARGE, "zephyr").ask(CHARGE_Q)
+@pytest.mark.parametrize("reader", READERS)
+def test_through_the_default_sieve_the_time_to_80_percent_is_answered_with_a_caveat_naming_it(devices, reader):
+    ans = default_sieve(devices, WRONG_CHARGE, "zephyr", reader).ask(CHARGE_Q)
     [tie] = [f for c in ans.claims for f in c.other_facts]
     assert tie["text"] == "35 minutes" and tie["other_fact"] == "With the fast charger it reaches 80 % in 35 minutes"
     assert tie["evidence_answer"] == "90 minutes"
@@ -74,8 +79,9 @@ def test_through_the_default_sieve_the_time_to_80_percent_is_answered_with_a_cav
                for line in render_answer(ans, 200))
 
 
-def test_through_the_default_sieve_the_right_charge_time_has_no_tie_caveat(devices):
-    ans = default_sieve(devices, RIGHT_CHARGE, "zephyr").ask(CHARGE_Q)
+@pytest.mark.parametrize("reader", READERS)
+def test_through_the_default_sieve_the_right_charge_time_has_no_tie_caveat(devices, reader):
+    ans = default_sieve(devices, RIGHT_CHARGE, "zephyr", reader).ask(CHARGE_Q)
     assert not ans.abstained and "90 minutes" in ans.text
     assert all(not c.other_facts and not c.value_failures for c in ans.claims)
     [decided] = ans.trace.stage("decide")
@@ -119,15 +125,18 @@ def test_a_charge_time_answered_with_the_time_to_80_percent_is_marked_and_fails_
     assert right.supported and not right.value_failures
 
 
-def test_a_name_variant_of_the_right_answer_is_supported(devices):
+@pytest.mark.parametrize("reader", READERS)
+def test_a_name_variant_of_the_right_answer_is_supported(devices, reader):
     judge = KeywordJudge(relevant=("walkman",))
-    ans = sieve(devices, fixed("The Walkman was made by Sony Corporation [1]."), judge).ask("Who made the Walkman?")
+    ans = sieve(devices, fixed("The Walkman was made by Sony Corporation [1]."), judge, reader).ask(
+        "Who made the Walkman?"
+    )
     assert not ans.abstained and "Sony Corporation" in ans.text
     assert all(c.supported and not c.value_failures for c in ans.claims)
     # and through the default sieve, its decide stage included: the one sentence that names the
     # maker is the one about making it, so no tie and no caveat
     reply = "The Walkman was made by Sony Corporation [1]."
-    ans = default_sieve(devices, reply, "walkman").ask("Who made the Walkman?")
+    ans = default_sieve(devices, reply, "walkman", reader).ask("Who made the Walkman?")
     assert not ans.abstained and "Sony Corporation" in ans.text
     assert all(c.supported and not c.value_failures and not c.other_facts for c in ans.claims)
     assert "value tie" not in (ans.trace.stage("decide")[0].get("caveat") or "")

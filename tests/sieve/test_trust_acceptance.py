@@ -111,10 +111,12 @@ def build_index(root: Path, docs: dict[str, str]) -> Index:
     return Index.build(corpus, root / "idx", embedder=HashEmbedder())
 
 
-def sieve(index: Index, llm: FakeLLM, judge: KeywordJudge, **sieve_options) -> Pipeline:
+def sieve(index: Index, llm: FakeLLM, judge: KeywordJudge, reader: str = "rules", **sieve_options) -> Pipeline:
     # the checks' own verdicts, each withdrawal a veto (without the decide stage, which weighs
-    # them instead: tests/sieve/test_decide.py)
-    data = {"sieve": {"need": "always", "route": "all", **sieve_options}, "ablate": ["decide"]}
+    # them instead: tests/sieve/test_decide.py); ``reader``: how the checks read passages
+    # ([reading] reader: "rules" or the extractive reader, "minilm")
+    data = {"sieve": {"need": "always", "route": "all", **sieve_options}, "ablate": ["decide"],
+            "reading": {"reader": reader}}  # fmt: skip
     return Pipeline(
         validate_config(data),
         index=index,

@@ -48,3 +48,17 @@ def test_embed_ahead_gives_the_vectors_of_embedding_at_the_end() -> None:
     got = ahead.finish(todo, lambda stage, done, total: steps.append((done, total)))
     np.testing.assert_allclose(got, emb.embed(todo), atol=1e-6)
     assert steps[-1] == (len(todo), len(todo)) and ahead.embed_seconds > 0
+
+
+def test_lines_show_the_time_left_at_the_rate_so_far() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    report = PlainProgress(out, interval_s=0.0, clock=lambda: now[0])
+    report("embed", 0, 300)
+    now[0] = 10.0
+    report("embed", 100, 300)  # 10/s: 200 left take 20 s
+    now[0] = 30.0
+    report("embed", 300, 300)
+    lines = out.getvalue().splitlines()
+    assert lines[1].endswith("10.0/s, 10.0s, ~20s left")
+    assert "left" not in lines[0] and "left" not in lines[-1]

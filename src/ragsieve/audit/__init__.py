@@ -24,7 +24,7 @@ from ragsieve.audit.report import (
     FindingKind,
     Member,
 )
-from ragsieve.audit.run import audit_index
+from ragsieve.audit.run import audit_index, audit_with_state
 
 __all__ = [
     "AUDIT_SCHEMA",
@@ -35,4 +35,5 @@ __all__ = [
     "FindingKind",
     "Member",
     "audit_index",
+    "audit_with_state",
 ]

@@ -5,6 +5,8 @@ Examples::
     ragsieve audit --index ./my-index
     ragsieve audit --index ./my-index --json > findings.json
     ragsieve audit --index ./my-index --html audit.html --fail-on conflict
+    ragsieve audit --index ./my-index --exclude findings.json          # a staged generation
+    ragsieve index use GENERATION --index ./my-index                   # switch to it
     ragsieve audit --index ./my-index --exclude findings.json --out ./my-index-clean
 """
 
@@ -33,9 +35,18 @@ def audit_command(
     fail_on: list[str] | None = typer.Option(
         None, "--fail-on", metavar="KIND", help=f"Exit 1 when a finding of KIND exists (repeatable): {_KINDS_HELP}."),
     exclude: Path | None = typer.Option(
-        None, "--exclude", metavar="FINDINGS.json", help="Write a new index without the documents the findings "
-        "in this file (an edited `--json` report) suggest excluding; needs --out."),
-    out: Path | None = typer.Option(None, "--out", help="Folder for the new index --exclude writes."),
+        None, "--exclude", metavar="FINDINGS.json", help="Write a new generation of the index without the "
+        "documents the findings in this file (an edited `--json` report) suggest excluding; the live generation "
+        "stays live until `ragsieve index use GENERATION` (or --switch)."),
+    switch: bool = typer.Option(False, "--switch", help="With --exclude: make the new generation live at once "
+                                "(the one live until now is kept; `ragsieve index use` switches back)."),
+    out: Path | None = typer.Option(None, "--out", help="With --exclude: build a separate new index in this "
+                                    "folder instead of a generation of the audited one."),
+    save: bool = typer.Option(False, "--save", help="Keep the report with the index (audits/GENERATION.json): "
+                              "the sieve's audit prior reads it, and the next audit reuses it for what did not "
+                              "change."),
+    full: bool = typer.Option(False, "--full", help="Audit every passage again, even when a saved audit of an "
+                              "earlier generation (--save) would let it check only what changed."),
     no_reader: bool = typer.Option(False, "--no-reader", help="Do not run the extractive reader on conflicts."),
     top: int = typer.Option(20, "--top", min=1, help="Findings shown in the terminal summary."),
 ) -> None:
@@ -45,29 +56,57 @@ def audit_command(
 
     fail_kinds = check_kinds(fail_on or [], "--fail-on")
     checks = check_kinds(check, "--check") if check else None
-    if exclude is not None and out is None:
-        raise InputError("--exclude writes a new index and needs --out NEW_FOLDER; the audited index is never changed")
     if out is not None and exclude is None:
         raise InputError("--out names the folder of the index --exclude writes; pass --exclude FINDINGS.json too")
+    if switch and (exclude is None or out is not None):
+        raise InputError("--switch makes the generation --exclude writes live; pass --exclude FINDINGS.json "
+                         "(without --out)")
     from ragsieve.index import Index
 
     directory = resolve_index_dir(index)
     with Index.open(directory) as idx:
-        if exclude is not None and out is not None:
-            from ragsieve.audit.exclude import documents_to_exclude, write_without
+        if exclude is not None:
+            from ragsieve.audit.exclude import documents_to_exclude, stage_without, write_without
 
             docs = documents_to_exclude(exclude)
-            new = write_without(idx, docs, out)
-            err_console.print(
-                f"wrote a new index at {out} without {len(docs)} documents ({len(new)} of {len(idx)} passages); "
-                f"{directory} is unchanged", markup=False, highlight=False)
+            if out is not None:
+                new = write_without(idx, docs, out)
+                err_console.print(
+                    f"wrote a new index at {out} without {len(docs)} documents ({len(new)} of {len(idx)} passages); "
+                    f"{directory} is unchanged", markup=False, highlight=False)
+            else:
+                new = stage_without(idx, docs, exclude, switch=switch)
+                kept = f"({len(new)} of {len(idx)} passages; nothing re-embedded)"
+                if switch:
+                    err_console.print(
+                        f"generation {new.generation} of {directory} without {len(docs)} documents {kept} is live; "
+                        f"generation {idx.generation} is kept: `ragsieve index use {idx.generation} --index "
+                        f"{directory}` switches back", markup=False, highlight=False)
+                else:
+                    err_console.print(
+                        f"wrote generation {new.generation} of {directory} without {len(docs)} documents {kept}; "
+                        f"generation {idx.generation} stays live. Switch with `ragsieve index use {new.generation} "
+                        f"--index {directory}`", markup=False, highlight=False)
+                if as_json:
+                    print_result({"generation": new.generation, "live": new.generation if switch else idx.generation,
+                                  "excluded_documents": docs, "passages": len(new)}, as_json=True)
             new.close()
             return
-        from ragsieve.audit.run import audit_index
+        from ragsieve.audit.run import audit_with_state
+        from ragsieve.audit.saved import latest_state
 
+        previous, note = (None, "") if full else latest_state(directory, idx.generation)
+        if note:
+            err_console.print(f"note: {note}", markup=False, highlight=False)
         with stage_progress(not as_json or err_console.is_terminal) as progress:
-            report = audit_index(idx, checks=checks, questions=questions, use_reader=not no_reader,
-                                 progress=progress)
+            report, state = audit_with_state(idx, checks=checks, questions=questions, use_reader=not no_reader,
+                                             progress=progress, previous=previous)
+    if save:
+        from ragsieve.audit.saved import save_audit
+
+        saved = save_audit(directory, report, state)
+        err_console.print(f"saved the audit of generation {report.generation} to {saved}", markup=False,
+                          highlight=False)
     if html is not None:
         from ragsieve.audit.html import render_html
         from ragsieve.io import atomic_write_text

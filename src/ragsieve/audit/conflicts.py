@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -298,6 +298,38 @@ def _all_sentence_pairs(first: str, second: str) -> list[tuple[str, str]]:
             for sb in _sentences(second) if sb.kinds and sa.terms & sb.terms]
 
 
+@dataclasses.dataclass(frozen=True)
+class PairConflict:
+    """One sentence pair of a candidate passage pair that the detector found in conflict: the
+    two sentences (``first`` from the lower row), the derived question, the two values read,
+    their kind and the detector's decision. What a pair's check yields (cached by the
+    incremental audit: it depends on the two passages alone)."""
+
+    first: str
+    second: str
+    question: str
+    first_value: str
+    second_value: str
+    kind: str
+    decision: str
+
+    def to_list(self) -> list[str]:
+        return [self.first, self.second, self.question, self.first_value, self.second_value, self.kind,
+                self.decision]
+
+
+@dataclasses.dataclass
+class ConflictWork:
+    """What one conflict scan did: candidate pairs read now, pairs whose result was reused, and
+    each pair's conflicts (rows in the scanned corpus) for the next, incremental, scan."""
+
+    read: int = 0
+    reused: int = 0
+    results: dict[tuple[int, int], list[PairConflict]] = dataclasses.field(default_factory=dict)
+    sureness: dict[tuple[str, str, str], tuple[float | None, float | None, bool]] = dataclasses.field(
+        default_factory=dict)
+
+
 def find_conflicts(
     corpus: Corpus,
     ids: np.ndarray,
@@ -319,13 +351,30 @@ def _find_conflicts(
 ) -> tuple[list[Finding], int, str]:
     """:func:`find_conflicts`; ``exhaustive`` derives a question for every sentence pair (the
     reference the tests compare the indexed sentence pairs with)."""
+    findings, work, note = scan_conflicts(corpus, ids, mirrored, use_reader, progress, exhaustive=exhaustive)
+    return findings, work.read, note
+
+
+def scan_conflicts(
+    corpus: Corpus,
+    ids: np.ndarray,
+    mirrored: Iterable[frozenset[str]] = (),
+    use_reader: bool = True,
+    progress: ProgressFn | None = None,
+    *,
+    known: Callable[[int, int], list[PairConflict] | None] | None = None,
+    known_sureness: Mapping[tuple[str, str, str], tuple[float | None, float | None, bool]] | None = None,
+    exhaustive: bool = False,
+) -> tuple[list[Finding], ConflictWork, str]:
+    """Conflict findings, the work done and a note. ``known(a, b)`` gives a candidate pair's
+    result from an earlier scan (``None``: read it now): its two passages are unchanged, so its
+    result is too; ``known_sureness`` the reader's sureness of earlier findings. The findings
+    are those of reading every pair."""
     from ragsieve.conflict import ConflictDetector
 
     pairs = sorted(candidate_pairs(corpus, ids, list(mirrored)))
     detector = ConflictDetector()
-    sureness = _Sureness(use_reader)
-    seen: set[tuple[str, str, str]] = set()
-    findings: list[Finding] = []
+    work = ConflictWork()
     rows: dict[int, _Row] = {}  # each passage's sentences, read once however many pairs it is in
 
     def row(r: int) -> _Row:
@@ -336,54 +385,83 @@ def _find_conflicts(
     for n, (a, b) in enumerate(pairs, 1):
         if progress and n % 256 == 0:
             progress("conflicts", n, len(pairs))
-        ca, cb = corpus.chunks[a], corpus.chunks[b]
-        if not same_topic(ca.title, cb.title):
+        earlier = known(a, b) if known is not None else None
+        if earlier is not None:
+            work.reused += 1
+            work.results[(a, b)] = earlier
             continue
-        if exhaustive:
-            sentence_pairs = _all_sentence_pairs(ca.text, cb.text)
-        else:
-            ra, rb = row(a), row(b)
-            if not ra.asking or not rb.answering:
-                continue
-            sentence_pairs = _sentence_pairs(ra, rb)
-        for ta, tb in sentence_pairs:
-            question = derive_question(ta, tb)
-            if question is None:
-                continue
-            key = (min(ca.doc_id, cb.doc_id), max(ca.doc_id, cb.doc_id), question.lower())
-            if key in seen:
-                continue
-            hits = [corpus.hit(a)._replace(chunk=dataclasses.replace(ca, text=ta)),
-                    corpus.hit(b)._replace(chunk=dataclasses.replace(cb, text=tb), rank=2)]
-            report = detector.detect(question, hits)
-            if not report.conflict:
-                continue
-            seen.add(key)
-            findings.append(_finding(corpus, (a, b), (ta, tb), question, report, sureness))
+        work.read += 1
+        work.results[(a, b)] = _check_pair(corpus, a, b, row, detector, exhaustive)
     if progress:
         progress("conflicts", len(pairs), len(pairs))
-    return findings, len(pairs), sureness.note
+    sureness = _Sureness(use_reader)
+    seen: set[tuple[str, str, str]] = set()
+    findings: list[Finding] = []
+    for a, b in pairs:
+        ca, cb = corpus.chunks[a], corpus.chunks[b]
+        for found in work.results[(a, b)]:
+            key = (min(ca.doc_id, cb.doc_id), max(ca.doc_id, cb.doc_id), found.question.lower())
+            if key in seen:
+                continue
+            seen.add(key)
+            sure_key = (found.question, found.first, found.second)
+            if known_sureness is not None and sure_key in known_sureness:
+                work.sureness[sure_key] = known_sureness[sure_key]
+            else:
+                sentences = [found.first, found.second]
+                sure = sureness(found.question, sentences)
+                work.sureness[sure_key] = (sure[0], sure[1], sureness.answered(found.question, sentences))
+            findings.append(_finding(corpus, (a, b), found, work.sureness[sure_key]))
+    return findings, work, sureness.note
 
 
-def _finding(corpus: Corpus, rows: tuple[int, int], sentences: tuple[str, str], question: str, report: Any,
-             sureness: _Sureness) -> Finding:
-    by_position = {p.position: p for p in report.answers}
-    first, second = by_position.get(1), by_position.get(2)
-    va = first.answer if first is not None else ""
-    vb = second.answer if second is not None else ""
-    kind = first.value.kind if first is not None and first.value is not None else report.expected
-    sure = sureness(question, list(sentences))
+def _check_pair(corpus: Corpus, a: int, b: int, row: Callable[[int], _Row], detector: Any,
+                exhaustive: bool) -> list[PairConflict]:
+    """The conflicting sentence pairs of passages ``a`` and ``b`` (rows, ``a`` < ``b``)."""
+    ca, cb = corpus.chunks[a], corpus.chunks[b]
+    if not same_topic(ca.title, cb.title):
+        return []
+    if exhaustive:
+        sentence_pairs = _all_sentence_pairs(ca.text, cb.text)
+    else:
+        ra, rb = row(a), row(b)
+        if not ra.asking or not rb.answering:
+            return []
+        sentence_pairs = _sentence_pairs(ra, rb)
+    out: list[PairConflict] = []
+    asked: set[str] = set()
+    for ta, tb in sentence_pairs:
+        question = derive_question(ta, tb)
+        if question is None or question.lower() in asked:
+            continue
+        hits = [corpus.hit(a)._replace(chunk=dataclasses.replace(ca, text=ta)),
+                corpus.hit(b)._replace(chunk=dataclasses.replace(cb, text=tb), rank=2)]
+        report = detector.detect(question, hits)
+        if not report.conflict:
+            continue
+        asked.add(question.lower())
+        by_position = {p.position: p for p in report.answers}
+        first, second = by_position.get(1), by_position.get(2)
+        kind = first.value.kind if first is not None and first.value is not None else report.expected
+        out.append(PairConflict(ta, tb, question, first.answer if first is not None else "",
+                                second.answer if second is not None else "", str(kind), str(report.decision)))
+    return out
+
+
+def _finding(corpus: Corpus, rows: tuple[int, int], found: PairConflict,
+             sure: tuple[float | None, float | None, bool]) -> Finding:
     members = []
-    for r, s in zip(rows, sentences, strict=True):
+    for r, s in zip(rows, (found.first, found.second), strict=True):
         citation, link = corpus.citation(r)
         c = corpus.chunks[r]
         members.append(Member(c.doc_id, c.id, citation, corpus.hosts[r], s, link))
-    known = [x for x in sure if x is not None]
+    known = [x for x in sure[:2] if x is not None]
     score = min(known) if known else 0.5
-    severity: Literal["high", "medium"] = "high" if sureness.answered(question, list(sentences)) else "medium"
-    evidence = f"{members[0].doc_id} says {va}, {members[1].doc_id} says {vb} ({question})"
+    severity: Literal["high", "medium"] = "high" if sure[2] else "medium"
+    evidence = f"{members[0].doc_id} says {found.first_value}, {members[1].doc_id} says {found.second_value} " \
+               f"({found.question})"
     return Finding(
         kind="conflict", score=score, severity=severity, members=tuple(members), evidence=evidence,
-        values=ConflictValues(question, str(kind), va, vb, sure[0], sure[1]),
-        details={"decision": report.decision},
+        values=ConflictValues(found.question, found.kind, found.first_value, found.second_value, sure[0], sure[1]),
+        details={"decision": found.decision},
     )

@@ -15,8 +15,9 @@ another (the mirror finding covers it).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -50,38 +51,84 @@ def find_coordinated(
 ) -> tuple[list[Finding], int]:
     """Coordinated-voice findings from the neighbour table (``ids``, ``sims``), and the number
     of neighbourhoods grouped. ``mirrored``: groups of documents already reported as mirrors."""
+    clusters, work = voice_clusters(corpus, ids, sims, progress)
+    return coordinated_findings(corpus, clusters, mirrored), work.grouped
+
+
+Cluster = tuple[list[int], float, float]  # member rows, mean cosine, min cosine
+
+
+@dataclasses.dataclass
+class VoiceWork:
+    """What one grouping scan did: neighbourhoods grouped now, neighbourhoods whose grouping was
+    reused, and each grouped neighbourhood's voices (positions in the neighbourhood, mean and
+    min cosine) by the rows of the neighbourhood, for the next, incremental, scan."""
+
+    grouped: int = 0
+    reused: int = 0
+    results: dict[tuple[int, ...], list[tuple[list[int], float, float]]] = dataclasses.field(default_factory=dict)
+
+
+def voice_clusters(
+    corpus: Corpus,
+    ids: np.ndarray,
+    sims: np.ndarray,
+    progress: ProgressFn | None = None,
+    *,
+    known: Callable[[tuple[int, ...]], list[tuple[list[int], float, float]] | None] | None = None,
+) -> tuple[list[Cluster], VoiceWork]:
+    """The coordinated clusters of every passage's tight neighbourhood and the work done.
+    ``known(rows)`` gives a neighbourhood's voices from an earlier scan (``None``: group it
+    now): the same unchanged passages group the same way."""
     from ragsieve.voices import MIN_MEMBERS, TIGHTNESS, VoiceGrouper, series_of
 
     grouper = VoiceGrouper(claim_tightness=None)
     grouper.check()
-    mirror_groups = list(mirrored)
     seen: set[frozenset[int]] = set()
-    clusters: list[tuple[list[int], float, float]] = []
-    grouped = 0
+    clusters: list[Cluster] = []
+    work = VoiceWork()
     n = len(corpus)
     for row in range(n):
         near = [int(j) for j, s in zip(ids[row], sims[row], strict=True) if j >= 0 and s >= TIGHTNESS]
-        rows = [row, *near]
+        rows = (row, *near)
         if len({series_of(corpus.hit(r)) for r in rows}) < MIN_MEMBERS:
             continue
-        grouped += 1
-        hits = [corpus.hit(r) for r in rows]
-        for voice in grouper.group(hits, vectors=corpus.vectors[rows]):
-            if not voice.coordinated:
-                continue
-            members = [rows[p] for p in voice.positions if hits[p].chunk.id in set(voice.cluster)]
-            key = frozenset(members)
+        voices = known(rows) if known is not None else None
+        if voices is None:
+            work.grouped += 1
+            hits = [corpus.hit(r) for r in rows]
+            voices = []
+            for voice in grouper.group(hits, vectors=corpus.vectors[list(rows)]):
+                if not voice.coordinated:
+                    continue
+                members = set(voice.cluster)
+                voices.append(([p for p in voice.positions if hits[p].chunk.id in members],
+                               float(voice.mean_cosine), float(voice.min_cosine)))
+        else:
+            work.reused += 1
+        work.results[rows] = voices
+        for positions, mean, low in voices:
+            member_rows = [rows[p] for p in positions]
+            key = frozenset(member_rows)
             if key in seen:
                 continue
             seen.add(key)
-            clusters.append((sorted(members), voice.mean_cosine, voice.min_cosine))
+            clusters.append((sorted(member_rows), mean, low))
         if progress and row % 256 == 0:
             progress("voices", row + 1, n)
     if progress:
         progress("voices", n, n)
-    # larger clusters first; a cluster mostly inside one already kept is the same voice
-    clusters.sort(key=lambda c: (-len(c[0]), -c[1]))
-    kept: list[tuple[list[int], float, float]] = []
+    return clusters, work
+
+
+def coordinated_findings(corpus: Corpus, clusters: list[Cluster], mirrored: Iterable[frozenset[str]] = ()
+                         ) -> list[Finding]:
+    """The findings of ``clusters`` (:func:`voice_clusters`): the larger first, a cluster mostly
+    inside one already kept dropped, one whose documents all mirror one another left to the
+    mirror finding, one that shares no value not reported."""
+    mirror_groups = list(mirrored)
+    clusters = sorted(clusters, key=lambda c: (-len(c[0]), -c[1]))
+    kept: list[Cluster] = []
     for members, mean, low in clusters:
         if any(len(set(members) & set(k[0])) * 2 > len(members) for k in kept):
             continue
@@ -95,7 +142,7 @@ def find_coordinated(
         if not claims:
             continue
         findings.append(_finding(corpus, members, mean, low, claims))
-    return findings, grouped
+    return findings
 
 
 def _finding(corpus: Corpus, members: list[int], mean: float, low: float, claims: list[str]) -> Finding:

@@ -1,11 +1,12 @@
-"""Leave documents out: a new index, written to a new folder, without the chosen documents.
+"""Leave documents out: a new index generation without the chosen documents.
 
-An index folder's generations are switched only by the writer that publishes one, and the next
-writer removes generations that are neither live nor the newest previous one, so a generation
-published beside the live one without becoming live would not survive the next ingest, and no
-command switches to it. The audit therefore never writes into the audited index: it builds a
-new index at ``--out`` from the kept passages and their stored vectors (nothing is re-embedded),
-and the user points ``--index`` at it when satisfied. The audited folder and the corpus are
+By default the new generation is written into the audited index folder, beside the live one,
+and *staged*: the live generation stays live (a running service keeps serving it) until the user
+switches with ``ragsieve index use GENERATION`` (or at once with ``--switch``); the generation
+live before a switch is kept, so ``ragsieve index use`` switches back. The kept passages keep
+their stored vectors (nothing is re-embedded), and the new generation's manifest lists the
+excluded documents, which a re-ingest keeps out. With ``--out DIR`` a separate new index is
+built in ``DIR`` instead. Either way the ingested files and the generations already written are
 only read.
 """
 
@@ -43,6 +44,13 @@ def documents_to_exclude(findings_file: Path) -> list[str]:
     if not all(isinstance(d, str) for d in docs):
         raise InputError(f"{findings_file}: every excluded document must be a document id (a string)")
     return list(dict.fromkeys(docs))
+
+
+def stage_without(index: Index, documents: list[str], findings_file: Path, *, switch: bool = False) -> Index:
+    """Write a generation of ``index`` without ``documents`` beside its live one (staged; live
+    at once when ``switch``) and return it opened (:meth:`ragsieve.index.Index.without_documents`)."""
+    reason = f"audit --exclude {findings_file.name}: {len(documents)} documents left out"
+    return index.without_documents(documents, reason, switch=switch)
 
 
 def write_without(index: Index, documents: list[str], out: Path) -> Index:

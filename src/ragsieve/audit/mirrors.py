@@ -17,7 +17,7 @@ in index order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from ragsieve.audit.corpus import Corpus, ProgressFn
 from ragsieve.audit.report import Finding, Member
@@ -58,11 +58,30 @@ def same_facts(first: str, second: str) -> bool:
 
 def find_mirrors(corpus: Corpus, progress: ProgressFn | None = None) -> tuple[list[Finding], int]:
     """The mirror findings of ``corpus`` and the number of candidate pairs LSH proposed."""
+    edges, proposed, _ = mirror_edges(corpus, progress)
+    return mirror_findings(corpus, edges), proposed
+
+
+def mirror_edges(
+    corpus: Corpus,
+    progress: ProgressFn | None = None,
+    *,
+    unchanged: Collection[str] = (),
+    known: Mapping[tuple[str, str], float] | None = None,
+) -> tuple[dict[tuple[str, str], float], int, int]:
+    """The mirrored document pairs (``(first, second)`` in index order, with their exact
+    Jaccard), the candidate pairs checked, and the pairs whose result was reused.
+
+    ``unchanged``: documents whose text is as it was when ``known`` (the mirror pairs an earlier
+    scan found, keyed by the two document ids in either order) was computed; a proposed pair of
+    two of them is not checked again (its result depends on the two texts alone, and LSH
+    proposes it again). The result is that of checking every proposed pair."""
     from ragsieve.conflict import NEAR_DUPLICATE_JACCARD
 
     datasketch = require("datasketch", "audit", "finding mirrored documents")
     doc_ids = list(corpus.docs)
-    sets = {d: shingles(corpus.doc_text(d)) for d in doc_ids}
+    texts = {d: corpus.doc_text(d) for d in doc_ids}
+    sets = {d: shingles(texts[d]) for d in doc_ids}
     lsh = datasketch.MinHashLSH(threshold=NEAR_DUPLICATE_JACCARD, num_perm=NUM_PERM)
     hashes = {}
     for n, d in enumerate(doc_ids, 1):
@@ -74,8 +93,34 @@ def find_mirrors(corpus: Corpus, progress: ProgressFn | None = None) -> tuple[li
         lsh.insert(d, mh)
         if progress and n % 256 == 0:
             progress("mirrors", n, len(doc_ids))
-    proposed = 0
-    parent = {d: d for d in hashes}
+    stable = set(unchanged) if known is not None else set()
+    proposed = reused = 0
+    similarity: dict[tuple[str, str], float] = {}
+    order = {d: i for i, d in enumerate(doc_ids)}
+    for d, mh in hashes.items():
+        for other in lsh.query(mh):
+            if order[other] <= order[d]:
+                continue
+            if d in stable and other in stable and known is not None:
+                reused += 1
+                jac = known.get((d, other), known.get((other, d)))
+                if jac is not None:
+                    similarity[(d, other)] = jac
+                continue
+            proposed += 1
+            jac = exact_jaccard(sets[d], sets[other])
+            if jac >= NEAR_DUPLICATE_JACCARD and same_facts(texts[d], texts[other]):
+                similarity[(d, other)] = jac
+    if progress:
+        progress("mirrors", len(doc_ids), len(doc_ids))
+    return similarity, proposed, reused
+
+
+def mirror_findings(corpus: Corpus, similarity: Mapping[tuple[str, str], float]) -> list[Finding]:
+    """One finding per group of documents the mirrored pairs ``similarity`` join."""
+    doc_ids = list(corpus.docs)
+    order = {d: i for i, d in enumerate(doc_ids)}
+    parent = {d: d for d in doc_ids}
 
     def find(d: str) -> str:
         while parent[d] != d:
@@ -83,31 +128,20 @@ def find_mirrors(corpus: Corpus, progress: ProgressFn | None = None) -> tuple[li
             d = parent[d]
         return d
 
-    similarity: dict[tuple[str, str], float] = {}
-    order = {d: i for i, d in enumerate(doc_ids)}
-    for d, mh in hashes.items():
-        for other in lsh.query(mh):
-            if order[other] <= order[d]:
-                continue
-            proposed += 1
-            jac = exact_jaccard(sets[d], sets[other])
-            if jac >= NEAR_DUPLICATE_JACCARD and same_facts(corpus.doc_text(d), corpus.doc_text(other)):
-                similarity[(d, other)] = jac
-                a, b = find(d), find(other)
-                if a != b:
-                    parent[max(a, b, key=order.__getitem__)] = min(a, b, key=order.__getitem__)
-    if progress:
-        progress("mirrors", len(doc_ids), len(doc_ids))
+    for d, other in similarity:
+        a, b = find(d), find(other)
+        if a != b:
+            parent[max(a, b, key=order.__getitem__)] = min(a, b, key=order.__getitem__)
     groups: dict[str, list[str]] = {}
-    for d in hashes:
+    for d in doc_ids:
         groups.setdefault(find(d), []).append(d)
     findings = []
     for members in groups.values():
         if len(members) < 2:
             continue
         members.sort(key=order.__getitem__)
-        findings.append(_finding(corpus, members, similarity))
-    return findings, proposed
+        findings.append(_finding(corpus, members, dict(similarity)))
+    return findings
 
 
 def _earliest(corpus: Corpus, members: Sequence[str]) -> str | None:

@@ -13,7 +13,7 @@ from ragsieve.errors import ConfigError
 def load_embedder(config: EmbedderConfig | None = None) -> Embedder:
     """Build (not warm up) the embedder a config describes."""
     config = config or EmbedderConfig()
-    if config.precision != "fp32" and config.backend != "onnx":
+    if config.precision not in (None, "fp32") and config.backend != "onnx":
         raise ConfigError(
             f"embedder.precision = {config.precision!r} is an option of the onnx backend only; set "
             "embedder.backend = 'onnx' or embedder.precision = 'fp32'"
@@ -43,7 +43,8 @@ def load_embedder(config: EmbedderConfig | None = None) -> Embedder:
             normalize=config.normalize,
             cache_dir=config.cache_dir,
             onnx_dir=config.onnx_dir,
-            precision=config.precision,
+            # left unset: the embedder's own precision, or that of the index it opens
+            **({"precision": config.precision} if config.precision else {"follow_index_precision": True}),
         )
     return SentenceTransformerEmbedder(
         model=config.model,

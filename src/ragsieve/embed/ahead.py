@@ -13,6 +13,9 @@ from ragsieve.embed.base import Embedder
 
 __all__ = ["EmbedAhead"]
 
+# What ``with_sentences`` gives for a batch of texts: their vectors, and each text's sentence rows.
+WithSentences = Callable[[list[str]], tuple[np.ndarray, list[np.ndarray]]]
+
 
 class EmbedAhead:
     """Embeds chunk texts on a background thread while the caller keeps reading and chunking
@@ -20,7 +23,14 @@ class EmbedAhead:
 
     ``submit`` queues texts (in batches of ``batch``, skipping those in ``skip`` and those seen
     before); ``finish`` waits, embeds whatever was not embedded ahead, and returns the vectors
-    of the texts asked for, in order.
+    of the texts asked for, in order. At most ``max_pending`` batches wait for the embedder: a
+    ``submit`` beyond that blocks until one is done, so reading never runs more than that far
+    ahead of embedding, whatever the corpus size. ``progress`` (``(stage, done, total)``) hears
+    of each batch embedded ahead, ``total`` being the texts submitted so far.
+
+    ``with_sentences`` (e.g. :func:`ragsieve.index.sentences.embed_chunks_with_sentences` bound
+    to the embedder) embeds each batch instead of ``embedder.embed`` and also gives each text's
+    sentence vectors from the same forward pass; :meth:`sentences_of` returns them.
 
     Example:
         >>> ahead = EmbedAhead(embedder)                        # doctest: +SKIP
@@ -28,16 +38,32 @@ class EmbedAhead:
         >>> vectors = ahead.finish(["first file's chunk", "another"])  # doctest: +SKIP
     """
 
-    def __init__(self, embedder: Embedder, batch: int = 128, skip: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        batch: int = 128,
+        skip: Callable[[str], bool] | None = None,
+        with_sentences: WithSentences | None = None,
+        max_pending: int = 4,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self.embedder = embedder
         self.batch = batch
         self.skip = skip
+        self.with_sentences = with_sentences
+        self.max_pending = max(1, max_pending)
+        self.progress = progress
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragsieve-embed-ahead")
         self._pending: list[str] = []
         self._futures: list[Any] = []
         self._seen: set[str] = set()
+        self._sentences: dict[str, np.ndarray] = {}
+        self._slots = threading.BoundedSemaphore(self.max_pending)
+        self._embedded_ahead = 0
+        self.peak_pending = 0  # the most batches that ever waited for the embedder at once
+        self._waiting = 0
         self.embed_seconds = 0.0  # time inside the embedder, ahead and at the end (for chunks/s)
         self._lock = threading.Lock()
 
@@ -49,15 +75,44 @@ class EmbedAhead:
             self._pending.append(text)
         while len(self._pending) >= self.batch:
             group, self._pending = self._pending[: self.batch], self._pending[self.batch :]
-            self._futures.append((group, self._pool.submit(self._embed, group)))
+            self._slots.acquire()  # blocks while max_pending batches wait: memory stays bounded
+            with self._lock:
+                self._waiting += 1
+                self.peak_pending = max(self.peak_pending, self._waiting)
+            self._futures.append((group, self._pool.submit(self._embed_ahead, group)))
+
+    def _embed_ahead(self, texts: list[str]) -> np.ndarray:
+        try:
+            vectors = self._embed(texts)
+        finally:
+            with self._lock:
+                self._waiting -= 1
+            self._slots.release()
+        with self._lock:
+            self._embedded_ahead += len(texts)
+            done, total = self._embedded_ahead, len(self._seen)
+        if self.progress:
+            self.progress("embed", done, total)
+        return vectors
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         start = time.perf_counter()
         self.embedder.warm_up()
-        vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        if self.with_sentences is not None:
+            vectors, sentences = self.with_sentences(texts)
+            with self._lock:
+                self._sentences.update(zip(texts, sentences, strict=True))
+        else:
+            vectors = self.embedder.embed(texts)
         with self._lock:
             self.embed_seconds += time.perf_counter() - start
-        return vectors
+        return np.asarray(vectors, dtype=np.float32)
+
+    def sentences_of(self, text: str) -> np.ndarray | None:
+        """The sentence vectors ``with_sentences`` gave for ``text`` (``None`` when it was not
+        embedded here, or without ``with_sentences``)."""
+        with self._lock:
+            return self._sentences.get(text)
 
     def finish(
         self, texts: Sequence[str], progress: Callable[[str, int, int], None] | None = None
@@ -69,9 +124,9 @@ class EmbedAhead:
             for group, future in self._futures:
                 for text, vec in zip(group, future.result(), strict=True):
                     done[text] = vec
-                if progress:
-                    # one line per batch embedded ahead, as for the batches embedded below
-                    progress("embed", sum(t in done for t in wanted), len(texts))
+            if progress and self._futures:
+                # the batches embedded ahead (reported as they were done, when ``progress`` was given)
+                progress("embed", sum(t in done for t in wanted), len(texts))
             self.embedder.warm_up()
             out = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
             rest = [i for i, t in enumerate(texts) if t not in done]
@@ -94,5 +149,6 @@ class EmbedAhead:
     def close(self) -> None:
         """Stop queued work (a failed ingest should not keep embedding)."""
         for _, future in self._futures:
-            future.cancel()
+            if future.cancel():
+                self._slots.release()  # its slot, never released by a run that will not happen
         self._pool.shutdown(wait=True)

@@ -5,7 +5,9 @@ This is the torch-free route to the ONNX embedder: the graph is assembled node b
 without torch or transformers can run the bundled all-MiniLM-L6-v2. It covers the BERT family
 that sentence-transformers models such as MiniLM, BGE-small and E5-small use (absolute positions,
 GELU, post-layer-norm); other architectures go through the torch exporter in
-:mod:`ragsieve.embed.onnx`. Inputs and output match that exporter's graph, so either file serves.
+:mod:`ragsieve.embed.onnx`. Inputs and outputs match that exporter's graph, so either file serves:
+``embedding`` (the mean-pooled vector) and ``token_embeddings`` (the last layer's token vectors,
+from which the embedder pools each sentence of a passage in the passage's own forward pass).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from typing import Any
 import numpy as np
 
 from ragsieve.errors import ModelError
+
+# The graph's second output: the last layer's vector of every token (batch, sequence, hidden).
+TOKEN_OUTPUT = "token_embeddings"
 
 _DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None, "I64": np.int64, "F64": np.float64}
 
@@ -91,7 +96,8 @@ def _weights(tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def build_bert_graph(model_dir: Path) -> Any:
-    """The ONNX ``ModelProto`` of the encoder in ``model_dir`` followed by masked mean pooling."""
+    """The ONNX ``ModelProto`` of the encoder in ``model_dir`` followed by masked mean pooling
+    (outputs ``embedding`` and :data:`TOKEN_OUTPUT`)."""
     try:
         import onnx
         from onnx import TensorProto, helper, numpy_helper
@@ -162,7 +168,9 @@ def build_bert_graph(model_dir: Path) -> Any:
         gelu = g.op("Mul", [g.op("Mul", [inner, half]), g.op("Add", [one, erf])])
         h = layer_norm(g.op("Add", [linear(gelu, f"{p}.output.dense"), h]), f"{p}.output.LayerNorm")
 
-    # Mean over the attended tokens.
+    # The last layer's token vectors, an output of their own (sentence vectors are pooled from
+    # spans of them), then their mean over the attended tokens.
+    g.nodes.append(helper.make_node("Identity", [h], [TOKEN_OUTPUT]))
     weights = g.op("Unsqueeze", [mask_f, axis2])
     summed = g.op("ReduceSum", [g.op("Mul", [h, weights]), axis1], keepdims=0)
     counts = g.op("Max", [g.op("ReduceSum", [weights, axis1], keepdims=0), g.const(np.array(1e-9, dtype=np.float32))])
@@ -175,7 +183,10 @@ def build_bert_graph(model_dir: Path) -> Any:
         g.nodes,
         "bert_mean_pooled",
         [int_input("input_ids"), int_input("attention_mask"), int_input("token_type_ids")],
-        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden])],
+        [
+            helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden]),
+            helper.make_tensor_value_info(TOKEN_OUTPUT, TensorProto.FLOAT, ["batch", "sequence", hidden]),
+        ],
         initializer=g.initializers,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="ragsieve")

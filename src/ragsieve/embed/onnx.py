@@ -8,9 +8,15 @@ Tokenisation uses the model folder's ``tokenizer.json`` through the ``tokenizers
 mean pooling follows the folder's ``1_Pooling`` config, so the vectors match
 sentence-transformers' to float precision.
 
-``precision="int8"`` (``embedder.precision``) runs a copy of that graph with its weights quantized
-to int8 by onnxruntime's dynamic quantization, made once from the fp32 graph and cached beside it;
-its vectors differ slightly, so the embedder's ``model_name`` carries the precision.
+``precision="int8"`` (``embedder.precision``, the default) runs a copy of that graph with its
+weights quantized to int8 by onnxruntime's dynamic quantization, made once from the fp32 graph and
+cached beside it; its vectors differ slightly, so the embedder's ``model_name`` carries the
+precision, and an embedder whose precision is the default follows the precision of the index it
+opens (an index built with fp32 keeps being searched with fp32).
+
+The graph has a second output, the last layer's token vectors, from which
+:meth:`OnnxEmbedder.embed_with_sentences` pools each sentence of a passage in the passage's own
+forward pass (the mean of the sentence's tokens, found by the tokenizer's character offsets).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, get_args
@@ -31,16 +37,17 @@ from typing import Any, get_args
 import numpy as np
 
 from ragsieve.embed.base import EmbeddingCache, embed_with_cache, l2_normalize
-from ragsieve.embed.bert_onnx import export_bert_to_onnx, is_supported
+from ragsieve.embed.bert_onnx import TOKEN_OUTPUT, export_bert_to_onnx, is_supported
 from ragsieve.embed.local import BUNDLED_MODEL_NAME, local_model_dir
-from ragsieve.errors import ModelError
+from ragsieve.errors import InputError, ModelError
 from ragsieve.io import atomic_path, atomic_write_json, fsync_dir, user_cache_dir
 from ragsieve.options import EmbedderPrecision
 
 logger = logging.getLogger(__name__)
 
-# Bumped when the exported graph changes, so stale cached files are not reused.
-EXPORT_VERSION = 1
+# Bumped when the exported graph changes, so stale cached files are not reused (2: the token
+# vectors are an output too).
+EXPORT_VERSION = 2
 
 # The cached optimised graph: a folder (format 2) holding the graph, its weights in a file of their
 # own and the check its loader runs (format 1 was one .onnx file with the weights inside).
@@ -130,7 +137,7 @@ def export_to_onnx(model_dir: Path, target: Path) -> None:
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), hidden
 
     # Eager attention exports to plain matmuls; the SDPA path traces a Python branch on the mask.
     encoder = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager")
@@ -145,12 +152,13 @@ def export_to_onnx(model_dir: Path, target: Path) -> None:
             (dummy, dummy, torch.zeros_like(dummy)),
             str(tmp),
             input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["embedding"],
+            output_names=["embedding", TOKEN_OUTPUT],
             dynamic_axes={
                 "input_ids": {0: "batch", 1: "sequence"},
                 "attention_mask": {0: "batch", 1: "sequence"},
                 "token_type_ids": {0: "batch", 1: "sequence"},
                 "embedding": {0: "batch"},
+                TOKEN_OUTPUT: {0: "batch", 1: "sequence"},
             },
             opset_version=17,
             dynamo=False,
@@ -191,7 +199,36 @@ def _probe_vector(session: Any, ids: list[int]) -> np.ndarray:
         "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64),
     }
     names = {i.name for i in session.get_inputs()}
-    return np.asarray(session.run(None, {k: v for k, v in feeds.items() if k in names})[0], dtype=np.float32)[0]
+    pooled = session.get_outputs()[0].name
+    return np.asarray(session.run([pooled], {k: v for k, v in feeds.items() if k in names})[0], dtype=np.float32)[0]
+
+
+def pool_token_spans(
+    tokens: np.ndarray, offsets: Sequence[tuple[int, int]], real: np.ndarray, spans: Sequence[tuple[int, int]]
+) -> np.ndarray:
+    """The mean of the token vectors of each character span ``(start, end)`` of a text, one row per
+    span: ``tokens`` (sequence, dim) are the text's token vectors, ``offsets`` each token's
+    character span (as the tokenizer gives it) and ``real`` which tokens are the text's own (not
+    padding or special tokens). A span that no token covers to its end (cut off by the model's
+    maximum length) or that holds no token gets a row of NaN."""
+    dim = tokens.shape[-1]
+    out = np.full((len(spans), dim), np.nan, dtype=np.float32)
+    idx = np.flatnonzero(real)
+    if idx.size == 0 or not spans:
+        return out
+    starts = np.array([offsets[int(i)][0] for i in idx], dtype=np.int64)
+    ends = np.array([offsets[int(i)][1] for i in idx], dtype=np.int64)
+    sums = np.zeros((idx.size + 1, dim), dtype=np.float64)
+    np.cumsum(tokens[idx], axis=0, dtype=np.float64, out=sums[1:])
+    last_end = int(ends.max())
+    for j, (start, end) in enumerate(spans):
+        if end > last_end:
+            continue  # the text was cut before this span ends
+        first = int(np.searchsorted(ends, start, side="right"))  # first token ending after the start
+        stop = int(np.searchsorted(starts, end, side="left"))  # tokens starting before the end
+        if stop > first:
+            out[j] = (sums[stop] - sums[first]) / (stop - first)
+    return out
 
 
 class OnnxEmbedder:
@@ -215,7 +252,8 @@ class OnnxEmbedder:
         normalize: bool = True,
         cache_dir: str | None = None,
         onnx_dir: str | None = None,
-        precision: EmbedderPrecision = "fp32",
+        precision: EmbedderPrecision = "int8",
+        follow_index_precision: bool = False,
     ) -> None:
         if precision not in get_args(EmbedderPrecision):
             raise ModelError(
@@ -228,7 +266,12 @@ class OnnxEmbedder:
         self.cache_dir = cache_dir
         self.onnx_dir = onnx_dir
         self.precision = precision
+        # whether opening an index built with another precision of the same model switches to
+        # that precision (the user left embedder.precision at its default) instead of refusing it
+        self.follow_index_precision = follow_index_precision
         self._session: Any = None
+        self._pooled_output = "embedding"
+        self._token_output: str | None = None
         self._tokenizer: Any = None
         self._input_names: list[str] = []
         self._cache = EmbeddingCache(Path(cache_dir) / "embeddings.sqlite") if cache_dir else None
@@ -247,6 +290,34 @@ class OnnxEmbedder:
     def dim(self) -> int:
         self.warm_up()
         return self._dim
+
+    @property
+    def pools_sentences(self) -> bool:
+        """Whether :meth:`embed_with_sentences` can pool sentences from a passage's own pass (the
+        graph has the token vectors as an output; loads the model)."""
+        self.warm_up()
+        return self._token_output is not None
+
+    def for_index(self, index_model_name: str) -> OnnxEmbedder:
+        """The embedder to search an index whose recorded embedder is ``index_model_name``
+        (``model@int8``, or the bare name for fp32): this one, or, when this one's precision was
+        left at its default (``follow_index_precision``) and the index was built with the same
+        model at another precision, a copy of it with that precision (this one is left as it
+        is: it may be shared). Anything else is left for the caller's name check."""
+        name, _, tag = index_model_name.partition("@")
+        precision = tag or "fp32"
+        if (
+            not self.follow_index_precision
+            or precision == self.precision
+            or name != (self.model or BUNDLED_MODEL_NAME)
+            or precision not in get_args(EmbedderPrecision)
+        ):
+            return self
+        logger.info("the index was built with the %s embedder: searching it with %s, not %s", precision, precision,
+                    self.precision)  # fmt: skip
+        settings = {k: v for k, v in self.to_dict().items() if k not in ("backend", "precision")}
+        # bound to that index's precision (its to_dict() names it)
+        return OnnxEmbedder(**settings, precision=precision)  # type: ignore[arg-type]
 
     def onnx_path(self, model_dir: Path, precision: EmbedderPrecision | None = None) -> Path:
         """The cached graph of ``precision`` (the embedder's own by default); the fp32 one is the
@@ -338,6 +409,9 @@ class OnnxEmbedder:
         tokenizer.enable_padding()
         session = self._create_session(ort, path, list(tokenizer.encode(PROBE_TEXT).ids))
         self._input_names = [i.name for i in session.get_inputs()]
+        outputs = [o.name for o in session.get_outputs()]
+        self._pooled_output = outputs[0]
+        self._token_output = TOKEN_OUTPUT if TOKEN_OUTPUT in outputs else None
         self._tokenizer = tokenizer
         self._dim = int(session.get_outputs()[0].shape[-1])
         self._session = session  # last: a set session means a ready embedder (another thread may look)
@@ -465,7 +539,9 @@ class OnnxEmbedder:
         return session
 
     def _tokenize(self, texts: list[str]) -> dict[str, np.ndarray]:
-        encodings = self._tokenizer.encode_batch(texts)
+        return self._feeds(self._tokenizer.encode_batch(texts))
+
+    def _feeds(self, encodings: list[Any]) -> dict[str, np.ndarray]:
         feeds = {
             "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
             "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
@@ -474,29 +550,73 @@ class OnnxEmbedder:
         return {k: feeds[k] for k in self._input_names}
 
     def _infer(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
-        return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+        return np.asarray(self._session.run([self._pooled_output], feeds)[0], dtype=np.float32)
 
     def _run(self, texts: list[str]) -> np.ndarray:
         return self._infer(self._tokenize(texts))
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        out = np.empty((len(texts), self._dim), dtype=np.float32)
+    def _encoded_batches(self, texts: list[str]) -> Iterator[tuple[np.ndarray, list[Any]]]:
+        """``(rows, encodings)`` for each of :func:`length_batches`' batches of ``texts``; the next
+        batch is tokenised in a thread while the caller runs this one (both release the GIL, so
+        the tokeniser's work hides behind inference)."""
         batches = length_batches([len(t) for t in texts], self.batch_size)
         if len(batches) == 1:
-            out[batches[0]] = self._run([texts[i] for i in batches[0]])
-        else:
-            # Tokenise the next batch in a thread while the session runs this one: both release
-            # the GIL, so the tokeniser's work hides behind inference.
-            from concurrent.futures import ThreadPoolExecutor
+            yield batches[0], self._tokenizer.encode_batch([texts[i] for i in batches[0]])
+            return
+        from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragsieve-tokenize") as pool:
-                pending = pool.submit(self._tokenize, [texts[i] for i in batches[0]])
-                for n, rows in enumerate(batches):
-                    feeds = pending.result()
-                    if n + 1 < len(batches):
-                        pending = pool.submit(self._tokenize, [texts[i] for i in batches[n + 1]])
-                    out[rows] = self._infer(feeds)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragsieve-tokenize") as pool:
+            pending = pool.submit(self._tokenizer.encode_batch, [texts[i] for i in batches[0]])
+            for n, rows in enumerate(batches):
+                encodings = pending.result()
+                if n + 1 < len(batches):
+                    pending = pool.submit(self._tokenizer.encode_batch, [texts[i] for i in batches[n + 1]])
+                yield rows, encodings
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self._dim), dtype=np.float32)
+        for rows, encodings in self._encoded_batches(texts):
+            out[rows] = self._infer(self._feeds(encodings))
         return l2_normalize(out) if self.normalize else out
+
+    def embed_with_sentences(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The vectors of ``texts`` (as :meth:`embed` gives them) and, from the same forward pass,
+        one vector per character span of ``spans[i]`` (a sentence of text i): the mean of the
+        last layer's vectors of the span's tokens, normalised like the text's. A span the model
+        did not see to its end (the text is longer than its maximum length) gets a row of NaN,
+        for the caller to embed on its own. The content-hash cache is not used.
+
+        Example:
+            >>> emb = OnnxEmbedder()                                        # doctest: +SKIP
+            >>> text = "Graphene is one layer of carbon. It conducts heat."
+            >>> vectors, sentences = emb.embed_with_sentences([text], [[(0, 32), (33, 51)]])  # doctest: +SKIP
+            >>> sentences[0].shape                                          # doctest: +SKIP
+            (2, 384)
+        """
+        self.warm_up()
+        texts = list(texts)
+        if len(spans) != len(texts):
+            raise InputError(f"{len(spans)} span lists for {len(texts)} texts")
+        if self._token_output is None:
+            raise ModelError(
+                f"the ONNX graph of {self.model_name} has no token output to pool sentences from; "
+                "delete the cached graph under the ONNX cache folder so that it is exported again"
+            )
+        out = np.empty((len(texts), self._dim), dtype=np.float32)
+        pooled: list[np.ndarray] = [np.empty((0, self._dim), dtype=np.float32)] * len(texts)
+        for rows, encodings in self._encoded_batches(texts):
+            vectors, tokens = self._session.run([self._pooled_output, self._token_output], self._feeds(encodings))
+            out[rows] = vectors
+            for b, i in enumerate(rows):
+                enc = encodings[b]
+                real = (np.asarray(enc.attention_mask) == 1) & (np.asarray(enc.special_tokens_mask) == 0)
+                pooled[i] = pool_token_spans(np.asarray(tokens[b], dtype=np.float32), enc.offsets, real, spans[i])
+        if self.normalize:
+            out = l2_normalize(out)
+            pooled = [l2_normalize(p) if len(p) else p for p in pooled]
+        return out, pooled
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.warm_up()
@@ -511,5 +631,6 @@ class OnnxEmbedder:
             "normalize": self.normalize,
             "cache_dir": self.cache_dir,
             "onnx_dir": self.onnx_dir,
-            "precision": self.precision,
+            # None (as in embedder.precision): the default, following an opened index's precision
+            "precision": None if self.follow_index_precision else self.precision,
         }

@@ -155,6 +155,12 @@ def calibrate_command(
     ),
     pipeline: str | None = typer.Option(None, "--pipeline", help="Preset to calibrate (default: the config's)."),
     method: str = typer.Option("ltt-binomial", "--method", help="ltt-binomial (default), ltt-hb or crc."),
+    max_withdrawn: float | None = typer.Option(
+        None,
+        "--max-withdrawn",
+        help="Also certify that at most this share of right answers is withdrawn (e.g. 0.05); "
+        "both promises then hold together with probability 1 - delta.",
+    ),
     limit: int | None = typer.Option(None, "--limit", help="Use the first N questions."),
     cache: Path | None = typer.Option(None, "--cache", help="Resumable JSONL of answers (shared with eval)."),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),
@@ -206,10 +212,12 @@ def calibrate_command(
         progress(label, 0, len(items))
         records = lookup_or_answer(items, spec, store, progress=lambda done, total: progress(label, done, total))
     conf, correct = calibration_labels(items, records)
-    result = calibrate_threshold(conf, correct, risk, delta, method)
+    result = calibrate_threshold(conf, correct, risk, delta, method, withdrawn=max_withdrawn)
     sim = None
     if splits and len(items) >= 4:
-        sim = simulate_splits(conf, correct, risk, delta, splits, cal_frac, seed=0, method=method)
+        sim = simulate_splits(
+            conf, correct, risk, delta, splits, cal_frac, seed=0, method=method, withdrawn=max_withdrawn
+        )
     written = None
     if write and result.feasible:
         section = CalibrationConfig(
@@ -220,6 +228,8 @@ def calibrate_command(
             n=result.n,
             coverage=round(result.coverage, 6),
             bound=None if result.bound is None else round(result.bound, 6),
+            withdrawn=max_withdrawn,
+            withdrawn_bound=(None if max_withdrawn is None else round(float(result.details["withdrawn_bound"]), 6)),
             data=str(data),
         )
         write_calibration(target, section.model_dump())
@@ -243,6 +253,12 @@ def calibrate_command(
             f"{result.n} questions ({result.n_answered} answered), empirical risk {result.empirical_risk:.3f}, "
             f"{1 - delta:.0%} upper bound {result.bound:.3f} <= target {risk}."
         )
+        if max_withdrawn is not None:
+            console.print(
+                f"Right answers withdrawn: {result.details['withdrawn']} of {result.details['right_with_confidence']}, "
+                f"upper bound {result.details['withdrawn_bound']:.3f} <= target {max_withdrawn} (both promises "
+                f"together with probability >= {1 - delta:.0%})."
+            )
     else:
         console.print(result.message, style="yellow", markup=False, highlight=False)  # plain text: brackets stay
     if sim is not None:

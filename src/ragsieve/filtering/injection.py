@@ -258,7 +258,8 @@ def bundled_encoder() -> Any:
             from ragsieve.config import EmbedderConfig
             from ragsieve.embed import load_embedder
 
-            encoder = load_embedder(EmbedderConfig())
+            # fp32, whatever the default precision: the classifier was trained on these vectors
+            encoder = load_embedder(EmbedderConfig(precision="fp32"))
             encoder.warm_up()
             _BUNDLED.append(encoder)
         return _BUNDLED[0]

@@ -162,3 +162,49 @@ def route(
     router = QueryRouter(_open(resolve_index_dir(index)), _route_config(config, None, mass, unsure, max_domains))
     decision = router.route(query)
     print_result(decision.to_dict(), as_json, title=f"route for {query!r}")
+
+
+index_app = typer.Typer(help="Generations of an index: list them, switch the live one.", no_args_is_help=True)
+_INDEX_OPTION = typer.Option(None, "--index", "-i", metavar="DIR", help=INDEX_HELP)
+
+
+@index_app.command("generations")
+def generations(
+    index: Path | None = _INDEX_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print the generations as JSON."),
+) -> None:
+    """List an index's generations: live, previous (live before it), staged (written by
+    `ragsieve audit --exclude`, not switched to) and old ones the next ingest removes."""
+    from ragsieve.index.storage import generation_records
+
+    folder = resolve_index_dir(index)
+    records = [r.to_dict() for r in generation_records(folder)]
+    if as_json:
+        console.print_json(json.dumps(records))
+        return
+    table = Table(title=f"generations of {folder}")
+    for column in ("generation", "role", "passages", "created", "made from / why"):
+        table.add_column(column)
+    for r in records:
+        why = f"{r['base']}: {r['reason']}" if r["base"] else r["reason"]
+        table.add_row(r["generation"], r["role"], str(r["n_chunks"] or ""), r["created"], why)
+    console.print(table)
+
+
+@index_app.command("use")
+def use(
+    generation: str = typer.Argument(..., help="The generation to make live (a staged one, or the previous one)."),
+    index: Path | None = _INDEX_OPTION,
+    force: bool = typer.Option(False, "--force", help="Switch to a staged generation even though it was made "
+                               "from a generation that is no longer live."),
+) -> None:
+    """Make a staged generation (or the previous live one: a rollback) the live one; the one
+    live until now is kept, so the same command switches back. A running service picks it up
+    on its next request."""
+    from ragsieve.config import IngestConfig
+    from ragsieve.index.storage import switch_generation
+
+    folder = resolve_index_dir(index)
+    before = switch_generation(folder, generation, IngestConfig().lock_timeout_s, force=force)
+    console.print(Text(f"generation {generation} of {folder} is live; generation {before} is kept "
+                       f"(`ragsieve index use {before} --index {folder}` switches back)"), highlight=False)

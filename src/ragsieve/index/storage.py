@@ -7,11 +7,16 @@ An index folder holds immutable *generations* and a small pointer naming the liv
     .writer.lock             single-writer lock (filelock)
     generations/<id>/        one complete, fsynced build; never modified after it is published
     generations/<id>.lock    readers hold a shared lock on it while they use that generation
+    generations/<id>.staged  a generation written beside the live one, not switched to yet
+                             (``ragsieve audit --exclude``): its manifest's sha256, the live
+                             generation it was made from and why; ``ragsieve index use`` switches
+    audits/<id>.json         the saved audit of generation <id> (``ragsieve audit --save``)
 
 A writer builds ``generations/.building-<id>/``, fsyncs every file and folder, renames it to
 ``generations/<id>/`` and only then switches ``CURRENT``. A crash at any point leaves the
 previous generation live. Old generations are removed by the next writer once no reader holds
-their lock (the newest previous one is always kept).
+their lock (the newest previous one, the one live before the current one, which ``CURRENT``
+records, and every staged one are always kept).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,6 +52,8 @@ GENERATIONS = "generations"
 WRITER_LOCK = ".writer.lock"
 MANIFEST = "manifest.json"
 BUILDING_PREFIX = ".building-"
+STAGED_SUFFIX = ".staged"
+AUDITS = "audits"
 # Without flock (Windows) nobody can tell whether a reader still uses an old generation, so it
 # is kept this long after it stopped being live.
 NO_LOCK_GRACE_S = 3600.0
@@ -269,10 +277,184 @@ def read_current(index_dir: Path) -> tuple[str, str]:
     return safe_component(gen, "generation"), digest
 
 
-def write_current(index_dir: Path, generation: str, manifest_sha256: str) -> None:
-    atomic_write_text(
-        index_dir / CURRENT, json.dumps({"generation": generation, "manifest_sha256": manifest_sha256}) + "\n"
+def write_current(
+    index_dir: Path, generation: str, manifest_sha256: str, previous: tuple[str, str] | None = None
+) -> None:
+    """Point ``CURRENT`` at ``generation``; ``previous`` (id, manifest sha256) records the
+    generation live until now, which is kept and can be switched back to (``ragsieve index use``)."""
+    data: dict[str, Any] = {"generation": generation, "manifest_sha256": manifest_sha256}
+    if previous is not None and previous[0] != generation:
+        data["previous"] = {"generation": previous[0], "manifest_sha256": previous[1]}
+    atomic_write_text(index_dir / CURRENT, json.dumps(data) + "\n")
+
+
+def read_previous(index_dir: Path) -> tuple[str, str] | None:
+    """(id, manifest sha256) of the generation live before the current one, when ``CURRENT``
+    records it (pointers written before it was recorded do not)."""
+    try:
+        data = json.loads((index_dir / CURRENT).read_text(encoding="utf-8"))
+        prev = data.get("previous")
+        if not isinstance(prev, dict):
+            return None
+        gen, digest = prev["generation"], prev["manifest_sha256"]
+        if not isinstance(digest, str):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return safe_component(gen, "generation"), digest
+
+
+def _live_or_none(index_dir: Path) -> tuple[str, str] | None:
+    try:
+        return read_current(index_dir) if (index_dir / CURRENT).is_file() else None
+    except IndexStoreError:
+        return None
+
+
+# ---------------------------------------------------------------------- staged generations and switching
+@dataclass(frozen=True)
+class GenerationRecord:
+    """One generation of an index folder as ``ragsieve index generations`` lists it: ``role`` is
+    ``live``, ``previous`` (live before the current one), ``staged`` (written beside the live one,
+    never switched to) or ``old`` (kept until the next writer removes it); ``base`` and ``reason``
+    say what a staged generation was made from and why."""
+
+    generation: str
+    role: str
+    manifest_sha256: str | None
+    base: str | None = None
+    reason: str = ""
+    created: str = ""
+    n_chunks: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"generation": self.generation, "role": self.role, "base": self.base, "reason": self.reason,
+                "created": self.created, "n_chunks": self.n_chunks}
+
+
+def _staged_path(index_dir: Path, generation: str) -> Path:
+    return index_dir / GENERATIONS / f"{safe_component(generation, 'generation')}{STAGED_SUFFIX}"
+
+
+def read_staged(index_dir: Path, generation: str) -> dict[str, Any] | None:
+    """The record of a staged generation (``None`` when ``generation`` is not staged)."""
+    path = _staged_path(index_dir, generation)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not isinstance(data.get("manifest_sha256"), str):
+            raise ValueError("no manifest_sha256")
+    except (OSError, ValueError) as exc:
+        raise IndexStoreError(
+            f"the staged-generation record {path} is corrupt ({exc}); delete it and write the generation again"
+        ) from exc
+    return data
+
+
+def stage_generation(index_dir: Path, building: Path, manifest: dict[str, Any], base: str, reason: str) -> None:
+    """Like :func:`publish_generation`, but ``CURRENT`` stays as it is: the finished build is
+    renamed to its generation and recorded as staged (made from the live generation ``base``,
+    for ``reason``) until :func:`switch_generation` makes it live. The caller holds the writer lock."""
+    data = manifest_bytes(manifest)
+    with open(building / MANIFEST, "wb") as fh:
+        fh.write(data)
+    fsync_tree(building)
+    gens = building.parent
+    generation = str(manifest["generation"])
+    os.replace(building, gens / generation)
+    record = {"manifest_sha256": hashlib.sha256(data).hexdigest(), "base": base, "reason": reason,
+              "created": manifest.get("created", "")}
+    atomic_write_text(_staged_path(index_dir, generation), json.dumps(record) + "\n")
+    fsync_dir(gens)
+
+
+def _manifest_summary(index_dir: Path, generation: str) -> tuple[str, int | None]:
+    try:
+        data = json.loads((index_dir / GENERATIONS / generation / MANIFEST).read_text(encoding="utf-8"))
+        n = data.get("n_chunks")
+        return str(data.get("created", "")), int(n) if isinstance(n, int) else None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return "", None
+
+
+def generation_records(index_dir: Path) -> list[GenerationRecord]:
+    """Every generation folder of ``index_dir``, newest first (see :class:`GenerationRecord`)."""
+    gens = index_dir / GENERATIONS
+    live = _live_or_none(index_dir)
+    previous = read_previous(index_dir)
+    names = sorted((p.name for p in gens.iterdir() if p.is_dir() and _SAFE_COMPONENT.match(p.name)),
+                   reverse=True) if gens.is_dir() else []
+    out = []
+    for name in names:
+        created, n_chunks = _manifest_summary(index_dir, name)
+        staged = read_staged(index_dir, name)
+        if live is not None and name == live[0]:
+            out.append(GenerationRecord(name, "live", live[1], created=created, n_chunks=n_chunks))
+        elif staged is not None:
+            out.append(GenerationRecord(name, "staged", staged["manifest_sha256"], staged.get("base"),
+                                        str(staged.get("reason", "")), created, n_chunks))
+        elif previous is not None and name == previous[0]:
+            out.append(GenerationRecord(name, "previous", previous[1], created=created, n_chunks=n_chunks))
+        else:
+            out.append(GenerationRecord(name, "old", None, created=created, n_chunks=n_chunks))
+    return out
+
+
+def expected_manifest_sha256(index_dir: Path, generation: str) -> str:
+    """The manifest sha256 recorded for ``generation`` outside it: by ``CURRENT`` (the live one
+    or the previous one) or by its staged record. Any other generation cannot be opened or
+    switched to: nothing vouches for its manifest."""
+    safe_component(generation, "generation")
+    live = _live_or_none(index_dir)
+    if live is not None and live[0] == generation:
+        return live[1]
+    staged = read_staged(index_dir, generation)
+    if staged is not None:
+        return str(staged["manifest_sha256"])
+    previous = read_previous(index_dir)
+    if previous is not None and previous[0] == generation:
+        return previous[1]
+    known = ", ".join(f"{r.generation} ({r.role})" for r in generation_records(index_dir) if r.role != "old")
+    raise InputError(
+        f"generation {generation!r} of {index_dir} is neither live, previous nor staged, so nothing vouches for it; "
+        f"use one of: {known or 'none'} (`ragsieve index generations --index {index_dir}` lists them)"
     )
+
+
+def switch_generation(index_dir: Path, generation: str, timeout_s: float, *, force: bool = False) -> str:
+    """Make ``generation`` (a staged one, or the previous live one: a rollback) the live one and
+    return the id of the generation live until now (kept, and recorded as previous, so the
+    switch can be undone the same way). A staged generation made from a generation that is no
+    longer live (a re-ingest since) is refused unless ``force``: it lacks what that ingest added."""
+    with writer_lock(index_dir, timeout_s):
+        live = read_current(index_dir)
+        if live[0] == generation:
+            raise InputError(f"generation {generation} is already the live generation of {index_dir}")
+        digest = expected_manifest_sha256(index_dir, generation)
+        folder = index_dir / GENERATIONS / generation
+        try:
+            actual = hashlib.sha256((folder / MANIFEST).read_bytes()).hexdigest()
+        except OSError as exc:
+            raise IndexStoreError(f"the generation {folder} is missing or unreadable ({exc})") from exc
+        if actual != digest:
+            raise IndexStoreError(
+                f"the manifest of generation {generation} changed since it was written (sha256 differs); "
+                "it is not switched to"
+            )
+        staged = read_staged(index_dir, generation)
+        if staged is not None and staged.get("base") != live[0] and not force:
+            raise InputError(
+                f"generation {generation} was made from generation {staged.get('base')}, but {live[0]} is live now "
+                "(a re-ingest since): it lacks what that ingest changed. Write it again from the live generation "
+                "(`ragsieve audit --exclude ...`), or pass --force to switch anyway"
+            )
+        write_current(index_dir, generation, digest, previous=live)
+        with contextlib.suppress(FileNotFoundError):
+            _staged_path(index_dir, generation).unlink()
+        fsync_dir(index_dir / GENERATIONS)
+        logger.info("switched %s from generation %s to %s", index_dir, live[0], generation)
+        return live[0]
 
 
 # ---------------------------------------------------------------------- durability and integrity
@@ -397,7 +579,8 @@ def publish_generation(index_dir: Path, building: Path, manifest: dict[str, Any]
     gens = building.parent
     os.replace(building, gens / str(manifest["generation"]))
     fsync_dir(gens)
-    write_current(index_dir, str(manifest["generation"]), hashlib.sha256(data).hexdigest())
+    write_current(index_dir, str(manifest["generation"]), hashlib.sha256(data).hexdigest(),
+                  previous=_live_or_none(index_dir))
 
 
 def extend_generation(
@@ -564,11 +747,29 @@ def collect_garbage(index_dir: Path, current: str, keep_previous: int = 1) -> li
     names = sorted(p.name for p in gens.iterdir() if p.is_dir() and _SAFE_COMPONENT.match(p.name))
     older = [n for n in names if n < current]
     keep = set(older[-keep_previous:]) if keep_previous > 0 else set()
+    # the generation live before this one (a switch back may be older or newer by name) and the
+    # staged ones (written for the user to switch to) are never removed here
+    previous = read_previous(index_dir)
+    if keep_previous > 0 and previous is not None:
+        keep.add(previous[0])
+    keep |= {n for n in names if (gens / f"{n}{STAGED_SUFFIX}").is_file()}
     for name in names:
         if name == current or name in keep:
             continue
         if _try_remove_generation(gens, name):
             removed.append(name)
+    for record in gens.glob(f"*{STAGED_SUFFIX}"):
+        name = record.name[: -len(STAGED_SUFFIX)]
+        # a record left by a switch interrupted after CURRENT changed, or of a removed generation
+        if name == current or not (gens / name).is_dir():
+            with contextlib.suppress(OSError):
+                record.unlink()
+    audits = index_dir / AUDITS
+    if removed and audits.is_dir():
+        for name in removed:
+            for saved in audits.glob(f"{name}.*"):
+                with contextlib.suppress(OSError):
+                    saved.unlink()
     for lock in gens.glob("*.lock"):
         if not (gens / lock.stem).exists():
             with contextlib.suppress(OSError):

@@ -42,12 +42,16 @@ from ragsieve.index.backends import DenseBackend, SparseBackend, bm25_tokenize
 from ragsieve.index.filters import check_where, known_fields, where_mask
 from ragsieve.index.fusion import reciprocal_rank_fusion, top_k, weighted_score_fusion
 from ragsieve.index.sentences import (
+    METHOD_ONE_PASS,
+    METHOD_SEPARATE,
     OFFSETS,
     SPLIT_VERSION,
     VECTORS,
     compute_sentence_vectors,
+    embed_chunks_with_sentences,
     own_sentences,
     save_sentence_vectors,
+    sentence_method,
 )
 from ragsieve.types import Chunk, SearchHit
 
@@ -247,7 +251,10 @@ class Index:
         target = storage.prepare_target(Path(index_dir))
         embedder = embedder if embedder is not None else load_embedder(config.embedder)
         with storage.writer_lock(target, config.ingest.lock_timeout_s):
-            if embeddings is None:
+            pooled: list[np.ndarray | None] | None = None
+            if embeddings is None and sentence_method(config.ingest.sentence_vectors, embedder) == METHOD_ONE_PASS:
+                embeddings, pooled = _embed_all_with_sentences([c.text for c in chunks], embedder, progress)
+            elif embeddings is None:
                 embeddings = _embed_all([c.text for c in chunks], embedder, progress)
             extra: dict[str, Any] = {"source": "chunks"}
             if corpus is not None:
@@ -260,7 +267,9 @@ class Index:
                 except IndexStoreError as exc:
                     logger.info("not reusing the sentence vectors of %s (%s)", target, exc)
             try:
-                return cls._write(target, chunks, embeddings, embedder, config, extra, progress, previous)
+                return cls._write(
+                    target, chunks, embeddings, embedder, config, extra, progress, previous, pooled=pooled
+                )
             finally:
                 if previous is not None:
                     previous.close()
@@ -319,6 +328,10 @@ class Index:
                 if "built with" in str(exc):
                     raise
                 logger.warning("existing index at %s is unusable (%s); rebuilding from scratch", index_dir, exc)
+        if previous is not None:
+            # the precision the index was built with, when the user left it at the default: a
+            # re-ingest adds to an fp32 index with fp32 (never vectors of two precisions in one index)
+            embedder = previous.embedder
         try:
             same_chunking = (
                 previous is not None
@@ -329,6 +342,8 @@ class Index:
         except ValueError:
             same_chunking = False
         old_files: dict[str, dict[str, Any]] = previous.manifest.get("files", {}) if previous and same_chunking else {}
+        # documents left out of the previous generation (`ragsieve audit --exclude`) stay out
+        excluded: set[str] = set(previous.manifest.get("excluded_documents") or []) if previous else set()
 
         base = corpus if corpus.is_dir() else corpus.parent
         link_skips: list[tuple[str, str]] = []
@@ -349,11 +364,18 @@ class Index:
                 reuse.setdefault(_chunk_key(c.text), previous.embeddings[i])
         from ragsieve.embed.ahead import EmbedAhead
 
-        ahead = EmbedAhead(embedder, skip=lambda text: _chunk_key(text) in reuse)
+        one_pass = sentence_method(config.ingest.sentence_vectors, embedder) == METHOD_ONE_PASS
+        ahead = EmbedAhead(
+            embedder,
+            skip=lambda text: _chunk_key(text) in reuse,
+            # the chunks' sentence vectors come from the same forward pass as the chunks'
+            with_sentences=(lambda texts: embed_chunks_with_sentences(texts, embedder)) if one_pass else None,
+            progress=progress,
+        )
         try:
             return cls._load_and_embed(
                 corpus, index_dir, config, embedder, progress, report, previous, files, base, old_files,
-                new_files, chunks, extract, reuse, ahead,
+                new_files, chunks, extract, reuse, ahead, excluded,
             )
         finally:
             ahead.close()
@@ -376,6 +398,7 @@ class Index:
         extract: Callable[[str], dict[str, list[str]]] | None,
         reuse: dict[str, np.ndarray],
         ahead: Any,
+        excluded: set[str] | None = None,
     ) -> Index:
         from ragsieve.ingest import file_hash, load_file
         from ragsieve.ingest.loaders import _SkipFile, safe_relpath, warn_file_type_domains
@@ -408,6 +431,8 @@ class Index:
                 finally:
                     report.skipped.extend(warnings)
                 file_chunks = chunk_documents(docs, config.ingest, extract)
+                if excluded:
+                    file_chunks = [c for c in file_chunks if c.doc_id not in excluded]
                 chunks.extend(file_chunks)
                 ahead.submit([c.text for c in file_chunks])
                 new_files[rel] = {"hash": digest, "chunks": [c.id for c in file_chunks]}
@@ -436,15 +461,19 @@ class Index:
                 embeddings[i] = vec
             else:
                 todo.append(i)
+        pooled: list[np.ndarray | None] | None = None
         if todo:
             embeddings[todo] = ahead.finish([chunks[i].text for i in todo], progress)
             report.embed_seconds = ahead.embed_seconds
+            pooled = [ahead.sentences_of(c.text) for c in chunks]
         report.chunks = len(chunks)
         report.chunks_embedded = len(todo)
         warn_file_type_domains({c.domain for c in chunks}, config.ingest)
-        extra = {"source": str(corpus.resolve()), "files": new_files, "chunk_format": CHUNK_FORMAT}
+        extra: dict[str, Any] = {"source": str(corpus.resolve()), "files": new_files, "chunk_format": CHUNK_FORMAT}
+        if excluded:
+            extra["excluded_documents"] = sorted(excluded)
         try:
-            return cls._write(index_dir, chunks, embeddings, embedder, config, extra, progress, previous)
+            return cls._write(index_dir, chunks, embeddings, embedder, config, extra, progress, previous, pooled=pooled)
         finally:
             if previous is not None:
                 previous.close()
@@ -460,10 +489,16 @@ class Index:
         extra: dict[str, Any],
         progress: ProgressFn | None,
         previous: Index | None = None,
+        stage: tuple[str, str] | None = None,
+        pooled: Sequence[np.ndarray | None] | None = None,
     ) -> Index:
         """Write a new generation and publish it; the caller holds the writer lock. The chunks'
         sentence vectors are computed here (those of ``previous``, the generation this one
-        replaces, are reused for sentences it has stored)."""
+        replaces, are reused for sentences it has stored). ``stage`` (base generation, reason)
+        writes it beside the live one instead, which stays live (:func:`storage.stage_generation`).
+        ``pooled[i]``: chunk i's sentence vectors from its own forward pass, when the chunks were
+        embedded that way (``ingest.sentence_vectors = "one-pass"``); chunks without them get a
+        pass here unless ``previous`` stored theirs the same way."""
         if embeddings.shape[0] != len(chunks):
             raise InputError(f"{embeddings.shape[0]} embeddings for {len(chunks)} chunks")
         domains = sorted({c.domain for c in chunks})
@@ -491,13 +526,24 @@ class Index:
             SparseBackend.build([texts[i] for i in rows]).save(folder)
             if progress:
                 progress("index", n, len(groups))
+        method = sentence_method(config.ingest.sentence_vectors, embedder)
         known: dict[str, np.ndarray] | None = None
-        if previous is not None:
+        if (  # never mixes the two kinds, nor two embedders' vectors
+            previous is not None
+            and previous.sentence_method == method
+            and previous.manifest.get("embedder", {}).get("model_name") == embedder.model_name
+        ):
             try:
                 known = previous.known_sentence_vectors()
             except IndexStoreError as exc:  # damaged: this build embeds the sentences again
                 logger.warning("not reusing the previous sentence vectors (%s)", exc)
-        offsets, sentence_vectors = compute_sentence_vectors(texts, embedder, known.get if known else None, progress)
+        if method == METHOD_ONE_PASS:
+            pooled = _pool_missing(texts, embedder, pooled, known, progress)
+        counts: dict[str, int] = {}
+        offsets, sentence_vectors = compute_sentence_vectors(
+            texts, embedder, known.get if known else None, progress,
+            pooled=pooled if method == METHOD_ONE_PASS else None, counts=counts,
+        )  # fmt: skip
         save_sentence_vectors(tmp, offsets, sentence_vectors)
         manifest = {
             "format_version": FORMAT_VERSION,
@@ -512,14 +558,72 @@ class Index:
             "partitioned": partitioned,
             "partition_dirs": part_dirs,
             "checksums": storage.checksum_tree(tmp),
-            "sentence_vectors": {"split_version": SPLIT_VERSION},
+            "sentence_vectors": {
+                "split_version": SPLIT_VERSION,
+                "method": method,
+                # one pass: sentences embedded on their own all the same (cut off, or not found)
+                "separate_rows": counts.get("separate", 0) if method == METHOD_ONE_PASS else None,
+            },
             **extra,
         }
+        if stage is not None:
+            storage.stage_generation(index_dir, tmp, manifest, base=stage[0], reason=stage[1])
+            logger.info("wrote generation %s of %s beside the live one (%s)", generation, index_dir, stage[1])
+            return cls.open(index_dir, embedder=embedder, generation=generation)
         storage.publish_generation(index_dir, tmp, manifest)
         storage.finish_upgrade(index_dir)
         logger.info("published generation %s of %s", generation, index_dir)
         storage.collect_garbage(index_dir, generation)
         return cls.open(index_dir, embedder=embedder)
+
+    def without_documents(self, documents: Sequence[str], reason: str, *, switch: bool = False) -> Index:
+        """Write a generation of this index without the passages of ``documents``, reusing the
+        stored vectors (nothing is embedded again), and return it opened.
+
+        It is written beside the live generation and staged: the live one stays live until the
+        user switches (``ragsieve index use GENERATION``, :func:`storage.switch_generation`), or
+        now when ``switch``. This index must be the live generation (else an :class:`InputError`:
+        the documents were chosen on another one). The manifest records the excluded documents
+        (``excluded_documents``, with those excluded before), and a re-ingest keeps them out.
+        Nothing else in the folder, and nothing of the ingested files, is changed.
+        """
+        if not self.generation:
+            raise InputError(f"{self.dir} is a format-1 index; re-ingest it once before excluding documents")
+        drop = set(documents)
+        known = {c.doc_id for c in self.chunks}
+        unknown = sorted(drop - known)
+        if unknown:
+            raise InputError(f"documents {unknown[:3]} are not in generation {self.generation} of {self.dir}; "
+                             "were the findings written for another index?")
+        rows = [i for i, c in enumerate(self.chunks) if c.doc_id not in drop]
+        if not rows:
+            raise InputError("excluding these documents leaves no passage; nothing to index")
+        config = PipelineConfig()
+        try:
+            config.ingest = IngestConfig.model_validate(self.manifest.get("ingest", {}))
+            config.ingest.sentence_vectors = self.sentence_method  # type: ignore[assignment]  # reused as stored
+            config.dense_index = type(config.dense_index).model_validate(self.manifest.get("dense_index", {}))
+        except ValueError as exc:
+            raise IndexStoreError(f"the manifest of {self.generation_dir} is corrupt ({exc}); re-ingest") from exc
+        kept_ids = {self.chunks[i].id for i in rows}
+        extra: dict[str, Any] = {k: self.manifest[k] for k in ("source", "chunk_format") if k in self.manifest}
+        if isinstance(self.manifest.get("files"), dict):
+            extra["files"] = {rel: {**info, "chunks": [c for c in info.get("chunks", []) if c in kept_ids]}
+                              for rel, info in self.manifest["files"].items()}
+        extra["excluded_documents"] = sorted(set(self.manifest.get("excluded_documents") or []) | drop)
+        extra["made_from"] = {"generation": self.generation, "reason": reason}
+        with storage.writer_lock(self.dir, config.ingest.lock_timeout_s):
+            live = storage.read_current(self.dir)[0]
+            if live != self.generation:
+                raise InputError(f"generation {self.generation} of {self.dir} is no longer live ({live} is: a "
+                                 "re-ingest since); audit the live generation again and exclude from that")
+            chunks = [self.chunks[i] for i in rows]
+            vectors = np.ascontiguousarray(self.embeddings[rows], dtype=np.float32)
+            staged = self._write(self.dir, chunks, vectors, self.embedder, config, extra, None, previous=self,
+                                 stage=(self.generation, reason))
+        if switch:
+            storage.switch_generation(self.dir, staged.generation, config.ingest.lock_timeout_s)
+        return staged
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -530,8 +634,13 @@ class Index:
         verify: bool = False,
         embedder_config: EmbedderConfig | None = None,
         check_contents: bool = True,
+        generation: str | None = None,
     ) -> Index:
         """Open the live generation of an index; embeddings and faiss/bm25 data are memory-mapped.
+
+        ``generation`` opens another one instead: a staged generation (``ragsieve audit
+        --exclude``) or the previous live one, whose manifest sha256 the index records
+        (:func:`storage.expected_manifest_sha256`).
 
         File sizes are always checked against the manifest. ``check_contents`` (the default)
         also checks the sha256 recorded at ingest of each file a query reads: the chunks, the
@@ -558,8 +667,12 @@ class Index:
                 "delete it and re-ingest"
             )
         # A writer may retire the generation between reading CURRENT and taking the lease: re-read.
+        wanted = generation
         for _ in range(5):
-            generation, manifest_sha = storage.read_current(directory)
+            if wanted is None:
+                generation, manifest_sha = storage.read_current(directory)
+            else:
+                generation, manifest_sha = wanted, storage.expected_manifest_sha256(directory, wanted)
             lease = storage.GenerationLease(directory, generation)
             gen_dir = directory / storage.GENERATIONS / generation
             if gen_dir.is_dir():
@@ -590,6 +703,7 @@ class Index:
             raise
         try:
             embedder = embedder if embedder is not None else load_embedder(embedder_config or EmbedderConfig())
+            embedder = _follow_index_precision(embedder, model_name)
             start_warm_up = getattr(embedder, "start_warm_up", None)
             if start_warm_up is not None and embedder.model_name == model_name:
                 # the model loads while the index is read and its partitions load; its dimension
@@ -617,7 +731,7 @@ class Index:
             lease.release()
             _name_the_culprit(gen_dir, manifest, directory, exc)
             raise
-        index = cls(directory, chunks, embeddings, manifest, embedder, generation, lease)
+        index = cls(directory, chunks, embeddings, manifest, embedder, str(generation), lease)
         index.check_contents = check_contents and not verify  # verify=True has read every file already
         index._dim_unchecked = dim_unchecked
         return index
@@ -649,6 +763,7 @@ class Index:
             directory,
         )
         embedder = embedder if embedder is not None else load_embedder(embedder_config or EmbedderConfig())
+        embedder = _follow_index_precision(embedder, model_name)
         _check_embedder(embedder, model_name, dim, directory)
         chunks = _read_chunks(directory / "chunks.jsonl", directory)
         embeddings = _load_npy(directory / "embeddings.npy", directory, mmap=True)
@@ -762,6 +877,14 @@ class Index:
             return [], empty
         return texts, np.asarray(vectors[picks], dtype=np.float32)
 
+    @property
+    def sentence_method(self) -> str:
+        """How this generation's stored sentence vectors were made (``"one-pass"`` or
+        ``"separate"``; an index that does not say was built with the separate pass)."""
+        info = self.manifest.get("sentence_vectors")
+        method = info.get("method") if isinstance(info, dict) else None
+        return str(method) if method in (METHOD_ONE_PASS, METHOD_SEPARATE) else METHOD_SEPARATE
+
     def known_sentence_vectors(self) -> dict[str, np.ndarray]:
         """Every stored sentence vector by its sentence (a re-ingest reuses them), or nothing
         when this generation stores none."""
@@ -844,7 +967,7 @@ class Index:
 
         def add(folder: Path) -> dict[str, Any]:
             save_sentence_vectors(folder, offsets, vectors)
-            return {"sentence_vectors": {"split_version": SPLIT_VERSION}}
+            return {"sentence_vectors": {"split_version": SPLIT_VERSION, "method": METHOD_SEPARATE}}
 
         storage.extend_generation(self.dir, self.generation, self.manifest, add)
         return offsets, vectors
@@ -1038,6 +1161,17 @@ def looks_normalized(vectors: np.ndarray) -> bool:
     return bool(np.mean(np.abs(norms - 1.0) <= 1e-2) >= 0.5)
 
 
+def _follow_index_precision(embedder: Embedder, model_name: str) -> Embedder:
+    """The embedder, or, when the user left its precision at the default, the same model with the
+    precision the index was built with (an fp32 index stays searchable after int8 became the
+    default): :meth:`ragsieve.embed.OnnxEmbedder.for_index`."""
+    for_index = getattr(embedder, "for_index", None)
+    if for_index is None or embedder.model_name == model_name:
+        return embedder
+    chosen: Embedder = for_index(model_name)
+    return chosen
+
+
 def _check_embedder(embedder: Embedder, model_name: str, dim: int, directory: Path) -> None:
     if embedder.model_name != model_name:
         raise IndexStoreError(
@@ -1119,6 +1253,46 @@ def _check_query(query: str, max_chars: int) -> str:
             "shorten it or raise retrieval.max_query_chars"
         )
     return query.strip()
+
+
+def _embed_all_with_sentences(
+    texts: list[str], embedder: Embedder, progress: ProgressFn | None, batch: int = 128
+) -> tuple[np.ndarray, list[np.ndarray | None]]:
+    """:func:`_embed_all` with each chunk's sentence vectors from the same pass."""
+    embedder.warm_up()
+    out = np.empty((len(texts), embedder.dim), dtype=np.float32)
+    pooled: list[np.ndarray | None] = []
+    for start in range(0, len(texts), batch):
+        out[start : start + batch], rows = embed_chunks_with_sentences(texts[start : start + batch], embedder)
+        pooled.extend(rows)
+        if progress:
+            progress("embed", min(start + batch, len(texts)), len(texts))
+    return out, pooled
+
+
+def _pool_missing(
+    texts: list[str],
+    embedder: Embedder,
+    pooled: Sequence[np.ndarray | None] | None,
+    known: dict[str, np.ndarray] | None,
+    progress: ProgressFn | None,
+    batch: int = 128,
+) -> list[np.ndarray | None]:
+    """``pooled`` completed with a forward pass over the chunks that have sentences but no pooled
+    rows and whose sentences ``known`` (the previous generation's, made the same way) lacks."""
+    out: list[np.ndarray | None] = list(pooled) if pooled is not None else [None] * len(texts)
+    todo = [
+        i for i, text in enumerate(texts)
+        if out[i] is None and any(known is None or s not in known for s in own_sentences(text))
+    ]  # fmt: skip
+    for start in range(0, len(todo), batch):
+        rows = todo[start : start + batch]
+        _, fresh = embed_chunks_with_sentences([texts[i] for i in rows], embedder)
+        for i, vectors in zip(rows, fresh, strict=True):
+            out[i] = vectors
+        if progress:
+            progress("sentences", min(start + batch, len(todo)), len(todo))
+    return out
 
 
 def _embed_all(texts: list[str], embedder: Embedder, progress: ProgressFn | None, batch: int = 128) -> np.ndarray:

@@ -26,6 +26,7 @@ from ragsieve.sieve.injection import InjectionStage
 from ragsieve.sieve.judge import Judge, JudgeStage, RelevanceScores, build_judge
 from ragsieve.sieve.need import NeedStage
 from ragsieve.sieve.poison import PoisonStage
+from ragsieve.sieve.prior import AuditPrior
 from ragsieve.sieve.retrieve import CandidateSearch, RetrieveStage
 from ragsieve.sieve.route import RouteStage
 from ragsieve.sieve.select import Selectors, SelectStage
@@ -156,8 +157,10 @@ class StageResources:
         embedder = self.embedder = SharedEmbedder(index, inner=embedder)
         self.judge: Ref[Judge] = Ref(judge, make=lambda: build_judge(config.stages.judge, embedder()))
         self.relevance = RelevanceScores(self.judge, config.stages.judge, remember=embedder.remember_hits)
+        retrieve = config.stages.retrieve
         self.search = CandidateSearch(
-            index, config.retrieval, sieve=sieve, wide=config.select != "top-k" and not sieve, embedder=embedder
+            index, config.retrieval, sieve=sieve, wide=config.select != "top-k" and not sieve, embedder=embedder,
+            prior=AuditPrior(retrieve.audit_trust) if sieve and retrieve.audit_prior else None,
         )
 
         def llm_when_used() -> LLM | None:
@@ -200,6 +203,9 @@ def build_stages(
     # the top-level ones
     st, sieve, shared = config.stages, resources.sieve, resources
     index, llm = resources.index, resources.llm
+    # the extractive reader ([reading] reader = "minilm"), one per process, shared by the checks
+    # that read passages (conflict, select, verify); None: they read by the rules
+    reader = shared_reader() if config.reading.reader == "minilm" else None
     factories: dict[str, Callable[[], Stage]] = {
         "route": lambda: RouteStage(
             index,
@@ -219,9 +225,11 @@ def build_stages(
             lambda: llm.value,
             lambda: shared.relevance.thresholds()[1],
             shared.embedder,
+            reader=reader,
         ),
         "select": lambda: SelectStage(
-            shared.selectors, st.select.method if sieve else config.select, config.retrieval.k, sieve=sieve
+            shared.selectors, st.select.method if sieve else config.select, config.retrieval.k, sieve=sieve,
+            reader=reader,
         ),
         "generate": lambda: GenerateStage(shared.generator, announce_conflict="verify" not in names),
         "verify": lambda: VerifyStage(
@@ -230,7 +238,7 @@ def build_stages(
             st.verify,
             # observe mode collects every draft: no veto ends its runs
             vetoes=(config.decide.vetoes if config.decide.mode == "decide" else []) if "decide" in names else None,
-            reader=shared_reader() if config.reading.reader == "minilm" else None,
+            reader=reader,
         ),
         "decide": lambda: DecideStage(config.decide, config.calibration, shared.generator, resources.decision_model),
     }

@@ -27,16 +27,20 @@ sources and weight, and the decision are in the ``conflict`` record.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsieve.config import ConflictConfig
 from ragsieve.conflict import ConflictDetector, ConflictReport
 from ragsieve.index import Index
 from ragsieve.llm.base import LLM
+from ragsieve.records import ConflictRecord
 from ragsieve.sieve.state import Abstain, PipelineState, Ref, StageResult, compare
 from ragsieve.store.protocol import Store
 from ragsieve.text.passage import CONFLICT_MEANING_BAR, MIN_TERM_COVER, MeaningBar
 from ragsieve.types import SearchHit, Trace
+
+if TYPE_CHECKING:
+    from ragsieve.text.reader import ExtractiveReader
 
 # What a config may set under ``stages.conflict`` (:class:`ragsieve.config.ConflictConfig`; the
 # source weights come from the index).
@@ -72,14 +76,16 @@ class ConflictStage:
     check's near-duplicate clusters, each one source); writes a ``conflict`` record (every passage's
     answer, every group with its independent sources and weight, the decision), one
     ``conflict`` decision per passage that belongs to a group, ``state.must_keep`` and
-    ``state.conflict_report`` (read by :func:`announce_conflict`), or an ``abstain``
+    ``state.conflict_report`` (read by :func:`announce_conflict`), ``state.conflict_record`` (the
+    typed verdict the decide stage reads), or an ``abstain``
     record and the abstention. Set by ``stages.conflict`` (:class:`ragsieve.config.ConflictConfig`);
-    source weights from the index."""
+    source weights from the index. With the extractive reader (``[reading] reader = "minilm"``)
+    each passage's answer is the reader's (:class:`ragsieve.conflict.ConflictDetector`)."""
 
     name = "conflict"
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ("relevance", "same_source", "readings")
-    writes: tuple[str, ...] = ("must_keep", "conflict_report")
+    writes: tuple[str, ...] = ("must_keep", "conflict_report", "conflict_record")
     emits: tuple[str, ...] = ()
 
     def __init__(
@@ -89,8 +95,12 @@ class ConflictStage:
         llm: Callable[[], LLM | None],
         lower_threshold: Callable[[], float | None],
         embedder: Callable[[], Any] | None = None,
+        reader: ExtractiveReader | None = None,
     ) -> None:
         self.config = config
+        # the extractive reader ([reading] reader = "minilm"): each passage's answer is the
+        # reader's; None reads by the rules
+        self.reader = reader
         # the shared embedder (the index's, behind the pipeline's memo): read by the meaning bar
         self.embedder = embedder
         self.policy = config.policy
@@ -101,7 +111,8 @@ class ConflictStage:
         self.detector(weights={})
 
     def warm_up(self) -> None:
-        pass
+        if self.reader is not None:
+            self.reader.warm_up()
 
     def detector(self, weights: Mapping[str, float] | None = None) -> ConflictDetector:
         """A detector with the index's current source weights (read per request: ``importance
@@ -120,6 +131,7 @@ class ConflictStage:
             llm=self.llm() if self.config.llm else None,
             embedder=embedder,
             meaning=meaning,
+            reader=self.reader,
             **self.config.detector_options(),
         )
 
@@ -151,7 +163,10 @@ class ConflictStage:
             else:
                 compared.append(h)
         report = self.detector().detect(question, compared, state.same_source or None, state.readings)
-        trace.record("conflict", compared=[h.chunk.id for h in compared], ignored=ignored, **report.to_dict())
+        verdict = report.to_dict()
+        trace.record("conflict", compared=[h.chunk.id for h in compared], ignored=ignored, **verdict)
+        # the typed verdict later stages read (decide), the same fields as the trace record's
+        state.conflict_record = ConflictRecord.from_event(verdict)
         if not report.conflict:
             return candidates
         for group in report.groups:

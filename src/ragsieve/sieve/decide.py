@@ -6,8 +6,12 @@ relevance judge's best score, the poisoning check's dropped share, each answer s
 support, value grounding, responsiveness, ...); this stage adds plain RAG's own two (the top
 retrieval score, left by ``retrieve``, and the answer's mean token probability under the
 prompt it was generated from, one scoring pass of the model) and the conflict check's (from
-its ``conflict`` record), and asks :class:`ragsieve.decision.DecisionModel` for the probability
-that the draft is right.
+its typed record, :class:`ragsieve.records.ConflictRecord`), and asks
+:class:`ragsieve.decision.DecisionModel` for the probability that the draft is right. The model
+is the one trained for the generator that wrote the draft (chosen by the loaded model's name,
+:func:`ragsieve.decision.choose_decision_model`; ``decide.model`` or a model given to the
+pipeline overrides it), and the record names it (``model``), with a note when the generator's
+own model does not ship and another decides instead.
 
 * below the threshold (``decide.threshold``, else ``calibration.abstain_below`` as ``ragsieve
   calibrate`` certified it, else the model's default): abstain, with the verify stage's
@@ -28,40 +32,46 @@ which case the verify stage ends the run itself: by default (``ragsieve.options.
 the contradictions whose measured precision licensed a veto; a contradiction left here makes the
 caveat name both values ("the cited passage [1] says 1999, not 2014, ...").
 
-The draft is never replaced by another answer here: it is kept or withdrawn. The ``decide``
-record holds every signal, the confidence, the threshold, the decision and the signals that
-moved the confidence most.
+The draft is never replaced by another answer here: it is kept or withdrawn. The stage's
+output is a :class:`ragsieve.records.DecideRecord` in ``state.decide_record``, recorded as the
+``decide`` trace record: every signal, the confidence, the threshold, the decision, the signals
+that moved the confidence most and the decision model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from ragsieve.config import CalibrationConfig, DecideConfig
-from ragsieve.decision import DecisionModel
+from ragsieve.decision import DecisionModel, choose_decision_model, generator_family
+from ragsieve.records import DecideRecord, DecisionModelChoice
 from ragsieve.sieve.generate import Generator
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult, compare
 from ragsieve.types import SearchHit, Trace
 
 
-def load_decision_model(config: DecideConfig) -> DecisionModel:
-    """The model ``decide.model`` names, else the bundled one."""
-    return DecisionModel.load(config.model) if config.model else DecisionModel.default()
+def generator_name(llm: object) -> str:
+    """The name a decision model is chosen by: the LLM's ``model_name``, else its class's name."""
+    name = getattr(llm, "model_name", None)
+    return str(name) if name else type(llm).__name__
 
 
 class DecideStage:
     """Combine the signals into one confidence and answer, caveat or abstain.
 
     Reads ``state.text`` (the draft); uses ``state.signals``, ``state.evidence``,
-    ``state.withdrawal`` (a check's withdrawal without a veto); writes ``state.confidence``,
-    ``state.signals`` (``answer.token_prob``, ``conflict.*``) and a
-    ``decide`` record; returns an :class:`Abstain` below the threshold. Set by ``decide`` and
-    ``calibration.abstain_below``."""
+    ``state.withdrawal`` (a check's withdrawal without a veto), ``state.poison_record`` (the
+    coordinated voices) and ``state.conflict_record``; writes ``state.confidence``,
+    ``state.signals`` (``answer.token_prob``, ``conflict.*``, ``poison.answer_*``) and
+    ``state.decide_record`` (also the ``decide`` trace record); returns an :class:`Abstain` below
+    the threshold. Set by ``decide`` and ``calibration.abstain_below``; ``model``: the decision
+    model given to the pipeline (else ``decide.model``'s, else the one chosen for the generator)."""
 
     name = "decide"
     reads: tuple[str, ...] = ("text",)
-    uses: tuple[str, ...] = ("signals", "evidence", "withdrawal", "confidence")
-    writes: tuple[str, ...] = ("confidence", "signals")
+    uses: tuple[str, ...] = ("signals", "evidence", "withdrawal", "poison_record", "conflict_record")
+    writes: tuple[str, ...] = ("confidence", "signals", "decide_record")
     emits: tuple[str, ...] = (
         "answer.token_prob", "conflict.found", "conflict.groups", "poison.answer_coordinated_share",
         "poison.answer_cluster_only",
@@ -77,24 +87,44 @@ class DecideStage:
         self.config = config
         self.calibration = calibration
         self.generator = generator
-        self._model: DecisionModel | None = None
-        self._make = model or (lambda: load_decision_model(config))
+        self._given = model
+        # generator name -> the model that judges its drafts and how it was chosen
+        self._chosen: dict[str, tuple[DecisionModel, DecisionModelChoice]] = {}
 
     def warm_up(self) -> None:
-        if self.config.mode == "decide":
-            self.model()
+        # a model named by the configuration or given loads now (a damaged file fails here); the
+        # one chosen for the generator waits for the generator's name
+        if self.config.mode == "decide" and (self._given is not None or self.config.model):
+            self.choose("")
+
+    def choose(self, generator: str) -> tuple[DecisionModel, DecisionModelChoice]:
+        """The decision model for the generator named ``generator`` and how it was chosen."""
+        chosen = self._chosen.get(generator)
+        if chosen is None:
+            family = generator_family(generator)
+            if self._given is not None:
+                model = self._given()
+                chosen = model, DecisionModelChoice(generator, family, "given", model.trained_on, None,
+                                                    model.unweighed())
+            elif self.config.model:
+                model = DecisionModel.load(self.config.model)
+                chosen = model, DecisionModelChoice(generator, family, self.config.model, model.trained_on, None,
+                                                    model.unweighed())
+            else:
+                chosen = choose_decision_model(generator)
+            self._chosen[generator] = chosen
+        return chosen
 
     def model(self) -> DecisionModel:
-        if self._model is None:
-            self._model = self._make()
-        return self._model
+        """The decision model for the pipeline's generator (waits for the LLM to load)."""
+        return self.choose(generator_name(self.generator.llm()))[0]
 
-    def threshold(self) -> float:
+    def threshold(self, model: DecisionModel) -> float:
         if self.config.threshold is not None:
             return self.config.threshold
         if self.calibration.abstain_below is not None:
             return self.calibration.abstain_below
-        return self.model().threshold_
+        return model.threshold_
 
     def _signals(self, question: str, trace: Trace, state: PipelineState) -> None:
         """The signals no earlier stage left in the state: the answer's token probability, the
@@ -103,77 +133,65 @@ class DecideStage:
         (:func:`ragsieve.voices.answer_coordination`)."""
         if state.text.strip() and "answer.token_prob" not in state.signals:
             state.signal("answer.token_prob", self.generator.answer_likelihood(question, state.text, state.evidence))
-        records = trace.stage("conflict")
-        if records:
-            last = records[-1]
-            groups = last.get("groups") or []
-            state.signal("conflict.found", bool(last.get("conflict")))
-            state.signal("conflict.groups", min(max(len(groups) - 1, 0), 3) / 3)
-        poison = trace.stage("poison")
-        if poison and "voices" in poison[-1] and state.text.strip():
+        conflict = state.conflict_record
+        if conflict is not None:
+            state.signal("conflict.found", conflict.found)
+            state.signal("conflict.groups", min(conflict.extra_groups, 3) / 3)
+        poison = state.poison_record
+        if poison is not None and poison.voices is not None and state.text.strip():
             # the poison check grouped voices: how much of the answer's support is a coordinated one
             from ragsieve.voices import answer_coordination
 
-            members = [cid for voice in poison[-1]["voices"] for cid in voice.get("cluster", ())]
+            members = poison.coordinated_members()
             for name, value in answer_coordination(question, state.text, state.evidence, members).items():
                 state.signal(f"poison.answer_{name}", value)
 
     @staticmethod
-    def _coordinated_only(trace: Trace, state: PipelineState) -> str | None:
+    def _coordinated_only(state: PipelineState) -> str | None:
         """Why the draft is asserted only by a coordinated voice (its value stated, among the
         evidence, only by members of coordinated voices), or ``None``."""
-        if state.signals.get("poison.answer_cluster_only") != 1.0:
+        poison = state.poison_record
+        if state.signals.get("poison.answer_cluster_only") != 1.0 or poison is None:
             return None
-        poison = trace.stage("poison")
         evidence = {h.chunk.id for h in state.evidence}
-        voices = [v for v in (poison[-1].get("voices") or []) if evidence & set(v.get("cluster", ()))]
+        voices = [v for v in poison.voices or () if evidence & set(v.cluster)]
         if not voices:
             return None
-        parts = []
-        for v in voices:
-            hosts = sorted(set(v["hosts"]))
-            named = ", ".join(hosts[:3]) + (f" and {len(hosts) - 3} more" if len(hosts) > 3 else "")
-            parts.append(
-                f"{len(v['cluster'])} passages from {v['documents']} documents on {len(hosts)} hosts ({named}) "
-                f"in one tight cluster (cosine mean {v['mean_cosine']:.2f})"
-            )
-        said = "; ".join(parts)
+        said = "; ".join(v.describe() for v in voices)
         return f"the answer is stated only by a coordinated voice, no independent source: {said}"
+
+    def _conclude(self, trace: Trace, state: PipelineState, record: DecideRecord) -> None:
+        state.decide_record = record
+        trace.record("decide", **record.to_event())
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> StageResult:
         self._signals(question, trace, state)
         signals = dict(sorted(state.signals.items()))
         withdrawal = state.withdrawal
-        coordinated = self._coordinated_only(trace, state)
+        coordinated = self._coordinated_only(state)
+        drafted = DecideRecord(
+            signals=signals, draft=state.text, withdrawal=withdrawal.reason if withdrawal else None,
+            coordinated=coordinated,
+        )  # fmt: skip
         if self.config.mode == "observe":
-            trace.record("decide", mode="observe", signals=signals, draft=state.text,
-                         withdrawal=withdrawal.reason if withdrawal else None,
-                         coordinated=coordinated)  # fmt: skip
+            self._conclude(trace, state, replace(drafted, mode="observe"))
             return candidates
-        model = self.model()
+        model, choice = self.choose(generator_name(self.generator.llm()))
         confidence = model.confidence(state.signals)
-        threshold = self.threshold()
-        record = {
-            "signals": signals,
-            "confidence": confidence,
-            "threshold": threshold,
-            "draft": state.text,
-            "withdrawal": withdrawal.reason if withdrawal else None,
-            "moved_by": dict(list(model.contributions(state.signals).items())[:5]),
-        }
+        threshold = self.threshold(model)
+        moved_by = dict(list(model.contributions(state.signals).items())[:5])
+        record = replace(drafted, confidence=confidence, threshold=threshold, moved_by=moved_by, model=choice)
         state.confidence = confidence
-        if coordinated is not None:
-            record["coordinated"] = coordinated
         if coordinated is not None and "coordinated" in self.config.vetoes:
             # listed in decide.vetoes: it ends the run whatever the confidence
-            trace.record("decide", decision="abstain", vetoed="coordinated", **record)
+            self._conclude(trace, state, replace(record, decision="abstain", vetoed="coordinated"))
             text = (
                 f"I can't answer this with confidence: {coordinated}. Passages written together to "
                 "look like several sources are how knowledge poisoning works."
             )
             return Abstain("decide", f"decide: vetoed: {coordinated}", text, confidence)
         if confidence < threshold:
-            trace.record("decide", decision="abstain", **record)
+            self._conclude(trace, state, replace(record, decision="abstain"))
             reason = f"decide: confidence {compare(confidence, threshold)}"
             if withdrawal is not None:
                 return Abstain("decide", f"{reason} ({withdrawal.reason})", withdrawal.text, confidence)
@@ -182,11 +200,12 @@ class DecideStage:
                 f"of {confidence:.2f}, below the threshold {threshold:.2f}."
             )
             return Abstain("decide", reason, text, confidence)
-        caveat = withdrawal is not None or coordinated is not None or confidence < threshold + self.config.caveat_margin
-        if caveat:
+        caveat = None
+        if withdrawal is not None or coordinated is not None or confidence < threshold + self.config.caveat_margin:
             # the answer stands; the caveat travels in the record (the presenter shows it)
             reasons = [r for r in (withdrawal.reason if withdrawal else None, coordinated) if r is not None]
             why = "; ".join(reasons) or f"confidence {compare(confidence, threshold, '>=')}"
-            record["caveat"] = f"not fully confirmed by the checks: {why}"
-        trace.record("decide", decision="caveat" if caveat else "answer", **record)
+            caveat = f"not fully confirmed by the checks: {why}"
+        decision = "caveat" if caveat is not None else "answer"
+        self._conclude(trace, state, replace(record, decision=decision, caveat=caveat))
         return candidates

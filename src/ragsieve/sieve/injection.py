@@ -6,9 +6,10 @@ stage scores each candidate's sentences with the shipped classifier
 (:class:`ragsieve.filtering.injection.InjectionScorer`) and treats a flagged sentence as quoted
 data, not as an instruction: with ``stages.injection.action = "remove"`` the flagged sentences
 are taken out of the text the generator sees and the passage is kept otherwise; with
-``"record"`` (the default, until the check flags few enough how-to passages:
-docs/results/injection.md) they are only recorded. Either way the trace names each passage
-that tried, the sentence and its score, and the two signals are set.
+``"record"`` they are only recorded. Either way the trace names each passage that tried, the
+sentence and its score, and the two signals are set. The default (``"off"``, the stage not run)
+and the measurements behind it are in :class:`ragsieve.config.InjectionConfig` and
+docs/results/injection.md.
 
 Example:
     >>> from ragsieve.config import InjectionConfig

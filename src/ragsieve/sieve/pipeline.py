@@ -17,6 +17,9 @@ The presets are stage lists of the same :class:`Pipeline` (``config.pipeline``):
   conflict → select → generate → verify, then accept, regenerate once with only the supported evidence,
   or abstain.
 
+Every run ends with the closing stages (:mod:`ragsieve.sieve.closing`: the confidence when no
+check measured one, the calibrated threshold, citation settling), abstention or not.
+
 ``config.ablate`` removes stages by name (:data:`ragsieve.config.SIEVE_STAGES`); every
 remaining list still answers (without ``verify`` the answer is unverified, without ``need``
 the pipeline always retrieves, without ``judge`` every candidate is kept, without ``select``
@@ -29,7 +32,6 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragsieve.citations import settle_answer
 from ragsieve.config import PipelineConfig
 from ragsieve.decision import DecisionModel
 from ragsieve.errors import ConfigError, InputError, check_question
@@ -38,16 +40,16 @@ from ragsieve.llm.base import LLM
 from ragsieve.select import Selector
 from ragsieve.sieve.adaptive import TaskAdaptiveParts
 from ragsieve.sieve.build import StageResources, build_stages, open_configured_index, task_parts_maker
+from ragsieve.sieve.closing import closing_stages
 from ragsieve.sieve.events import PipelineEvent
 from ragsieve.sieve.judge import Judge
 from ragsieve.sieve.request import AskOptions, ask_options, takes_ask_options
 from ragsieve.sieve.retrieve import CandidateSearch
 from ragsieve.sieve.route import resolve_domains
-from ragsieve.sieve.runner import answer_of, end_with, run_stages
+from ragsieve.sieve.runner import answer_of, run_stages
 from ragsieve.sieve.select import build_selector
-from ragsieve.sieve.state import Abstain, PipelineState, Ref, Stage, check_wiring, preset_name, preset_stages
+from ragsieve.sieve.state import PipelineState, Ref, Stage, check_wiring, preset_name, preset_stages
 from ragsieve.sieve.streaming import EventRelay, StreamingAnswers
-from ragsieve.sieve.verify import answer_confidence
 from ragsieve.store.protocol import Store
 from ragsieve.tasks.labels import TASK_LABELS, TaskLabel
 from ragsieve.telemetry import span
@@ -100,8 +102,9 @@ class Pipeline(StreamingAnswers):
             task_parts, make=task_parts_maker(config, self._index, self._llm)
         )
         self._stages: list[Stage] | None = None
+        self._closing: list[Stage] | None = None
         if stages is not None:
-            check_wiring(list(stages))
+            check_wiring([*stages, *self.closing])
             self._stages = list(stages)
         self._parts: StageResources | None = None
 
@@ -188,6 +191,14 @@ class Pipeline(StreamingAnswers):
             self._stages = self.build_stages()
         return self._stages
 
+    @property
+    def closing(self) -> list[Stage]:
+        """What every run does after its stages (:mod:`ragsieve.sieve.closing`), built with the
+        stages from the configuration."""
+        if self._closing is None:
+            self._closing = closing_stages(self.config.calibration, sieve=self.is_sieve)
+        return self._closing
+
     def _shared(self) -> StageResources:
         if self._parts is None:
             self._parts = StageResources(
@@ -207,7 +218,9 @@ class Pipeline(StreamingAnswers):
         names = preset_stages(self.config)
         if "generate" not in names:
             raise ConfigError("ablate cannot remove 'generate': a pipeline must answer; remove it from ablate")
-        return build_stages(self.config, names, self._shared(), self._task_parts)
+        stages = build_stages(self.config, names, self._shared(), self._task_parts)
+        check_wiring([*stages, *self.closing])
+        return stages
 
     # ------------------------------------------------------------------ warm-up
     def warm_up_index(self, *, wait_for_embedder: bool = True) -> Index | Store:
@@ -338,25 +351,11 @@ class Pipeline(StreamingAnswers):
             trace.record(
                 "pipeline", preset=self.preset, stages=[s.name for s in self.stages], ablated=self.config.ablate
             )
-            run = run_stages(self.stages, question, trace, state, relay.stage)
-            if run.abstain is None:
-                self._confidence_without_verify(state)
-                calibrated = calibrated_abstention(state, self.config.calibration.abstain_below)
-                if calibrated is not None:
-                    end_with(calibrated, trace, state)
-            state.text, state.cited = settle_answer(
-                state.text, state.evidence, state.cited, trace, abstained=state.abstain is not None
-            )
+            # the preset's stages, then the closing ones (confidence, calibration, citations)
+            run_stages(self.stages, question, trace, state, relay.stage, closing=self.closing)
             answer = answer_of(question, trace, state)
         relay.finish(answer)
         return answer
-
-    def _confidence_without_verify(self, state: PipelineState) -> None:
-        if state.confidence is None and self.is_sieve and state.relevance:
-            # verify switched off: the evidence's relevance alone orders the answers.
-            state.confidence = answer_confidence(
-                [], max((state.relevance.get(h.chunk.id, 0.0) for h in state.evidence), default=None)
-            )
 
 
 def task_label(task: str | None) -> TaskLabel | None:
@@ -367,32 +366,6 @@ def task_label(task: str | None) -> TaskLabel | None:
         if task == label:
             return label
     raise InputError(f"task {task!r} is not a task; pass one of {', '.join(TASK_LABELS)} or leave it out")
-
-
-def calibrated_abstention(state: PipelineState, threshold: float | None) -> Abstain | None:
-    """The abstention when the answer's confidence is missing or below the calibrated ``threshold``.
-
-    ``calibration.abstain_below`` is the threshold ``ragsieve calibrate`` certified for a target
-    error rate (rule: :func:`ragsieve.calibrate.abstains`). It applies to every preset and after
-    every check, ``stages.verify.min_confidence`` included: that one is a fixed floor inside the verify
-    stage (a sieve answer below it was already replaced by an abstention there), this one is the
-    last word on what is answered, so the effective floor is the higher of the two. An answer a
-    check already abstained on stays as it is. ``None``: no threshold, nothing changes.
-    """
-    if threshold is None or state.abstained:
-        return None
-    # imported only with a threshold to apply: ragsieve.calibrate loads scipy.stats (seconds, cold)
-    from ragsieve.calibrate import abstains
-
-    reason = abstains(state.confidence, threshold)
-    if reason is None:
-        return None
-    text = (
-        "I can't answer this with the confidence this configuration requires: the answer's confidence is "
-        + ("unknown" if state.confidence is None else f"{state.confidence:.2f}")
-        + f", below the calibrated threshold {threshold:.2f}."
-    )
-    return Abstain("calibration", reason, text, state.confidence)
 
 
 def build_pipeline(config: PipelineConfig) -> Pipeline:

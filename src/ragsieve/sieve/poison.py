@@ -51,6 +51,7 @@ from ragsieve.answers import normalize_answer
 from ragsieve.config import DuplicateAction, PoisonConfig, RetrievalConfig
 from ragsieve.errors import ConfigError
 from ragsieve.lexicon import STOP_WORDS
+from ragsieve.records import PoisonRecord, VoiceRecord
 from ragsieve.sieve.state import Abstain, PipelineState, StageResult
 from ragsieve.types import SearchHit, Trace, Verdict
 from ragsieve.voices import CLAIM_TIGHTNESS, MIN_MEMBERS, TIGHTNESS
@@ -391,8 +392,9 @@ class PoisonJudge:
 
         return pairwise_cosine(self.embedder.embed([h.chunk.text for h in hits]))
 
-    def record(self, trace: Trace, hits: Sequence[SearchHit], verdicts: Sequence[PoisonVerdict]) -> None:
-        """Record each verdict (``trace.decide("poison", ...)``) and the stage summary."""
+    def record(self, trace: Trace, hits: Sequence[SearchHit], verdicts: Sequence[PoisonVerdict]) -> PoisonRecord:
+        """Record each verdict (``trace.decide("poison", ...)``) and the stage summary (the
+        ``poison`` trace record), and return the summary as a typed record."""
         for h, v in zip(hits, verdicts, strict=True):
             flagged = v.cluster >= self.min_cluster or v.coordination > 0
             verdict: Verdict = "dropped" if v.dropped else ("flagged" if flagged else "kept")
@@ -401,11 +403,14 @@ class PoisonJudge:
                 extra.update(voice=v.voice, coordination=v.coordination)
             trace.decide("poison", h.chunk.id, verdict, v.reason, v.score,
                          restatement=v.restatement, duplicate=v.duplicate, cluster=v.cluster, **extra)
-        summary: dict[str, Any] = {}
+        voices = None
         if self.coordination:
             # each coordinated voice once: its members, hosts, tightness, claims and signal
-            summary["voices"] = list({v.voice: dict(v.voice_record) for v in verdicts if v.voice}.values())
-        trace.record("poison", dropped=[v.id for v in verdicts if v.dropped], candidates=len(hits), **summary)
+            records = {v.voice: v.voice_record for v in verdicts if v.voice}
+            voices = tuple(VoiceRecord.from_dict(r) for r in records.values())
+        summary = PoisonRecord(tuple(v.id for v in verdicts if v.dropped), len(hits), voices)
+        trace.record("poison", **summary.to_event())
+        return summary
 
     def select(self, query: str, hits: list[SearchHit], trace: Trace) -> list[SearchHit]:
         verdicts = self.judge(query, hits)
@@ -464,13 +469,15 @@ class PoisonStage:
     ``{"restatement": false}`` to switch the restated-question signal off, or
     ``{"coordination": true}`` for the voices signal (a tight cluster of passages counts once).
 
-    Reads the candidates; writes one ``poison`` decision per candidate and a ``poison`` record,
-    or an ``abstain`` record and the abstention."""
+    Reads the candidates; writes one ``poison`` decision per candidate, ``state.same_source``
+    and ``state.poison_record`` (:class:`ragsieve.records.PoisonRecord`: what it dropped and the
+    coordinated voices, also the ``poison`` trace record), or an ``abstain`` record and the
+    abstention."""
 
     name = "poison"
     reads: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
-    writes: tuple[str, ...] = ("same_source", "signals")
+    writes: tuple[str, ...] = ("same_source", "poison_record", "signals")
     emits: tuple[str, ...] = (
         "poison.dropped_share", "poison.duplicate_share", "poison.all_dropped", "poison.coordination",
         "poison.coordinated_share",
@@ -493,7 +500,7 @@ class PoisonStage:
         # judge() and the trace only: select() would cut at the judge's k, and the stage is
         # shared by concurrent requests under `ragsieve serve`, so nothing per-request is stored
         verdicts = self.judge.judge(question, candidates)
-        self.judge.record(trace, candidates, verdicts)
+        state.poison_record = self.judge.record(trace, candidates, verdicts)
         kept = [h for h, v in zip(candidates, verdicts, strict=True) if not v.dropped]
         # near-duplicate clusters count as one source in the conflict stage
         state.same_source = {v.id: v.cluster_id for v in verdicts if v.cluster_id and not v.dropped}

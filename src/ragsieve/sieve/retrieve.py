@@ -12,6 +12,7 @@ import numpy as np
 from ragsieve.config import RetrievalConfig, RetrieveStageConfig
 from ragsieve.errors import ConfigError
 from ragsieve.index import Index
+from ragsieve.sieve.prior import AuditPrior
 from ragsieve.sieve.state import PipelineState, Ref
 from ragsieve.store.protocol import Store
 from ragsieve.types import SearchHit, Trace
@@ -57,10 +58,13 @@ class CandidateSearch:
         sieve: bool,
         wide: bool,
         embedder: Callable[[], Any] | None = None,
+        prior: AuditPrior | None = None,
     ) -> None:
         self.index = index
         self.retrieval = retrieval
         self.sieve = sieve
+        # the saved corpus audit as a prior (stages.retrieve.audit_prior): marked sources start with less trust
+        self.prior = prior
         self.wide = wide  # a selector other than top-k chooses from all the candidates
         # the stages' shared embedding memo: the question's vector for the search comes from it,
         # so the checks that embed the question later do not embed it again
@@ -108,6 +112,9 @@ class CandidateSearch:
         )
         if use == "reweight":
             hits = reweight_hits(index, hits)
+        prior: dict[str, Any] = {}
+        if self.prior is not None:
+            hits, prior["audit_prior"] = self.prior.apply(index, hits, trace)
         trace.record(
             "retrieve",
             mode=rc.mode,
@@ -115,6 +122,7 @@ class CandidateSearch:
             domains=domains,
             where=where,
             source_weights=use,
+            **prior,
             candidates=[h.to_dict() for h in hits],
         )
         return hits

@@ -45,9 +45,12 @@ def run_stages(
     state: PipelineState,
     scope: StageScope,
     candidates: Sequence[SearchHit] = (),
+    closing: Sequence[Stage] = (),
 ) -> StagesRun:
     """Run ``stages`` in order; an :class:`Abstain` ends the run, recorded as an ``abstain``
-    trace record inside the stage's scope (so the stage's finish event carries it).
+    trace record inside the stage's scope (so the stage's finish event carries it). Then the
+    ``closing`` stages (:mod:`ragsieve.sieve.closing`), abstention or not, each after the last:
+    one may abstain too (the calibrated threshold), and those after it still run.
 
     After each stage the state is compared with a snapshot taken before it
     (:func:`~ragsieve.sieve.state.check_writes`): a stage that changed a field it does not
@@ -64,9 +67,17 @@ def run_stages(
             if isinstance(out, Abstain):
                 end_with(out, trace, state)
         if isinstance(out, Abstain):
-            return StagesRun(current, out)
+            break
         current = out
-    return StagesRun(current)
+    for stage in closing:
+        before = state_snapshot(state)
+        out = stage.run(question, current, trace, state)
+        check_writes(stage, before, state)
+        if isinstance(out, Abstain):
+            end_with(out, trace, state)
+        else:
+            current = out
+    return StagesRun(current, state.abstain)
 
 
 def end_with(abstain: Abstain, trace: Trace, state: PipelineState) -> None:

@@ -10,7 +10,7 @@ stay apart: they are usually chunks of one document, which the generator needs t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsieve.config import PipelineConfig
 from ragsieve.index import Index
@@ -21,6 +21,14 @@ from ragsieve.store.protocol import Store
 from ragsieve.text.readings import Readings
 from ragsieve.types import SearchHit, Trace
 from ragsieve.voices import one_per_voice
+
+if TYPE_CHECKING:
+    from ragsieve.text.reader import ExtractiveReader
+
+# With the extractive reader on, the passage holding its best answer is kept when the reader's
+# answer probability reaches this (0.5: the reader's own no-answer threshold, chosen on its
+# validation part; nothing is tuned here). Below it on every candidate, the rules choose.
+SELECT_READER_PROBABILITY = 0.5
 
 
 def build_selector(config: PipelineConfig, llm: LLM | None, index: Index | Store | None) -> Selector:
@@ -82,19 +90,30 @@ class Selectors:
 
 
 def answer_stating(
-    question: str, candidates: Sequence[SearchHit], readings: Readings | None = None
+    question: str,
+    candidates: Sequence[SearchHit],
+    readings: Readings | None = None,
+    reader: ExtractiveReader | None = None,
 ) -> SearchHit | None:
     """The best-ranked candidate that answers the question: one that states, near the question's
     terms, a value of the kind asked for (:func:`ragsieve.text.passage.passage_answer`), or, for a
     question that asks for a description (no single value: the kind the classifier also gives
     when it cannot tell a measurement question, "What is the belt tension?"), one with a sentence
     that answers it on its own (:func:`ragsieve.text.passage.answering_sentence`); ``None`` for a
-    yes/no question or when none does. ``readings``: the request's readings (a fresh set when
-    none is given)."""
+    yes/no question or when none does. With the extractive ``reader``: the candidate holding the
+    reader's best answer (the highest answer probability, at least
+    :data:`SELECT_READER_PROBABILITY`; for a question asking for a value, a span stating one of
+    the asked kind), the rules' choice when no candidate has one. ``readings``: the request's
+    readings (a fresh set when none is given)."""
     readings = readings if readings is not None else Readings()
-    kind = readings.question(question).kind
+    asked = readings.question(question)
+    kind = asked.kind
     if kind == "yes/no":
         return None
+    if reader is not None:
+        chosen = reader_choice(question, candidates, readings, reader)
+        if chosen is not None:
+            return chosen
     for hit in candidates:
         reading = readings.passage(question, hit)  # one at a time: the first that answers ends the search
         if kind == "description":
@@ -103,6 +122,29 @@ def answer_stating(
         elif reading.answer.value is not None:
             return hit
     return None
+
+
+def reader_choice(
+    question: str, candidates: Sequence[SearchHit], readings: Readings, reader: ExtractiveReader
+) -> SearchHit | None:
+    """The candidate holding the extractive reader's best answer (see :func:`answer_stating`),
+    ``None`` when none has one; every candidate not read yet is read in one batch."""
+    from ragsieve.text.passage import ReaderBar
+
+    asked = readings.question(question)
+    if asked.kind == "yes/no" or not candidates:
+        return None
+    bar = ReaderBar(SELECT_READER_PROBABILITY)
+    best: tuple[float, SearchHit] | None = None
+    for hit, reading in zip(candidates, readings.passages(question, candidates, reader), strict=True):
+        found = reading.reader_answer(asked, bar)
+        if found is None or not found.confident or not reading.span.strip():
+            continue
+        if asked.kind != "description" and found.value is None:
+            continue  # a value is asked for and the span states none of its kind
+        if best is None or (found.probability or 0.0) > best[0]:
+            best = (found.probability or 0.0, hit)
+    return best[1] if best is not None else None
 
 
 class SelectStage:
@@ -120,14 +162,26 @@ class SelectStage:
     writes: tuple[str, ...] = ()
     emits: tuple[str, ...] = ()
 
-    def __init__(self, selectors: Selectors, method: str, default_k: int, *, sieve: bool) -> None:
+    def __init__(
+        self,
+        selectors: Selectors,
+        method: str,
+        default_k: int,
+        *,
+        sieve: bool,
+        reader: ExtractiveReader | None = None,
+    ) -> None:
         self.selectors = selectors
         self.method = method
         self.default_k = default_k
         self.sieve = sieve
+        # the extractive reader ([reading] reader = "minilm"): the passage holding its best
+        # answer stays (:func:`answer_stating`); None: the rules choose
+        self.reader = reader
 
     def warm_up(self) -> None:
-        pass
+        if self.reader is not None and self.method == "scope-coe":
+            self.reader.warm_up()
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> list[SearchHit]:
         if not state.retrieve:
@@ -147,7 +201,7 @@ class SelectStage:
         chosen += added
         # a minimal cover judges coverage of the question's terms, not whether a passage holds
         # the answer: the best-ranked passage that states a value of the kind asked for stays
-        stating = answer_stating(question, voiced, state.readings) if self.method == "scope-coe" else None
+        stating = answer_stating(question, voiced, state.readings, self.reader) if self.method == "scope-coe" else None
         if stating is not None and stating.chunk.id in {h.chunk.id for h in chosen}:
             stating = None  # the cover kept it already
         if stating is not None:
@@ -162,8 +216,13 @@ class SelectStage:
                 elif h is stating:
                     trace.decide(
                         "select", h.chunk.id, "kept",
-                        "the best-ranked passage stating the kind of value asked for (or, for an open "
-                        "question, a sentence that answers it)",
+                        (
+                            "the passage holding the reader's best answer, stating the kind of value asked for"
+                            if self.reader is not None
+                            and reader_choice(question, voiced, state.readings, self.reader) is h
+                            else "the best-ranked passage stating the kind of value asked for (or, for an open "
+                            "question, a sentence that answers it)"
+                        ),
                     )
                 elif h.chunk.id in kept_ids:
                     trace.decide("select", h.chunk.id, "kept", f"in the {self.method} selection")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_check
 
 from ragsieve.config import SIEVE_STAGES, PipelineConfig
 from ragsieve.errors import ConfigError, StageContractError
+from ragsieve.records import ConflictRecord, DecideRecord, PoisonRecord
 from ragsieve.signals import DECLARED, how_to_declare, undeclared
 from ragsieve.text.readings import Readings
 from ragsieve.types import ClaimVerdict, SearchHit, Trace
@@ -38,6 +39,11 @@ PRESETS: dict[str, tuple[str, ...]] = {
     "task-adaptive": ("need", "retrieve", "judge", "generate"),
     "sieve": SIEVE_STAGES,
 }
+
+
+# What every run does after its preset's stages, in this order, abstention or not
+# (ragsieve.sieve.closing): not in a preset, not removed by ``config.ablate``.
+CLOSING_STAGES: tuple[str, ...] = ("confidence", "calibration", "settle_citations")
 
 
 def preset_name(pipeline: str) -> str:
@@ -64,6 +70,10 @@ def preset_stages(config: PipelineConfig) -> list[str]:
 REQUEST_FIELDS: frozenset[str] = frozenset(
     {"question", "k", "route", "where", "task", "retrieve", "forced_no_retrieval", "token_sink"}
 )
+# What every stage may read without declaring it: the request, the runner's abstention (``None``
+# while the preset's stages run; a closing stage may run after one) and the request's readings
+# (filled as the stages ask, never replaced).
+SHARED_FIELDS: frozenset[str] = REQUEST_FIELDS | {"abstain", "readings"}
 
 
 @dataclass
@@ -95,10 +105,14 @@ class PipelineState:
     trust_weighted: set[str] = field(default_factory=set)  # chunk ids the source weight already scaled
     # poison: near-duplicate clusters (chunk id -> cluster id), each cluster one source
     same_source: dict[str, str] = field(default_factory=dict)
+    # poison: what it dropped and the coordinated voices it found (the trace's ``poison`` record)
+    poison_record: PoisonRecord | None = None
     # conflict: chunk ids selection must keep (one passage of every answer group, so a minimal
     # cover cannot drop one side of a disagreement) and the disagreement itself
     must_keep: list[str] = field(default_factory=list)
     conflict_report: ConflictReport | None = None
+    # conflict: its verdict as a typed record (the fields of the trace's ``conflict`` record)
+    conflict_record: ConflictRecord | None = None
     # the disagreement statement, put before the verified answer
     conflict_message: str | None = None
     # task-adaptive: the task router's label and the retrieval evaluator's verdict
@@ -113,6 +127,8 @@ class PipelineState:
     # verify
     claims: list[ClaimVerdict] = field(default_factory=list)
     confidence: float | None = None
+    # decide: what it concluded (the trace's ``decide`` record)
+    decide_record: DecideRecord | None = None
     # every check's graded signals (name -> value in [0, 1]; flags are 0 or 1), whatever it decided
     signals: dict[str, float] = field(default_factory=dict)
     # a check asked to withdraw the draft but has no veto: the decide stage weighs it
@@ -188,6 +204,7 @@ class Stage(Protocol):
     def warm_up(self) -> None: ...
 
     def run(self, question: str, candidates: list[SearchHit], trace: Trace, state: PipelineState) -> StageResult: ...
+
 
 
 STATE_FIELDS: frozenset[str] = frozenset(f.name for f in fields(PipelineState))

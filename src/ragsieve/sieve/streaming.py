@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
 import queue
@@ -117,6 +116,8 @@ class StreamingAnswers:
         Example:
             >>> answer = await pipe.aask("What is graphene?")  # doctest: +SKIP
         """
+        import asyncio  # here: a synchronous ask (the command line's) never loads the event loop's modules
+
         token = CancelToken()
 
         def work() -> Answer:
@@ -144,6 +145,8 @@ class StreamingAnswers:
             >>> async for event in pipe.astream("What is graphene?"):  # doctest: +SKIP
             ...     print(event.kind)
         """
+        import asyncio
+
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Any] = asyncio.Queue()
         token = CancelToken()

@@ -111,8 +111,9 @@ class VerifyStage:
         # stage); any other is left to the decide stage as ``state.withdrawal``
         self.vetoes = None if vetoes is None else frozenset(vetoes)
         self.checker = ResponsivenessChecker(extract=typed_values, **config.checker_options())
-        # the extractive reader ([reading] reader = "minilm"): its readings of the evidence become
-        # the reader.* signals; None reads by the rules alone
+        # the extractive reader ([reading] reader = "minilm"): the contradiction check reads the
+        # cited passages' answers with it, and its readings of the evidence become the reader.*
+        # signals; None reads by the rules alone
         self.reader = reader
 
     def warm_up(self) -> None:
@@ -288,7 +289,7 @@ class VerifyStage:
         cited = cited or list(enumerate(state.evidence, 1))  # an answer citing nothing is held to all of it
         found = find_contradiction(
             question, state.text, [h.chunk.text for _, h in cited], positions=[i for i, _ in cited],
-            readings=state.readings,
+            readings=state.readings, reader=self.reader,
         )
         state.signal("verify.contradiction", found is not None)
         if found is None:
@@ -440,7 +441,7 @@ class VerifyStage:
         if not claims:
             return self._abstain(state, "verify: the answer is empty", claims)
         if self.reader is not None:
-            # the reader's scores ride along as signals; the checks still decide on the rules
+            # the reader's scores ride along as signals (the contradiction check reads its answers)
             read = state.readings.passages(question, state.evidence, self.reader)
             for name, value in reader_signals(read, state.text, state.cited).items():
                 state.signal(name, value)

@@ -28,7 +28,13 @@ from ragsieve.embed import Embedder
 from ragsieve.errors import ConfigError, IndexStoreError, InputError
 from ragsieve.index.filters import check_where, known_fields
 from ragsieve.index.fusion import reciprocal_rank_fusion, top_k, weighted_score_fusion
-from ragsieve.index.store import _check_embedder, _check_query, read_source_weights, validate_k
+from ragsieve.index.store import (
+    _check_embedder,
+    _check_query,
+    _follow_index_precision,
+    read_source_weights,
+    validate_k,
+)
 from ragsieve.store.folder import _vectors_for
 from ragsieve.store.protocol import SearchMode
 from ragsieve.types import LOCATION_FIELDS, Chunk, SearchHit
@@ -178,6 +184,8 @@ class MilvusStore:
         rows = c.query(self._meta, ids=[_META_KEY], output_fields=["value"])
         if rows:
             state = rows[0]["value"]
+            # an fp32 collection is searched with fp32 when the precision was left at its default
+            self.embedder = _follow_index_precision(self.embedder, state["embedder"])
             _check_embedder(self.embedder, state["embedder"], int(state["dim"]), Path(self.uri))
         else:
             state = {

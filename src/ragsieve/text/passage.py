@@ -46,6 +46,7 @@ __all__ = [
     "MIN_TERM_COVER",
     "MeaningBar",
     "PassageAnswer",
+    "ReaderBar",
     "answering_sentence",
     "document_of",
     "llm_passage_answer",
@@ -54,6 +55,7 @@ __all__ = [
     "passage_sentences",
     "same_answer",
     "source_of",
+    "span_answer",
 ]
 
 logger = logging.getLogger(__name__)
@@ -110,6 +112,23 @@ class MeaningBar:
 CONFLICT_MEANING_BAR: MeaningBar | None = None
 
 
+@dataclass(frozen=True)
+class ReaderBar:
+    """When the extractive reader's answer (:func:`span_answer`) is firm enough to be compared:
+    its probability (:attr:`ragsieve.text.reader.ReaderAnswer.probability`, 0.5 at the reader's
+    own no-answer threshold) is at least ``probability`` and the sentence holding the span holds
+    at least ``cover`` of the question's key terms."""
+
+    probability: float
+    cover: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.probability <= 1.0:
+            raise ConfigError(f"the reader bar's probability must be in [0, 1], got {self.probability}")
+        if not 0.0 <= self.cover <= 1.0:
+            raise ConfigError(f"the reader bar's key-term cover must be in [0, 1], got {self.cover}")
+
+
 
 # ----------------------------------------------------------------------------- isolate
 @dataclass
@@ -128,7 +147,7 @@ class PassageAnswer:
     answer: str  # normalised answer text shown to people ("" when none)
     sentence: str = ""
     reason: str = ""
-    by: str = "extract"  # "extract" | "llm"
+    by: str = "extract"  # "extract" | "llm" | "reader"
     cover: float = 0.0
     clear: bool = True
     stance: bool = False  # a yes/no stance rather than a value
@@ -136,13 +155,20 @@ class PassageAnswer:
     # whether it meets the meaning bar (its passage's closest sentence, at or above the bar)
     cosine: float | None = None
     closest: bool = False
+    # read by the extractive reader (``by = "reader"``, :func:`span_answer`): its answer
+    # probability, and whether it meets the reader bar it was read at (:class:`ReaderBar`)
+    probability: float | None = None
+    confident: bool = False
 
     @property
     def states_answer(self) -> bool:
         """Whether this answer may take part in a disagreement: a clear value in a sentence with
         all the question's key terms, or in the passage's sentence closest in meaning to the
         question when the meaning bar is on (:class:`MeaningBar`); a model's yes/no stance reads
-        the whole passage, which needs a sentence with half of them (it is about the question)."""
+        the whole passage, which needs a sentence with half of them (it is about the question);
+        the extractive reader's clear value when it meets its bar (:class:`ReaderBar`)."""
+        if self.by == "reader":
+            return self.value is not None and self.clear and self.confident
         bar = MIN_TERM_COVER if self.stance and self.by == "llm" else CONFLICT_TERM_COVER
         return self.value is not None and self.clear and (self.cover >= bar or self.closest)
 
@@ -159,7 +185,9 @@ class PassageAnswer:
             "cover": round(self.cover, 3),
             "clear": self.clear,
             "compared": self.states_answer,
-        } | ({"cosine": round(self.cosine, 3), "closest": self.closest} if self.cosine is not None else {})
+        } | ({"cosine": round(self.cosine, 3), "closest": self.closest} if self.cosine is not None else {}) | (
+            {"probability": round(self.probability, 4)} if self.probability is not None else {}
+        )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -369,6 +397,76 @@ def passage_answer(
         position, chunk_id, source, value, value.norm, sentence, reason,
         cover=cover, clear=clear, stance=kind == "yes/no", cosine=cosine, closest=closest,
     )  # fmt: skip
+
+
+def span_answer(
+    asked: QuestionReading,
+    text: str,
+    span: str,
+    sentence: str,
+    *,
+    position: int = 0,
+    chunk_id: str = "",
+    source: str = "",
+) -> PassageAnswer:
+    """The answer the extractive reader's ``span`` (in ``sentence`` of ``text``) gives to the
+    question (``asked``), read with the value readers as :func:`passage_answer` reads a clause: the
+    values of the asked kind the span states (never one the question states; the asked kind's own
+    values first), ``clear`` when they are one value; a yes/no question's stance is read from the
+    clause of ``sentence`` that holds the span (a negation in it: "no"). A passage that does not
+    name the question's entities answers nothing (:func:`not_about`), nor does a question asking
+    for a description (no single value). ``cover``: the share of the question's key terms
+    ``sentence`` holds. Whether the reader was sure enough is the caller's
+    (:meth:`ragsieve.text.readings.PassageReading.reader_answer`, :class:`ReaderBar`).
+
+    >>> a = span_answer(read_question("When did the Kessel Bridge open?"), "The Kessel Bridge opened in 1931.",
+    ...                 "1931", "The Kessel Bridge opened in 1931.")
+    >>> a.answer, a.cover, a.by
+    ('1931', 1.0, 'reader')
+    """
+    kind = asked.kind
+    base = PassageAnswer(position, chunk_id, source, None, "", sentence, by="reader")
+    if kind == "description":
+        base.reason = "the question asks for a description, not one value"
+        return base
+    off_topic = not_about(asked, text)
+    if off_topic:
+        base.reason = off_topic
+        return base
+    if not span.strip():
+        base.reason = "the reader found no span"
+        return base
+    held = sentence or span
+    cover = _cover(asked.terms, asked.names, held, text)
+    base.cover = cover
+    if kind == "yes/no":
+        clauses = split_clauses(held) or [held]
+        clause = next((c for c in clauses if span in c), None) or max(
+            clauses, key=lambda c: (len(asked.terms & set(stems(c))), -clauses.index(c))
+        )
+        stance = _polar_stance(clause)
+        polar = Value("name", stance, stance, (0, 0), tokens=(stance,))
+        return PassageAnswer(
+            position, chunk_id, source, polar, stance, sentence, "read by the reader", by="reader",
+            cover=cover, stance=True,
+        )  # fmt: skip
+    candidates = [
+        v
+        for v in extract_values(span, VALUE_KINDS_FOR[kind])
+        if not _asked_about(v, asked.values)
+        and not (v.kind == "name" and set(stems(v.text)) <= asked.terms)
+        and not (v.kind == "name" and any(_is_form_of(v, qv) for qv in asked.names))
+    ]
+    candidates = _distinct([v for v in candidates if v.kind == VALUE_KINDS_FOR[kind][0]] or candidates)
+    if not candidates:
+        base.reason = f"the reader's answer {span!r} states no {kind}"
+        return base
+    value = candidates[0]
+    clear = len([c for c in candidates if same_measure(c, value)]) == 1
+    reason = "read by the reader" + ("" if clear else "; its span states several values of the kind asked for")
+    return PassageAnswer(
+        position, chunk_id, source, value, value.norm, sentence, reason, by="reader", cover=cover, clear=clear
+    )
 
 
 _LLM_SCHEMA_TEXT = {

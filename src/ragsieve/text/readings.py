@@ -13,8 +13,10 @@ A passage is known by its text: the verify stage's checks get the evidence as te
 stages as hits, and one text reads the same whoever asks; each reading handed out carries its
 own hit's chunk id, site and document (empty for a bare text).
 
-The checks decide on the rules; the reader's span and scores ride along in the readings and reach
-the decision as the ``reader.*`` signals (:func:`reader_signals`).
+With the reader on (``[reading] reader = "minilm"``) the conflict, contradiction and select checks
+read the reader's answer (:meth:`PassageReading.reader_answer`, at their own
+:class:`~ragsieve.text.passage.ReaderBar`); its scores also reach the decision as the ``reader.*``
+signals (:func:`reader_signals`). With it off the checks read by the rules.
 
 Example:
     >>> readings = Readings()
@@ -37,12 +39,14 @@ from typing import TYPE_CHECKING
 from ragsieve.text.passage import (
     Hit,
     PassageAnswer,
+    ReaderBar,
     answering_sentence,
     document_of,
     passage_answer,
     passage_sentences,
     same_answer,
     source_of,
+    span_answer,
 )
 from ragsieve.text.question import QuestionReading, read_question
 from ragsieve.values import Value, extract_values, find_in, fold
@@ -92,6 +96,24 @@ class PassageReading:
         if self.values:
             return any(same_answer(v, value) for v in self.values)
         return find_in(value, self.span) is not None
+
+    def reader_answer(self, asked: QuestionReading, bar: ReaderBar, position: int = 0) -> PassageAnswer | None:
+        """The reader's answer as a :class:`~ragsieve.text.passage.PassageAnswer` (``by =
+        "reader"``; :func:`ragsieve.text.passage.span_answer` on its best span), ``confident``
+        when its probability and its sentence's key-term cover meet ``bar``; ``None`` when the
+        reader has not read this passage. ``asked``: this reading's question, read."""
+        if not self.by_reader:
+            return None
+        sentence = self.sentences[self.span_sentence] if self.span_sentence is not None else ""
+        found = span_answer(
+            asked, self.text, self.span, sentence, position=position, chunk_id=self.chunk_id, source=self.source
+        )
+        probability = self.probability or 0.0
+        confident = probability >= bar.probability and found.cover >= bar.cover
+        reason = found.reason
+        if found.value is not None and not confident:
+            reason += f"; below the reader bar (probability {probability:.2f}, cover {found.cover:.0%}; not compared)"
+        return dataclasses.replace(found, probability=probability, confident=confident, reason=reason)
 
 
 @functools.lru_cache(maxsize=1)

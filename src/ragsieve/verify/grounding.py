@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ragsieve.text.kind import VALUE_KINDS_FOR, expected_kind
+from ragsieve.text.passage import ReaderBar
 from ragsieve.text.terms import key_terms, stem, stems, words
 from ragsieve.types import ClaimVerdict
 from ragsieve.values import (
@@ -63,6 +64,7 @@ from ragsieve.values import (
 )
 
 if TYPE_CHECKING:
+    from ragsieve.text.reader import ExtractiveReader
     from ragsieve.text.readings import Readings
 
 # Share of the question's predicate terms the evidence sentence that states a rival value (another
@@ -274,6 +276,17 @@ def apply_grounding(verdict: ClaimVerdict, result: GroundingResult, threshold: f
 # names 30/46); "firm": 27 caught, precision 27/30 (numeric 14/14, names 13/16). Reported on
 # outside sets it was not chosen on.
 CONTRADICTION_BAR = "firm"
+# With the extractive reader on (``[reading] reader = "minilm"``): the bar a cited passage's reader
+# answer must meet to contradict a draft (its answer probability and its sentence's key-term
+# cover). Chosen on the training split of benchmarks/grounding_fact.py (``--split train --reader
+# minilm --choose-reader-bar``, 358 wrong-fact values, 679 right answers and variants) by a rule
+# fixed before it ran (in that script's docstring): no bar kept "tie or reader contradiction" at 3%
+# of right answers flagged (the tie alone flags 2.2% there), so the one with the fewest false
+# flags: 92/358 caught (the tie alone 87/358), 23/679 right flagged (the tie alone 15/679).
+CONTRADICTION_READER_BAR = ReaderBar(probability=0.98, cover=0.75)
+# With the reader on, a passage the reader does not answer with confidence is read by the rules
+# (``True``) or contradicts nothing (``False``). Chosen with the bar, on the same split.
+CONTRADICTION_READER_FALLBACK = False
 # The families a contradiction is read for: "numeric" (dates, numbers, quantities) and "name".
 CONTRADICTION_FAMILIES: tuple[str, ...] = ("numeric", "name")
 
@@ -318,6 +331,9 @@ def find_contradiction(
     positions: Sequence[int] | None = None,
     bar: str = CONTRADICTION_BAR,
     readings: Readings | None = None,
+    reader: ExtractiveReader | None = None,
+    reader_bar: ReaderBar = CONTRADICTION_READER_BAR,
+    rules_fallback: bool = CONTRADICTION_READER_FALLBACK,
 ) -> Contradiction | None:
     """Where the evidence answers ``question`` with another value than ``answer`` states.
 
@@ -330,6 +346,11 @@ def find_contradiction(
     An answer with no value of the kind, or evidence that answers nothing, contradicts nothing.
     ``positions`` are the passages' citation numbers (1, 2, ... by default); ``readings`` the
     request's readings (:class:`ragsieve.text.readings.Readings`; a fresh set when none is given).
+    With the extractive ``reader`` a passage's answer is the reader's
+    (:meth:`ragsieve.text.readings.PassageReading.reader_answer`) when it meets ``reader_bar``
+    (:data:`CONTRADICTION_READER_BAR`): the draft is contradicted when a cited passage's confident
+    reader answer is another value of the asked kind and no passage's is the draft's; a passage the
+    reader is not sure of is read by the rules when ``rules_fallback``, else answers nothing.
 
     Example:
         >>> c = find_contradiction("When was the Kessel Bridge opened?", "It opened in 1947 [1].",
@@ -356,14 +377,22 @@ def find_contradiction(
         return None
     numbers = list(positions) if positions is not None else list(range(1, len(evidence) + 1))
     read: list[tuple[Value, int, str]] = []
-    for text, position in zip(evidence, numbers, strict=True):
+    by_reader = readings.passages(question, evidence, reader) if reader is not None else None
+    asked = readings.question(question)
+    for index, (text, position) in enumerate(zip(evidence, numbers, strict=True)):
         found = readings.passage(question, text).answer
+        if by_reader is not None:
+            spanned = by_reader[index].reader_answer(asked, reader_bar, position)
+            if spanned is not None and spanned.states_answer:
+                found = spanned
+            elif not rules_fallback:
+                continue
         if found.value is None or not found.clear or (bar == "firm" and not found.states_answer):
             continue
         if any(same_answer(found.value, v) for v in drafted):
             return None  # the answer states what a passage answers
         read.append((found.value, position, found.sentence))
-    if not read:
+    if not read and reader is None:
         # the reader answered nothing (a question naming no entity needs every key term in the
         # passage): the tie's reading of what the evidence states about the asked fact, for a
         # draft value the evidence does not state at all
