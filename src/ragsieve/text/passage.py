@@ -209,6 +209,16 @@ def _polar_stance(clause: str) -> str:
     return "no" if set(words(clause)) & NEGATIONS else "yes"
 
 
+def answers_nothing(asked: QuestionReading, text: str) -> str:
+    """Why ``text`` answers nothing to the question, whatever it states ("" when it may): a
+    question asking for a description has no single value to read, and a passage that does not
+    name the question's entities (:func:`not_about`) is not about it. Both readers, the rules'
+    (:func:`passage_answer`) and the extractive reader's (:func:`span_answer`), start here."""
+    if asked.kind == "description":
+        return "the question asks for a description, not one value"
+    return not_about(asked, text)
+
+
 def not_about(asked: QuestionReading, text: str) -> str:
     """Why ``text`` is not about what the question (``asked``) asks ("" when it is): it must name every
     proper name of the question, in any of the name's forms (:func:`ragsieve.values.find_entity`:
@@ -318,12 +328,9 @@ def passage_answer(
     kind = asked.kind
     q_names = asked.names
     base = PassageAnswer(position, chunk_id, source, None, "")
-    if kind == "description":
-        base.reason = "the question asks for a description, not one value"
-        return base
-    off_topic = not_about(asked, text)
-    if off_topic:
-        base.reason = off_topic
+    unread = answers_nothing(asked, text)
+    if unread:
+        base.reason = unread
         return base
     terms, predicate, q_values = asked.terms, asked.predicate, asked.values
     sentences = passage_sentences(text)
@@ -426,12 +433,9 @@ def span_answer(
     """
     kind = asked.kind
     base = PassageAnswer(position, chunk_id, source, None, "", sentence, by="reader")
-    if kind == "description":
-        base.reason = "the question asks for a description, not one value"
-        return base
-    off_topic = not_about(asked, text)
-    if off_topic:
-        base.reason = off_topic
+    unread = answers_nothing(asked, text)
+    if unread:
+        base.reason = unread
         return base
     if not span.strip():
         base.reason = "the reader found no span"
