@@ -12,12 +12,16 @@ its own host:
 
 - ``poisonedrag-gpt4``: PoisonedRAG's own 5 GPT-4 passages per question (written by others);
 - ``template``: the project's :class:`ragsieve.attack.poison.TemplateWriter`, 5 per question;
+- ``assert-template``: the project's :class:`ragsieve.attack.poison.AssertionWriter` from its
+  templates (``templates_only=True``): the wrong answer asserted as a fact about the question's
+  subject, without the question's text, 5 per question;
 - ``spread``: the project's :class:`ragsieve.attack.poison.SpreadWriter` with the bundled embedder
   (5 registers chosen to lie far apart), the writer made to beat the coordinated-voice check;
 - ``mirror``: the project's :class:`ragsieve.attack.poison.MirrorWriter`, 3 copies of the best
   retrieved gold paragraph with the answer replaced (targets whose paragraph is not found skipped).
 
-The LLM assertion writer is not run here (it needs the generator model; bounded runs on 2 cores).
+The assertion writer's LLM-sampled passages are not run here (they need the generator model;
+bounded runs on 2 cores): its template passages stand for it.
 The audit runs with its defaults (fixed before this run) except ``use_reader=False`` (the reader
 only grades a conflict's sureness, it finds none). A planted passage counts as found when its
 document is a member of any finding; a clean document as flagged when it is. Intervals: 95 % Wilson.
@@ -43,8 +47,8 @@ from benchmarks._stats import rate_with_interval
 HOTPOT = SHARED_DATA / "hotpotqa" / "hotpotqa_dev_distractor_500.jsonl"
 PRAG = SHARED_DATA / "trust" / "poisonedrag"
 RUNS = ROOT / "runs" / "audit_planted"
-WRITERS = ("poisonedrag-gpt4", "template", "spread", "mirror")
-PER_TARGET = {"poisonedrag-gpt4": 5, "template": 5, "spread": 5, "mirror": 3}
+WRITERS = ("poisonedrag-gpt4", "template", "assert-template", "spread", "mirror")
+PER_TARGET = {"poisonedrag-gpt4": 5, "template": 5, "assert-template": 5, "spread": 5, "mirror": 3}
 
 
 def clean_chunks() -> list[Any]:
@@ -83,7 +87,7 @@ def embedded(name: str, texts: list[str], embedder: Any) -> np.ndarray:
 
 def planted(writer: str, goals: list[Any], embedder: Any, clean_index: Any) -> list[Any]:
     """The chunks ``writer`` plants, each its own document on its own host."""
-    from ragsieve.attack.poison import MirrorWriter, SpreadWriter, TemplateWriter
+    from ragsieve.attack.poison import AssertionWriter, MirrorWriter, SpreadWriter, TemplateWriter
     from ragsieve.types import Chunk
 
     out = []
@@ -95,8 +99,8 @@ def planted(writer: str, goals: list[Any], embedder: Any, clean_index: Any) -> l
                 out.append(Chunk(f"plant:{row['id']}", row["text"], f"plant/{row['id']}", row["url"],
                                  title=row.get("title", "")))
         return out
-    made: Any = {"template": TemplateWriter(seed=0), "spread": SpreadWriter(embedder, seed=0),
-                 "mirror": MirrorWriter(clean_index, seed=0)}[writer]
+    made: Any = {"template": TemplateWriter(seed=0), "assert-template": AssertionWriter(templates_only=True, seed=0),
+                 "spread": SpreadWriter(embedder, seed=0), "mirror": MirrorWriter(clean_index, seed=0)}[writer]
     for t in goals:
         for i, p in enumerate(made.write(t, PER_TARGET[writer])):
             host = p.source.split("/", 1)[0] if p.source else f"{writer}{i}-{t.id[-8:].lower()}.example"
@@ -182,8 +186,9 @@ def main() -> None:
         f"HotpotQA dev (distractor) paragraphs, {len(clean)} distinct articles, one document each, as the clean "
         f"corpus; {len(goals)} PoisonedRAG HotpotQA targets (question and wrong answer), each writer's passages "
         "planted into a copy of it (one corpus per writer, each passage its own document on its own host). "
-        "`poisonedrag-gpt4` is PoisonedRAG's own GPT-4 passages; `template`, `spread` and `mirror` are the "
-        "project's writers (`ragsieve.attack.poison`); the LLM assertion writer was not run. The audit's "
+        "`poisonedrag-gpt4` is PoisonedRAG's own GPT-4 passages; `template`, `assert-template`, `spread` and "
+        "`mirror` are the project's writers (`ragsieve.attack.poison`; `assert-template` is the assertion "
+        "writer from its templates: its LLM-sampled passages were not run). The audit's "
         "defaults (fixed before this run) with `use_reader=False` (the reader grades a conflict's sureness, it "
         "finds none). A planted passage is found when its document is a member of a finding (a coordinated voice "
         "or a mirror: the kinds meant for planted copies; or any kind, conflicts included); a clean document is "

@@ -7,10 +7,10 @@ from ragsieve.errors import ConfigError
 
 
 def test_toml_and_yaml_load_the_same_config(tmp_path):
-    (tmp_path / "c.toml").write_text('route = "auto"\n[retrieval]\nk = 7\nmode = "dense"\n')
-    (tmp_path / "c.yaml").write_text("route: auto\nretrieval:\n  k: 7\n  mode: dense\n")
+    (tmp_path / "c.toml").write_text('[stages.route]\ndomain = "auto"\n[retrieval]\nk = 7\nmode = "dense"\n')
+    (tmp_path / "c.yaml").write_text("stages:\n  route:\n    domain: auto\nretrieval:\n  k: 7\n  mode: dense\n")
     a, b = load_config(tmp_path / "c.toml"), load_config(tmp_path / "c.yaml")
-    assert a == b and a.retrieval.k == 7 and a.route == "auto"
+    assert a == b and a.retrieval.k == 7 and a.stages.route.domain == "auto"
 
 
 def test_overrides_apply_dotted_keys_and_ignore_none():
@@ -21,7 +21,7 @@ def test_overrides_apply_dotted_keys_and_ignore_none():
 
 
 def test_round_trip_through_dict():
-    cfg = apply_overrides(PipelineConfig(), {"select": "scope-coe", "retrieval.fusion": "weighted"})
+    cfg = apply_overrides(PipelineConfig(), {"stages.select.method": "scope-coe", "retrieval.fusion": "weighted"})
     assert PipelineConfig.model_validate(cfg.to_dict()) == cfg
 
 

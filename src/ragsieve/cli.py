@@ -376,7 +376,7 @@ def search(
     from ragsieve.config import apply_overrides, load_with_overrides
     cfg = load_with_overrides(
         config,
-        {"retrieval.mode": mode.value, "retrieval.fusion": _value(fusion), "route": route}
+        {"retrieval.mode": mode.value, "retrieval.fusion": _value(fusion), "stages.route.domain": route}
         | _store_options(store, store_uri),
     )
     cfg = apply_overrides(cfg, {"index_dir": str(resolve_index_dir(index, cfg.index_dir))})
@@ -694,7 +694,7 @@ def ask(
         None, "--ablate", help="Comma-separated stages to switch off: " + ", ".join(SIEVE_STAGES) + "."
     ),
     select: SelectChoice | None = typer.Option(
-        None, "--select", help="How evidence is chosen from the hits (plain pipeline)."
+        None, "--select", help="How evidence is chosen from the hits (default: the pipeline's own)."
     ),
     model: str | None = typer.Option(None, "--model", help="GGUF path (llama-cpp) or model name (openai)."),
     llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible server base URL."),
@@ -725,7 +725,7 @@ def ask(
         "retrieval.mode": _value(mode),
         "pipeline": _value(pipeline),
         "ablate": _ablate_list(ablate),
-        "select": _value(select),
+        "stages.select.method": _value(select),
         "llm.model": model,
         "llm.n_threads": threads,
         **_store_options(store, store_uri),

@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from ragsieve.errors import ConfigError
-from ragsieve.options import DEFAULT_VETOES
+from ragsieve.options import DEFAULT_VETOES, PRESET_ROUTE, PRESET_SELECT, preset_name
 
 # The option sets and the stage names are declared once, in ragsieve.options (light, so the
 # command line lists its choices without pydantic); the config fields below are typed by them
@@ -344,12 +344,18 @@ class RouterConfig(_Section):
 class RouteStageConfig(RouterConfig):
     """Stage ``route`` (``stages.route``): which partitions to search, with the router's options.
 
-    ``domain``: "auto" (the domain router), "all" or a domain name, for the sieve (plain RAG takes
-    the top-level ``route``; a per-request ``route`` overrides both). ``close_margin``: search the
+    ``domain``: "auto" (the domain router), "all" or a domain name, for every preset; unset, the
+    preset's own (:data:`ragsieve.options.PRESET_ROUTE`: the sieve routes, plain RAG searches every
+    partition); a per-request ``route`` overrides it. ``close_margin``: in the sieve, search the
     second domain too when its router probability is within this of the first's."""
 
-    domain: str = "auto"
+    domain: str | None = None
     close_margin: float = Field(0.2, ge=0.0, le=1.0)
+
+    def domain_for(self, pipeline: str) -> str:
+        """The partitions ``pipeline`` (a ``config.pipeline`` value) searches: ``domain``, else
+        the preset's own."""
+        return self.domain if self.domain is not None else PRESET_ROUTE[preset_name(pipeline)]
 
 
 class NeedConfig(_Section):
@@ -589,15 +595,21 @@ class ConflictConfig(_Section):
 
 
 class SelectConfig(_Section):
-    """Stage ``select`` in the sieve (``stages.select``; plain RAG takes the top-level
-    ``select``): ``method`` picks ScopeCoE's minimal cover or the top ``retrieval.k``.
-    ``coe_features``: ScopeCoE's question features (intent, keywords, relations): "rules"
-    extracts them without the LLM; "llm" asks the model (two schema-constrained generations per
-    question, which cost more than the answer itself on the bundled model; see
+    """Stage ``select`` (``stages.select``): ``method`` picks ScopeCoE's minimal cover or the top
+    ``retrieval.k``, for every preset; unset, the preset's own
+    (:data:`ragsieve.options.PRESET_SELECT`: the sieve covers, plain RAG takes the top k).
+    ``coe_features`` (the sieve's ScopeCoE): its question features (intent, keywords, relations):
+    "rules" extracts them without the LLM; "llm" asks the model (two schema-constrained
+    generations per question, which cost more than the answer itself on the bundled model; see
     docs/benchmarks.md)."""
 
-    method: SelectName = "scope-coe"
+    method: SelectName | None = None
     coe_features: CoEFeatures = "rules"
+
+    def method_for(self, pipeline: str) -> SelectName:
+        """The selector ``pipeline`` (a ``config.pipeline`` value) runs: ``method``, else the
+        preset's own."""
+        return self.method if self.method is not None else PRESET_SELECT[preset_name(pipeline)]
 
 
 class VerifyConfig(_Section):
@@ -850,6 +862,12 @@ LEGACY_SIEVE_KEYS: dict[str, tuple[str, str]] = {
 }
 
 
+# The top-level keys plain RAG read before one key set each for every preset -> (stage section,
+# key there). The sieve read the section's key, with its own default; each preset's own is now
+# ragsieve.options.PRESET_ROUTE / PRESET_SELECT.
+LEGACY_TOP_LEVEL_KEYS: dict[str, tuple[str, str]] = {"route": ("route", "domain"), "select": ("select", "method")}
+
+
 class DeprecatedConfigKeyWarning(FutureWarning):
     """A config used a key from before every stage had its own section; it still works (mapped
     to the key the warning names), and the warning comes once per key and process. A
@@ -876,6 +894,47 @@ def _deprecated_key(old: str, new: str) -> None:
     )
 
 
+def _one_value(key: str, plain: Any, stage: Any, pipeline: Any) -> tuple[Any, str | None]:
+    """The one value of the section key that top-level ``key`` became, for a config in which
+    plain RAG read ``plain`` (the top-level value) and the sieve ``stage`` (its section's value;
+    a top-level route other than "all" bound the sieve too): ``None`` (each preset's own) where
+    that keeps what both presets did, else the value both did, else the one of ``pipeline`` (the
+    config's preset), with a note saying so."""
+    presets = PRESET_ROUTE if key == "route" else PRESET_SELECT
+    plain = presets["plain"] if plain is None else plain
+    allowed = get_args(SelectName) if key == "select" else None
+    for given in (plain, stage):
+        if given is not None and (not isinstance(given, str) or (allowed and given not in allowed)):
+            return given, None  # not a value the key takes: validating the section names it
+    sieve = presets["sieve"] if stage is None else stage
+    if key == "route" and plain != "all":
+        sieve = plain
+    for value in (None, plain, sieve):
+        reads = (presets["plain"], presets["sieve"]) if value is None else (value, value)
+        if reads == (plain, sieve):
+            return value, None
+    kept = sieve if preset_name(str(pipeline)) == "sieve" else plain
+    name, field = LEGACY_TOP_LEVEL_KEYS[key]
+    return kept, (
+        f"this config had plain RAG take {key} = {plain!r} and the sieve {sieve!r}; one key, "
+        f"stages.{name}.{field}, now sets both: it reads {kept!r}, its {pipeline} pipeline's"
+    )
+
+
+def _merged_key(key: str, new: str, note: str) -> None:
+    """The one-time warning for a top-level ``key`` whose plain RAG and sieve values differed."""
+    if f"{key}/{new}" in _warned_keys:
+        return
+    _warned_keys.add(f"{key}/{new}")
+    warnings.warn_explicit(
+        f"config key {key} is deprecated; {note} (write {new} to silence this warning)",
+        DeprecatedConfigKeyWarning,
+        filename=_config_origin.get(),
+        lineno=0,
+        module="ragsieve.config",
+    )
+
+
 def _as_dict(value: Any) -> Any:
     return value.model_dump() if isinstance(value, BaseModel) else value
 
@@ -885,8 +944,13 @@ def map_legacy_keys(data: Any) -> Any:
     moved where they are now (``sieve.need_threshold`` to ``stages.need.threshold``,
     ``stages.filtering`` to ``stages.filter``, ...), each with a one-time
     :class:`DeprecatedConfigKeyWarning`. An old key wins over the new one in the same config
-    (what an override written with the old key means). Anything but a dict comes back as it is."""
-    if not isinstance(data, dict) or ("sieve" not in data and not _has_legacy_section(data.get("stages"))):
+    (what an override written with the old key means). The top-level ``route`` and ``select``
+    (plain RAG's, beside the sieve's ``stages.route.domain`` and ``stages.select.method``) become
+    the one section key, unset where each preset's own keeps what both did (:func:`_one_value`).
+    Anything but a dict comes back as it is."""
+    if not isinstance(data, dict):
+        return data
+    if "sieve" not in data and not _has_legacy_section(data.get("stages")) and not LEGACY_TOP_LEVEL_KEYS.keys() & data:
         return data
     data = dict(data)
     stages = _as_dict(data.get("stages", {}))
@@ -922,6 +986,20 @@ def map_legacy_keys(data: Any) -> Any:
             name, field = LEGACY_SIEVE_KEYS[key]
             section(name)[field] = value
             _deprecated_key(f"sieve.{key}", f"stages.{name}.{field}")
+    for key, (name, field) in LEGACY_TOP_LEVEL_KEYS.items():
+        # the flat table's route and select were the sieve's alone, beside plain RAG's top-level keys
+        if key not in data and not (isinstance(sieve, dict) and key in sieve):
+            continue
+        given = key in data
+        current = _as_dict(stages.get(name))
+        stage = current.get(field) if isinstance(current, dict) else None
+        pipeline = data.get("pipeline", PipelineConfig.model_fields["pipeline"].default)
+        value, note = _one_value(key, data.pop(key, None), stage, pipeline)
+        section(name)[field] = value
+        if note is not None:
+            _merged_key(key, f"stages.{name}.{field}", note)
+        elif given:
+            _deprecated_key(key, f"stages.{name}.{field}")
     data["stages"] = stages
     return data
 
@@ -1056,8 +1134,8 @@ class PipelineConfig(_Section):
     pipeline: PipelineName = "sieve"
     # Stage names switched off in the chosen preset (``ragsieve eval --ablate``); see SIEVE_STAGES.
     ablate: list[str] = Field(default_factory=list)
-    select: SelectName = "top-k"
-    route: str = "all"  # "all", "auto" (router) or a domain name
+    # which partitions to search and how evidence is chosen are stages.route.domain and
+    # stages.select.method, for every preset (the top-level route and select are still read)
     embedder: EmbedderConfig = EmbedderConfig()
     llm: LLMConfig = LLMConfig()
     ingest: IngestConfig = IngestConfig()
@@ -1077,6 +1155,22 @@ class PipelineConfig(_Section):
     @classmethod
     def _legacy_keys(cls, data: Any) -> Any:
         return map_legacy_keys(data)
+
+    @property
+    def route(self) -> str:
+        """Deprecated: ``stages.route.domain`` (what this config's preset searches,
+        :meth:`RouteStageConfig.domain_for`)."""
+        warnings.warn("config.route is deprecated; use config.stages.route.domain", DeprecationWarning, stacklevel=2)
+        return self.stages.route.domain_for(self.pipeline)
+
+    @property
+    def select(self) -> SelectName:
+        """Deprecated: ``stages.select.method`` (the selector this config's preset runs,
+        :meth:`SelectConfig.method_for`)."""
+        warnings.warn(
+            "config.select is deprecated; use config.stages.select.method", DeprecationWarning, stacklevel=2
+        )
+        return self.stages.select.method_for(self.pipeline)
 
     @property
     def sieve(self) -> LegacySieveView:
@@ -1114,6 +1208,13 @@ class PipelineConfig(_Section):
         config."""
         data = self.to_dict()
         sections: dict[str, dict[str, Any]] = data.pop("stages")
+        # route and select as each preset read them then: plain RAG the top-level keys, the sieve
+        # its flat table, where a top-level route other than "all" bound the sieve too whatever
+        # the table said (its default, here): the keys of before for the same behaviour
+        route, select = self.stages.route, self.stages.select
+        data["route"], data["select"] = route.domain_for("plain"), select.method_for("plain")
+        sections["route"]["domain"] = route.domain_for("sieve") if data["route"] == "all" else PRESET_ROUTE["sieve"]
+        sections["select"]["method"] = select.method_for("sieve")
         data["sieve"] = {key: sections[name].pop(field) for key, (name, field) in LEGACY_SIEVE_KEYS.items()}
         defaults = StageSections().model_dump(mode="json")
         earlier = {new: old for old, new in LEGACY_SECTIONS.items()}

@@ -19,6 +19,20 @@ SIEVE_STAGES: tuple[str, ...] = (
 
 PipelineName = Literal["plain", "direct", "task-adaptive", "sieve"]
 SelectName = Literal["top-k", "scope-coe"]
+
+
+def preset_name(pipeline: str) -> str:
+    """The preset a ``config.pipeline`` value names ("direct" is an alias of "plain")."""
+    return "plain" if pipeline == "direct" else pipeline
+
+
+# What each preset searches and selects where the config leaves ``stages.route.domain`` and
+# ``stages.select.method`` unset: plain RAG stays plain (every partition, the top k: no routing
+# and no selection check), the sieve routes (the domain router) and covers (ScopeCoE); the
+# task-adaptive preset searches as plain RAG does and has no select stage. The one place these
+# defaults are stated: one key sets each for every preset.
+PRESET_ROUTE: dict[str, str] = {"plain": "all", "task-adaptive": "all", "sieve": "auto"}
+PRESET_SELECT: dict[str, SelectName] = {"plain": "top-k", "task-adaptive": "top-k", "sieve": "scope-coe"}
 # how passages are read ([reading] reader): the shipped extractive reader beside the rules, or the rules alone
 ReaderName = Literal["minilm", "rules"]
 RetrievalModeName = Literal["dense", "sparse", "hybrid"]
@@ -158,6 +172,8 @@ __all__ = [
     "JudgeKind",
     "KeywordJudgeKind",
     "LLMBackendName",
+    "PRESET_ROUTE",
+    "PRESET_SELECT",
     "NeedMode",
     "PipelineName",
     "PolarAnswers",
@@ -173,6 +189,7 @@ __all__ = [
     "TaskEvaluatorKind",
     "TaskLabel",
     "ValueTie",
+    "preset_name",
     "DEFAULT_VETOES",
     "VetoName",
     "is_veto",

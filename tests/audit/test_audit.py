@@ -61,6 +61,15 @@ def test_each_planted_problem_is_found_once(report):
     assert all(m.link and m.link.startswith("https://") for f in report.findings for m in f.members)
 
 
+def test_the_neighbour_graph_finds_the_same_problems(planted, embedder, report):
+    """Above ``exact_neighbours_up_to`` passages the neighbours come from an HNSW graph: the same
+    findings on the planted corpus, and the report says how its neighbours were found."""
+    with Index.open(planted[1], embedder=embedder) as index:
+        graph = audit_index(index, exact_neighbours_up_to=2)
+    assert [(f.kind, f.documents) for f in graph.findings] == [(f.kind, f.documents) for f in report.findings]
+    assert any("HNSW graph" in n for n in graph.notes) and not any("HNSW graph" in n for n in report.notes)
+
+
 def test_json_matches_the_documented_schema(report):
     page = (ROOT / "docs" / "audit.md").read_text(encoding="utf-8")
     documented = json.loads(re.search(r"```json\n(.*?)```", page, re.S).group(1))

@@ -26,9 +26,9 @@ def test_pipeline_uses_scope_coe(tmp_path):
     index = Index.from_chunks(chunks, tmp_path / "idx", embedder=emb)
     cfg = validate_config({
         "pipeline": "plain",
-        "select": "scope-coe",
         "retrieval": {"k": 5, "candidates": 5},
-        "stages": {"coe": {"keyword_judge": "lexical", "intent_threshold": -1.0, "cover": "exact"}},
+        "stages": {"select": {"method": "scope-coe"},
+                   "coe": {"keyword_judge": "lexical", "intent_threshold": -1.0, "cover": "exact"}},
     })
     llm = FakeLLM([{"intent": "nationality of two people", "keywords": ["Scott Derrickson", "Ed Wood"]},
                    {"relations": []}], text="Yes, both are American [1].")

@@ -165,7 +165,7 @@ def test_pipeline_records_the_route_in_the_trace(index: Any) -> None:
     from ragsieve.sieve.pipeline import Pipeline
     from ragsieve.types import Trace
 
-    cfg = PipelineConfig(route="auto", stages={"route": {"unsure_threshold": 0.3, "mass_threshold": 0.5}})
+    cfg = PipelineConfig(stages={"route": {"domain": "auto", "unsure_threshold": 0.3, "mass_threshold": 0.5}})
     pipe = Pipeline(cfg, index=index)
     trace = Trace(query="python json parse")
     domains = pipe.resolve_domains("python json parse", trace)

@@ -68,3 +68,18 @@ def hash_index(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("request")
     return Index.build(copy_corpus(root), root / "idx", embedder=HashEmbedder())
+
+
+def test_the_service_takes_a_subset_of_the_options_with_their_defaults():
+    # the service passes a request's options on to Pipeline.ask: each it takes (a subset: where
+    # comes from the caller's access, task is the task-adaptive preset's) is one of AskOptions,
+    # with AskOptions' default
+    from ragsieve.serve.engine import Engine
+    from ragsieve.serve.schemas import AskRequest
+
+    engine = inspect.signature(Engine.ask).parameters
+    taken = [name for name in engine if name in ASK_DEFAULTS]
+    assert set(taken) == {"k", "route", "no_retrieval"}
+    assert {name: engine[name].default for name in taken} == {name: ASK_DEFAULTS[name] for name in taken}
+    request = {name: f.default for name, f in AskRequest.model_fields.items() if name in ASK_DEFAULTS}
+    assert request == {name: ASK_DEFAULTS[name] for name in taken}

@@ -51,7 +51,7 @@ def test_fixed_route_and_source_weight_pruning_on_milvus(stores: dict[str, Store
     milvus = stores["milvus"]
     assert isinstance(milvus, MilvusStore)
     domain = milvus.domains[0]
-    config = PipelineConfig(pipeline="plain", route=domain)
+    config = PipelineConfig(pipeline="plain", stages={"route": {"domain": domain}})
     pipe = Pipeline(config, index=milvus, llm=ScriptedLLM("ok [1]."))
     answer = pipe.ask("What do mitochondria produce?", k=3)
     assert answer.evidence and {h.chunk.domain for h in answer.evidence} == {domain}
@@ -72,7 +72,9 @@ def test_sieve_with_the_router_decides_alike_on_both_stores(stores: dict[str, St
     """route=auto trains the router from each store's chunks; every check then sees the same candidates."""
     traces = {}
     for name, store in stores.items():
-        config = PipelineConfig(pipeline="sieve", route="auto", retrieval=RetrievalConfig(mode="dense"))
+        config = PipelineConfig(
+            pipeline="sieve", stages={"route": {"domain": "auto"}}, retrieval=RetrievalConfig(mode="dense")
+        )
         answer = Pipeline(config, index=store, llm=ScriptedLLM("It is in the passage [1].")).ask(question, k=3)
         trace = answer.trace.to_dict()
         route = [e for e in trace["events"] if e["stage"] == "route"]

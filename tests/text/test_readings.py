@@ -166,3 +166,33 @@ def test_the_reader_is_off_by_default_and_the_config_switch_puts_it_in_the_verif
     # the reader's signals ride along; the answer is the rules' either way
     assert rules.ask(MOON_Q).text == on.ask(MOON_Q).text
     assert reader.calls == 1
+
+
+def test_the_responsiveness_check_takes_the_kind_asked_for_from_the_request_s_reading(small_index, monkeypatch):
+    import ragsieve.sieve.build as build
+    import ragsieve.verify.responsive as responsive
+
+    reader = CountingReader()
+    monkeypatch.setattr(build, "shared_reader", lambda: reader)
+    own_reads: Counter[str] = Counter()
+    question_reads: Counter[str] = Counter()
+    kind_of, read = responsive.expected_kind, readings_module.read_question
+
+    def own(question: str) -> Any:
+        own_reads[question] += 1
+        return kind_of(question)
+
+    def counting(question: str) -> Any:
+        question_reads[question] += 1
+        return read(question)
+
+    monkeypatch.setattr(responsive, "expected_kind", own)
+    monkeypatch.setattr(readings_module, "read_question", counting)
+    pipe = sieve(small_index, QueueLLM("Apollo 11 landed on the Moon in July 1969 [1]."),
+                 KeywordJudge(relevant=("apollo", "moon")), reading={"reader": "minilm"})  # fmt: skip
+    answer = pipe.ask(MOON_Q)
+    checked = answer.trace.stage("responsive")
+    assert checked and all(e["expected"] == read(MOON_Q).kind for e in checked)
+    assert not own_reads, "the responsiveness check read the question itself"
+    assert question_reads[MOON_Q] == 1, "the question is read once per request, whoever asks"
+    assert reader.calls == 1 and max(reader.passages.values()) == 1

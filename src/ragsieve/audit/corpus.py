@@ -23,6 +23,16 @@ NEIGHBOURS = 10
 # popular name (a country, the corpus's subject) never turns into all pairs of its passages.
 RARE_NAME_POSTINGS = NEIGHBOURS
 
+# Up to this many passages the neighbour table is exact (a flat inner-product search: quadratic
+# work, 210 s of a 100,000-passage audit's 326 s); above it an HNSW graph, n log n, whose top 10
+# agreed with the exact search on 0.969 of a 300,000-sentence corpus's neighbours
+# (docs/benchmarks.md, "Search latency: 300k passages against 10k").
+EXACT_NEIGHBOURS_UP_TO = 50_000
+# The graph's parameters: the index's own HNSW defaults (``dense_index``), a wider search beam, as
+# every passage is a query here and a tight cluster's members must all be found.
+HNSW_M = 32
+HNSW_EF_SEARCH = 128
+
 ProgressFn = Callable[[str, int, int], None]
 
 
@@ -68,9 +78,12 @@ class Corpus:
     def doc_text(self, doc_id: str) -> str:
         return "\n".join(self.chunks[r].text for r in self.docs[doc_id])
 
-    def neighbours(self, k: int = NEIGHBOURS, progress: ProgressFn | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def neighbours(self, k: int = NEIGHBOURS, progress: ProgressFn | None = None,
+                   exact_up_to: int = EXACT_NEIGHBOURS_UP_TO) -> tuple[np.ndarray, np.ndarray]:
         """Each passage's ``k`` nearest other passages by cosine: (rows, cosines), ``n x k``
-        (``-1`` rows where the corpus has fewer). Exact inner-product search in blocks."""
+        (``-1`` rows where the corpus has fewer). Exact inner-product search in blocks up to
+        ``exact_up_to`` passages, an HNSW graph above (built on one thread, so the table, and
+        the findings, are the same on every run)."""
         import faiss
 
         n, dim = self.vectors.shape
@@ -79,12 +92,27 @@ class Corpus:
         sims = np.zeros((n, k), dtype=np.float32)
         if n < 2:
             return ids, sims
-        flat = faiss.IndexFlatIP(dim)
-        flat.add(self.vectors)
+        search: Any
+        if n <= exact_up_to:
+            search = faiss.IndexFlatIP(dim)
+            search.add(self.vectors)
+        else:
+            search = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            threads = faiss.omp_get_max_threads()
+            faiss.omp_set_num_threads(1)  # parallel insertion makes the graph differ run to run
+            try:
+                block = 16_384
+                for start in range(0, n, block):
+                    search.add(self.vectors[start:start + block])
+                    if progress:
+                        progress("neighbour graph", min(n, start + block), n)
+            finally:
+                faiss.omp_set_num_threads(threads)
+            search.hnsw.efSearch = max(HNSW_EF_SEARCH, k + 1)
         block = 1024
         for start in range(0, n, block):
             stop = min(n, start + block)
-            d, i = flat.search(self.vectors[start:stop], k + 1)
+            d, i = search.search(self.vectors[start:stop], k + 1)
             for r in range(stop - start):
                 row = start + r
                 keep = [(j, s) for j, s in zip(i[r].tolist(), d[r].tolist(), strict=True) if j != row and j >= 0][:k]

@@ -33,7 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ragsieve.audit.conflicts import PairConflict
-from ragsieve.audit.corpus import Corpus, ProgressFn
+from ragsieve.audit.corpus import EXACT_NEIGHBOURS_UP_TO, Corpus, ProgressFn
 
 STATE_VERSION: Literal[1] = 1
 
@@ -154,19 +154,19 @@ def _search(vectors: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarra
     return i, d
 
 
-def update_neighbours(corpus: Corpus, k: int, reuse: Reuse | None, progress: ProgressFn | None = None
-                      ) -> tuple[np.ndarray, np.ndarray, int]:
+def update_neighbours(corpus: Corpus, k: int, reuse: Reuse | None, progress: ProgressFn | None = None,
+                      exact_up_to: int = EXACT_NEIGHBOURS_UP_TO) -> tuple[np.ndarray, np.ndarray, int]:
     """The neighbour table of ``corpus`` (as :meth:`Corpus.neighbours` gives it) and the number
     of passages searched against the whole corpus; with ``reuse`` only the changed passages and
     those that lost a neighbour are (the others are compared with the changed passages only)."""
     n = len(corpus)
     state = reuse.state if reuse is not None else None
     if reuse is None or state is None or state.ids is None or state.sims is None or not reuse.same_neighbours:
-        ids, sims = corpus.neighbours(k, progress)
+        ids, sims = corpus.neighbours(k, progress, exact_up_to)
         return ids, sims, n
     width = max(1, min(k, n - 1)) if n > 1 else 1
     if n < 2 or any(len(row) != width for row in state.ids):
-        ids, sims = corpus.neighbours(k, progress)
+        ids, sims = corpus.neighbours(k, progress, exact_up_to)
         return ids, sims, n
     ids = np.full((n, width), -1, dtype=np.int64)
     sims = np.zeros((n, width), dtype=np.float32)

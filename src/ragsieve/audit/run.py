@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragsieve.audit.corpus import NEIGHBOURS, Corpus, ProgressFn
+from ragsieve.audit.corpus import EXACT_NEIGHBOURS_UP_TO, NEIGHBOURS, Corpus, ProgressFn
 from ragsieve.audit.report import FINDING_KINDS, AuditReport, Finding
 from ragsieve.errors import InputError
 
@@ -35,6 +35,7 @@ def audit_index(
     neighbours: int = NEIGHBOURS,
     use_reader: bool = True,
     progress: ProgressFn | None = None,
+    exact_neighbours_up_to: int = EXACT_NEIGHBOURS_UP_TO,
 ) -> AuditReport:
     """Audit the passages of ``index`` (its live generation, as opened) for corpus-level problems.
 
@@ -42,10 +43,12 @@ def audit_index(
     conflicts, plus harmful sources when ``questions`` is given); ``questions``: labelled
     questions in the format ``ragsieve importance fit`` reads; ``neighbours``: the dense
     neighbours read per passage for candidates; ``use_reader``: give each conflict the
-    extractive reader's sureness.
+    extractive reader's sureness; ``exact_neighbours_up_to``: the largest corpus whose neighbours
+    are found by an exact search (above it, by an HNSW graph: n log n, a few neighbours missed).
     """
     return audit_with_state(index, checks=checks, questions=questions, neighbours=neighbours,
-                            use_reader=use_reader, progress=progress)[0]
+                            use_reader=use_reader, progress=progress,
+                            exact_neighbours_up_to=exact_neighbours_up_to)[0]
 
 
 def audit_with_state(
@@ -57,6 +60,7 @@ def audit_with_state(
     use_reader: bool = True,
     progress: ProgressFn | None = None,
     previous: AuditState | None = None,
+    exact_neighbours_up_to: int = EXACT_NEIGHBOURS_UP_TO,
 ) -> tuple[AuditReport, AuditState]:
     """:func:`audit_index`, and the state the next audit reuses. With ``previous`` (the state an
     audit of an earlier generation left, :mod:`ragsieve.audit.incremental`) only what changed
@@ -96,8 +100,12 @@ def audit_with_state(
         findings += mirrors
         mirror_groups = [frozenset(f.documents) for f in mirrors]
     if "coordinated-voice" in wanted or "conflict" in wanted:
-        ids, sims, searched = update_neighbours(corpus, neighbours, reuse, progress)
+        ids, sims, searched = update_neighbours(corpus, neighbours, reuse, progress, exact_up_to=exact_neighbours_up_to)
         candidates["neighbour_rows"] = int((ids >= 0).sum())
+        if searched == len(corpus) > exact_neighbours_up_to:
+            notes.append(f"neighbours of {searched:,} passages found by an HNSW graph (more than "
+                         f"{exact_neighbours_up_to:,}: an exact search grows with the square of the corpus); "
+                         "a few true neighbours are missed")
         if reuse is not None:
             candidates["neighbour_rows_searched"] = searched
         if "coordinated-voice" in wanted:

@@ -247,7 +247,7 @@ class OnnxEmbedder:
     def __init__(
         self,
         model: str | None = None,
-        batch_size: int = 32,
+        batch_size: int = 64,  # embedder.batch_size's default, as the other embedders'
         threads: int | None = None,
         normalize: bool = True,
         cache_dir: str | None = None,

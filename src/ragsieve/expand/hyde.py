@@ -127,7 +127,7 @@ class HyDEExpander:
         self,
         enabled: bool = True,
         max_tokens: int = 96,
-        max_sentences: int = 4,
+        max_sentences: int = 3,  # stages.tasks.hyde_max_sentences' default
         per_query_k: int | None = None,
         include_original: bool = True,
         rerank: RerankMode = "fused",

@@ -190,8 +190,9 @@ class TaskAdaptiveParts:
 
             index = Index.open(config.index_dir, embedder=embedder)
             retriever = IndexRetriever(index, config)
-        if retriever is not None and stage.domains is None and config.route not in ("all", "auto"):
-            stage = stage.model_copy(update={"domains": [config.route]})
+        route = config.stages.route.domain_for(config.pipeline)
+        if retriever is not None and stage.domains is None and route not in ("all", "auto"):
+            stage = stage.model_copy(update={"domains": [route]})
         if llm is None:
             llm = load_llm(config.llm)
         llm.warm_up()

@@ -159,7 +159,8 @@ class StageResources:
         self.relevance = RelevanceScores(self.judge, config.stages.judge, remember=embedder.remember_hits)
         retrieve = config.stages.retrieve
         self.search = CandidateSearch(
-            index, config.retrieval, sieve=sieve, wide=config.select != "top-k" and not sieve, embedder=embedder,
+            index, config.retrieval, sieve=sieve, embedder=embedder,
+            wide=not sieve and config.stages.select.method_for(config.pipeline) != "top-k",
             prior=AuditPrior(retrieve.audit_trust) if sieve and retrieve.audit_prior else None,
         )
 
@@ -199,9 +200,10 @@ def build_stages(
         if task_parts is None:
             raise ConfigError("the task-adaptive preset needs its components; build it with Pipeline")
         return task_adaptive_stages(task_parts, names)
-    # each stage gets its own section (config.stages.<stage>); plain RAG's route and select are
-    # the top-level ones
+    # each stage gets its own section (config.stages.<stage>); where a section leaves route or
+    # select unset, the preset's own applies (plain RAG stays plain: ragsieve.options.PRESET_ROUTE)
     st, sieve, shared = config.stages, resources.sieve, resources
+    preset = "sieve" if sieve else "plain"
     index, llm = resources.index, resources.llm
     # the extractive reader ([reading] reader = "minilm"), one per process, shared by the checks
     # that read passages (conflict, select, verify); None: they read by the rules
@@ -209,8 +211,8 @@ def build_stages(
     factories: dict[str, Callable[[], Stage]] = {
         "route": lambda: RouteStage(
             index,
-            (config.route if config.route != "all" else st.route.domain) if sieve else config.route,
-            st.route.close_margin if sieve else None,
+            st.route.domain_for(preset),
+            st.route.close_margin if sieve else None,  # plain RAG searches the routed domains only
             st.route,
         ),
         "need": lambda: NeedStage(st.need, st.retrieve.candidates, shared.search, shared.relevance),
@@ -228,7 +230,7 @@ def build_stages(
             reader=reader,
         ),
         "select": lambda: SelectStage(
-            shared.selectors, st.select.method if sieve else config.select, config.retrieval.k, sieve=sieve,
+            shared.selectors, st.select.method_for(preset), config.retrieval.k, sieve=sieve,
             reader=reader,
         ),
         "generate": lambda: GenerateStage(shared.generator, announce_conflict="verify" not in names),

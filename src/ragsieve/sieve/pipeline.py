@@ -248,7 +248,7 @@ class Pipeline(StreamingAnswers):
         selectors = self._shared().selectors
         if selectors.fixed is None and not self.is_sieve:
             # only ScopeCoE uses the model: top-k selection does not wait for it
-            llm = self.llm if self.config.select == "scope-coe" else None
+            llm = self.llm if self.config.stages.select.method_for(self.config.pipeline) == "scope-coe" else None
             selectors.fixed = build_selector(self.config, llm, self.index)
         for stage in self.stages:
             stage.warm_up()  # the stages' embedder is the index's, whose load they do not wait for
@@ -270,11 +270,11 @@ class Pipeline(StreamingAnswers):
     def resolve_domains(
         self, question: str, trace: Trace, route: str | None = None, close_margin: float | None = None
     ) -> list[str] | None:
-        """Which partitions to search: ``None`` means the global index."""
+        """Which partitions to search (``route``, else ``stages.route.domain``, else every
+        partition: the search alone searches as plain RAG does): ``None`` means the global index."""
         index = self._index()
-        return resolve_domains(
-            index, question, trace, route or self.config.route, self.config.stages.route, close_margin
-        )
+        default = self.config.stages.route.domain_for("plain")
+        return resolve_domains(index, question, trace, route or default, self.config.stages.route, close_margin)
 
     def retrieve(
         self,
@@ -286,9 +286,8 @@ class Pipeline(StreamingAnswers):
     ) -> list[SearchHit]:
         """Candidates for selection (:class:`ragsieve.sieve.retrieve.CandidateSearch`)."""
         sieve = self.is_sieve
-        search = CandidateSearch(
-            self._index, self.config.retrieval, sieve=sieve, wide=self.config.select != "top-k" and not sieve
-        )
+        wide = not sieve and self.config.stages.select.method_for(self.config.pipeline) != "top-k"
+        search = CandidateSearch(self._index, self.config.retrieval, sieve=sieve, wide=wide)
         return search(question, trace, k=k, domains=domains, where=where)
 
     def ready_judge(self) -> Judge:

@@ -51,7 +51,7 @@ class RouteStage:
     the runner-up domain is searched too when the router cannot tell the two apart.
 
     Reads ``state.route`` (a per-request route) and ``state.retrieve``; writes ``state.domains``
-    and a ``route`` trace record. Set by ``config.route`` / ``stages.route.domain``,
+    and a ``route`` trace record. Set by ``stages.route.domain`` (unset: the preset's own),
     ``stages.route.close_margin`` and the router's options in ``stages.route``."""
 
     name = "route"

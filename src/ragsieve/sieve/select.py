@@ -32,8 +32,8 @@ SELECT_READER_PROBABILITY = 0.5
 
 
 def build_selector(config: PipelineConfig, llm: LLM | None, index: Index | Store | None) -> Selector:
-    """The selector ``config.select`` names."""
-    if config.select == "scope-coe":
+    """The selector ``stages.select.method`` names (unset: the preset's own)."""
+    if config.stages.select.method_for(config.pipeline) == "scope-coe":
         from ragsieve.coe import ScopeCoESelector
 
         return ScopeCoESelector.from_config(config, llm=llm, embedder=index.embedder if index else None)
@@ -58,7 +58,7 @@ def scope_coe_selector(config: PipelineConfig, llm: LLM | None, embedder: Any, f
 
 class Selectors:
     """The selector for a method name, built once per method. ``fixed`` (a selector given to the
-    pipeline, or the one ``config.select`` names in plain RAG) wins outside the sieve."""
+    pipeline, or the one ``stages.select.method`` names in plain RAG) wins outside the sieve."""
 
     def __init__(
         self,
@@ -153,8 +153,9 @@ class SelectStage:
     Reads the candidates, ``state.retrieve``, ``state.k``, ``state.same_source`` (one passage
     per voice enters the selection: :func:`ragsieve.voices.one_per_voice`) and ``state.must_keep`` (passages that
     join the selection whatever the selector chose); writes one ``select`` decision per
-    candidate (in the sieve) and whatever the selector records. Set by ``stages.select.method`` and
-    ``stages.select.coe_features`` (sieve), ``select`` (plain), ``retrieval.k`` and ``stages.coe``."""
+    candidate (in the sieve) and whatever the selector records. Set by ``stages.select.method``
+    (unset: the preset's own), ``stages.select.coe_features`` (sieve), ``retrieval.k`` and
+    ``stages.coe``."""
 
     name = "select"
     reads: tuple[str, ...] = ()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_check
 
 from ragsieve.config import SIEVE_STAGES, PipelineConfig
 from ragsieve.errors import ConfigError, StageContractError
+from ragsieve.options import preset_name as preset_name
 from ragsieve.records import ConflictRecord, DecideRecord, PoisonRecord
 from ragsieve.signals import DECLARED, how_to_declare, undeclared
 from ragsieve.text.readings import Readings
@@ -44,11 +45,6 @@ PRESETS: dict[str, tuple[str, ...]] = {
 # What every run does after its preset's stages, in this order, abstention or not
 # (ragsieve.sieve.closing): not in a preset, not removed by ``config.ablate``.
 CLOSING_STAGES: tuple[str, ...] = ("confidence", "calibration", "settle_citations")
-
-
-def preset_name(pipeline: str) -> str:
-    """The preset a ``config.pipeline`` value names ("direct" is an alias of "plain")."""
-    return "plain" if pipeline == "direct" else pipeline
 
 
 def switched_off(config: PipelineConfig) -> set[str]:

@@ -142,7 +142,9 @@ class VerifyStage:
 
         for attempt in range(self.config.responsive_retries + 1):
             labelled = bool(state.opened_with_label) or None
-            verdict = self.checker.check(question, state.text, state.evidence, opened_with_label=labelled)
+            verdict = self.checker.check(
+                question, state.text, state.evidence, opened_with_label=labelled, readings=state.readings
+            )
             trace.record("responsive", attempt=attempt, **verdict.to_dict())
             state.signal("verify.responsive", verdict.ok)
             for reason in UNRESPONSIVE_REASONS:

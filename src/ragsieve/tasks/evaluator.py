@@ -351,7 +351,7 @@ class LLMRetrievalEvaluator:
     def __init__(
         self,
         timeout_s: float = 30.0,
-        max_tokens: int = 160,
+        max_tokens: int = 128,  # stages.tasks.evaluator_max_tokens' default, what the preset builds it with
         default: Verdict = "partial",
         max_retries: int = 1,
         max_evidence_chars: int = 1200,

@@ -341,12 +341,14 @@ class ResponsivenessChecker:
         return copied >= 2 * self.paste_min_tokens or len(split_sentences(_MARKER_RE.sub(" ", answer))) > 1
 
     def check(self, question: str, answer: str, evidence: Sequence[SearchHit] | Sequence[str],
-              opened_with_label: bool | None = None) -> Responsiveness:
+              opened_with_label: bool | None = None, readings: Readings | None = None) -> Responsiveness:
         """The verdict for ``answer`` to ``question`` given the numbered ``evidence`` (hits or
         strings, numbered from 1 as in the answer prompt). ``opened_with_label``: whether the
         model's reply opened with a marker or an ``Evidence:`` label before cleanup removed it
-        (default: read from ``answer``)."""
-        kind = expected_kind(question)
+        (default: read from ``answer``). ``readings``: the request's readings
+        (:class:`ragsieve.text.readings.Readings`), whose reading of the question gives the kind
+        asked for; without them the question is read here."""
+        kind = readings.question(question).kind if readings is not None else expected_kind(question)
         texts = _evidence_texts(evidence)
         a_tokens = _tokens(answer)
         if not a_tokens:
@@ -498,7 +500,7 @@ def checked_extraction(question: str, evidence: Sequence[SearchHit] | Sequence[s
     if found is None:
         return None
     text = cite_sentence(found.sentence, found.position)
-    return found, text, checker.check(question, text, evidence, opened_with_label=False)
+    return found, text, checker.check(question, text, evidence, opened_with_label=False, readings=readings)
 
 
 # ---------------------------------------------------------------- policy
