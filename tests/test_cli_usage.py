@@ -98,7 +98,6 @@ def test_options_with_fixed_values_list_them():
         (cli.RetrievalMode, config.RetrievalModeName, config.RetrievalConfig.model_fields["mode"]),
         (cli.Fusion, config.FusionName, config.RetrievalConfig.model_fields["fusion"]),
         (cli.PipelineChoice, config.PipelineName, config.PipelineConfig.model_fields["pipeline"]),
-        (cli.SelectChoice, config.SelectName, config.PipelineConfig.model_fields["select"]),
         (cli.SelectChoice, config.SelectName, config.SelectConfig.model_fields["method"]),
         (cli.ChunkChoice, config.ChunkUnit, config.ChunkingConfig.model_fields["unit"]),
         (cli.DenseChoice, config.DenseKind, config.DenseIndexConfig.model_fields["kind"]),
@@ -107,8 +106,9 @@ def test_options_with_fixed_values_list_them():
     ],
 )
 def test_each_option_set_is_declared_once_in_the_config(enum, literal, field):
-    # the config field is typed by the one declaration, and the command line's choices are built from it
-    assert field.annotation is literal
+    # the config field is typed by the one declaration (or by it or None: unset, the preset's own),
+    # and the command line's choices are built from it
+    assert field.annotation is literal or field.annotation == literal | None
     assert [m.value for m in enum] == list(typing.get_args(literal))
 
 
