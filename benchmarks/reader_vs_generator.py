@@ -237,8 +237,17 @@ def report(args: argparse.Namespace, sets: dict[str, list[dict[str, Any]]], cach
     )
     cost = ", ".join(f"{m} median {float(np.median(s)):.1f} s per answer" for m, s in seconds.items() if s)
     echo = "; ".join(f"{m}: {k} of {len(seconds[m])}" for m, k in echoes.items())
+    echo_note = "".join(
+        f" **{model_label(m)} repeated the prompt's instruction instead of answering in {k} of {len(seconds[m])}"
+        " replies, so its rows measure that failure, not reading; the prompt was not changed to fix it (that"
+        " would be tuning on these sets).**"
+        for m, k in echoes.items()
+        if seconds[m] and k >= len(seconds[m]) / 2
+    )
     prompt_block = "\n".join("    " + line for line in PROMPT.splitlines())
     body = f"""
+Answers made by `python benchmarks/reader_vs_generator.py --n {args.n}` (niced, 1 thread) and cached in
+`runs/reader_vs_generator/answers.jsonl`; `--report-only` rewrites this section from that cache.
 Each question with its own passage, every reader on the same passage. Data, a seeded sample (seed
 {SEED}, at most {args.n} per set; n below is what finished, the questions answered by every reader):
 SQuADShifts reddit and amazon_reviews (evaluation only, gold passage;
@@ -262,7 +271,7 @@ answer" is meaningful (higher is better there, lower elsewhere). Nothing (prompt
 threshold) was tuned on these sets. Exact match and F1 are SQuAD-normalised, against any gold
 answer; 95% bootstrap intervals (2000 resamples). Generation time ({args.threads} thread(s), a
 2-core machine shared with other jobs): {cost}. Replies that begin by repeating the prompt's first
-sentence (scored as they are, as an answer): {echo}.
+sentence (scored as they are, as an answer): {echo}.{echo_note}
 
 {table}
 """

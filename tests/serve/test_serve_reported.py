@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,10 @@ def test_a_port_outside_1_to_65535_is_refused_before_anything_starts(
 def test_health_answers_on_both_paths_without_the_key(tmp_path: Path) -> None:
     app = create_app(fake_engine(write_index_dir(tmp_path / "idx")), ServeSettings(api_key="secret"))
     with TestClient(app) as client:
+        # the index opens in the background at start-up: compare the two paths once it is open
+        deadline = time.monotonic() + 30
+        while client.get("/v1/health").json().get("index_generation") is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         versioned, alias = client.get("/v1/health"), client.get("/health")
     assert versioned.status_code == alias.status_code == 200
     assert alias.json().keys() == versioned.json().keys()

@@ -270,11 +270,21 @@ def memory_spans() -> Iterator[Any]:
         trace.set_tracer_provider(provider)
         provider = trace.get_tracer_provider()
     assert isinstance(provider, TracerProvider)
-    processor = SimpleSpanProcessor(exporter)
+    class WhileTesting(SimpleSpanProcessor):
+        # The provider is global and has no way to remove a processor: a shut-down one stays
+        # attached and warns on every later span (in later tests' server threads, through log
+        # handlers whose streams are closed by then), so this one is only switched off.
+        active = True
+
+        def on_end(self, span: Any) -> None:
+            if self.active:
+                super().on_end(span)
+
+    processor = WhileTesting(exporter)
     provider.add_span_processor(processor)
     yield exporter
+    processor.active = False
     exporter.clear()
-    processor.shutdown()
 
 
 def test_opentelemetry_spans_per_stage(hash_index, memory_spans):
