@@ -23,13 +23,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._report import ROOT, markdown_table, publish_section
 from benchmarks._stats import rate_with_interval
-from benchmarks.audit_false_findings import key, per_thousand
+from benchmarks.audit_false_findings import hand_labels, key, per_thousand
 from benchmarks.audit_planted import RUNS, audit, clean_chunks, embedded
 
 LABELS = ROOT / "benchmarks" / "labels" / "audit_hotpotqa.json"
@@ -50,16 +49,8 @@ def main() -> None:
         embedder = load_embedder()
         clean = clean_chunks()
         data = audit("clean", clean, embedded("clean", [c.text for c in clean], embedder), embedder)
-    labels: dict[str, Any] = json.loads(LABELS.read_text(encoding="utf-8")) if LABELS.is_file() else {}
     findings = [f for f in data["findings"] if f["kind"] in KINDS]
-    unlabelled = [f for f in findings if key(f) not in labels]
-    for f in unlabelled:
-        print(json.dumps({"key": key(f), "evidence": f["evidence"], "sentences": [m["sentence"] for m in f["members"]]},
-                         ensure_ascii=False))
-    if unlabelled:
-        print(f"{len(unlabelled)} findings without a label in {LABELS}", file=sys.stderr)
-        if args.write:
-            raise SystemExit("label every finding before writing the section")
+    labels = hand_labels(LABELS, findings, write=args.write)
     docs = int(data["documents"])
     rows: list[list[object]] = []
     for kind in (*KINDS, None):

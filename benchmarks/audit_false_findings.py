@@ -55,6 +55,22 @@ def per_thousand(count: int, docs: int) -> str:
     return f"{1000 * count / docs:.2f} [{1000 * low:.2f}, {1000 * high:.2f}]"
 
 
+def hand_labels(path: Path, findings: list[dict[str, Any]], *, write: bool) -> dict[str, Any]:
+    """The labels read by hand in ``path`` (finding key -> label); each finding without one is
+    printed (key, evidence, sentences) for a person to read, and writing a section is refused
+    until every finding has its label."""
+    labels: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    unlabelled = [f for f in findings if key(f) not in labels]
+    for f in unlabelled:
+        print(json.dumps({"key": key(f), "evidence": f["evidence"], "sentences": [m["sentence"] for m in f["members"]]},
+                         ensure_ascii=False))
+    if unlabelled:
+        print(f"{len(unlabelled)} findings without a label in {path}", file=sys.stderr)
+        if write:
+            raise SystemExit("label every finding before writing the section")
+    return labels
+
+
 def key(finding: dict[str, Any]) -> str:
     return finding["kind"] + ":" + "|".join(sorted(finding["documents"]))
 
@@ -72,15 +88,7 @@ def main() -> None:
             report = audit_index(index)
         found.write_text(report.to_json(), encoding="utf-8")
     data = json.loads(found.read_text(encoding="utf-8"))
-    labels: dict[str, Any] = json.loads(LABELS.read_text(encoding="utf-8")) if LABELS.is_file() else {}
-    unlabelled = [f for f in data["findings"] if key(f) not in labels]
-    for f in unlabelled:
-        print(json.dumps({"key": key(f), "evidence": f["evidence"], "sentences": [m["sentence"] for m in f["members"]]},
-                         ensure_ascii=False))
-    if unlabelled:
-        print(f"{len(unlabelled)} findings without a label in {LABELS}", file=sys.stderr)
-        if args.write:
-            raise SystemExit("label every finding before writing the section")
+    labels = hand_labels(LABELS, data["findings"], write=args.write)
     docs = int(data["documents"])
     rows: list[list[object]] = []
     for kind in ("mirror", "coordinated-voice", "conflict"):
